@@ -1,0 +1,135 @@
+#include "jobs.h"
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+
+#include "ref/reference.h"
+#include "support/error.h"
+
+namespace lpu {
+
+CompileOptions compile_options_for(const ArchConfig& arch, const std::string& fusion) {
+  CompileOptions o;
+  o.fusion = fusion;
+  o.codegen.lmu_bytes = arch.lmu_bytes();
+  o.codegen.double_buffer = arch.lmu.double_buffer;
+  o.codegen.hbm_alignment = std::max(arch.hbm.interleave_bytes, arch.hbm.burst_bytes);
+  return o;
+}
+
+FunctionalCheck check_outputs(const std::vector<Tensor>& expected, const std::vector<std::string>& names,
+                              const TensorMap& actual, DType dtype) {
+  FunctionalCheck c;
+  c.atol = dtype == DType::f32 ? 1e-4 : 2e-2;
+  c.rtol = dtype == DType::f32 ? 1e-4 : 2e-2;
+  c.ok = true;
+  double worst_excess = -1;
+  for (size_t i = 0; i < expected.size(); ++i) {
+    auto it = actual.find(names[i]);
+    if (it == actual.end()) throw InternalError("simulation produced no output " + names[i]);
+    const Tensor& a = it->second;
+    const Tensor& e = expected[i];
+    if (a.numel() != e.numel()) throw InternalError("output " + names[i] + " has the wrong size");
+    for (int64_t k = 0; k < a.numel(); ++k) {
+      double av = a.data[static_cast<size_t>(k)], ev = e.data[static_cast<size_t>(k)];
+      double err = std::fabs(av - ev);
+      if (std::isnan(av) != std::isnan(ev)) err = INFINITY;
+      c.max_abs_error = std::max(c.max_abs_error, err);
+      c.max_rel_error = std::max(c.max_rel_error, err / std::max(std::fabs(ev), 1e-6));
+      double excess = err - (c.atol + c.rtol * std::fabs(ev));
+      if (excess > worst_excess) {
+        worst_excess = excess;
+        c.worst = strcat(names[i], "[", k, "]: simulated ", av, " vs reference ", ev);
+      }
+      if (excess > 0) c.ok = false;
+    }
+  }
+  return c;
+}
+
+RunOutcome run_job(const WorkloadSpec& w, const ArchConfig& arch, const std::string& fusion, bool functional,
+                   bool trace) {
+  RunOutcome o;
+  o.workload = w;
+  o.arch = arch;
+  o.fusion = fusion;
+  Graph g = build_graph(w);
+  o.comp = compile_graph(g, compile_options_for(arch, fusion));
+  TensorMap inputs;
+  if (functional) inputs = make_random_inputs(o.comp.core, w.seed);
+  SimOptions so;
+  so.functional = functional;
+  so.record_trace = trace;
+  auto t0 = std::chrono::steady_clock::now();
+  o.sim = simulate(o.comp.code.program, arch, so, functional ? &inputs : nullptr);
+  o.wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  if (functional) {
+    auto expected = run_reference(o.comp.core, inputs);
+    o.check = check_outputs(expected, o.comp.loop_ir.outputs, o.sim.outputs, w.dtype);
+  }
+  return o;
+}
+
+nlohmann::json RunOutcome::to_json() const {
+  nlohmann::json j = stats_to_json(sim.stats);
+  j["fusion"] = fusion;
+  j["num_kernels"] = comp.schedule.kernels.size();
+  j["compulsory_hbm_bytes"] = comp.compulsory_hbm_bytes;
+  j["traffic_ratio"] = comp.compulsory_hbm_bytes
+                           ? static_cast<double>(sim.stats.hbm_read_bytes + sim.stats.hbm_write_bytes) /
+                                 static_cast<double>(comp.compulsory_hbm_bytes)
+                           : 0.0;
+  nlohmann::json wl = {{"name", workload.name}, {"file", workload.file}, {"model", workload.model},
+                       {"phase", workload.phase}, {"batch", workload.batch}, {"seq_len", workload.seq_len},
+                       {"context", workload.context}, {"dtype", dtype_name(workload.dtype)}};
+  for (const auto& [k, v] : workload.params) wl[k] = v;
+  j["workload"] = wl;
+  j["arch"] = arch_to_json(arch);
+  // Kernels: add the graph nodes each came from.
+  for (size_t k = 0; k < j["kernels"].size() && k < comp.schedule.kernels.size(); ++k) {
+    nlohmann::json nodes = nlohmann::json::array();
+    for (int n : comp.schedule.kernels[k].nodes) nodes.push_back(comp.loop_ir.nodes[static_cast<size_t>(n)].origin);
+    j["kernels"][k]["nodes"] = nodes;
+  }
+  if (check) {
+    j["functional"] = {{"max_abs_error", check->max_abs_error}, {"max_rel_error", check->max_rel_error},
+                       {"atol", check->atol}, {"rtol", check->rtol}, {"ok", check->ok}};
+  }
+  return j;
+}
+
+std::string format_table(const std::vector<std::string>& header, const std::vector<std::vector<std::string>>& rows) {
+  std::vector<size_t> w(header.size(), 0);
+  for (size_t i = 0; i < header.size(); ++i) w[i] = header[i].size();
+  for (const auto& r : rows)
+    for (size_t i = 0; i < r.size() && i < w.size(); ++i) w[i] = std::max(w[i], r[i].size());
+  auto line = [&](const std::vector<std::string>& r) {
+    std::string s;
+    for (size_t i = 0; i < w.size(); ++i) {
+      std::string cell = i < r.size() ? r[i] : "";
+      std::string pad(w[i] - cell.size(), ' ');
+      s += (i ? "  " : "") + (i == 0 ? cell + pad : pad + cell);  // first column left, numbers right
+    }
+    while (!s.empty() && s.back() == ' ') s.pop_back();
+    return s + "\n";
+  };
+  std::string out = line(header);
+  std::string rule;
+  for (size_t i = 0; i < w.size(); ++i) rule += (i ? "  " : "") + std::string(w[i], '-');
+  out += rule + "\n";
+  for (const auto& r : rows) out += line(r);
+  return out;
+}
+
+std::string human_bytes(uint64_t b) {
+  char buf[64];
+  double v = static_cast<double>(b);
+  if (v >= 1e9) std::snprintf(buf, sizeof buf, "%.2f GB", v / 1e9);
+  else if (v >= 1e6) std::snprintf(buf, sizeof buf, "%.2f MB", v / 1e6);
+  else if (v >= 1e3) std::snprintf(buf, sizeof buf, "%.1f kB", v / 1e3);
+  else std::snprintf(buf, sizeof buf, "%llu B", static_cast<unsigned long long>(b));
+  return buf;
+}
+
+}  // namespace lpu

@@ -1,0 +1,272 @@
+// `lpu`: the workbench's command line. Exit codes: 0 ok, 1 a failed check, 2 bad input,
+// 3 a simulation that cannot finish, 4 an internal error (a bug: please report it).
+#include <CLI/CLI.hpp>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+
+#include "graph/ops.h"
+#include "jobs.h"
+#include "passes/passes.h"
+#include "support/error.h"
+
+namespace fs = std::filesystem;
+using namespace lpu;
+
+namespace {
+
+std::string fmt(const char* f, double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, f, v);
+  return buf;
+}
+
+void write_file(const std::string& path, const std::string& text) {
+  fs::path p(path);
+  if (p.has_parent_path()) fs::create_directories(p.parent_path());
+  std::ofstream f(path);
+  if (!f) throw InputError("cannot write " + path);
+  f << text;
+}
+
+void write_json(const std::string& path, const nlohmann::json& j) { write_file(path, j.dump(2) + "\n"); }
+
+struct ArchFlags {
+  std::string arch = default_config_name();
+  std::vector<std::string> sets;
+  void add(CLI::App* app) {
+    app->add_option("--arch", arch, "architecture config: a YAML path or a name in configs/")->capture_default_str();
+    app->add_option("--set", sets, "override a config key, e.g. --set hbm.bandwidth_gbps=230 (repeatable)");
+  }
+  ArchConfig load() const { return load_arch_config(resolve_config_path(arch), sets); }
+};
+
+std::vector<std::string> split_list(const std::string& s) {
+  std::vector<std::string> out;
+  std::stringstream ss(s);
+  for (std::string x; std::getline(ss, x, ',');)
+    if (!x.empty()) out.push_back(x);
+  return out;
+}
+
+void print_run(const RunOutcome& o) {
+  const auto& s = o.sim.stats;
+  std::vector<std::vector<std::string>> rows = {
+      {"workload", o.workload.name},
+      {"arch", o.arch.name},
+      {"fusion", o.fusion},
+      {"kernels", std::to_string(o.comp.schedule.kernels.size())},
+      {"instructions", std::to_string(s.instructions)},
+      {"cycles", std::to_string(s.cycles)},
+      {"latency", fmt("%.3f us", s.latency_us)},
+      {"HBM read", human_bytes(s.hbm_read_bytes)},
+      {"HBM written", human_bytes(s.hbm_write_bytes)},
+      {"compulsory HBM", human_bytes(static_cast<uint64_t>(o.comp.compulsory_hbm_bytes))},
+      {"traffic / compulsory", fmt("%.3f", o.to_json()["traffic_ratio"].get<double>())},
+      {"HBM bandwidth utilisation", fmt("%.1f %%", 100 * s.hbm_bandwidth_utilization)},
+  };
+  for (const auto& e : s.engines) rows.push_back({e.name + " utilisation", fmt("%.1f %%", 100 * e.utilization)});
+  std::cout << format_table({"metric", "value"}, rows);
+}
+
+int cmd_run(const std::string& workload, const ArchFlags& af, const std::string& fusion, bool functional,
+            const std::string& json, const std::string& trace) {
+  WorkloadSpec w = resolve_workload(workload);
+  ArchConfig arch = af.load();
+  RunOutcome o = run_job(w, arch, fusion, functional, !trace.empty());
+  print_run(o);
+  if (!json.empty()) write_json(json, o.to_json());
+  if (!trace.empty()) write_json(trace, trace_to_json(o.sim.trace));
+  if (o.check) {
+    std::cout << fmt("functional: max abs error %.3g", o.check->max_abs_error)
+              << fmt(", max rel error %.3g", o.check->max_rel_error) << " (tolerance |sim-ref| <= "
+              << o.check->atol << " + " << o.check->rtol << "*|ref|): " << (o.check->ok ? "PASS" : "FAIL") << "\n";
+    if (!o.check->ok) throw CheckFailed("functional check failed: worst element " + o.check->worst);
+  }
+  return 0;
+}
+
+int cmd_compare(const std::string& workload, const ArchFlags& af, const std::string& policies, bool functional,
+                const std::string& json) {
+  WorkloadSpec w = resolve_workload(workload);
+  ArchConfig arch = af.load();
+  std::vector<RunOutcome> runs;
+  for (const auto& p : split_list(policies)) runs.push_back(run_job(w, arch, p, functional));
+  if (runs.empty()) throw InputError("--fusion: no policy given");
+  double base = static_cast<double>(runs.front().sim.stats.cycles);
+  std::vector<std::vector<std::string>> rows;
+  nlohmann::json out = {{"workload", w.name}, {"arch", arch.name}, {"runs", nlohmann::json::array()}};
+  bool all_ok = true;
+  for (const auto& r : runs) {
+    const auto& s = r.sim.stats;
+    std::vector<std::string> row = {r.fusion,
+                                    std::to_string(r.comp.schedule.kernels.size()),
+                                    std::to_string(s.hbm_read_bytes),
+                                    std::to_string(s.hbm_write_bytes),
+                                    std::to_string(r.comp.compulsory_hbm_bytes),
+                                    std::to_string(s.cycles),
+                                    fmt("%.3f", s.latency_us),
+                                    fmt("%.1f%%", 100 * s.hbm_bandwidth_utilization),
+                                    fmt("%.2fx", base / static_cast<double>(std::max<uint64_t>(s.cycles, 1)))};
+    if (r.check) {
+      row.push_back(fmt("%.2g", r.check->max_abs_error) + (r.check->ok ? " ok" : " FAIL"));
+      all_ok = all_ok && r.check->ok;
+    }
+    rows.push_back(row);
+    nlohmann::json j = r.to_json();
+    j["speedup_vs_first"] = base / static_cast<double>(std::max<uint64_t>(s.cycles, 1));
+    out["runs"].push_back(j);
+  }
+  std::vector<std::string> header = {"fusion", "kernels", "hbm_read_B", "hbm_write_B", "compulsory_B",
+                                     "cycles", "latency_us", "bw_util", "speedup"};
+  if (functional) header.push_back("max_abs_err");
+  std::cout << "workload " << w.name << " on " << arch.name << "\n" << format_table(header, rows);
+  if (!json.empty()) {
+    write_json(json, out);
+    std::cout << "wrote " << json << "\n";
+  }
+  if (!all_ok) throw CheckFailed("functional check failed");
+  return 0;
+}
+
+int cmd_compile(const std::string& workload, const ArchFlags& af, const std::string& fusion, const std::string& emit,
+                const std::string& outdir) {
+  WorkloadSpec w = resolve_workload(workload);
+  ArchConfig arch = af.load();
+  Compilation c = compile_graph(build_graph(w), compile_options_for(arch, fusion));
+  std::map<std::string, std::pair<std::string, std::string>> artefacts = {
+      {"graph", {"graph.txt", print_graph(c.captured)}},
+      {"core", {"core.txt", print_graph(c.core)}},
+      {"loopir", {"loopir.txt", print_loop_ir(c.loop_ir)}},
+      {"schedule", {"schedule.txt", print_schedule(c.loop_ir, c.schedule)}},
+      {"asm", {"program.s", print_program(c.code.program)}},
+  };
+  for (const auto& e : split_list(emit)) {
+    auto it = artefacts.find(e);
+    if (it == artefacts.end()) throw InputError("--emit: unknown artefact '" + e + "' (graph, core, loopir, schedule, asm)");
+    if (outdir.empty()) {
+      std::cout << it->second.second;
+    } else {
+      write_file(outdir + "/" + it->second.first, it->second.second);
+      std::cout << "wrote " << outdir << "/" << it->second.first << "\n";
+    }
+  }
+  return 0;
+}
+
+int cmd_check_config(const std::vector<std::string>& files, const std::vector<std::string>& sets) {
+  for (const auto& f : files) {
+    ArchConfig a = load_arch_config(resolve_config_path(f), sets);
+    std::cout << a.file << ": ok (" << a.name << ", " << a.clock_ghz << " GHz, " << a.devices << " device(s), HBM "
+              << a.hbm.bandwidth_gbps << " GB/s x " << a.hbm.channels << " channels, LMU " << a.lmu.capacity_kib
+              << " KiB, VXE " << a.vxe.lanes << " lanes, SXE " << a.sxe.mac_trees << "x" << a.sxe.lanes << ")\n";
+  }
+  return 0;
+}
+
+int cmd_list(const std::string& what) {
+  if (what == "ops") {
+    std::vector<std::vector<std::string>> rows;
+    for (const auto& op : all_ops()) rows.push_back({op.name, op_category_name(op.category), op.doc});
+    std::cout << format_table({"op", "category", "meaning"}, rows);
+  } else if (what == "workloads") {
+    std::vector<std::vector<std::string>> rows;
+    for (const auto& b : model_builders()) rows.push_back({b.name, "model", b.description});
+    if (fs::is_directory(workloads_dir()))
+      for (const auto& e : fs::directory_iterator(workloads_dir()))
+        if (e.path().extension() == ".yaml") rows.push_back({e.path().stem().string(), "file", e.path().string()});
+    std::sort(rows.begin() + static_cast<long>(model_builders().size()), rows.end());
+    std::cout << format_table({"name", "kind", "description"}, rows);
+  } else if (what == "configs") {
+    std::vector<std::vector<std::string>> rows;
+    for (const std::string& dir : {std::string("configs"), std::string(LPU_SOURCE_DIR) + "/configs"}) {
+      if (!fs::is_directory(dir)) continue;
+      for (const auto& e : fs::directory_iterator(dir))
+        if (e.path().extension() == ".yaml") rows.push_back({e.path().stem().string(), e.path().string()});
+      break;
+    }
+    std::sort(rows.begin(), rows.end());
+    std::cout << format_table({"config", "file"}, rows);
+  } else {
+    throw InputError("list: expected ops, workloads or configs, got '" + what + "'");
+  }
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"lpu: hardware/compiler co-design workbench for LLM accelerators"};
+  app.require_subcommand(1);
+  app.set_help_all_flag("--help-all", "help for every subcommand");
+
+  std::string workload, fusion = "greedy", json, trace, emit = "asm", outdir, policies = "none,greedy", what;
+  bool functional = false;
+  ArchFlags af;
+
+  auto* run = app.add_subcommand("run", "compile and simulate one workload");
+  run->add_option("workload", workload, "workload YAML or name in workloads/")->required();
+  af.add(run);
+  run->add_option("--fusion", fusion, "fusion policy: none | greedy")->capture_default_str();
+  run->add_flag("--functional", functional, "simulate with real data and compare with the reference executor");
+  run->add_option("--json", json, "write statistics as JSON");
+  run->add_option("--trace", trace, "write a Chrome/Perfetto trace-event timeline");
+
+  auto* cmp = app.add_subcommand("compare", "run one workload under several fusion policies, side by side");
+  cmp->add_option("workload", workload, "workload YAML or name in workloads/")->required();
+  af.add(cmp);
+  cmp->add_option("--fusion", policies, "comma-separated policies")->capture_default_str();
+  cmp->add_flag("--functional", functional, "also check every policy's outputs against the reference");
+  cmp->add_option("--json", json, "write all runs as JSON");
+
+  auto* comp = app.add_subcommand("compile", "compile a workload and print or write its IRs");
+  comp->add_option("workload", workload, "workload YAML or name in workloads/")->required();
+  af.add(comp);
+  comp->add_option("--fusion", fusion, "fusion policy: none | greedy")->capture_default_str();
+  comp->add_option("--emit", emit, "comma-separated: graph, core, loopir, schedule, asm")->capture_default_str();
+  comp->add_option("-o,--out", outdir, "directory to write into (default: stdout)");
+
+  std::vector<std::string> cfg_files;
+  std::vector<std::string> cfg_sets;
+  auto* chk = app.add_subcommand("check-config", "validate architecture config files");
+  chk->add_option("files", cfg_files, "config YAML paths or names in configs/")->required();
+  chk->add_option("--set", cfg_sets, "override a key before validation (repeatable)");
+
+  auto* lst = app.add_subcommand("list", "list built-in workloads, configs or ops");
+  lst->add_option("what", what, "workloads | configs | ops")->required();
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    app.exit(e);
+    return 2;
+  }
+
+  try {
+    if (*run) return cmd_run(workload, af, fusion, functional, json, trace);
+    if (*cmp) return cmd_compare(workload, af, policies, functional, json);
+    if (*comp) return cmd_compile(workload, af, fusion, emit, outdir);
+    if (*chk) return cmd_check_config(cfg_files, cfg_sets);
+    if (*lst) return cmd_list(what);
+  } catch (const InputError& e) {
+    std::cerr << "error: " << e.what() << "\n";
+    return 2;
+  } catch (const CheckFailed& e) {
+    std::cerr << "check failed: " << e.what() << "\n";
+    return 1;
+  } catch (const SimulationStuck& e) {
+    std::cerr << "simulation stuck: " << e.what() << "\n";
+    return 3;
+  } catch (const std::exception& e) {
+    std::cerr << "internal error (a bug in the workbench): " << e.what() << "\n";
+    return 4;
+  }
+  return 0;
+}

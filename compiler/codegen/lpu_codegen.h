@@ -1,0 +1,42 @@
+// LPU code generation: a scheduled loop-IR program -> an LPU program (isa/program.h).
+// Each kernel is tiled over its rows so the tile working set fits local memory; loads that
+// do not depend on the row are hoisted out of the tile loop and stay resident; with double
+// buffering, consecutive tiles use alternating halves of local memory so the DMA of tile
+// t+1 overlaps the vector work of tile t (the simulator's scoreboard enforces the hazards).
+// Vector instructions come from walking each node's body with the LPU assembly ops handler.
+#pragma once
+#include "isa/program.h"
+#include "loopir/loop_ir.h"
+#include "schedule/schedule.h"
+
+namespace lpu {
+
+struct CodegenOptions {
+  int64_t lmu_bytes = 512 * 1024;  // local memory capacity
+  bool double_buffer = true;
+  int64_t hbm_alignment = 256;     // buffer base alignment in HBM
+  int64_t max_tile_rows = 0;       // 0 = as many as fit
+};
+
+struct KernelTiling {
+  std::string kernel;
+  int64_t tile_rows = 0;
+  int64_t tiles = 0;
+  int64_t hoisted_bytes = 0;
+  int64_t tile_bytes = 0;  // per buffer (double-buffered kernels use two)
+};
+
+struct CodegenResult {
+  Program program;
+  std::vector<KernelTiling> tiling;
+};
+
+// Local memory one row per tile of `k` needs: hoisted operands + tile registers (x2 when
+// double-buffered). The scheduler asks this before accepting a fusion.
+int64_t kernel_min_lmu_bytes(const LoopProgram& p, const Kernel& k, bool double_buffer);
+
+// Throws InputError when a kernel cannot fit local memory even with one row per tile,
+// naming the kernel and the bytes it needs.
+CodegenResult generate_lpu_program(const LoopProgram& p, const Schedule& s, const CodegenOptions& opts);
+
+}  // namespace lpu

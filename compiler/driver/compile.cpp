@@ -1,0 +1,24 @@
+#include "driver/compile.h"
+
+#include "passes/passes.h"
+
+namespace lpu {
+
+Compilation compile_graph(const Graph& g, const CompileOptions& opts) {
+  Compilation c;
+  c.captured = g;
+  c.core = run_passes(g, default_passes());
+  c.loop_ir = lower_to_loop_ir(c.core);
+  ScheduleOptions so;
+  so.policy = opts.fusion;
+  so.lmu_bytes = opts.codegen.lmu_bytes;
+  const LoopProgram& lp = c.loop_ir;
+  bool db = opts.codegen.double_buffer;
+  so.lmu_need = [&lp, db](const Kernel& k) { return kernel_min_lmu_bytes(lp, k, db); };
+  c.schedule = schedule_program(c.loop_ir, so);
+  c.code = generate_lpu_program(c.loop_ir, c.schedule, opts.codegen);
+  c.compulsory_hbm_bytes = compulsory_hbm_bytes(c.loop_ir);
+  return c;
+}
+
+}  // namespace lpu

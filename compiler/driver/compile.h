@@ -1,0 +1,30 @@
+// The compiler driver: workload graph -> normalised core graph -> loop IR -> schedule ->
+// LPU program. Each stage's result is kept so it can be printed (`lpu compile --emit`).
+#pragma once
+#include <string>
+
+#include "codegen/lpu_codegen.h"
+#include "graph/graph.h"
+#include "isa/program.h"
+#include "loopir/loop_ir.h"
+#include "schedule/schedule.h"
+
+namespace lpu {
+
+struct CompileOptions {
+  std::string fusion = "greedy";
+  CodegenOptions codegen;
+};
+
+struct Compilation {
+  Graph captured;
+  Graph core;
+  LoopProgram loop_ir;
+  Schedule schedule;
+  CodegenResult code;
+  int64_t compulsory_hbm_bytes = 0;
+};
+
+Compilation compile_graph(const Graph& g, const CompileOptions& opts);
+
+}  // namespace lpu

@@ -1,0 +1,93 @@
+// The graph IR, modelled on torch.fx: a list of nodes in topological order.
+//   placeholder  a runtime input (activations, KV cache)
+//   parameter    a constant input (weights); its data may be absent (timing-only runs)
+//   call         an op from the op registry (graph/ops.h) applied to earlier nodes
+//   output       the single last node; its inputs are the graph's results
+// Every node carries its result type (dtype + shape), inferred by the op registry.
+#pragma once
+#include <map>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "graph/types.h"
+
+namespace lpu {
+
+using AttrValue = std::variant<int64_t, double, bool, std::string, std::vector<int64_t>>;
+using Attrs = std::map<std::string, AttrValue>;  // ordered: deterministic printing
+
+enum class NodeKind { Placeholder, Parameter, Call, Output };
+const char* node_kind_name(NodeKind k);
+
+using NodeId = int;
+
+struct Node {
+  NodeId id = -1;
+  std::string name;  // unique within the graph; printed as %name
+  NodeKind kind = NodeKind::Call;
+  std::string op;    // registry name for calls, empty otherwise
+  std::vector<NodeId> inputs;
+  Attrs attrs;
+  TensorType type;
+
+  // Typed attribute access; throws InputError naming the node when missing/mistyped.
+  int64_t attr_int(const std::string& key) const;
+  int64_t attr_int(const std::string& key, int64_t dflt) const;
+  double attr_float(const std::string& key, double dflt) const;
+  bool attr_bool(const std::string& key, bool dflt) const;
+  std::string attr_str(const std::string& key, const std::string& dflt) const;
+  std::vector<int64_t> attr_ints(const std::string& key) const;
+  bool has_attr(const std::string& key) const { return attrs.count(key) != 0; }
+};
+
+class Graph {
+ public:
+  explicit Graph(std::string name = "graph") : name_(std::move(name)) {}
+
+  const std::string& name() const { return name_; }
+  void set_name(std::string n) { name_ = std::move(n); }
+
+  NodeId add_placeholder(const std::string& name, TensorType type);
+  NodeId add_parameter(const std::string& name, TensorType type);
+  // Adds a call; its type is inferred by the op registry (throws InputError on misuse).
+  NodeId add_call(const std::string& op, std::vector<NodeId> inputs, Attrs attrs = {},
+                  const std::string& name = "");
+  // Adds a call with a given type (used by parsers that carry the type; checked by verify()).
+  NodeId add_call_typed(const std::string& op, std::vector<NodeId> inputs, Attrs attrs,
+                        const std::string& name, TensorType type);
+  NodeId set_output(std::vector<NodeId> results);
+
+  const Node& node(NodeId id) const { return nodes_.at(static_cast<size_t>(id)); }
+  Node& node(NodeId id) { return nodes_.at(static_cast<size_t>(id)); }
+  const std::vector<Node>& nodes() const { return nodes_; }
+  size_t size() const { return nodes_.size(); }
+
+  // The output node's inputs (empty before set_output).
+  std::vector<NodeId> outputs() const;
+  std::vector<NodeId> placeholders() const;
+  std::vector<NodeId> parameters() const;
+  // Users of each node, in node order.
+  std::vector<std::vector<NodeId>> users() const;
+
+  NodeId find(const std::string& name) const;  // -1 when absent
+
+  // Structural checks: names unique, inputs earlier than users, known ops, types consistent.
+  // Throws InputError naming the first offending node.
+  void verify() const;
+
+ private:
+  std::string unique_name(const std::string& base);
+  NodeId push(Node n);
+
+  std::string name_;
+  std::vector<Node> nodes_;
+  std::map<std::string, NodeId> by_name_;
+  std::map<std::string, int> name_counts_;
+};
+
+// Text form:  %name: f32[4, 8] = op(%a, %b) {key = value}
+std::string print_graph(const Graph& g);
+std::string format_attr(const AttrValue& v);
+
+}  // namespace lpu

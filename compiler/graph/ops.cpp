@@ -1,0 +1,231 @@
+#include "graph/ops.h"
+
+#include <algorithm>
+#include <map>
+
+#include "support/error.h"
+
+namespace lpu {
+
+const char* op_category_name(OpCategory c) {
+  switch (c) {
+    case OpCategory::Pointwise: return "pointwise";
+    case OpCategory::Reduction: return "reduction";
+    case OpCategory::Constant: return "constant";
+    case OpCategory::Composite: return "composite";
+    case OpCategory::Matmul: return "matmul";
+  }
+  return "?";
+}
+
+Shape broadcast_shapes(const Shape& a, const Shape& b, const Node& node) {
+  size_t r = std::max(a.size(), b.size());
+  Shape out(r);
+  for (size_t i = 0; i < r; ++i) {
+    int64_t da = i < r - a.size() ? 1 : a[i - (r - a.size())];
+    int64_t db = i < r - b.size() ? 1 : b[i - (r - b.size())];
+    if (da != db && da != 1 && db != 1)
+      throw InputError(strcat("node %", node.name, " (", node.op, "): shapes ", shape_str(a), " and ",
+                              shape_str(b), " do not broadcast"));
+    out[i] = da == 1 ? db : da;
+  }
+  return out;
+}
+
+std::vector<int64_t> normalize_dims(const std::vector<int64_t>& dims, int rank, const Node& node) {
+  std::vector<int64_t> out;
+  for (int64_t d : dims) {
+    int64_t nd = d < 0 ? d + rank : d;
+    if (nd < 0 || nd >= rank)
+      throw InputError(strcat("node %", node.name, " (", node.op, "): dim ", d, " out of range for rank ", rank));
+    out.push_back(nd);
+  }
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  return out;
+}
+
+namespace {
+
+const TensorType& in_type(const Graph& g, const Node& n, size_t i) { return g.node(n.inputs.at(i)).type; }
+
+void check_arity(const OpInfo& info, const Node& n) {
+  int k = static_cast<int>(n.inputs.size());
+  if (k < info.min_inputs || k > info.max_inputs)
+    throw InputError(strcat("node %", n.name, " (", n.op, "): expects ", info.min_inputs,
+                            info.min_inputs == info.max_inputs ? "" : strcat("..", info.max_inputs),
+                            " inputs, got ", k));
+}
+
+void check_floating(const Graph& g, const Node& n) {
+  for (size_t i = 0; i < n.inputs.size(); ++i)
+    if (!is_floating(in_type(g, n, i).dtype))
+      throw InputError(strcat("node %", n.name, " (", n.op, "): input ", i, " has dtype ",
+                              dtype_name(in_type(g, n, i).dtype), ", expected a floating type"));
+}
+
+TensorType unary(const Graph& g, const Node& n) {
+  check_floating(g, n);
+  return in_type(g, n, 0);
+}
+
+TensorType binary(const Graph& g, const Node& n) {
+  const auto& a = in_type(g, n, 0);
+  const auto& b = in_type(g, n, 1);
+  if (a.dtype != b.dtype)
+    throw InputError(strcat("node %", n.name, " (", n.op, "): dtype mismatch ", dtype_name(a.dtype), " vs ",
+                            dtype_name(b.dtype)));
+  return {a.dtype, broadcast_shapes(a.shape, b.shape, n)};
+}
+
+TensorType compare(const Graph& g, const Node& n) {
+  TensorType t = binary(g, n);
+  t.dtype = DType::boolean;
+  return t;
+}
+
+TensorType where(const Graph& g, const Node& n) {
+  const auto& c = in_type(g, n, 0);
+  if (c.dtype != DType::boolean)
+    throw InputError(strcat("node %", n.name, " (where): condition must be bool, got ", dtype_name(c.dtype)));
+  const auto& a = in_type(g, n, 1);
+  const auto& b = in_type(g, n, 2);
+  if (a.dtype != b.dtype)
+    throw InputError(strcat("node %", n.name, " (where): dtype mismatch ", dtype_name(a.dtype), " vs ",
+                            dtype_name(b.dtype)));
+  return {a.dtype, broadcast_shapes(c.shape, broadcast_shapes(a.shape, b.shape, n), n)};
+}
+
+TensorType full(const Graph&, const Node& n) {
+  TensorType t;
+  t.dtype = DType::f32;
+  std::string ds = n.attr_str("dtype", "f32");
+  if (!parse_dtype(ds, t.dtype)) throw InputError(strcat("node %", n.name, " (full): unknown dtype '", ds, "'"));
+  t.shape = n.has_attr("shape") ? n.attr_ints("shape") : Shape{};
+  for (auto d : t.shape)
+    if (d <= 0) throw InputError(strcat("node %", n.name, " (full): non-positive dimension in shape"));
+  (void)n.attr_float("value", 0.0);
+  return t;
+}
+
+TensorType to_dtype(const Graph& g, const Node& n) {
+  TensorType t = in_type(g, n, 0);
+  std::string ds = n.attr_str("dtype", "");
+  if (!parse_dtype(ds, t.dtype)) throw InputError(strcat("node %", n.name, " (to_dtype): unknown dtype '", ds, "'"));
+  return t;
+}
+
+TensorType reduction(const Graph& g, const Node& n) {
+  check_floating(g, n);
+  const auto& x = in_type(g, n, 0);
+  auto dims = normalize_dims(n.attr_ints("dims"), x.rank(), n);
+  bool keep = n.attr_bool("keepdim", false);
+  TensorType t{x.dtype, {}};
+  for (int i = 0; i < x.rank(); ++i) {
+    bool reduced = std::find(dims.begin(), dims.end(), i) != dims.end();
+    if (!reduced)
+      t.shape.push_back(x.shape[static_cast<size_t>(i)]);
+    else if (keep)
+      t.shape.push_back(1);
+  }
+  return t;
+}
+
+// Normalises over the last dim; weight and bias (optional) have shape [last].
+TensorType norm(const Graph& g, const Node& n) {
+  check_floating(g, n);
+  const auto& x = in_type(g, n, 0);
+  if (x.rank() < 1) throw InputError(strcat("node %", n.name, " (", n.op, "): input must have rank >= 1"));
+  for (size_t i = 1; i < n.inputs.size(); ++i) {
+    const auto& w = in_type(g, n, i);
+    if (w.shape != Shape{x.shape.back()})
+      throw InputError(strcat("node %", n.name, " (", n.op, "): input ", i, " has shape ", shape_str(w.shape),
+                              ", expected [", x.shape.back(), "]"));
+  }
+  return x;
+}
+
+TensorType gelu(const Graph& g, const Node& n) {
+  std::string a = n.attr_str("approximate", "none");
+  if (a != "none" && a != "tanh")
+    throw InputError(strcat("node %", n.name, " (gelu): approximate must be \"none\" or \"tanh\", got \"", a, "\""));
+  return unary(g, n);
+}
+
+TensorType softmax(const Graph& g, const Node& n) {
+  TensorType t = unary(g, n);
+  normalize_dims({n.attr_int("dim", -1)}, t.rank(), n);
+  return t;
+}
+
+// [..., M, K] x [K, N] -> [..., M, N]  (weights 2-D; batched activations)
+TensorType matmul(const Graph& g, const Node& n) {
+  const auto& a = in_type(g, n, 0);
+  const auto& b = in_type(g, n, 1);
+  if (a.rank() < 1 || b.rank() != 2)
+    throw InputError(strcat("node %", n.name, " (matmul): expected [..., K] x [K, N], got ", shape_str(a.shape),
+                            " x ", shape_str(b.shape)));
+  if (a.shape.back() != b.shape[0])
+    throw InputError(strcat("node %", n.name, " (matmul): inner dimensions differ: ", shape_str(a.shape), " x ",
+                            shape_str(b.shape)));
+  if (a.dtype != b.dtype)
+    throw InputError(strcat("node %", n.name, " (matmul): dtype mismatch"));
+  TensorType t = a;
+  t.shape.back() = b.shape[1];
+  return t;
+}
+
+std::vector<OpInfo> make_registry() {
+  std::vector<OpInfo> ops;
+  auto add = [&](std::string name, OpCategory c, int lo, int hi,
+                 std::function<TensorType(const Graph&, const Node&)> f, std::string doc) {
+    ops.push_back({std::move(name), c, lo, hi, std::move(f), std::move(doc)});
+  };
+  using C = OpCategory;
+  for (const char* u : {"neg", "exp", "log", "tanh", "erf", "rsqrt", "sqrt", "sigmoid", "relu", "abs", "reciprocal"})
+    add(u, C::Pointwise, 1, 1, unary, "element-wise unary");
+  for (const char* b : {"add", "sub", "mul", "div", "maximum", "minimum", "pow"})
+    add(b, C::Pointwise, 2, 2, binary, "element-wise binary, numpy broadcasting");
+  for (const char* b : {"lt", "le", "gt", "ge", "eq", "ne"})
+    add(b, C::Pointwise, 2, 2, compare, "element-wise comparison -> bool");
+  add("where", C::Pointwise, 3, 3, where, "where(cond, a, b), broadcasting");
+  add("to_dtype", C::Pointwise, 1, 1, to_dtype, "type conversion {dtype}");
+  add("full", C::Constant, 0, 0, full, "constant tensor {value, shape = [], dtype = \"f32\"}");
+  for (const char* r : {"sum", "mean", "amax", "amin"})
+    add(r, C::Reduction, 1, 1, reduction, "reduction over {dims}, {keepdim = false}");
+  add("matmul", C::Matmul, 2, 2, matmul, "[..., K] x [K, N] -> [..., N]");
+  add("layer_norm", C::Composite, 1, 3, norm, "layer_norm(x, weight?, bias?) over the last dim {eps = 1e-5}");
+  add("rms_norm", C::Composite, 1, 2, norm, "rms_norm(x, weight?) over the last dim {eps = 1e-6}");
+  add("gelu", C::Composite, 1, 1, gelu, "gelu {approximate = \"none\" | \"tanh\"}");
+  add("silu", C::Composite, 1, 1, unary, "x * sigmoid(x)");
+  add("softmax", C::Composite, 1, 1, softmax, "softmax over {dim = -1}");
+  // Wrap every infer with the arity check so callers never index past the inputs.
+  for (auto& op : ops) {
+    auto inner = op.infer;
+    OpInfo copy = op;
+    op.infer = [inner, copy](const Graph& g, const Node& n) {
+      check_arity(copy, n);
+      return inner(g, n);
+    };
+  }
+  return ops;
+}
+
+}  // namespace
+
+const std::vector<OpInfo>& all_ops() {
+  static const std::vector<OpInfo> ops = make_registry();
+  return ops;
+}
+
+const OpInfo* find_op(const std::string& name) {
+  static const std::map<std::string, const OpInfo*> index = [] {
+    std::map<std::string, const OpInfo*> m;
+    for (const auto& op : all_ops()) m[op.name] = &op;
+    return m;
+  }();
+  auto it = index.find(name);
+  return it == index.end() ? nullptr : it->second;
+}
+
+}  // namespace lpu

@@ -1,0 +1,77 @@
+#include "graph/types.h"
+
+#include <charconv>
+#include <cmath>
+
+namespace lpu {
+
+const char* dtype_name(DType t) {
+  switch (t) {
+    case DType::f32: return "f32";
+    case DType::f16: return "f16";
+    case DType::bf16: return "bf16";
+    case DType::i64: return "i64";
+    case DType::i32: return "i32";
+    case DType::boolean: return "bool";
+  }
+  return "?";
+}
+
+bool parse_dtype(const std::string& s, DType& out) {
+  static const std::pair<const char*, DType> table[] = {
+      {"f32", DType::f32},   {"fp32", DType::f32},      {"float32", DType::f32},
+      {"f16", DType::f16},   {"fp16", DType::f16},      {"float16", DType::f16},
+      {"bf16", DType::bf16}, {"bfloat16", DType::bf16}, {"i64", DType::i64},
+      {"int64", DType::i64}, {"i32", DType::i32},       {"int32", DType::i32},
+      {"bool", DType::boolean}};
+  for (const auto& [name, t] : table)
+    if (s == name) {
+      out = t;
+      return true;
+    }
+  return false;
+}
+
+int dtype_bytes(DType t) {
+  switch (t) {
+    case DType::f32: return 4;
+    case DType::f16: return 2;
+    case DType::bf16: return 2;
+    case DType::i64: return 8;
+    case DType::i32: return 4;
+    case DType::boolean: return 1;
+  }
+  return 0;
+}
+
+bool is_floating(DType t) { return t == DType::f32 || t == DType::f16 || t == DType::bf16; }
+
+int64_t numel(const Shape& s) {
+  int64_t n = 1;
+  for (auto d : s) n *= d;
+  return n;
+}
+
+std::string shape_str(const Shape& s) {
+  std::string out = "[";
+  for (size_t i = 0; i < s.size(); ++i) {
+    if (i) out += ", ";
+    out += std::to_string(s[i]);
+  }
+  return out + "]";
+}
+
+std::string type_str(const TensorType& t) { return std::string(dtype_name(t.dtype)) + shape_str(t.shape); }
+
+std::string format_double(double v) {
+  if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
+  if (std::isnan(v)) return "nan";
+  char buf[64];
+  auto res = std::to_chars(buf, buf + sizeof buf, v);
+  std::string s(buf, res.ptr);
+  // Keep a visible decimal point or exponent so the text reads as a float.
+  if (s.find_first_of(".en") == std::string::npos) s += ".0";
+  return s;
+}
+
+}  // namespace lpu

@@ -1,0 +1,35 @@
+// Element types and tensor types of the graph IR.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace lpu {
+
+enum class DType { f32, f16, bf16, i64, i32, boolean };
+
+const char* dtype_name(DType t);            // "f32", "f16", "bf16", "i64", "i32", "bool"
+bool parse_dtype(const std::string& s, DType& out);
+int dtype_bytes(DType t);
+bool is_floating(DType t);
+
+using Shape = std::vector<int64_t>;
+
+int64_t numel(const Shape& s);
+std::string shape_str(const Shape& s);      // "[128, 1024]"
+
+struct TensorType {
+  DType dtype = DType::f32;
+  Shape shape;
+  int64_t numel() const { return lpu::numel(shape); }
+  int64_t bytes() const { return numel() * dtype_bytes(dtype); }
+  int rank() const { return static_cast<int>(shape.size()); }
+  bool operator==(const TensorType&) const = default;
+};
+
+std::string type_str(const TensorType& t);  // "f32[128, 1024]"
+
+// Shortest text that parses back to exactly the same double.
+std::string format_double(double v);
+
+}  // namespace lpu

@@ -1,0 +1,307 @@
+#include "isa/program.h"
+
+#include <cctype>
+#include <cmath>
+#include <charconv>
+#include <cstdio>
+#include <cstdlib>
+#include <sstream>
+
+#include "support/error.h"
+
+namespace lpu {
+
+const char* opcode_name(Opcode op) {
+  switch (op) {
+    case Opcode::DmaLoad: return "dma.load";
+    case Opcode::DmaStore: return "dma.store";
+    case Opcode::VxeOp: return "vxe.op";
+    case Opcode::VxeReduce: return "vxe.reduce";
+    case Opcode::VxeMov: return "vxe.mov";
+    case Opcode::Halt: return "halt";
+  }
+  return "?";
+}
+
+bool Instruction::same_as(const Instruction& o) const {
+  return opcode == o.opcode && vop == o.vop && rop == o.rop && dtype == o.dtype && rows == o.rows &&
+         cols == o.cols && hbm_addr == o.hbm_addr && hbm_rs == o.hbm_rs && hbm_cs == o.hbm_cs &&
+         lm_addr == o.lm_addr && srcs == o.srcs && kernel == o.kernel;
+}
+
+const BufferDecl* Program::find_buffer(const std::string& n) const {
+  for (const auto& b : buffers)
+    if (b.name == n) return &b;
+  return nullptr;
+}
+
+uint64_t Program::hbm_bytes_allocated() const {
+  uint64_t end = 0;
+  for (const auto& b : buffers) end = std::max<uint64_t>(end, b.hbm_addr + static_cast<uint64_t>(b.type.bytes()));
+  return end;
+}
+
+namespace {
+std::string hex(uint64_t v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "0x%llx", static_cast<unsigned long long>(v));
+  return buf;
+}
+std::string shape2(int64_t r, int64_t c) { return "[" + std::to_string(r) + ", " + std::to_string(c) + "]"; }
+std::string operand_str(const Operand& o) {
+  if (o.immediate) return "#" + format_double(o.value);
+  return "lm:" + hex(o.addr) + " " + shape2(o.rs, o.cs);
+}
+}  // namespace
+
+std::string print_instruction(const Instruction& in) {
+  std::string s;
+  switch (in.opcode) {
+    case Opcode::DmaLoad:
+      return strcat("dma.load ", dtype_name(in.dtype), " ", shape2(in.rows, in.cols), " lm:", hex(in.lm_addr),
+                    " <- hbm:", hex(in.hbm_addr), " ", shape2(in.hbm_rs, in.hbm_cs));
+    case Opcode::DmaStore:
+      return strcat("dma.store ", dtype_name(in.dtype), " ", shape2(in.rows, in.cols), " hbm:", hex(in.hbm_addr), " ",
+                    shape2(in.hbm_rs, in.hbm_cs), " <- lm:", hex(in.lm_addr));
+    case Opcode::VxeOp: s = std::string("vxe.") + scalar_op_name(in.vop); break;
+    case Opcode::VxeReduce: s = std::string("vxe.r") + reduction_type_name(in.rop); break;
+    case Opcode::VxeMov: s = "vxe.mov"; break;
+    case Opcode::Halt: return "halt";
+  }
+  s += " " + shape2(in.rows, in.cols) + " lm:" + hex(in.lm_addr) + " <-";
+  for (size_t i = 0; i < in.srcs.size(); ++i) s += (i ? ", " : " ") + operand_str(in.srcs[i]);
+  return s;
+}
+
+std::string print_program(const Program& p) {
+  std::ostringstream os;
+  os << ".program " << p.name << "\n";
+  for (const auto& b : p.buffers)
+    os << ".buffer " << b.name << " hbm:" << hex(b.hbm_addr) << " " << type_str(b.type) << " "
+       << buffer_role_name(b.role) << "\n";
+  int kernel = -1;
+  for (const auto& in : p.code) {
+    if (in.kernel != kernel && in.kernel >= 0) {
+      kernel = in.kernel;
+      os << ".kernel " << kernel << " " << p.kernels.at(static_cast<size_t>(kernel)) << "\n";
+    }
+    os << "  " << print_instruction(in) << "\n";
+  }
+  return os.str();
+}
+
+// ---------------------------------------------------------------------------------------
+// Parser: a small hand-written scanner over one line at a time.
+namespace {
+
+class LineParser {
+ public:
+  LineParser(const std::string& line, const std::string& file, int lineno)
+      : s_(line), file_(file), lineno_(lineno) {}
+
+  [[noreturn]] void fail(const std::string& msg) const {
+    throw InputError(strcat(file_, ":", lineno_, ": ", msg, " in: ", trimmed()));
+  }
+  std::string trimmed() const {
+    size_t a = s_.find_first_not_of(" \t");
+    size_t b = s_.find_last_not_of(" \t\r");
+    return a == std::string::npos ? "" : s_.substr(a, b - a + 1);
+  }
+  void skip_ws() {
+    while (pos_ < s_.size() && std::isspace(static_cast<unsigned char>(s_[pos_]))) ++pos_;
+  }
+  bool at_end() {
+    skip_ws();
+    return pos_ >= s_.size();
+  }
+  std::string word() {
+    skip_ws();
+    size_t b = pos_;
+    while (pos_ < s_.size() && !std::isspace(static_cast<unsigned char>(s_[pos_])) && s_[pos_] != ',' &&
+           s_[pos_] != '[' && s_[pos_] != ']')
+      ++pos_;
+    if (b == pos_) fail("expected a word");
+    return s_.substr(b, pos_ - b);
+  }
+  void expect(const std::string& tok) {
+    skip_ws();
+    if (s_.compare(pos_, tok.size(), tok) != 0) fail("expected '" + tok + "'");
+    pos_ += tok.size();
+  }
+  bool accept(const std::string& tok) {
+    skip_ws();
+    if (s_.compare(pos_, tok.size(), tok) != 0) return false;
+    pos_ += tok.size();
+    return true;
+  }
+  int64_t integer() {
+    skip_ws();
+    int64_t v = 0;
+    const char* b = s_.data() + pos_;
+    int base = 10;
+    if (s_.compare(pos_, 2, "0x") == 0) {
+      b += 2;
+      base = 16;
+    }
+    auto r = std::from_chars(b, s_.data() + s_.size(), v, base);
+    if (r.ec != std::errc() || r.ptr == b) fail("expected an integer");
+    pos_ = static_cast<size_t>(r.ptr - s_.data());
+    return v;
+  }
+  uint64_t address(const std::string& space) {
+    expect(space + ":");
+    int64_t v = integer();
+    if (v < 0) fail("negative address");
+    return static_cast<uint64_t>(v);
+  }
+  double number() {
+    std::string w = word();
+    if (w == "inf") return INFINITY;
+    if (w == "-inf") return -INFINITY;
+    if (w == "nan") return NAN;
+    char* end = nullptr;
+    double v = std::strtod(w.c_str(), &end);
+    if (end != w.c_str() + w.size()) fail("expected a number, got '" + w + "'");
+    return v;
+  }
+  std::pair<int64_t, int64_t> pair() {
+    expect("[");
+    int64_t a = integer();
+    expect(",");
+    int64_t b = integer();
+    expect("]");
+    return {a, b};
+  }
+  DType dtype() {
+    std::string w = word();
+    DType t;
+    if (!parse_dtype(w, t)) fail("unknown dtype '" + w + "'");
+    return t;
+  }
+  Operand operand() {
+    Operand o;
+    if (accept("#")) {
+      o.immediate = true;
+      o.value = number();
+      return o;
+    }
+    o.addr = address("lm");
+    auto [rs, cs] = pair();
+    o.rs = rs;
+    o.cs = cs;
+    return o;
+  }
+  TensorType tensor_type() {
+    skip_ws();
+    size_t b = pos_;
+    while (pos_ < s_.size() && s_[pos_] != '[') ++pos_;
+    DType t;
+    if (!parse_dtype(s_.substr(b, pos_ - b), t)) fail("unknown dtype '" + s_.substr(b, pos_ - b) + "'");
+    expect("[");
+    TensorType tt{t, {}};
+    if (!accept("]")) {
+      do tt.shape.push_back(integer());
+      while (accept(","));
+      expect("]");
+    }
+    return tt;
+  }
+
+ private:
+  std::string s_;
+  std::string file_;
+  int lineno_;
+  size_t pos_ = 0;
+};
+
+}  // namespace
+
+Program parse_program(const std::string& text, const std::string& filename) {
+  Program p;
+  std::istringstream is(text);
+  std::string line;
+  int lineno = 0;
+  int kernel = -1;
+  bool have_program = false;
+  while (std::getline(is, line)) {
+    ++lineno;
+    if (auto c = line.find(';'); c != std::string::npos) line = line.substr(0, c);
+    LineParser lp(line, filename, lineno);
+    if (lp.at_end()) continue;
+    std::string w = lp.word();
+    if (w == ".program") {
+      p.name = lp.word();
+      have_program = true;
+    } else if (w == ".buffer") {
+      BufferDecl b;
+      b.name = lp.word();
+      b.hbm_addr = lp.address("hbm");
+      b.type = lp.tensor_type();
+      std::string role = lp.word();
+      if (role == "input") b.role = BufferRole::Input;
+      else if (role == "weight") b.role = BufferRole::Weight;
+      else if (role == "intermediate") b.role = BufferRole::Intermediate;
+      else if (role == "output") b.role = BufferRole::Output;
+      else lp.fail("unknown buffer role '" + role + "' (input, weight, intermediate, output)");
+      p.buffers.push_back(b);
+    } else if (w == ".kernel") {
+      int64_t id = lp.integer();
+      if (id != static_cast<int64_t>(p.kernels.size())) lp.fail("kernel ids must count up from 0");
+      p.kernels.push_back(lp.word());
+      kernel = static_cast<int>(id);
+    } else {
+      Instruction in;
+      in.kernel = kernel;
+      in.line = lineno;
+      if (w == "halt") {
+        in.opcode = Opcode::Halt;
+        in.kernel = -1;  // halt belongs to no kernel
+      } else if (w == "dma.load" || w == "dma.store") {
+        in.opcode = w == "dma.load" ? Opcode::DmaLoad : Opcode::DmaStore;
+        in.dtype = lp.dtype();
+        std::tie(in.rows, in.cols) = lp.pair();
+        if (in.opcode == Opcode::DmaLoad) {
+          in.lm_addr = lp.address("lm");
+          lp.expect("<-");
+          in.hbm_addr = lp.address("hbm");
+          std::tie(in.hbm_rs, in.hbm_cs) = lp.pair();
+        } else {
+          in.hbm_addr = lp.address("hbm");
+          std::tie(in.hbm_rs, in.hbm_cs) = lp.pair();
+          lp.expect("<-");
+          in.lm_addr = lp.address("lm");
+        }
+      } else if (w.rfind("vxe.", 0) == 0) {
+        std::string op = w.substr(4);
+        size_t nsrc = 1;
+        if (op == "mov") {
+          in.opcode = Opcode::VxeMov;
+        } else if (op == "rsum" || op == "rmax" || op == "rmin" || op == "rmean") {
+          in.opcode = Opcode::VxeReduce;
+          in.rop = op == "rsum" ? ReductionType::sum : op == "rmax" ? ReductionType::max
+                 : op == "rmin" ? ReductionType::min : ReductionType::mean;
+        } else if (parse_scalar_op(op, in.vop)) {
+          in.opcode = Opcode::VxeOp;
+          nsrc = static_cast<size_t>(scalar_op_arity(in.vop));
+        } else {
+          lp.fail("unknown vector op '" + op + "'");
+        }
+        std::tie(in.rows, in.cols) = lp.pair();
+        in.lm_addr = lp.address("lm");
+        lp.expect("<-");
+        do in.srcs.push_back(lp.operand());
+        while (lp.accept(","));
+        if (in.srcs.size() != nsrc) lp.fail(strcat(w, " takes ", nsrc, " source operands, got ", in.srcs.size()));
+      } else {
+        lp.fail("unknown instruction '" + w + "'");
+      }
+      if (in.opcode != Opcode::Halt && (in.rows <= 0 || in.cols <= 0)) lp.fail("tile shape must be positive");
+      p.code.push_back(in);
+    }
+    if (!lp.at_end()) lp.fail("unexpected trailing text");
+  }
+  if (!have_program) throw InputError(filename + ":1: missing .program directive");
+  return p;
+}
+
+}  // namespace lpu

@@ -1,0 +1,79 @@
+// The LPU instruction set and its program container.
+//
+// Memory spaces: HBM (byte addresses, tensors in their dtype) and the LMU (local memory; byte
+// addresses; vector elements are fp32 there, DMA converts from/to the HBM dtype).
+// Tiles are 2-D: an instruction has a shape [rows, cols]; every operand walks its memory as
+//   element(r, c) = addr + (r * rs + c * cs) * element_bytes
+// so broadcasts are strides of 0. Destinations in the LMU are dense ([rows, cols] row-major).
+//
+// Text form (docs/isa.md):
+//   .program NAME
+//   .buffer NAME hbm:0xADDR f32[4, 8] input|weight|intermediate|output
+//   .kernel ID NAME
+//   dma.load  f32 [R, C] lm:0xA <- hbm:0xB [rs, cs]
+//   dma.store f32 [R, C] hbm:0xB [rs, cs] <- lm:0xA
+//   vxe.add   [R, C] lm:0xD <- lm:0xA [rs, cs], #0.5
+//   vxe.rsum  [R, C] lm:0xD <- lm:0xA [rs, cs]        ; result [R, 1]
+//   vxe.mov   [R, C] lm:0xD <- lm:0xA [rs, cs]
+//   halt
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "graph/types.h"
+#include "loopir/expr.h"
+#include "loopir/loop_ir.h"
+
+namespace lpu {
+
+enum class Opcode { DmaLoad, DmaStore, VxeOp, VxeReduce, VxeMov, Halt };
+const char* opcode_name(Opcode op);
+
+struct Operand {
+  bool immediate = false;
+  double value = 0;     // immediate
+  uint64_t addr = 0;    // LMU byte address
+  int64_t rs = 0, cs = 0;
+  bool operator==(const Operand&) const = default;
+};
+
+struct Instruction {
+  Opcode opcode = Opcode::Halt;
+  ScalarOp vop = ScalarOp::add;           // VxeOp
+  ReductionType rop = ReductionType::sum; // VxeReduce
+  DType dtype = DType::f32;               // DMA: HBM element type
+  int64_t rows = 0, cols = 0;
+  uint64_t hbm_addr = 0;                  // DMA
+  int64_t hbm_rs = 0, hbm_cs = 0;         // DMA, elements
+  uint64_t lm_addr = 0;                   // DMA: LMU side; VXE: destination
+  std::vector<Operand> srcs;              // VXE sources
+  int kernel = -1;                        // index into Program::kernels
+  int line = 0;                           // source line when parsed (diagnostics)
+
+  bool same_as(const Instruction& o) const;  // equality ignoring `line`
+};
+
+struct BufferDecl {
+  std::string name;
+  uint64_t hbm_addr = 0;
+  TensorType type;
+  BufferRole role = BufferRole::Intermediate;
+};
+
+struct Program {
+  std::string name;
+  std::vector<BufferDecl> buffers;
+  std::vector<std::string> kernels;
+  std::vector<Instruction> code;
+
+  const BufferDecl* find_buffer(const std::string& name) const;
+  uint64_t hbm_bytes_allocated() const;
+};
+
+std::string print_instruction(const Instruction& in);
+std::string print_program(const Program& p);
+// Parses the text form; throws InputError "FILE:LINE: message" on malformed input.
+Program parse_program(const std::string& text, const std::string& filename = "<asm>");
+
+}  // namespace lpu

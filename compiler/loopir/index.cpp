@@ -1,0 +1,187 @@
+#include "loopir/index.h"
+
+#include <algorithm>
+#include <set>
+
+#include "support/error.h"
+
+namespace lpu {
+
+namespace {
+int64_t floordiv_i(int64_t a, int64_t b) { return a / b - ((a % b != 0) && ((a < 0) != (b < 0))); }
+int64_t mod_i(int64_t a, int64_t b) { return ((a % b) + b) % b; }
+}  // namespace
+
+std::string IndexAtom::str() const {
+  switch (kind) {
+    case Var: return var;
+    case FloorDiv: return "(" + arg->str() + ")//" + std::to_string(divisor);
+    case Mod: return "(" + arg->str() + ")%" + std::to_string(divisor);
+  }
+  return "?";
+}
+
+Index Index::constant(int64_t c) {
+  Index i;
+  i.constant_ = c;
+  return i;
+}
+
+Index Index::var(const std::string& name) {
+  Index i;
+  IndexAtom a;
+  a.kind = IndexAtom::Var;
+  a.var = name;
+  i.add_term(1, a);
+  return i;
+}
+
+void Index::add_term(int64_t coef, const IndexAtom& atom) {
+  if (coef == 0) return;
+  std::string key = atom.str();
+  auto it = terms_.find(key);
+  if (it == terms_.end()) {
+    terms_.emplace(key, std::make_pair(coef, atom));
+  } else {
+    it->second.first += coef;
+    if (it->second.first == 0) terms_.erase(it);
+  }
+}
+
+Index Index::operator+(const Index& o) const {
+  Index r = *this;
+  r.constant_ += o.constant_;
+  for (const auto& [k, t] : o.terms_) r.add_term(t.first, t.second);
+  return r;
+}
+
+Index Index::operator-(const Index& o) const { return *this + o * -1; }
+
+Index Index::operator*(int64_t k) const {
+  Index r;
+  if (k == 0) return r;
+  r.constant_ = constant_ * k;
+  for (const auto& [key, t] : terms_) r.terms_.emplace(key, std::make_pair(t.first * k, t.second));
+  return r;
+}
+
+Index Index::floordiv(int64_t d) const {
+  LPU_CHECK(d > 0, "floordiv by ", d);
+  if (d == 1) return *this;
+  if (is_constant()) return constant(floordiv_i(constant_, d));
+  // (d*q + c) // d with every coefficient divisible by d: divide exactly, c split off.
+  bool all_div = std::all_of(terms_.begin(), terms_.end(), [&](auto& kv) { return kv.second.first % d == 0; });
+  if (all_div) {
+    Index r;
+    for (const auto& [key, t] : terms_) r.terms_.emplace(key, std::make_pair(t.first / d, t.second));
+    // (d*q + c) // d == q + c // d exactly, for any integer c.
+    r.constant_ = floordiv_i(constant_, d);
+    return r;
+  }
+  Index r;
+  IndexAtom a;
+  a.kind = IndexAtom::FloorDiv;
+  a.arg = std::make_shared<Index>(*this);
+  a.divisor = d;
+  r.add_term(1, a);
+  return r;
+}
+
+Index Index::mod(int64_t d) const {
+  LPU_CHECK(d > 0, "mod by ", d);
+  if (d == 1) return constant(0);
+  if (is_constant()) return constant(mod_i(constant_, d));
+  // Terms whose coefficient is a multiple of d vanish.
+  Index reduced;
+  reduced.constant_ = mod_i(constant_, d);
+  for (const auto& [key, t] : terms_)
+    if (t.first % d != 0) reduced.terms_.emplace(key, t);
+  if (reduced.is_constant()) return constant(reduced.constant_);
+  Index r;
+  IndexAtom a;
+  a.kind = IndexAtom::Mod;
+  a.arg = std::make_shared<Index>(reduced);
+  a.divisor = d;
+  r.add_term(1, a);
+  return r;
+}
+
+int64_t Index::coefficient(const std::string& var) const {
+  auto it = terms_.find(var);
+  return it == terms_.end() ? 0 : it->second.first;
+}
+
+bool Index::is_affine() const {
+  return std::all_of(terms_.begin(), terms_.end(), [](auto& kv) { return kv.second.second.kind == IndexAtom::Var; });
+}
+
+std::vector<std::string> Index::variables() const {
+  std::set<std::string> vs;
+  for (const auto& [key, t] : terms_) {
+    if (t.second.kind == IndexAtom::Var)
+      vs.insert(t.second.var);
+    else
+      for (auto& v : t.second.arg->variables()) vs.insert(v);
+  }
+  return {vs.begin(), vs.end()};
+}
+
+bool Index::depends_on(const std::string& var) const {
+  auto vs = variables();
+  return std::find(vs.begin(), vs.end(), var) != vs.end();
+}
+
+Index Index::substitute(const std::map<std::string, Index>& env) const {
+  Index r = constant(constant_);
+  for (const auto& [key, t] : terms_) {
+    const IndexAtom& a = t.second;
+    Index v;
+    if (a.kind == IndexAtom::Var) {
+      auto it = env.find(a.var);
+      v = it == env.end() ? Index::var(a.var) : it->second;
+    } else {
+      Index inner = a.arg->substitute(env);
+      v = a.kind == IndexAtom::FloorDiv ? inner.floordiv(a.divisor) : inner.mod(a.divisor);
+    }
+    r = r + v * t.first;
+  }
+  return r;
+}
+
+int64_t Index::evaluate(const std::map<std::string, int64_t>& env) const {
+  int64_t r = constant_;
+  for (const auto& [key, t] : terms_) {
+    const IndexAtom& a = t.second;
+    int64_t v;
+    if (a.kind == IndexAtom::Var) {
+      auto it = env.find(a.var);
+      if (it == env.end()) throw InternalError("index variable " + a.var + " unbound");
+      v = it->second;
+    } else {
+      int64_t inner = a.arg->evaluate(env);
+      v = a.kind == IndexAtom::FloorDiv ? floordiv_i(inner, a.divisor) : mod_i(inner, a.divisor);
+    }
+    r += t.first * v;
+  }
+  return r;
+}
+
+std::string Index::str() const {
+  std::string s;
+  for (const auto& [key, t] : terms_) {
+    int64_t c = t.first;
+    if (s.empty())
+      s += c < 0 ? "-" : "";
+    else
+      s += c < 0 ? " - " : " + ";
+    int64_t ac = c < 0 ? -c : c;
+    if (ac != 1) s += std::to_string(ac) + "*";
+    s += key;
+  }
+  if (s.empty()) return std::to_string(constant_);
+  if (constant_ > 0) s += " + " + std::to_string(constant_);
+  if (constant_ < 0) s += " - " + std::to_string(-constant_);
+  return s;
+}
+
+}  // namespace lpu

@@ -1,0 +1,61 @@
+// Index expressions of the loop IR: integer affine combinations of atoms plus a constant.
+// An atom is a loop variable (i0, i1, ... for output dims; r0, r1, ... for reduction dims),
+// floordiv(index, d) or mod(index, d) with d > 0 (mod is always non-negative, like Halide's).
+// That is enough for views, broadcasts, transposes, slices and reshapes. Expressions are kept
+// in a canonical form (terms sorted by atom text, zero terms dropped), so two indices are
+// equal exactly when their canonical texts are equal.
+#pragma once
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace lpu {
+
+class Index;
+
+struct IndexAtom {
+  enum Kind { Var, FloorDiv, Mod } kind = Var;
+  std::string var;                  // Var
+  std::shared_ptr<const Index> arg; // FloorDiv / Mod
+  int64_t divisor = 1;              // FloorDiv / Mod
+  std::string str() const;
+};
+
+class Index {
+ public:
+  Index() = default;
+  static Index constant(int64_t c);
+  static Index var(const std::string& name);
+
+  Index operator+(const Index& o) const;
+  Index operator-(const Index& o) const;
+  Index operator*(int64_t k) const;
+  Index floordiv(int64_t d) const;
+  Index mod(int64_t d) const;
+
+  bool is_constant() const { return terms_.empty(); }
+  int64_t constant_part() const { return constant_; }
+  // Coefficient of a plain variable (0 when absent or only inside div/mod).
+  int64_t coefficient(const std::string& var) const;
+  // True when the expression is constant + sum of coef * var (no div/mod).
+  bool is_affine() const;
+  // Every variable that occurs, at any depth.
+  std::vector<std::string> variables() const;
+  bool depends_on(const std::string& var) const;
+
+  // Replace variables by index expressions.
+  Index substitute(const std::map<std::string, Index>& env) const;
+  int64_t evaluate(const std::map<std::string, int64_t>& env) const;
+
+  std::string str() const;
+  bool operator==(const Index& o) const { return str() == o.str(); }
+
+ private:
+  int64_t constant_ = 0;
+  std::map<std::string, std::pair<int64_t, IndexAtom>> terms_;  // key: atom text
+  void add_term(int64_t coef, const IndexAtom& atom);
+};
+
+}  // namespace lpu

@@ -1,0 +1,122 @@
+// Decomposition of composite ops into the core op set. One table, one entry per composite op.
+// Each entry builds core ops into the new graph through the `Builder`, which takes already
+// mapped inputs. Numerics follow PyTorch's eager definitions.
+#include <cmath>
+#include <map>
+
+#include "graph/ops.h"
+#include "passes/passes.h"
+#include "support/error.h"
+
+namespace lpu {
+namespace {
+
+struct Builder {
+  Graph& g;
+  const Node& src;  // the composite node being expanded; new nodes are named after it
+  NodeId call(const std::string& op, std::vector<NodeId> in, Attrs attrs = {}, const std::string& suffix = "") {
+    return g.add_call(op, std::move(in), std::move(attrs), src.name + (suffix.empty() ? "_" + op : "_" + suffix));
+  }
+  NodeId scalar(double v) {
+    return g.add_call("full", {}, {{"value", v}, {"dtype", std::string(dtype_name(src.type.dtype))}}, src.name + "_c");
+  }
+  NodeId mean_last(NodeId x) {
+    return call("mean", {x}, {{"dims", std::vector<int64_t>{-1}}, {"keepdim", true}});
+  }
+};
+
+using Expander = std::function<NodeId(Builder&, const std::vector<NodeId>&)>;
+
+// layer_norm(x, w, b) = (x - mean) * rsqrt(var + eps) * w + b, var biased, over the last dim.
+NodeId layer_norm(Builder& b, const std::vector<NodeId>& in) {
+  double eps = b.src.attr_float("eps", 1e-5);
+  NodeId mean = b.mean_last(in[0]);
+  NodeId xc = b.call("sub", {in[0], mean});
+  NodeId var = b.mean_last(b.call("mul", {xc, xc}, {}, "sq"));
+  NodeId rstd = b.call("rsqrt", {b.call("add", {var, b.scalar(eps)}, {}, "var_eps")});
+  NodeId y = b.call("mul", {xc, rstd}, {}, "norm");
+  if (in.size() > 1) y = b.call("mul", {y, in[1]}, {}, "scale");
+  if (in.size() > 2) y = b.call("add", {y, in[2]}, {}, "shift");
+  return y;
+}
+
+// rms_norm(x, w) = x * rsqrt(mean(x^2) + eps) * w
+NodeId rms_norm(Builder& b, const std::vector<NodeId>& in) {
+  double eps = b.src.attr_float("eps", 1e-6);
+  NodeId ms = b.mean_last(b.call("mul", {in[0], in[0]}, {}, "sq"));
+  NodeId r = b.call("rsqrt", {b.call("add", {ms, b.scalar(eps)}, {}, "ms_eps")});
+  NodeId y = b.call("mul", {in[0], r}, {}, "norm");
+  if (in.size() > 1) y = b.call("mul", {y, in[1]}, {}, "scale");
+  return y;
+}
+
+// gelu(x) = 0.5 x (1 + erf(x / sqrt 2));  tanh: 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))
+NodeId gelu(Builder& b, const std::vector<NodeId>& in) {
+  NodeId x = in[0];
+  NodeId inner;
+  if (b.src.attr_str("approximate", "none") == "tanh") {
+    NodeId x3 = b.call("mul", {b.call("mul", {x, x}, {}, "x2"), x}, {}, "x3");
+    NodeId poly = b.call("add", {x, b.call("mul", {x3, b.scalar(0.044715)}, {}, "cubic")}, {}, "poly");
+    inner = b.call("tanh", {b.call("mul", {poly, b.scalar(std::sqrt(2.0 / M_PI))}, {}, "scaled")});
+  } else {
+    inner = b.call("erf", {b.call("mul", {x, b.scalar(M_SQRT1_2)}, {}, "scaled")});
+  }
+  NodeId one_plus = b.call("add", {inner, b.scalar(1.0)}, {}, "one_plus");
+  return b.call("mul", {b.call("mul", {x, one_plus}, {}, "x_cdf"), b.scalar(0.5)}, {}, "half");
+}
+
+NodeId silu(Builder& b, const std::vector<NodeId>& in) {
+  return b.call("mul", {in[0], b.call("sigmoid", {in[0]})});
+}
+
+// softmax(x) = exp(x - amax(x)) / sum(exp(x - amax(x))) over `dim`
+NodeId softmax(Builder& b, const std::vector<NodeId>& in) {
+  Attrs red{{"dims", std::vector<int64_t>{b.src.attr_int("dim", -1)}}, {"keepdim", true}};
+  NodeId m = b.call("amax", {in[0]}, red);
+  NodeId e = b.call("exp", {b.call("sub", {in[0], m}, {}, "shifted")});
+  NodeId s = b.call("sum", {e}, red);
+  return b.call("div", {e, s});
+}
+
+const std::map<std::string, Expander>& decompositions() {
+  static const std::map<std::string, Expander> table = {
+      {"layer_norm", layer_norm}, {"rms_norm", rms_norm}, {"gelu", gelu},
+      {"silu", silu},             {"softmax", softmax},
+  };
+  return table;
+}
+
+}  // namespace
+
+Graph decompose(const Graph& g) {
+  Graph out(g.name());
+  std::vector<NodeId> map(g.size(), -1);
+  for (const Node& n : g.nodes()) {
+    std::vector<NodeId> in;
+    for (NodeId i : n.inputs) in.push_back(map[static_cast<size_t>(i)]);
+    switch (n.kind) {
+      case NodeKind::Placeholder: map[static_cast<size_t>(n.id)] = out.add_placeholder(n.name, n.type); break;
+      case NodeKind::Parameter: map[static_cast<size_t>(n.id)] = out.add_parameter(n.name, n.type); break;
+      case NodeKind::Output: out.set_output(in); break;
+      case NodeKind::Call: {
+        const OpInfo* info = find_op(n.op);
+        if (info && info->core()) {
+          map[static_cast<size_t>(n.id)] = out.add_call(n.op, in, n.attrs, n.name);
+          break;
+        }
+        auto it = decompositions().find(n.op);
+        if (it == decompositions().end())
+          throw InputError(strcat("node %", n.name, ": op '", n.op, "' is not in the core set and has no decomposition"));
+        Builder b{out, n};
+        NodeId r = it->second(b, in);
+        if (!(out.node(r).type == n.type))
+          throw InternalError(strcat("decomposition of ", n.op, " changed the type of %", n.name));
+        map[static_cast<size_t>(n.id)] = r;
+        break;
+      }
+    }
+  }
+  return out;
+}
+
+}  // namespace lpu

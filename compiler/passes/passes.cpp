@@ -1,0 +1,49 @@
+#include "passes/passes.h"
+
+#include "support/error.h"
+
+namespace lpu {
+
+Graph eliminate_dead_code(const Graph& g) {
+  std::vector<bool> live(g.size(), false);
+  for (size_t i = g.size(); i-- > 0;) {
+    const Node& n = g.node(static_cast<NodeId>(i));
+    if (n.kind != NodeKind::Call) live[i] = true;  // inputs and the output are always kept
+    if (!live[i]) continue;
+    for (NodeId in : n.inputs) live[static_cast<size_t>(in)] = true;
+  }
+  Graph out(g.name());
+  std::vector<NodeId> map(g.size(), -1);
+  for (const Node& n : g.nodes()) {
+    if (!live[static_cast<size_t>(n.id)]) continue;
+    std::vector<NodeId> in;
+    for (NodeId i : n.inputs) in.push_back(map[static_cast<size_t>(i)]);
+    NodeId id = -1;
+    switch (n.kind) {
+      case NodeKind::Placeholder: id = out.add_placeholder(n.name, n.type); break;
+      case NodeKind::Parameter: id = out.add_parameter(n.name, n.type); break;
+      case NodeKind::Call: id = out.add_call_typed(n.op, in, n.attrs, n.name, n.type); break;
+      case NodeKind::Output: id = out.set_output(in); break;
+    }
+    map[static_cast<size_t>(n.id)] = id;
+  }
+  return out;
+}
+
+std::vector<Pass> default_passes() {
+  return {{"decompose", decompose}, {"dce", eliminate_dead_code}};
+}
+
+Graph run_passes(const Graph& g, const std::vector<Pass>& passes,
+                 const std::function<void(const std::string&, const Graph&)>& after_pass) {
+  Graph cur = g;
+  cur.verify();
+  for (const auto& p : passes) {
+    cur = p.run(cur);
+    cur.verify();
+    if (after_pass) after_pass(p.name, cur);
+  }
+  return cur;
+}
+
+}  // namespace lpu

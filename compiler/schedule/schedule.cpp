@@ -1,0 +1,278 @@
+#include "schedule/schedule.h"
+
+#include <algorithm>
+#include <functional>
+#include <map>
+#include <numeric>
+#include <set>
+#include <sstream>
+
+#include "support/error.h"
+
+namespace lpu {
+
+const std::vector<std::string>& fusion_policies() {
+  static const std::vector<std::string> p = {"none", "greedy"};
+  return p;
+}
+
+int64_t compulsory_hbm_bytes(const LoopProgram& p) {
+  int64_t b = 0;
+  for (const auto& n : p.inputs) b += p.buffers.at(n).bytes();
+  for (const auto& n : p.outputs) b += p.buffers.at(n).bytes();
+  return b;
+}
+
+namespace {
+
+// Union-find over node indices; the representative is the group's smallest node index.
+struct Groups {
+  std::vector<int> parent;
+  explicit Groups(size_t n) : parent(n) { std::iota(parent.begin(), parent.end(), 0); }
+  int find(int x) { return parent[static_cast<size_t>(x)] == x ? x : parent[static_cast<size_t>(x)] = find(parent[static_cast<size_t>(x)]); }
+  void merge(int a, int b) {
+    a = find(a);
+    b = find(b);
+    if (a > b) std::swap(a, b);
+    parent[static_cast<size_t>(b)] = a;
+  }
+  std::vector<int> members(int g) {
+    std::vector<int> m;
+    for (size_t i = 0; i < parent.size(); ++i)
+      if (find(static_cast<int>(i)) == g) m.push_back(static_cast<int>(i));
+    return m;
+  }
+};
+
+struct Analysis {
+  const LoopProgram& p;
+  std::map<std::string, int> producer_of;            // buffer -> node index
+  std::vector<std::vector<int>> preds, succs;         // data dependencies between nodes
+  std::vector<std::set<std::string>> reads;           // buffers read by each node
+
+  explicit Analysis(const LoopProgram& prog) : p(prog) {
+    size_t n = p.nodes.size();
+    preds.resize(n);
+    succs.resize(n);
+    reads.resize(n);
+    for (size_t i = 0; i < n; ++i) producer_of[p.nodes[i].name] = static_cast<int>(i);
+    for (size_t i = 0; i < n; ++i) {
+      for (const auto& l : p.nodes[i].loads()) {
+        reads[i].insert(l->buffer);
+        auto it = producer_of.find(l->buffer);
+        if (it != producer_of.end()) {
+          preds[i].push_back(it->second);
+          succs[static_cast<size_t>(it->second)].push_back(static_cast<int>(i));
+        }
+      }
+    }
+  }
+};
+
+// Why the nodes of `merged` cannot run as one row-tiled kernel, or "" when they can.
+std::string illegal_reason(const Analysis& a, const std::vector<int>& merged) {
+  const LoopProgram& p = a.p;
+  int64_t rows = p.nodes[static_cast<size_t>(merged[0])].rows();
+  for (int i : merged)
+    if (p.nodes[static_cast<size_t>(i)].rows() != rows)
+      return strcat("different iteration space: ", p.nodes[static_cast<size_t>(merged[0])].name, " has ", rows,
+                    " rows, ", p.nodes[static_cast<size_t>(i)].name, " has ", p.nodes[static_cast<size_t>(i)].rows());
+  std::set<int> in(merged.begin(), merged.end());
+  for (int i : merged) {
+    const LoopNode& c = p.nodes[static_cast<size_t>(i)];
+    for (const auto& l : c.loads()) {
+      auto it = a.producer_of.find(l->buffer);
+      if (it == a.producer_of.end() || !in.count(it->second)) continue;
+      const LoopNode& prod = p.nodes[static_cast<size_t>(it->second)];
+      AccessPattern sp = analyze_access(prod, prod.store_index);
+      if (!sp.ok || sp.base != 0 || sp.row_stride != prod.out_cols() || (prod.out_cols() > 1 && sp.col_stride != 1))
+        return strcat("index mismatch: ", prod.name, " is not stored row by row (", prod.store_index.str(), ")");
+      AccessPattern rp = analyze_access(c, l->index);
+      if (!rp.ok) return strcat("index mismatch: ", c.name, " reads ", prod.name, ": ", rp.why_not);
+      int64_t last = rp.base + rp.col_stride * (c.cols() - 1);
+      if (rp.row_stride != prod.out_cols() || rp.base < 0 || last < 0 || last >= prod.out_cols())
+        return strcat("index mismatch: ", c.name, " reads ", prod.name, "[", l->index.str(),
+                      "], not the row ", prod.name, " computes");
+    }
+  }
+  return "";
+}
+
+// A kernel of `nodes`: it writes to HBM whatever a graph output or a node outside it reads.
+Kernel make_kernel(const Analysis& a, const std::vector<int>& nodes) {
+  Kernel k;
+  k.nodes = nodes;
+  const LoopNode& first = a.p.nodes[static_cast<size_t>(nodes[0])];
+  k.rows = first.rows();
+  std::set<int> self(nodes.begin(), nodes.end());
+  std::set<std::string> graph_outputs(a.p.outputs.begin(), a.p.outputs.end());
+  for (int m : nodes) {
+    const LoopNode& ln = a.p.nodes[static_cast<size_t>(m)];
+    bool external = graph_outputs.count(ln.name) > 0;
+    for (int su : a.succs[static_cast<size_t>(m)])
+      if (!self.count(su)) external = true;
+    if (external) k.hbm_outputs.push_back(ln.name);
+  }
+  k.name = strcat(first.name, nodes.size() > 1 ? strcat("_x", nodes.size()) : "");
+  return k;
+}
+
+}  // namespace
+
+Schedule schedule_program(const LoopProgram& p, const ScheduleOptions& opts) {
+  const auto& pol = fusion_policies();
+  if (std::find(pol.begin(), pol.end(), opts.policy) == pol.end())
+    throw InputError(strcat("unknown fusion policy '", opts.policy, "' (expected none or greedy)"));
+  Schedule s;
+  s.policy = opts.policy;
+  size_t n = p.nodes.size();
+  Analysis a(p);
+  Groups groups(n);
+
+  if (opts.policy == "greedy") {
+    struct Candidate {
+      int x, y;
+      std::string kind;
+      int64_t score;
+    };
+    std::vector<Candidate> cands;
+    // Vertical: producer -> consumer; saves the producer's write and the consumer's read.
+    for (size_t c = 0; c < n; ++c)
+      for (int pr : a.preds[c]) {
+        int64_t bytes = 2 * p.buffers.at(p.nodes[static_cast<size_t>(pr)].name).bytes();
+        cands.push_back({pr, static_cast<int>(c), "vertical", bytes});
+      }
+    // Horizontal: siblings reading the same buffer; saves one read of it.
+    for (size_t i = 0; i < n; ++i)
+      for (size_t j = i + 1; j < n; ++j) {
+        int64_t shared = 0;
+        for (const auto& b : a.reads[i])
+          if (a.reads[j].count(b)) shared += p.buffers.at(b).bytes();
+        if (shared > 0) cands.push_back({static_cast<int>(i), static_cast<int>(j), "horizontal", shared});
+      }
+    std::stable_sort(cands.begin(), cands.end(), [](const Candidate& l, const Candidate& r) {
+      if (l.score != r.score) return l.score > r.score;
+      if (l.x != r.x) return l.x < r.x;
+      return l.y < r.y;
+    });
+    // Dedupe exact repeats (a consumer reading a producer twice).
+    std::set<std::tuple<int, int, std::string>> seen;
+    std::vector<Candidate> unique;
+    for (const auto& c : cands)
+      if (seen.insert({c.x, c.y, c.kind}).second) unique.push_back(c);
+    s.decisions.resize(unique.size());
+    // Rounds until nothing changes: a pair rejected because it would close a cycle through a
+    // third group can become legal once that group has joined (as in Inductor's scheduler).
+    bool changed = true;
+    for (int round = 0; round < 10 && changed; ++round) {
+      changed = false;
+      for (size_t ci = 0; ci < unique.size(); ++ci) {
+        const Candidate& c = unique[ci];
+        FusionDecision& d = s.decisions[ci];
+        if (d.fused) continue;
+        d.producer = p.nodes[static_cast<size_t>(c.x)].name;
+        d.consumer = p.nodes[static_cast<size_t>(c.y)].name;
+        d.kind = c.kind;
+        d.score_bytes = c.score;
+        int gx = groups.find(c.x), gy = groups.find(c.y);
+        if (gx == gy) {
+          d.fused = true;
+          d.reason = "";
+          continue;
+        }
+        std::vector<int> merged = groups.members(gx);
+        auto my = groups.members(gy);
+        merged.insert(merged.end(), my.begin(), my.end());
+        std::sort(merged.begin(), merged.end());
+        std::string why = illegal_reason(a, merged);
+        // Cycle: a path from the merged group through another group back into it would make
+        // the fused kernel both depend on and feed that group.
+        if (why.empty()) {
+          std::set<int> in(merged.begin(), merged.end());
+          std::vector<int> stack;
+          std::set<int> seen_nodes;
+          for (int m : merged)
+            for (int s2 : a.succs[static_cast<size_t>(m)])
+              if (!in.count(s2)) stack.push_back(s2);
+          while (!stack.empty() && why.empty()) {
+            int v = stack.back();
+            stack.pop_back();
+            if (!seen_nodes.insert(v).second) continue;
+            for (int s2 : a.succs[static_cast<size_t>(v)]) {
+              if (in.count(s2)) {
+                why = strcat("would create a cycle through ", p.nodes[static_cast<size_t>(v)].name);
+                break;
+              }
+              stack.push_back(s2);
+            }
+          }
+        }
+        if (why.empty() && opts.lmu_bytes > 0 && opts.lmu_need) {
+          int64_t need = opts.lmu_need(make_kernel(a, merged));
+          if (need > opts.lmu_bytes)
+            why = strcat("local-memory overflow: one row per tile needs ", need, " bytes, local memory has ",
+                         opts.lmu_bytes);
+        }
+        if (why.empty()) {
+          groups.merge(gx, gy);
+          d.fused = true;
+          d.reason = "";
+          changed = true;
+        } else {
+          d.reason = why;
+        }
+      }
+    }
+  }
+
+  // Kernels in topological order: repeatedly take the ready group with the smallest index.
+  std::map<int, std::vector<int>> members;
+  for (size_t i = 0; i < n; ++i) members[groups.find(static_cast<int>(i))].push_back(static_cast<int>(i));
+  std::set<int> done_groups;
+  std::set<int> done_nodes;
+  std::vector<int> order;
+  while (order.size() < members.size()) {
+    bool progressed = false;
+    for (const auto& [g, ms] : members) {
+      if (done_groups.count(g)) continue;
+      std::set<int> self(ms.begin(), ms.end());
+      bool ready = true;
+      for (int m : ms)
+        for (int pr : a.preds[static_cast<size_t>(m)])
+          if (!self.count(pr) && !done_nodes.count(pr)) ready = false;
+      if (!ready) continue;
+      order.push_back(g);
+      done_groups.insert(g);
+      done_nodes.insert(ms.begin(), ms.end());
+      progressed = true;
+      break;
+    }
+    if (!progressed) throw InternalError("schedule: kernel graph has a cycle");
+  }
+
+  for (int g : order) {
+    Kernel k = make_kernel(a, members[g]);
+    k.name = strcat("k", s.kernels.size(), "_", k.name);
+    s.kernels.push_back(std::move(k));
+  }
+  return s;
+}
+
+std::string print_schedule(const LoopProgram& p, const Schedule& s) {
+  std::ostringstream os;
+  os << "schedule " << p.name << " policy=" << s.policy << " kernels=" << s.kernels.size() << "\n";
+  for (const auto& k : s.kernels) {
+    os << "kernel " << k.name << " rows=" << k.rows << " nodes=[";
+    for (size_t i = 0; i < k.nodes.size(); ++i) os << (i ? ", " : "") << p.nodes[static_cast<size_t>(k.nodes[i])].name;
+    os << "] hbm_outputs=[";
+    for (size_t i = 0; i < k.hbm_outputs.size(); ++i) os << (i ? ", " : "") << k.hbm_outputs[i];
+    os << "]\n";
+  }
+  if (!s.decisions.empty()) os << "candidates (score = HBM bytes saved):\n";
+  for (const auto& d : s.decisions)
+    os << "  " << (d.fused ? "fused   " : "rejected") << " " << d.kind << " " << d.producer << " + " << d.consumer
+       << " score=" << d.score_bytes << (d.reason.empty() ? "" : " reason: " + d.reason) << "\n";
+  return os.str();
+}
+
+}  // namespace lpu

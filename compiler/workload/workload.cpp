@@ -1,0 +1,131 @@
+#include "workload/workload.h"
+
+#include <filesystem>
+
+#include "support/error.h"
+#include "support/yaml_util.h"
+
+#ifndef LPU_SOURCE_DIR
+#define LPU_SOURCE_DIR "."
+#endif
+
+namespace lpu {
+
+int64_t WorkloadSpec::param(const std::string& key) const {
+  auto it = params.find(key);
+  if (it == params.end()) throw InternalError("workload " + name + ": parameter " + key + " not resolved");
+  return it->second;
+}
+
+namespace {
+
+TensorType tt(const WorkloadSpec& w, Shape s) { return {w.dtype, std::move(s)}; }
+
+// [tokens, d_model] -> layer_norm -> gelu -> + residual: the first end-to-end microbenchmark.
+Graph build_ln_gelu_add(const WorkloadSpec& w) {
+  Graph g(w.name);
+  int64_t d = w.param("d_model");
+  NodeId x = g.add_placeholder("x", tt(w, {w.tokens(), d}));
+  NodeId gamma = g.add_parameter("ln_weight", tt(w, {d}));
+  NodeId beta = g.add_parameter("ln_bias", tt(w, {d}));
+  NodeId ln = g.add_call("layer_norm", {x, gamma, beta}, {{"eps", 1e-5}}, "ln");
+  NodeId act = g.add_call("gelu", {ln}, {{"approximate", std::string("none")}}, "gelu");
+  NodeId out = g.add_call("add", {act, x}, {}, "residual");
+  g.set_output({out});
+  return g;
+}
+
+Graph build_softmax(const WorkloadSpec& w) {
+  Graph g(w.name);
+  NodeId x = g.add_placeholder("scores", tt(w, {w.tokens(), w.param("cols")}));
+  g.set_output({g.add_call("softmax", {x}, {{"dim", int64_t{-1}}}, "probs")});
+  return g;
+}
+
+Graph build_rms_norm(const WorkloadSpec& w) {
+  Graph g(w.name);
+  int64_t d = w.param("d_model");
+  NodeId x = g.add_placeholder("x", tt(w, {w.tokens(), d}));
+  NodeId wt = g.add_parameter("norm_weight", tt(w, {d}));
+  g.set_output({g.add_call("rms_norm", {x, wt}, {{"eps", 1e-6}}, "rms")});
+  return g;
+}
+
+}  // namespace
+
+const std::vector<ModelBuilder>& model_builders() {
+  static const std::vector<ModelBuilder> b = {
+      {"ln_gelu_add", "[tokens, d_model] -> layer_norm -> gelu -> residual add", {{"d_model", 1024}}, build_ln_gelu_add},
+      {"softmax", "softmax over the rows of [tokens, cols]", {{"cols", 1024}}, build_softmax},
+      {"rms_norm", "RMSNorm over [tokens, d_model]", {{"d_model", 4096}}, build_rms_norm},
+  };
+  return b;
+}
+
+const ModelBuilder* find_model_builder(const std::string& name) {
+  for (const auto& b : model_builders())
+    if (b.name == name) return &b;
+  return nullptr;
+}
+
+WorkloadSpec load_workload_file(const std::string& path) {
+  YamlDoc doc = load_yaml_file(path);
+  YamlReader r(doc);
+  const YAML::Node& root = doc.root;
+  r.require_map(root, "");
+  WorkloadSpec w;
+  w.file = path;
+  w.name = std::filesystem::path(path).stem().string();
+  w.model = r.get_string(root, "model", "");
+  const ModelBuilder* mb = find_model_builder(w.model);
+  if (!mb) {
+    std::string all;
+    for (const auto& b : model_builders()) all += (all.empty() ? "" : ", ") + b.name;
+    r.fail(root["model"], "model", strcat("unknown model '", w.model, "'; built-in models: ", all));
+  }
+  std::vector<std::string> allowed = {"name", "model", "phase", "batch", "seq_len", "context", "layers", "dtype", "seed"};
+  for (const auto& [k, v] : mb->params) allowed.push_back(k);
+  r.check_keys(root, "", allowed);
+  w.name = r.get_string(root, "name", "", w.name);
+  w.phase = r.get_string(root, "phase", "", "decode");
+  if (w.phase != "decode" && w.phase != "prefill") r.fail(root["phase"], "phase", "expected decode or prefill, got '" + w.phase + "'");
+  w.batch = r.get_int(root, "batch", "", 1);
+  r.check_range(root, "batch", "", static_cast<double>(w.batch), 1, 1 << 20);
+  w.seq_len = r.get_int(root, "seq_len", "", 1);
+  r.check_range(root, "seq_len", "", static_cast<double>(w.seq_len), 1, 1 << 24);
+  w.context = r.get_int(root, "context", "", 0);
+  r.check_range(root, "context", "", static_cast<double>(w.context), 0, 1 << 24);
+  w.layers = r.get_int(root, "layers", "", -1);
+  if (root["layers"]) r.check_range(root, "layers", "", static_cast<double>(w.layers), 1, 1000);
+  w.seed = static_cast<uint64_t>(r.get_int(root, "seed", "", 1));
+  std::string dt = r.get_string(root, "dtype", "", "f32");
+  if (!parse_dtype(dt, w.dtype) || !is_floating(w.dtype)) r.fail(root["dtype"], "dtype", "expected f32, f16 or bf16, got '" + dt + "'");
+  for (const auto& [k, dflt] : mb->params) {
+    w.params[k] = r.get_int(root, k, "", dflt);
+    r.check_range(root, k, "", static_cast<double>(w.params[k]), 1, 1 << 24);
+  }
+  return w;
+}
+
+std::string workloads_dir() {
+  if (std::filesystem::is_directory("workloads")) return "workloads";
+  return std::string(LPU_SOURCE_DIR) + "/workloads";
+}
+
+WorkloadSpec resolve_workload(const std::string& name_or_path) {
+  if (std::filesystem::is_regular_file(name_or_path)) return load_workload_file(name_or_path);
+  std::string cand = workloads_dir() + "/" + name_or_path + ".yaml";
+  if (std::filesystem::is_regular_file(cand)) return load_workload_file(cand);
+  throw InputError(strcat("workload '", name_or_path, "': no such file, and no ", cand, " (see `lpu list workloads`)"));
+}
+
+Graph build_graph(const WorkloadSpec& w) {
+  const ModelBuilder* mb = find_model_builder(w.model);
+  if (!mb) throw InputError(strcat("workload ", w.name, ": unknown model '", w.model, "'"));
+  WorkloadSpec full = w;
+  for (const auto& [k, dflt] : mb->params)
+    if (!full.params.count(k)) full.params[k] = dflt;
+  return mb->build(full);
+}
+
+}  // namespace lpu

@@ -1,0 +1,50 @@
+// Workloads: a YAML file naming a built-in model builder and its shapes.
+//   model: ln_gelu_add      # built-in builder (see `lpu list workloads`)
+//   phase: decode|prefill   batch: 1   seq_len: 128   context: 0   layers: (all)   dtype: f32
+//   d_model: 1024           # builder-specific shape keys
+// Builders generate the graph directly in C++ (no Python needed).
+#pragma once
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "graph/graph.h"
+
+namespace lpu {
+
+struct WorkloadSpec {
+  std::string name;   // file stem or given name
+  std::string file;   // YAML it came from ("" for built-in defaults)
+  std::string model;
+  std::string phase = "decode";
+  int64_t batch = 1;
+  int64_t seq_len = 1;
+  int64_t context = 0;
+  int64_t layers = -1;  // -1: the model's own layer count
+  DType dtype = DType::f32;
+  uint64_t seed = 1;    // input data for functional runs
+  std::map<std::string, int64_t> params;  // builder-specific shape keys
+  int64_t param(const std::string& key) const;
+  int64_t tokens() const { return batch * seq_len; }
+};
+
+struct ModelBuilder {
+  std::string name;
+  std::string description;
+  std::vector<std::pair<std::string, int64_t>> params;  // accepted shape keys and defaults
+  std::function<Graph(const WorkloadSpec&)> build;
+};
+
+const std::vector<ModelBuilder>& model_builders();
+const ModelBuilder* find_model_builder(const std::string& name);
+
+// Loads and validates a workload YAML file (unknown keys and bad values are InputErrors
+// naming file, line and key).
+WorkloadSpec load_workload_file(const std::string& path);
+// Accepts a path to a YAML file, or the name of a file in the workloads/ directory.
+WorkloadSpec resolve_workload(const std::string& name_or_path);
+std::string workloads_dir();
+Graph build_graph(const WorkloadSpec& w);
+
+}  // namespace lpu

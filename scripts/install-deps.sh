@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# Installs the Debian packages the workbench needs to build, test and report.
+# Idempotent: only packages not yet installed are fetched. Non-interactive.
+# Every package the build (CMakeLists.txt), the tests and the reports use is listed here;
+# CI machines start without them.
+set -euo pipefail
+
+PACKAGES=(
+  # toolchain
+  g++ cmake ninja-build make pkg-config
+  # libraries (no vendored copies)
+  libsystemc-dev libyaml-cpp-dev libgtest-dev libgmock-dev libbenchmark-dev
+  libcli11-dev nlohmann-json3-dev
+  # RTL co-simulation
+  verilator
+  # reports and the PyTorch frontend (run with /usr/bin/python3)
+  python3 python3-matplotlib python3-numpy python3-torch
+)
+
+missing=()
+for p in "${PACKAGES[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$p")
+  fi
+done
+
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "install-deps: all ${#PACKAGES[@]} packages present"
+  exit 0
+fi
+
+echo "install-deps: missing: ${missing[*]}"
+SUDO=""
+if [ "$(id -u)" -ne 0 ]; then
+  if command -v sudo >/dev/null 2>&1 && sudo -n true 2>/dev/null; then
+    SUDO="sudo -n"
+  else
+    echo "install-deps: not root and no password-less sudo; install these packages as root:" >&2
+    echo "  apt-get install -y ${missing[*]}" >&2
+    exit 1
+  fi
+fi
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq
+$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
+echo "install-deps: installed ${#missing[@]} packages"

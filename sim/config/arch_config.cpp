@@ -1,0 +1,194 @@
+#include "config/arch_config.h"
+
+#include <filesystem>
+
+#include "loopir/expr.h"
+#include "support/error.h"
+#include "support/yaml_util.h"
+
+#ifndef LPU_SOURCE_DIR
+#define LPU_SOURCE_DIR "."
+#endif
+
+namespace lpu {
+
+VxeOpTiming ArchConfig::Vxe::timing(const std::string& op) const {
+  if (auto it = ops.find(op); it != ops.end()) return it->second;
+  return {4, 1.0};
+}
+
+namespace {
+
+// Default per-op timings by class; a config's vxe.ops entries override single ops.
+std::map<std::string, VxeOpTiming> default_vxe_ops() {
+  std::map<std::string, VxeOpTiming> m;
+#define LPU_DEFAULT_TIMING(name, arity, cls)                                              \
+  m[#name] = std::string(#cls) == "alu" ? VxeOpTiming{4, 1.0}                               \
+           : std::string(#cls) == "divide" ? VxeOpTiming{12, 4.0} : VxeOpTiming{16, 4.0};
+  LPU_SCALAR_OPS(LPU_DEFAULT_TIMING)
+#undef LPU_DEFAULT_TIMING
+  for (const char* r : {"rsum", "rmax", "rmin", "rmean"}) m[r] = {8, 1.0};
+  m["mov"] = {2, 1.0};
+  return m;
+}
+
+ArchConfig resolve(YamlDoc& doc) {
+  YamlReader r(doc);
+  const YAML::Node& root = doc.root;
+  r.check_keys(root, "", {"name", "clock_ghz", "devices", "hbm", "dma", "lmu", "vxe", "sxe", "isu", "host", "sim"});
+  ArchConfig a;
+  a.file = doc.file;
+  a.name = r.get_string(root, "name", "", std::filesystem::path(doc.file).stem().string());
+  a.clock_ghz = r.get_double(root, "clock_ghz", "");
+  r.check_range(root, "clock_ghz", "", a.clock_ghz, 0.01, 10);
+  a.devices = static_cast<int>(r.get_int(root, "devices", ""));
+  r.check_range(root, "devices", "", a.devices, 1, 1024);
+
+  auto section = [&](const char* key, const std::vector<std::string>& keys, bool required) -> YAML::Node {
+    YAML::Node n = root[key];
+    if (!n) {
+      if (required) r.fail(root, key, "missing required section");
+      return YAML::Node(YAML::NodeType::Map);
+    }
+    if (n.IsNull()) return YAML::Node(YAML::NodeType::Map);  // "lmu:" with nothing under it
+    r.check_keys(n, key, keys);
+    return n;
+  };
+
+  YAML::Node hbm = section("hbm", {"bandwidth_gbps", "channels", "capacity_gib", "latency_ns", "burst_bytes",
+                                   "interleave_bytes", "efficiency"}, true);
+  a.hbm.bandwidth_gbps = r.get_double(hbm, "bandwidth_gbps", "hbm");
+  r.check_range(hbm, "bandwidth_gbps", "hbm", a.hbm.bandwidth_gbps, 0.1, 1e6);
+  a.hbm.channels = static_cast<int>(r.get_int(hbm, "channels", "hbm"));
+  r.check_range(hbm, "channels", "hbm", a.hbm.channels, 1, 1024);
+  a.hbm.capacity_gib = r.get_double(hbm, "capacity_gib", "hbm");
+  r.check_range(hbm, "capacity_gib", "hbm", a.hbm.capacity_gib, 1.0 / 1024, 1 << 20);
+  a.hbm.latency_ns = r.get_double(hbm, "latency_ns", "hbm", a.hbm.latency_ns);
+  r.check_range(hbm, "latency_ns", "hbm", a.hbm.latency_ns, 0, 1e6);
+  a.hbm.burst_bytes = static_cast<int>(r.get_int(hbm, "burst_bytes", "hbm", a.hbm.burst_bytes));
+  r.check_range(hbm, "burst_bytes", "hbm", a.hbm.burst_bytes, 1, 4096);
+  a.hbm.interleave_bytes = static_cast<int>(r.get_int(hbm, "interleave_bytes", "hbm", a.hbm.interleave_bytes));
+  r.check_range(hbm, "interleave_bytes", "hbm", a.hbm.interleave_bytes, 1, 1 << 20);
+  a.hbm.efficiency = r.get_double(hbm, "efficiency", "hbm", a.hbm.efficiency);
+  r.check_range(hbm, "efficiency", "hbm", a.hbm.efficiency, 0.01, 1.0);
+
+  YAML::Node dma = section("dma", {"engines", "setup_cycles", "queue_depth"}, false);
+  a.dma.engines = static_cast<int>(r.get_int(dma, "engines", "dma", a.dma.engines));
+  r.check_range(dma, "engines", "dma", a.dma.engines, 1, 64);
+  a.dma.setup_cycles = static_cast<int>(r.get_int(dma, "setup_cycles", "dma", a.dma.setup_cycles));
+  r.check_range(dma, "setup_cycles", "dma", a.dma.setup_cycles, 0, 1 << 20);
+  a.dma.queue_depth = static_cast<int>(r.get_int(dma, "queue_depth", "dma", a.dma.queue_depth));
+  r.check_range(dma, "queue_depth", "dma", a.dma.queue_depth, 1, 4096);
+
+  YAML::Node lmu = section("lmu", {"capacity_kib", "banks", "bytes_per_cycle", "double_buffer"}, true);
+  a.lmu.capacity_kib = static_cast<int>(r.get_int(lmu, "capacity_kib", "lmu"));
+  r.check_range(lmu, "capacity_kib", "lmu", a.lmu.capacity_kib, 1, 1 << 20);
+  a.lmu.banks = static_cast<int>(r.get_int(lmu, "banks", "lmu", a.lmu.banks));
+  r.check_range(lmu, "banks", "lmu", a.lmu.banks, 1, 1024);
+  a.lmu.bytes_per_cycle = static_cast<int>(r.get_int(lmu, "bytes_per_cycle", "lmu", a.lmu.bytes_per_cycle));
+  r.check_range(lmu, "bytes_per_cycle", "lmu", a.lmu.bytes_per_cycle, 1, 1 << 16);
+  a.lmu.double_buffer = r.get_bool(lmu, "double_buffer", "lmu", a.lmu.double_buffer);
+
+  YAML::Node vxe = section("vxe", {"lanes", "queue_depth", "ops"}, true);
+  a.vxe.lanes = static_cast<int>(r.get_int(vxe, "lanes", "vxe"));
+  r.check_range(vxe, "lanes", "vxe", a.vxe.lanes, 1, 1 << 16);
+  a.vxe.queue_depth = static_cast<int>(r.get_int(vxe, "queue_depth", "vxe", a.vxe.queue_depth));
+  r.check_range(vxe, "queue_depth", "vxe", a.vxe.queue_depth, 1, 4096);
+  a.vxe.ops = default_vxe_ops();
+  if (YAML::Node ops = vxe["ops"]) {
+    std::vector<std::string> names;
+    for (const auto& [k, v] : a.vxe.ops) names.push_back(k);
+    r.check_keys(ops, "vxe.ops", names);
+    for (auto it = ops.begin(); it != ops.end(); ++it) {
+      std::string op = it->first.as<std::string>();
+      std::string path = "vxe.ops." + op;
+      r.check_keys(it->second, path, {"latency", "ii"});
+      VxeOpTiming t = a.vxe.ops[op];
+      t.latency = static_cast<int>(r.get_int(it->second, "latency", path, t.latency));
+      r.check_range(it->second, "latency", path, t.latency, 0, 1 << 16);
+      t.ii = r.get_double(it->second, "ii", path, t.ii);
+      r.check_range(it->second, "ii", path, t.ii, 0.01, 1 << 16);
+      a.vxe.ops[op] = t;
+    }
+  }
+
+  YAML::Node sxe = section("sxe", {"mac_trees", "lanes", "pipeline_depth", "queue_depth"}, true);
+  a.sxe.mac_trees = static_cast<int>(r.get_int(sxe, "mac_trees", "sxe"));
+  r.check_range(sxe, "mac_trees", "sxe", a.sxe.mac_trees, 1, 1 << 16);
+  a.sxe.lanes = static_cast<int>(r.get_int(sxe, "lanes", "sxe"));
+  r.check_range(sxe, "lanes", "sxe", a.sxe.lanes, 1, 1 << 16);
+  a.sxe.pipeline_depth = static_cast<int>(r.get_int(sxe, "pipeline_depth", "sxe", a.sxe.pipeline_depth));
+  r.check_range(sxe, "pipeline_depth", "sxe", a.sxe.pipeline_depth, 1, 1024);
+  a.sxe.queue_depth = static_cast<int>(r.get_int(sxe, "queue_depth", "sxe", a.sxe.queue_depth));
+  r.check_range(sxe, "queue_depth", "sxe", a.sxe.queue_depth, 1, 4096);
+
+  YAML::Node isu = section("isu", {"issue_cycles"}, false);
+  a.isu.issue_cycles = static_cast<int>(r.get_int(isu, "issue_cycles", "isu", a.isu.issue_cycles));
+  r.check_range(isu, "issue_cycles", "isu", a.isu.issue_cycles, 0, 1024);
+
+  YAML::Node host = section("host", {"link_gbps", "latency_us", "op_us"}, false);
+  a.host.link_gbps = r.get_double(host, "link_gbps", "host", a.host.link_gbps);
+  r.check_range(host, "link_gbps", "host", a.host.link_gbps, 0.001, 1e5);
+  a.host.latency_us = r.get_double(host, "latency_us", "host", a.host.latency_us);
+  r.check_range(host, "latency_us", "host", a.host.latency_us, 0, 1e6);
+  a.host.op_us = r.get_double(host, "op_us", "host", a.host.op_us);
+  r.check_range(host, "op_us", "host", a.host.op_us, 0, 1e6);
+
+  YAML::Node sim = section("sim", {"max_us"}, false);
+  a.sim.max_us = r.get_double(sim, "max_us", "sim", a.sim.max_us);
+  r.check_range(sim, "max_us", "sim", a.sim.max_us, 1e-3, 1e12);
+  return a;
+}
+
+}  // namespace
+
+ArchConfig load_arch_config_string(const std::string& yaml, const std::string& name,
+                                   const std::vector<std::string>& overrides) {
+  YamlDoc doc = load_yaml_string(yaml, name);
+  for (const auto& o : overrides) apply_override(doc, o);
+  return resolve(doc);
+}
+
+ArchConfig load_arch_config(const std::string& path, const std::vector<std::string>& overrides) {
+  YamlDoc doc = load_yaml_file(path);
+  for (const auto& o : overrides) apply_override(doc, o);
+  return resolve(doc);
+}
+
+std::string default_config_name() { return "lpu-small"; }
+
+std::string resolve_config_path(const std::string& name_or_path) {
+  if (std::filesystem::is_regular_file(name_or_path)) return name_or_path;
+  for (const std::string& dir : {std::string("configs"), std::string(LPU_SOURCE_DIR) + "/configs"}) {
+    std::string cand = dir + "/" + name_or_path + ".yaml";
+    if (std::filesystem::is_regular_file(cand)) return cand;
+  }
+  throw InputError(strcat("config '", name_or_path, "': no such file, and no configs/", name_or_path,
+                          ".yaml (see `lpu list configs`)"));
+}
+
+nlohmann::json arch_to_json(const ArchConfig& a) {
+  nlohmann::json j;
+  j["name"] = a.name;
+  j["file"] = a.file;
+  j["clock_ghz"] = a.clock_ghz;
+  j["devices"] = a.devices;
+  j["hbm"] = {{"bandwidth_gbps", a.hbm.bandwidth_gbps}, {"channels", a.hbm.channels},
+              {"capacity_gib", a.hbm.capacity_gib},     {"latency_ns", a.hbm.latency_ns},
+              {"burst_bytes", a.hbm.burst_bytes},       {"interleave_bytes", a.hbm.interleave_bytes},
+              {"efficiency", a.hbm.efficiency}};
+  j["dma"] = {{"engines", a.dma.engines}, {"setup_cycles", a.dma.setup_cycles}, {"queue_depth", a.dma.queue_depth}};
+  j["lmu"] = {{"capacity_kib", a.lmu.capacity_kib}, {"banks", a.lmu.banks},
+              {"bytes_per_cycle", a.lmu.bytes_per_cycle}, {"double_buffer", a.lmu.double_buffer}};
+  nlohmann::json ops;
+  for (const auto& [k, t] : a.vxe.ops) ops[k] = {{"latency", t.latency}, {"ii", t.ii}};
+  j["vxe"] = {{"lanes", a.vxe.lanes}, {"queue_depth", a.vxe.queue_depth}, {"ops", ops}};
+  j["sxe"] = {{"mac_trees", a.sxe.mac_trees}, {"lanes", a.sxe.lanes}, {"pipeline_depth", a.sxe.pipeline_depth},
+              {"queue_depth", a.sxe.queue_depth}};
+  j["isu"] = {{"issue_cycles", a.isu.issue_cycles}};
+  j["host"] = {{"link_gbps", a.host.link_gbps}, {"latency_us", a.host.latency_us}, {"op_us", a.host.op_us}};
+  j["sim"] = {{"max_us", a.sim.max_us}};
+  return j;
+}
+
+}  // namespace lpu

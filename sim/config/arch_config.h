@@ -1,0 +1,91 @@
+// Architecture configuration: every number about the hardware, loaded from YAML and
+// validated on load (unknown keys, missing required keys, out-of-range values are
+// InputErrors naming file, line and key). Two layers, as in DRAMSys: the YAML schema is read
+// into this resolved struct, with documented defaults for optional keys (docs/config.md).
+#pragma once
+#include <map>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace lpu {
+
+struct VxeOpTiming {
+  int latency = 4;   // cycles from issue to first result
+  double ii = 1.0;   // cycles per group of `lanes` elements (initiation interval)
+};
+
+struct ArchConfig {
+  std::string name;
+  std::string file;
+  double clock_ghz = 1.0;
+  int devices = 1;
+
+  struct Hbm {
+    double bandwidth_gbps = 0;   // GB/s (1e9 bytes/s), all channels together
+    int channels = 0;
+    double capacity_gib = 0;
+    double latency_ns = 100;     // access latency added to every transfer
+    int burst_bytes = 64;        // minimum access granule; shorter runs waste the rest
+    int interleave_bytes = 256;  // address interleaving granule across channels
+    double efficiency = 0.9;     // sustained fraction of peak bandwidth (refresh, bank conflicts)
+  } hbm;
+
+  struct Dma {
+    int engines = 2;             // transfers in flight at once
+    int setup_cycles = 16;       // descriptor processing per transfer
+    int queue_depth = 8;
+  } dma;
+
+  struct Lmu {
+    int capacity_kib = 0;
+    int banks = 16;
+    int bytes_per_cycle = 256;   // port bandwidth shared by DMA and VXE
+    bool double_buffer = true;   // compiler may split LMU into two tile buffers
+  } lmu;
+
+  struct Vxe {
+    int lanes = 0;
+    int queue_depth = 8;
+    std::map<std::string, VxeOpTiming> ops;  // by op name (add, exp, rsum, mov, ...)
+    VxeOpTiming timing(const std::string& op) const;
+  } vxe;
+
+  struct Sxe {
+    int mac_trees = 0;
+    int lanes = 0;
+    int pipeline_depth = 8;
+    int queue_depth = 4;
+  } sxe;
+
+  struct Isu {
+    int issue_cycles = 1;        // cycles to decode and issue one instruction
+  } isu;
+
+  struct Host {
+    double link_gbps = 32;       // host link bandwidth for graph breaks (GB/s)
+    double latency_us = 5;       // one host round trip
+    double op_us = 10;           // host time per fallback op
+  } host;
+
+  struct Sim {
+    double max_us = 1e7;         // watchdog: simulated time limit
+  } sim;
+
+  double period_ps() const { return 1000.0 / clock_ghz; }
+  double hbm_bytes_per_cycle() const { return hbm.bandwidth_gbps / clock_ghz; }
+  int64_t lmu_bytes() const { return static_cast<int64_t>(lmu.capacity_kib) * 1024; }
+};
+
+// Loads `path`, applying `overrides` ("key.path=value", as from --set) before validation.
+ArchConfig load_arch_config(const std::string& path, const std::vector<std::string>& overrides = {});
+ArchConfig load_arch_config_string(const std::string& yaml, const std::string& name,
+                                   const std::vector<std::string>& overrides = {});
+// Accepts a path, or a name of a file in configs/ ("lpu-small" -> configs/lpu-small.yaml).
+std::string resolve_config_path(const std::string& name_or_path);
+std::string default_config_name();
+
+nlohmann::json arch_to_json(const ArchConfig& a);
+
+}  // namespace lpu

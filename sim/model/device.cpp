@@ -1,0 +1,21 @@
+#include "model/device.h"
+
+namespace lpu::sim {
+
+Device::Device(sc_core::sc_module_name name, DeviceContext& c)
+    : sc_module(name), ctx(c), hbm("hbm", c), lmu("lmu", c), dma("dma", c, lmu), vxe("vxe", c, lmu), isu("isu", c) {
+  dma.hbm_socket.bind(hbm.socket);
+  dma.attach(&isu);
+  vxe.attach(&isu);
+  isu.attach(Opcode::DmaLoad, &dma);
+  isu.attach(Opcode::VxeOp, &vxe);
+  SC_THREAD(watchdog);
+}
+
+// Stops a run that exceeds the configured simulated-time limit (sim.max_us).
+void Device::watchdog() {
+  wait(sc_core::sc_time(ctx.arch->sim.max_us, sc_core::SC_US));
+  if (!ctx.finished) sc_core::sc_stop();
+}
+
+}  // namespace lpu::sim

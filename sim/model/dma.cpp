@@ -1,0 +1,73 @@
+#include "model/dma.h"
+
+#include "model/numeric.h"
+#include "support/error.h"
+
+namespace lpu::sim {
+
+Dma::Dma(sc_core::sc_module_name name, DeviceContext& ctx, Lmu& lmu)
+    : Engine(name, ctx, ctx.arch->dma.queue_depth, ctx.arch->dma.engines), hbm_socket("hbm_socket"), lmu_(lmu) {}
+
+double Dma::execute(size_t i, double start_ps) {
+  const Instruction& in = ctx_.program->code[i];
+  const bool load = in.opcode == Opcode::DmaLoad;
+  const int64_t eb = dtype_bytes(in.dtype);
+  const int64_t R = in.rows, C = in.cols;
+  lmu_.check(in.lm_addr, static_cast<uint64_t>(R * C * 4), load ? "dma.load" : "dma.store");
+
+  // Runs: (first element row, first element col, element count) of contiguous HBM bytes.
+  struct Run { int64_t r, c, n; };
+  std::vector<Run> runs;
+  bool row_contig = C == 1 || in.hbm_cs == 1;
+  if (row_contig && (R == 1 || in.hbm_rs == C)) {
+    runs.push_back({0, 0, R * C});
+  } else if (row_contig) {
+    for (int64_t r = 0; r < R; ++r) runs.push_back({r, 0, C});
+  } else {
+    for (int64_t r = 0; r < R; ++r)
+      for (int64_t c = 0; c < C; ++c) runs.push_back({r, c, 1});
+  }
+
+  double setup_end = start_ps + ctx_.period.to_double() * ctx_.arch->dma.setup_cycles;
+  double now = sc_core::sc_time_stamp().to_double();
+  double hbm_done = setup_end;
+  auto& kc = ctx_.kernels[static_cast<size_t>(in.kernel < 0 ? 0 : in.kernel)];
+  for (const Run& run : runs) {
+    int64_t elem = run.r * in.hbm_rs + run.c * in.hbm_cs;
+    uint64_t addr = in.hbm_addr + static_cast<uint64_t>(elem * eb);
+    uint64_t len = static_cast<uint64_t>(run.n * eb);
+    tlm::tlm_generic_payload trans;
+    trans.set_command(load ? tlm::TLM_READ_COMMAND : tlm::TLM_WRITE_COMMAND);
+    trans.set_address(addr);
+    trans.set_data_length(static_cast<unsigned>(len));
+    trans.set_streaming_width(static_cast<unsigned>(len));
+    trans.set_byte_enable_ptr(nullptr);
+    trans.set_dmi_allowed(false);
+    trans.set_response_status(tlm::TLM_INCOMPLETE_RESPONSE);
+    float* lm = ctx_.functional ? lmu_.data(in.lm_addr) + run.r * C + run.c : nullptr;
+    if (ctx_.functional) {
+      staging_.resize(len);
+      trans.set_data_ptr(staging_.data());
+      if (!load)
+        for (int64_t k = 0; k < run.n; ++k) store_element(&staging_[static_cast<size_t>(k * eb)], in.dtype, lm[k]);
+    } else {
+      trans.set_data_ptr(nullptr);
+    }
+    sc_core::sc_time delay(setup_end - now, sc_core::SC_PS);
+    hbm_socket->b_transport(trans, delay);
+    if (trans.get_response_status() != tlm::TLM_OK_RESPONSE)
+      throw InputError(strcat("device ", ctx_.device, ": ", print_instruction(in), " (line ", in.line,
+                              ") accesses HBM outside the allocated buffers"));
+    hbm_done = std::max(hbm_done, now + delay.to_double());
+    if (ctx_.functional && load)
+      for (int64_t k = 0; k < run.n; ++k) lm[k] = load_element(&staging_[static_cast<size_t>(k * eb)], in.dtype);
+    if (load)
+      kc.hbm_read += len;
+    else
+      kc.hbm_write += len;
+  }
+  double lmu_done = lmu_.reserve(setup_end, static_cast<uint64_t>(R * C * 4));
+  return std::max(hbm_done, lmu_done);
+}
+
+}  // namespace lpu::sim

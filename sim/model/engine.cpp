@@ -1,0 +1,49 @@
+#include "model/engine.h"
+
+#include "model/isu.h"
+#include "support/error.h"
+
+namespace lpu::sim {
+
+Engine::Engine(sc_core::sc_module_name name, DeviceContext& ctx, int queue_depth, int workers)
+    : sc_module(name), ctx_(ctx), depth_(queue_depth), workers_(workers) {
+  index_ = static_cast<int>(ctx.engine_names.size());
+  ctx.engine_names.push_back(basename());
+  ctx.engines.emplace_back();
+  for (int w = 0; w < workers; ++w) sc_core::sc_spawn(sc_bind(&Engine::worker, this));
+}
+
+void Engine::push(size_t instr) {
+  queue_.push_back(instr);
+  pushed_.notify(sc_core::SC_ZERO_TIME);
+}
+
+void Engine::worker() {
+  for (;;) {
+    while (queue_.empty()) wait(pushed_);
+    size_t i = queue_.front();
+    queue_.pop_front();
+    ++busy_;
+    double start = sc_core::sc_time_stamp().to_double();
+    double end;
+    try {
+      end = execute(i, start);
+    } catch (const InputError& e) {
+      ctx_.error = e.what();
+      sc_core::sc_stop();
+      return;
+    }
+    if (end > start) wait(sc_core::sc_time(end - start, sc_core::SC_PS));
+    --busy_;
+    auto& c = ctx_.engines[static_cast<size_t>(index_)];
+    c.busy_ps += end - start;
+    ++c.instructions;
+    if (ctx_.record_trace) {
+      const Instruction& in = ctx_.program->code[i];
+      ctx_.trace.push_back({index_, in.kernel, i, start, end});
+    }
+    isu_->retire(i);
+  }
+}
+
+}  // namespace lpu::sim

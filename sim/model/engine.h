@@ -1,0 +1,42 @@
+// Base of every execution engine (DMA, VXE, later SXE): an issue queue filled by the ISU and
+// `workers` SC_THREADs that each take the oldest queued instruction, compute its duration
+// (and, in functional mode, its data effect) in one call, wait once, and retire it.
+// One wait per instruction keeps the model transaction-level (no per-cycle processes).
+#pragma once
+#include <deque>
+
+#include "model/sim_context.h"
+
+namespace lpu::sim {
+
+class Isu;
+
+class Engine : public sc_core::sc_module {
+ public:
+  Engine(sc_core::sc_module_name name, DeviceContext& ctx, int queue_depth, int workers);
+
+  void attach(Isu* isu) { isu_ = isu; }
+  bool full() const { return static_cast<int>(queue_.size()) >= depth_; }
+  void push(size_t instr);
+  size_t queued() const { return queue_.size(); }
+  int busy_workers() const { return busy_; }
+  int engine_index() const { return index_; }
+  bool in_order() const { return workers_ == 1; }
+
+ protected:
+  // Executes instruction `i` starting at `start_ps`; returns its completion time (ps).
+  virtual double execute(size_t i, double start_ps) = 0;
+  DeviceContext& ctx_;
+
+ private:
+  void worker();
+  std::deque<size_t> queue_;
+  sc_core::sc_event pushed_;
+  Isu* isu_ = nullptr;
+  int depth_;
+  int busy_ = 0;
+  int workers_;
+  int index_;
+};
+
+}  // namespace lpu::sim

@@ -1,0 +1,35 @@
+// HBM: N channels behind an address interleaver, a TLM-2.0 target.
+//
+// Timing model (loosely timed, whole runs per transaction): a transaction is one contiguous
+// run of bytes. It is rounded up to bursts, split across channels by the interleaving
+// granule, and each channel serves its share at bandwidth/channels x efficiency, after the
+// channel's previous reservation ends (first come, first served). The transaction completes
+// when its last channel finishes, plus the access latency. Streams that share channels
+// therefore queue behind each other: contention is modelled, not ignored.
+#pragma once
+#include <tlm>
+#include <tlm_utils/simple_target_socket.h>
+
+#include "model/sim_context.h"
+
+namespace lpu::sim {
+
+class Hbm : public sc_core::sc_module {
+ public:
+  tlm_utils::simple_target_socket<Hbm> socket;
+
+  Hbm(sc_core::sc_module_name name, DeviceContext& ctx);
+
+  // Peak bandwidth x efficiency, bytes per picosecond per channel.
+  double channel_bytes_per_ps() const { return per_channel_bytes_per_ps_; }
+
+ private:
+  void b_transport(tlm::tlm_generic_payload& trans, sc_core::sc_time& delay);
+
+  DeviceContext& ctx_;
+  std::vector<double> channel_free_ps_;
+  double per_channel_bytes_per_ps_;
+  double latency_ps_;
+};
+
+}  // namespace lpu::sim

@@ -1,0 +1,119 @@
+#include "model/isu.h"
+
+#include <algorithm>
+
+#include "support/error.h"
+
+namespace lpu::sim {
+
+namespace {
+Range operand_range(uint64_t addr, int64_t R, int64_t C, int64_t rs, int64_t cs, int64_t eb) {
+  int64_t lo = std::min<int64_t>(0, (R - 1) * rs) + std::min<int64_t>(0, (C - 1) * cs);
+  int64_t hi = std::max<int64_t>(0, (R - 1) * rs) + std::max<int64_t>(0, (C - 1) * cs);
+  int64_t base = static_cast<int64_t>(addr);
+  return {static_cast<uint64_t>(base + lo * eb), static_cast<uint64_t>(base + (hi + 1) * eb)};
+}
+}  // namespace
+
+Footprint footprint(const Instruction& in) {
+  Footprint f;
+  int64_t R = in.rows, C = in.cols;
+  switch (in.opcode) {
+    case Opcode::DmaLoad:
+      f.lm_writes.push_back({in.lm_addr, in.lm_addr + static_cast<uint64_t>(R * C * 4)});
+      f.hbm_reads.push_back(operand_range(in.hbm_addr, R, C, in.hbm_rs, in.hbm_cs, dtype_bytes(in.dtype)));
+      break;
+    case Opcode::DmaStore:
+      f.lm_reads.push_back({in.lm_addr, in.lm_addr + static_cast<uint64_t>(R * C * 4)});
+      f.hbm_writes.push_back(operand_range(in.hbm_addr, R, C, in.hbm_rs, in.hbm_cs, dtype_bytes(in.dtype)));
+      break;
+    case Opcode::VxeOp:
+    case Opcode::VxeReduce:
+    case Opcode::VxeMov: {
+      int64_t out = in.opcode == Opcode::VxeReduce ? R : R * C;
+      f.lm_writes.push_back({in.lm_addr, in.lm_addr + static_cast<uint64_t>(out * 4)});
+      for (const auto& s : in.srcs)
+        if (!s.immediate) f.lm_reads.push_back(operand_range(s.addr, R, C, s.rs, s.cs, 4));
+      break;
+    }
+    case Opcode::Halt: break;
+  }
+  return f;
+}
+
+Isu::Isu(sc_core::sc_module_name name, DeviceContext& ctx) : sc_module(name), ctx_(ctx) { SC_THREAD(run); }
+
+namespace {
+bool any_overlap(const std::vector<Range>& a, const std::vector<Range>& b) {
+  for (const auto& x : a)
+    for (const auto& y : b)
+      if (x.overlaps(y)) return true;
+  return false;
+}
+bool conflicts(const Footprint& f, const Footprint& g) {
+  return any_overlap(f.lm_reads, g.lm_writes) || any_overlap(f.lm_writes, g.lm_reads) ||
+         any_overlap(f.lm_writes, g.lm_writes) || any_overlap(f.hbm_reads, g.hbm_writes) ||
+         any_overlap(f.hbm_writes, g.hbm_reads) || any_overlap(f.hbm_writes, g.hbm_writes);
+}
+}  // namespace
+
+bool Isu::hazard(const Footprint& f, const Engine* e) const {
+  for (const auto& [i, g] : in_flight_)
+    if (!(g.engine == e && e->in_order()) && conflicts(f, g.f)) return true;
+  return false;
+}
+
+std::string Isu::blocker(const Footprint& f, const Engine* e) const {
+  for (const auto& [i, g] : in_flight_)
+    if (!(g.engine == e && e->in_order()) && conflicts(f, g.f))
+      return strcat("instruction ", i, " (", print_instruction(ctx_.program->code[i]), ")");
+  return "nothing";
+}
+
+void Isu::retire(size_t instr) {
+  in_flight_.erase(instr);
+  auto& kc = ctx_.kernels[static_cast<size_t>(std::max(ctx_.program->code[instr].kernel, 0))];
+  kc.last_retire_ps = std::max(kc.last_retire_ps, sc_core::sc_time_stamp().to_double());
+  retired_.notify(sc_core::SC_ZERO_TIME);
+}
+
+void Isu::run() {
+  const auto& code = ctx_.program->code;
+  const sc_core::sc_time issue = ctx_.cycles(ctx_.arch->isu.issue_cycles);
+  for (size_t i = 0; i < code.size(); ++i) {
+    const Instruction& in = code[i];
+    if (in.opcode == Opcode::Halt) {
+      while (!in_flight_.empty()) wait(retired_);
+      ctx_.finished = true;
+      ctx_.finish_ps = sc_core::sc_time_stamp().to_double();
+      sc_core::sc_stop();
+      return;
+    }
+    auto it = engines_.find(in.opcode == Opcode::DmaStore ? Opcode::DmaLoad
+                            : (in.opcode == Opcode::VxeReduce || in.opcode == Opcode::VxeMov) ? Opcode::VxeOp
+                                                                                              : in.opcode);
+    if (it == engines_.end()) throw InternalError(strcat("isu: no engine for ", opcode_name(in.opcode)));
+    Engine* e = it->second;
+    Footprint f = footprint(in);
+    double t0 = sc_core::sc_time_stamp().to_double();
+    while (hazard(f, e)) wait(retired_);
+    double t1 = sc_core::sc_time_stamp().to_double();
+    while (e->full()) wait(retired_);
+    double t2 = sc_core::sc_time_stamp().to_double();
+    ctx_.isu_hazard_stall_ps += t1 - t0;
+    ctx_.isu_queue_stall_ps += t2 - t1;
+    in_flight_.emplace(i, InFlight{std::move(f), e});
+    auto& kc = ctx_.kernels[static_cast<size_t>(std::max(in.kernel, 0))];
+    if (kc.first_issue_ps < 0) kc.first_issue_ps = t2;
+    ++kc.instructions;
+    e->push(i);
+    if (issue > sc_core::SC_ZERO_TIME) wait(issue);
+  }
+  // A program without halt: finish when everything retires.
+  while (!in_flight_.empty()) wait(retired_);
+  ctx_.finished = true;
+  ctx_.finish_ps = sc_core::sc_time_stamp().to_double();
+  sc_core::sc_stop();
+}
+
+}  // namespace lpu::sim

@@ -1,0 +1,77 @@
+#include "model/vxe.h"
+
+#include <cmath>
+
+#include "support/error.h"
+
+namespace lpu::sim {
+
+Vxe::Vxe(sc_core::sc_module_name name, DeviceContext& ctx, Lmu& lmu)
+    : Engine(name, ctx, ctx.arch->vxe.queue_depth, 1), lmu_(lmu) {}
+
+namespace {
+std::string timing_key(const Instruction& in) {
+  switch (in.opcode) {
+    case Opcode::VxeOp: return scalar_op_name(in.vop);
+    case Opcode::VxeReduce: return std::string("r") + reduction_type_name(in.rop);
+    default: return "mov";
+  }
+}
+}  // namespace
+
+double Vxe::execute(size_t i, double start_ps) {
+  const Instruction& in = ctx_.program->code[i];
+  const int64_t R = in.rows, C = in.cols;
+  const int64_t out_elems = in.opcode == Opcode::VxeReduce ? R : R * C;
+  lmu_.check(in.lm_addr, static_cast<uint64_t>(out_elems * 4), "vxe destination");
+  uint64_t bytes = static_cast<uint64_t>(out_elems * 4);
+  int64_t worst_stride = 1;
+  for (const auto& s : in.srcs) {
+    if (s.immediate) continue;
+    bytes += static_cast<uint64_t>((s.rs == 0 ? 1 : R) * (s.cs == 0 ? 1 : C) * 4);
+    if (s.cs != 0 && lmu_.conflict_factor(s.cs) > lmu_.conflict_factor(worst_stride)) worst_stride = s.cs;
+  }
+  VxeOpTiming t = ctx_.arch->vxe.timing(timing_key(in));
+  double lanes = ctx_.arch->vxe.lanes;
+  double groups = std::ceil(static_cast<double>(R * C) / lanes);
+  double compute_end = start_ps + ctx_.period.to_double() * (t.latency + groups * t.ii);
+  double lmu_end = lmu_.reserve(start_ps, bytes, worst_stride);
+  if (ctx_.functional) compute(in);
+  return std::max(compute_end, lmu_end);
+}
+
+void Vxe::compute(const Instruction& in) {
+  const int64_t R = in.rows, C = in.cols;
+  auto src = [&](const Operand& o, int64_t r, int64_t c) -> float {
+    if (o.immediate) return static_cast<float>(o.value);
+    int64_t off = static_cast<int64_t>(o.addr / 4) + r * o.rs + c * o.cs;
+    if (off < 0 || off >= static_cast<int64_t>(ctx_.lmu_data.size()))
+      throw InputError(strcat("device ", ctx_.device, ": ", print_instruction(in), " reads outside local memory"));
+    return ctx_.lmu_data[static_cast<size_t>(off)];
+  };
+  if (in.opcode == Opcode::VxeReduce) {
+    scratch_.assign(static_cast<size_t>(R), 0.0f);
+    for (int64_t r = 0; r < R; ++r) {
+      double acc = in.rop == ReductionType::max ? -INFINITY : in.rop == ReductionType::min ? INFINITY : 0.0;
+      for (int64_t c = 0; c < C; ++c) {
+        double v = src(in.srcs[0], r, c);
+        if (in.rop == ReductionType::max) acc = std::max(acc, v);
+        else if (in.rop == ReductionType::min) acc = std::min(acc, v);
+        else acc += v;
+      }
+      if (in.rop == ReductionType::mean) acc /= static_cast<double>(C);
+      scratch_[static_cast<size_t>(r)] = static_cast<float>(acc);
+    }
+  } else {
+    scratch_.resize(static_cast<size_t>(R * C));
+    float a[3] = {0, 0, 0};
+    for (int64_t r = 0; r < R; ++r)
+      for (int64_t c = 0; c < C; ++c) {
+        for (size_t k = 0; k < in.srcs.size(); ++k) a[k] = src(in.srcs[k], r, c);
+        scratch_[static_cast<size_t>(r * C + c)] = in.opcode == Opcode::VxeMov ? a[0] : eval_scalar_op(in.vop, a);
+      }
+  }
+  std::copy(scratch_.begin(), scratch_.end(), lmu_.data(in.lm_addr));
+}
+
+}  // namespace lpu::sim

@@ -1,0 +1,24 @@
+// VXE: the vector engine. `lanes` elements per cycle group, a latency/initiation-interval
+// table per op (config vxe.ops), operands read from and results written to the LMU through
+// its port. Time of one instruction:
+//   latency + max(ceil(rows*cols / lanes) * ii, LMU bytes / port bandwidth * conflicts)
+#pragma once
+#include "model/engine.h"
+#include "model/lmu.h"
+
+namespace lpu::sim {
+
+class Vxe : public Engine {
+ public:
+  Vxe(sc_core::sc_module_name name, DeviceContext& ctx, Lmu& lmu);
+
+ protected:
+  double execute(size_t i, double start_ps) override;
+
+ private:
+  void compute(const Instruction& in);
+  Lmu& lmu_;
+  std::vector<float> scratch_;
+};
+
+}  // namespace lpu::sim

@@ -1,0 +1,176 @@
+#include "simulator.h"
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <memory>
+
+#include "model/device.h"
+#include "model/numeric.h"
+#include "support/error.h"
+
+namespace lpu {
+
+namespace {
+
+// SystemC keeps one global simulation context per process. Each run gets a fresh one
+// (systemc-notes.md: the old context cannot be freed cleanly, so it is leaked: ~ a few
+// hundred KB per run; parallel sweeps use processes, not threads).
+void fresh_systemc_context() {
+  static bool configured = false;
+  if (!configured) {
+    setenv("SYSTEMC_DISABLE_COPYRIGHT_MESSAGE", "1", 0);
+    configured = true;
+  }
+  sc_core::sc_curr_simcontext = new sc_core::sc_simcontext();
+  sc_core::sc_default_global_context = sc_core::sc_curr_simcontext;
+  // Silences "Info: /OSCI/SystemC: Simulation stopped by user."
+  sc_core::sc_report_handler::set_actions("/OSCI/SystemC", sc_core::SC_INFO, sc_core::SC_DO_NOTHING);
+}
+
+}  // namespace
+
+SimResult simulate(const Program& prog, const ArchConfig& arch, const SimOptions& opts, const TensorMap* inputs) {
+  uint64_t need = prog.hbm_bytes_allocated();
+  double cap = arch.hbm.capacity_gib * 1024.0 * 1024.0 * 1024.0;
+  if (static_cast<double>(need) > cap) {
+    int64_t devices = static_cast<int64_t>(std::ceil(static_cast<double>(need) / cap));
+    throw InputError(strcat("program ", prog.name, " needs ", need, " bytes of HBM but one device of ", arch.name,
+                            " has ", arch.hbm.capacity_gib, " GiB: it needs ", devices, " devices"));
+  }
+  fresh_systemc_context();
+  sim::DeviceContext ctx;
+  ctx.program = &prog;
+  ctx.arch = &arch;
+  ctx.functional = opts.functional;
+  ctx.record_trace = opts.record_trace;
+  ctx.period = sc_core::sc_time(arch.period_ps(), sc_core::SC_PS);
+  ctx.kernels.resize(std::max<size_t>(prog.kernels.size(), 1));
+  if (opts.functional) {
+    ctx.hbm_data.assign(need, 0);
+    for (const auto& b : prog.buffers) {
+      if (b.role != BufferRole::Input && b.role != BufferRole::Weight) continue;
+      if (!inputs || !inputs->count(b.name)) throw InputError("functional simulation: no data for buffer " + b.name);
+      const Tensor& t = inputs->at(b.name);
+      if (t.numel() != b.type.numel())
+        throw InputError(strcat("functional simulation: data for ", b.name, " has ", t.numel(), " elements, expected ",
+                                b.type.numel()));
+      int64_t eb = dtype_bytes(b.type.dtype);
+      for (int64_t k = 0; k < t.numel(); ++k)
+        sim::store_element(&ctx.hbm_data[b.hbm_addr + static_cast<uint64_t>(k * eb)], b.type.dtype,
+                           t.data[static_cast<size_t>(k)]);
+    }
+  }
+  SimResult res;
+  {
+    auto dev = std::make_unique<sim::Device>("dev0", ctx);
+    try {
+      sc_core::sc_start();
+    } catch (const sc_core::sc_report& r) {
+      throw InternalError(strcat("SystemC: ", r.what()));
+    }
+    if (!ctx.error.empty()) throw InputError(ctx.error);
+    if (!ctx.finished) {
+      std::string report = strcat("simulation of ", prog.name, " did not finish within sim.max_us = ", arch.sim.max_us,
+                                  " us; engines: ");
+      for (const auto* e : std::initializer_list<const sim::Engine*>{&dev->dma, &dev->vxe})
+        report += strcat(e->basename(), " queued=", e->queued(), " busy=", e->busy_workers(), "; ");
+      throw SimulationStuck(report);
+    }
+  }
+
+  SimStats& s = res.stats;
+  double period = arch.period_ps();
+  s.cycles = static_cast<uint64_t>(std::llround(ctx.finish_ps / period));
+  s.latency_us = ctx.finish_ps * 1e-6;
+  s.hbm_read_bytes = ctx.hbm_read_bytes;
+  s.hbm_write_bytes = ctx.hbm_write_bytes;
+  s.hbm_burst_bytes = ctx.hbm_burst_bytes;
+  double peak_bytes = arch.hbm.bandwidth_gbps * 1e-3 * ctx.finish_ps;  // GB/s * ps
+  s.hbm_bandwidth_utilization = peak_bytes > 0 ? static_cast<double>(s.hbm_read_bytes + s.hbm_write_bytes) / peak_bytes : 0;
+  s.isu_hazard_stall_cycles = static_cast<uint64_t>(std::llround(ctx.isu_hazard_stall_ps / period));
+  s.isu_queue_stall_cycles = static_cast<uint64_t>(std::llround(ctx.isu_queue_stall_ps / period));
+  for (size_t i = 0; i < ctx.engines.size(); ++i) {
+    EngineStats e;
+    e.name = ctx.engine_names[i];
+    e.busy_cycles = static_cast<uint64_t>(std::llround(ctx.engines[i].busy_ps / period));
+    e.instructions = ctx.engines[i].instructions;
+    int workers = e.name == "dma" ? arch.dma.engines : 1;
+    e.utilization = s.cycles ? static_cast<double>(e.busy_cycles) / (static_cast<double>(s.cycles) * workers) : 0;
+    s.instructions += e.instructions;
+    s.engines.push_back(e);
+  }
+  for (size_t k = 0; k < prog.kernels.size(); ++k) {
+    const auto& c = ctx.kernels[k];
+    KernelStats ks;
+    ks.name = prog.kernels[k];
+    ks.start_cycle = c.first_issue_ps < 0 ? 0 : static_cast<uint64_t>(std::llround(c.first_issue_ps / period));
+    ks.end_cycle = static_cast<uint64_t>(std::llround(c.last_retire_ps / period));
+    ks.cycles = ks.end_cycle > ks.start_cycle ? ks.end_cycle - ks.start_cycle : 0;
+    ks.hbm_read_bytes = c.hbm_read;
+    ks.hbm_write_bytes = c.hbm_write;
+    ks.instructions = c.instructions;
+    s.kernels.push_back(ks);
+  }
+  if (opts.functional) {
+    for (const auto& b : prog.buffers) {
+      if (b.role != BufferRole::Output) continue;
+      Tensor t(b.type);
+      int64_t eb = dtype_bytes(b.type.dtype);
+      for (int64_t k = 0; k < t.numel(); ++k)
+        t.data[static_cast<size_t>(k)] =
+            sim::load_element(&ctx.hbm_data[b.hbm_addr + static_cast<uint64_t>(k * eb)], b.type.dtype);
+      res.outputs[b.name] = std::move(t);
+    }
+  }
+  if (opts.record_trace) {
+    for (const auto& ev : ctx.trace) {
+      const Instruction& in = prog.code[ev.instr];
+      res.trace.push_back({ctx.engine_names[static_cast<size_t>(ev.engine)],
+                           in.kernel >= 0 ? prog.kernels[static_cast<size_t>(in.kernel)] : "",
+                           print_instruction(in), ev.start_ps * 1e-6, (ev.end_ps - ev.start_ps) * 1e-6});
+    }
+  }
+  return res;
+}
+
+nlohmann::json stats_to_json(const SimStats& s) {
+  nlohmann::json j;
+  j["cycles"] = s.cycles;
+  j["latency_us"] = s.latency_us;
+  j["hbm_read_bytes"] = s.hbm_read_bytes;
+  j["hbm_write_bytes"] = s.hbm_write_bytes;
+  j["hbm_burst_bytes"] = s.hbm_burst_bytes;
+  j["hbm_bandwidth_utilization"] = s.hbm_bandwidth_utilization;
+  j["instructions"] = s.instructions;
+  j["isu_hazard_stall_cycles"] = s.isu_hazard_stall_cycles;
+  j["isu_queue_stall_cycles"] = s.isu_queue_stall_cycles;
+  nlohmann::json eng = nlohmann::json::object();
+  for (const auto& e : s.engines)
+    eng[e.name] = {{"busy_cycles", e.busy_cycles}, {"instructions", e.instructions}, {"utilization", e.utilization}};
+  j["engines"] = eng;
+  nlohmann::json ks = nlohmann::json::array();
+  for (const auto& k : s.kernels)
+    ks.push_back({{"name", k.name}, {"start_cycle", k.start_cycle}, {"end_cycle", k.end_cycle}, {"cycles", k.cycles},
+                  {"hbm_read_bytes", k.hbm_read_bytes}, {"hbm_write_bytes", k.hbm_write_bytes},
+                  {"instructions", k.instructions}});
+  j["kernels"] = ks;
+  return j;
+}
+
+nlohmann::json trace_to_json(const std::vector<TraceRecord>& t) {
+  nlohmann::json events = nlohmann::json::array();
+  std::map<std::string, int> tid;
+  for (const auto& r : t) {
+    auto [it, added] = tid.emplace(r.engine, static_cast<int>(tid.size()) + 1);
+    if (added)
+      events.push_back({{"ph", "M"}, {"pid", 0}, {"tid", it->second}, {"name", "thread_name"}, {"args", {{"name", r.engine}}}});
+    events.push_back({{"ph", "X"}, {"pid", 0}, {"tid", it->second}, {"name", r.text.substr(0, r.text.find(' '))},
+                      {"cat", r.kernel}, {"ts", r.start_us}, {"dur", r.dur_us}, {"args", {{"kernel", r.kernel}, {"instr", r.text}}}});
+  }
+  return {{"traceEvents", events}, {"displayTimeUnit", "ns"}};
+}
+
+}  // namespace lpu
+

@@ -1,0 +1,67 @@
+// The simulator's entry point: run an LPU program on an architecture config and return
+// statistics (and, in functional mode, the output tensors).
+#pragma once
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "config/arch_config.h"
+#include "isa/program.h"
+#include "ref/tensor.h"
+
+namespace lpu {
+
+struct SimOptions {
+  bool functional = false;   // move and compute real values
+  bool record_trace = false; // keep one event per instruction (for --trace)
+};
+
+struct EngineStats {
+  std::string name;
+  uint64_t busy_cycles = 0;
+  uint64_t instructions = 0;
+  double utilization = 0;
+};
+
+struct KernelStats {
+  std::string name;
+  uint64_t start_cycle = 0, end_cycle = 0, cycles = 0;
+  uint64_t hbm_read_bytes = 0, hbm_write_bytes = 0;
+  uint64_t instructions = 0;
+};
+
+struct SimStats {
+  uint64_t cycles = 0;
+  double latency_us = 0;
+  uint64_t hbm_read_bytes = 0, hbm_write_bytes = 0;
+  uint64_t hbm_burst_bytes = 0;            // bytes the channels actually moved (burst-rounded)
+  double hbm_bandwidth_utilization = 0;    // (read + write) / (peak bandwidth x latency)
+  uint64_t instructions = 0;
+  uint64_t isu_hazard_stall_cycles = 0, isu_queue_stall_cycles = 0;
+  std::vector<EngineStats> engines;
+  std::vector<KernelStats> kernels;
+};
+
+struct TraceRecord {
+  std::string engine;
+  std::string kernel;
+  std::string text;
+  double start_us, dur_us;
+};
+
+struct SimResult {
+  SimStats stats;
+  TensorMap outputs;                 // functional mode: every output buffer, by name
+  std::vector<TraceRecord> trace;    // when record_trace
+};
+
+// `inputs` (functional mode) holds data for every input and weight buffer, by name.
+// Throws InputError (bad program, weights that do not fit) or SimulationStuck.
+SimResult simulate(const Program& prog, const ArchConfig& arch, const SimOptions& opts, const TensorMap* inputs = nullptr);
+
+nlohmann::json stats_to_json(const SimStats& s);
+// Chrome / Perfetto trace-event JSON: one track per engine, one slice per instruction.
+nlohmann::json trace_to_json(const std::vector<TraceRecord>& t);
+
+}  // namespace lpu

@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# The CLI contract, as a user meets it: help, exit codes, and error messages that name the
+# file, the line and the key. Usage: cli_test.sh path/to/lpu
+set -u
+LPU="$1"
+TMP="$(mktemp -d)"
+trap 'rm -rf "$TMP"' EXIT
+pass=0
+fail=0
+check() {  # check NAME EXPECTED_EXIT PATTERN -- command...
+  local name="$1" want="$2" pattern="$3"
+  shift 4
+  local out rc
+  out="$("$@" 2>&1)"
+  rc=$?
+  if [ "$rc" -ne "$want" ]; then
+    echo "FAIL $name: exit $rc, expected $want"; echo "$out" | head -20; fail=$((fail + 1)); return
+  fi
+  if [ -n "$pattern" ] && ! grep -qE -- "$pattern" <<<"$out"; then
+    echo "FAIL $name: output lacks /$pattern/"; echo "$out" | head -20; fail=$((fail + 1)); return
+  fi
+  echo "ok   $name"; pass=$((pass + 1))
+}
+
+check help 0 "compare" -- "$LPU" --help
+check help_lists_all 0 "check-config" -- "$LPU" --help
+check no_subcommand 2 "" -- "$LPU"
+check list_ops 0 "layer_norm" -- "$LPU" list ops
+check list_workloads 0 "ln_gelu_add" -- "$LPU" list workloads
+check list_configs 0 "lpu-small" -- "$LPU" list configs
+check check_config_ok 0 ": ok" -- "$LPU" check-config configs/lpu-small.yaml
+
+sed 's/  channels: 8/  chanels: 8/' configs/lpu-small.yaml > "$TMP/typo.yaml"
+check misspelled_key 2 "typo.yaml:[0-9]+: hbm.chanels: unknown key" -- "$LPU" check-config "$TMP/typo.yaml"
+sed 's/bandwidth_gbps: 256/bandwidth_gbps: -256/' configs/lpu-small.yaml > "$TMP/neg.yaml"
+check negative_bandwidth 2 "neg.yaml:[0-9]+: hbm.bandwidth_gbps: value -256 out of range" -- "$LPU" check-config "$TMP/neg.yaml"
+check set_override_bad 2 "out of range" -- "$LPU" run ln_gelu_add --set lmu.capacity_kib=0
+check unknown_workload 2 "no such file" -- "$LPU" run does_not_exist
+check unknown_policy 2 "unknown fusion policy" -- "$LPU" run ln_gelu_add --fusion magic
+printf 'model: ln_gelu_add\nd_modle: 64\n' > "$TMP/w.yaml"
+check workload_typo 2 "w.yaml:2: d_modle: unknown key" -- "$LPU" run "$TMP/w.yaml"
+check lmu_too_small 2 "bytes of local memory" -- "$LPU" run ln_gelu_add --set lmu.capacity_kib=8
+
+check run_functional 0 "PASS" -- "$LPU" run ln_gelu_add --functional --json "$TMP/run.json" --trace "$TMP/trace.json"
+check run_json 0 "compulsory_hbm_bytes" -- cat "$TMP/run.json"
+check trace_json 0 "traceEvents" -- cat "$TMP/trace.json"
+check compare 0 "greedy" -- "$LPU" compare ln_gelu_add --fusion none,greedy --json "$TMP/cmp.json"
+check compile_emit 0 "program.s" -- "$LPU" compile ln_gelu_add --emit graph,core,loopir,schedule,asm -o "$TMP/ir"
+check compile_files 0 "" -- test -s "$TMP/ir/loopir.txt"
+
+echo "$pass passed, $fail failed"
+[ "$fail" -eq 0 ]

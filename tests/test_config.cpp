@@ -1,0 +1,100 @@
+#include <gtest/gtest.h>
+
+#include <filesystem>
+
+#include "config/arch_config.h"
+#include "support/error.h"
+
+using namespace lpu;
+
+namespace {
+const char* kGood = R"(name: t
+clock_ghz: 1.0
+devices: 1
+hbm:
+  bandwidth_gbps: 100
+  channels: 4
+  capacity_gib: 1
+lmu:
+  capacity_kib: 64
+vxe:
+  lanes: 16
+sxe:
+  mac_trees: 4
+  lanes: 8
+)";
+
+std::string error_of(const std::string& yaml, const std::vector<std::string>& sets = {}) {
+  try {
+    load_arch_config_string(yaml, "t.yaml", sets);
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  return "";
+}
+}  // namespace
+
+TEST(Config, MinimalConfigGetsDocumentedDefaults) {
+  ArchConfig a = load_arch_config_string(kGood, "t.yaml");
+  EXPECT_EQ(a.hbm.channels, 4);
+  EXPECT_DOUBLE_EQ(a.hbm.efficiency, 0.9);
+  EXPECT_EQ(a.lmu_bytes(), 64 * 1024);
+  EXPECT_EQ(a.vxe.timing("exp").latency, 16);
+}
+
+TEST(Config, MisspelledKeyNamesFileLineAndKey) {
+  std::string y = kGood;
+  y.replace(y.find("  channels: 4"), 13, "  chanels: 4");
+  std::string m = error_of(y);
+  EXPECT_NE(m.find("t.yaml:6:"), std::string::npos) << m;
+  EXPECT_NE(m.find("hbm.chanels"), std::string::npos) << m;
+  EXPECT_NE(m.find("did you mean 'channels'"), std::string::npos) << m;
+}
+
+TEST(Config, NegativeBandwidthIsOutOfRange) {
+  std::string y = kGood;
+  y.replace(y.find("100"), 3, "-5");
+  std::string m = error_of(y);
+  EXPECT_NE(m.find("t.yaml:5:"), std::string::npos) << m;
+  EXPECT_NE(m.find("hbm.bandwidth_gbps"), std::string::npos) << m;
+  EXPECT_NE(m.find("out of range"), std::string::npos) << m;
+}
+
+TEST(Config, MissingRequiredKey) {
+  std::string y = kGood;
+  y.erase(y.find("  capacity_kib: 64\n"), 19);
+  std::string m = error_of(y);
+  EXPECT_NE(m.find("lmu.capacity_kib"), std::string::npos) << m;
+  EXPECT_NE(m.find("missing"), std::string::npos) << m;
+}
+
+TEST(Config, NonNumberIsRejected) {
+  std::string y = kGood;
+  y.replace(y.find("16"), 2, "many");
+  EXPECT_NE(error_of(y).find("vxe.lanes: expected an integer"), std::string::npos) << error_of(y);
+}
+
+TEST(Config, SetOverridesBeforeValidation) {
+  ArchConfig a = load_arch_config_string(kGood, "t.yaml", {"hbm.bandwidth_gbps=50", "vxe.ops.exp.latency=40"});
+  EXPECT_DOUBLE_EQ(a.hbm.bandwidth_gbps, 50);
+  EXPECT_EQ(a.vxe.timing("exp").latency, 40);
+  EXPECT_NE(error_of(kGood, {"hbm.bandwidth_gbps=0"}).find("out of range"), std::string::npos);
+  EXPECT_NE(error_of(kGood, {"hbm.nope=1"}).find("unknown key"), std::string::npos);
+  EXPECT_NE(error_of(kGood, {"garbage"}).find("key.path=value"), std::string::npos);
+}
+
+TEST(Config, YamlSyntaxErrorHasLine) {
+  std::string m = error_of("name: [unclosed\n");
+  EXPECT_NE(m.find("t.yaml:"), std::string::npos) << m;
+  EXPECT_NE(m.find("YAML syntax error"), std::string::npos) << m;
+}
+
+TEST(Config, ShippedConfigsAllValidate) {
+  int n = 0;
+  for (const auto& e : std::filesystem::directory_iterator(std::string(LPU_SOURCE_DIR) + "/configs"))
+    if (e.path().extension() == ".yaml") {
+      EXPECT_NO_THROW(load_arch_config(e.path().string())) << e.path();
+      ++n;
+    }
+  EXPECT_GE(n, 1);
+}

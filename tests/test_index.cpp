@@ -1,0 +1,42 @@
+#include <gtest/gtest.h>
+
+#include "loopir/index.h"
+
+using namespace lpu;
+
+TEST(Index, CanonicalFormAndEquality) {
+  Index i = Index::var("i0") * 4 + Index::var("i1") + Index::constant(2);
+  Index j = Index::var("i1") + Index::constant(2) + Index::var("i0") * 4;
+  EXPECT_EQ(i, j);
+  EXPECT_EQ(i.str(), "4*i0 + i1 + 2");
+  EXPECT_EQ((i - i).str(), "0");
+}
+
+TEST(Index, FloorDivAndModSimplify) {
+  Index i = Index::var("i0") * 8 + Index::var("i1") * 4;
+  EXPECT_EQ(i.floordiv(4).str(), "2*i0 + i1");
+  EXPECT_EQ((Index::var("i0") * 8 + Index::constant(5)).floordiv(4).str(), "2*i0 + 1");
+  EXPECT_EQ((Index::var("i0") * 8).mod(4).str(), "0");
+  EXPECT_EQ((Index::var("i0") * 8 + Index::var("i1")).mod(4).str(), "(i1)%4");
+  EXPECT_EQ(Index::constant(-7).floordiv(2).str(), "-4");
+  EXPECT_EQ(Index::constant(-7).mod(2).str(), "1");
+}
+
+TEST(Index, EvaluateAndSubstitute) {
+  Index i = (Index::var("x") * 3 + Index::constant(1)).floordiv(2) + Index::var("y").mod(5);
+  EXPECT_EQ(i.evaluate({{"x", 3}, {"y", 12}}), 5 + 2);
+  Index s = i.substitute({{"x", Index::constant(3)}, {"y", Index::constant(12)}});
+  EXPECT_TRUE(s.is_constant());
+  EXPECT_EQ(s.constant_part(), 7);
+  EXPECT_FALSE(i.is_affine());
+  EXPECT_TRUE(i.depends_on("y"));
+  EXPECT_EQ(i.variables(), (std::vector<std::string>{"x", "y"}));
+}
+
+TEST(Index, Coefficients) {
+  Index i = Index::var("i0") * 1024 + Index::var("r0");
+  EXPECT_EQ(i.coefficient("i0"), 1024);
+  EXPECT_EQ(i.coefficient("r0"), 1);
+  EXPECT_EQ(i.coefficient("i1"), 0);
+  EXPECT_TRUE(i.is_affine());
+}

@@ -1,0 +1,87 @@
+#include <gtest/gtest.h>
+
+#include "codegen/lpu_codegen.h"
+#include "driver/compile.h"
+#include "support/error.h"
+#include "workload/workload.h"
+
+using namespace lpu;
+
+namespace {
+Compilation compile_builtin(const std::string& model, const std::string& policy, int64_t lmu = 256 * 1024,
+                            int64_t tokens = 64, int64_t width = 256) {
+  WorkloadSpec w;
+  w.name = model;
+  w.model = model;
+  w.seq_len = tokens;
+  for (const auto& [k, v] : find_model_builder(model)->params) w.params[k] = width;
+  CompileOptions o;
+  o.fusion = policy;
+  o.codegen.lmu_bytes = lmu;
+  return compile_graph(build_graph(w), o);
+}
+}  // namespace
+
+TEST(Schedule, NoneIsOneKernelPerLoopNode) {
+  Compilation c = compile_builtin("ln_gelu_add", "none");
+  EXPECT_EQ(c.schedule.kernels.size(), c.loop_ir.nodes.size());
+  // Every intermediate is written to HBM.
+  for (const auto& k : c.schedule.kernels) EXPECT_EQ(k.hbm_outputs.size(), 1u);
+}
+
+// layer_norm -> gelu -> add fuses into one kernel: statistics (reductions) with the
+// normalising pointwise ops, and the whole gelu chain, all row-aligned.
+TEST(Schedule, GreedyFusesLayerNormGeluAddIntoOneKernel) {
+  Compilation c = compile_builtin("ln_gelu_add", "greedy");
+  ASSERT_EQ(c.schedule.kernels.size(), 1u);
+  EXPECT_EQ(c.schedule.kernels[0].hbm_outputs, std::vector<std::string>{"residual"});
+}
+
+TEST(Schedule, SoftmaxAndRmsNormFuseToOneKernel) {
+  EXPECT_EQ(compile_builtin("softmax", "greedy").schedule.kernels.size(), 1u);
+  EXPECT_EQ(compile_builtin("rms_norm", "greedy").schedule.kernels.size(), 1u);
+}
+
+TEST(Schedule, EveryRejectionHasAReason) {
+  // A small local memory forces rejections.
+  Compilation c = compile_builtin("ln_gelu_add", "greedy", 24 * 1024, 64, 1024);
+  int rejected = 0;
+  for (const auto& d : c.schedule.decisions) {
+    if (d.fused) continue;
+    ++rejected;
+    EXPECT_FALSE(d.reason.empty()) << d.producer << " + " << d.consumer;
+  }
+  EXPECT_GT(rejected, 0);
+  bool overflow = false;
+  for (const auto& d : c.schedule.decisions) overflow |= d.reason.find("local-memory overflow") != std::string::npos;
+  EXPECT_TRUE(overflow);
+  EXPECT_GT(c.schedule.kernels.size(), 1u);
+}
+
+TEST(Schedule, CompulsoryTrafficIsInputsPlusOutputs) {
+  Compilation c = compile_builtin("ln_gelu_add", "greedy", 256 * 1024, 64, 256);
+  // x [64, 256] + weight [256] + bias [256] read, out [64, 256] written, fp32.
+  EXPECT_EQ(c.compulsory_hbm_bytes, (64 * 256 * 2 + 256 * 2) * 4);
+}
+
+TEST(Schedule, UnknownPolicyIsInputError) { EXPECT_THROW(compile_builtin("softmax", "magic"), InputError); }
+
+TEST(Codegen, LocalMemoryTooSmallNamesKernelAndBytes) {
+  try {
+    compile_builtin("ln_gelu_add", "greedy", 4 * 1024, 64, 1024);
+    FAIL();
+  } catch (const InputError& e) {
+    std::string m = e.what();
+    EXPECT_NE(m.find("kernel k0_"), std::string::npos) << m;
+    EXPECT_NE(m.find("bytes of local memory"), std::string::npos) << m;
+  }
+}
+
+TEST(Codegen, TilesFitLocalMemory) {
+  Compilation c = compile_builtin("ln_gelu_add", "greedy", 128 * 1024, 256, 1024);
+  for (const auto& t : c.code.tiling) {
+    EXPECT_LE(t.hoisted_bytes + 2 * t.tile_bytes, 128 * 1024) << t.kernel;
+    EXPECT_GE(t.tile_rows, 1);
+    EXPECT_EQ(t.tiles, (256 + t.tile_rows - 1) / t.tile_rows);
+  }
+}
