@@ -74,7 +74,7 @@ SimResult simulate(const Program& prog, const ArchConfig& arch, const SimOptions
     if (!ctx.finished) {
       std::string report = strcat("simulation of ", prog.name, " did not finish within sim.max_us = ", arch.sim.max_us,
                                   " us; engines: ");
-      for (const auto* e : std::initializer_list<const sim::Engine*>{&dev->dma, &dev->vxe})
+      for (const auto* e : std::initializer_list<const sim::Engine*>{&dev->dma, &dev->vxe, &dev->sxe})
         report += strcat(e->basename(), " queued=", e->queued(), " busy=", e->busy_workers(), "; ");
       throw SimulationStuck(report);
     }

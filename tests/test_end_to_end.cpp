@@ -81,3 +81,39 @@ TEST(EndToEnd, StatsJsonHasTheDocumentedKeys) {
   EXPECT_TRUE(j["engines"].contains("vxe"));
   EXPECT_DOUBLE_EQ(j["traffic_ratio"].get<double>(), 1.0);
 }
+
+// Whole transformer steps (tiny shapes, every feature of the big models): decode with a KV
+// cache, prefill with a causal mask, grouped-query attention, rotary, SwiGLU, fp16.
+TEST(EndToEnd, TinyTransformersMatchTheReference) {
+  struct Case { const char* model; const char* phase; int64_t seq, ctx; DType dt; };
+  for (const Case& c : {Case{"tiny-opt", "decode", 1, 16, DType::f32}, Case{"tiny-llama", "decode", 1, 8, DType::f32},
+                        Case{"tiny-llama", "prefill", 6, 0, DType::f32}, Case{"tiny-opt", "prefill", 5, 0, DType::f16}}) {
+    WorkloadSpec w;
+    w.name = c.model;
+    w.model = c.model;
+    w.phase = c.phase;
+    w.seq_len = c.seq;
+    w.context = c.ctx;
+    w.dtype = c.dt;
+    for (const std::string policy : {"none", "greedy"}) {
+      RunOutcome o = run_job(w, small_arch(), policy, true);
+      EXPECT_TRUE(o.check->ok) << c.model << " " << c.phase << " " << policy << ": " << o.check->worst;
+    }
+  }
+}
+
+// Fusion on a decode step: the greedy schedule stays close to the compulsory traffic (weights,
+// KV cache and inputs read once, outputs and the cache append written once).
+TEST(EndToEnd, GreedyDecodeStepIsNearCompulsoryTraffic) {
+  WorkloadSpec w;
+  w.name = "tiny-opt";
+  w.model = "tiny-opt";
+  w.context = 32;
+  w.dtype = DType::f16;
+  RunOutcome g = run_job(w, small_arch(), "greedy", false);
+  RunOutcome n = run_job(w, small_arch(), "none", false);
+  double gr = g.to_json()["traffic_ratio"].get<double>(), nr = n.to_json()["traffic_ratio"].get<double>();
+  EXPECT_LE(gr, 1.05);
+  EXPECT_GT(nr, gr);
+  EXPECT_LT(g.sim.stats.cycles, n.sim.stats.cycles);
+}

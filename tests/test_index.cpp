@@ -40,3 +40,21 @@ TEST(Index, Coefficients) {
   EXPECT_EQ(i.coefficient("i1"), 0);
   EXPECT_TRUE(i.is_affine());
 }
+
+TEST(Index, SimplifyWithRanges) {
+  std::map<std::string, int64_t> r = {{"i0", 4}, {"i1", 8}, {"i2", 1}};
+  // Splitting a flat index back into (row, col) of an [4, 8] view: exact with ranges.
+  Index flat = Index::var("i0") * 8 + Index::var("i1");
+  EXPECT_EQ(flat.floordiv(8).simplify(r).str(), "i0");
+  EXPECT_EQ(flat.mod(8).simplify(r).str(), "i1");
+  // Size-1 variables are zero.
+  EXPECT_EQ((Index::var("i2") * 5 + Index::var("i1")).simplify(r).str(), "i1");
+  // x//d*d + x%d == x, for any x.
+  Index x = Index::var("i0") * 3 + Index::var("i1");
+  Index recombined = x.floordiv(4) * 4 + x.mod(4);
+  EXPECT_EQ(recombined.simplify(r).str(), x.str());
+  int64_t lo, hi;
+  ASSERT_TRUE(flat.bounds(r, lo, hi));
+  EXPECT_EQ(lo, 0);
+  EXPECT_EQ(hi, 31);
+}

@@ -44,9 +44,11 @@ struct VReg {
 // An instruction whose local-memory addresses still name virtual registers.
 struct Pending {
   Instruction in;
-  int def = -1;               // vid written (lm_addr)
+  int def = -1;               // vid written (lm_addr = its address + def_offset)
+  uint64_t def_offset = 0;    // several instructions may fill parts of one register
   std::vector<int> src_vid;   // per source operand, -1 when absolute or immediate
-  int store_vid = -1;         // dma.store reads lm_addr from this vid
+  int store_vid = -1;         // dma.store reads lm_addr from this vid (+ store_offset)
+  uint64_t store_offset = 0;
 };
 
 // First-fit allocator over [base, base + limit).
@@ -94,7 +96,7 @@ class KernelEmitter {
  public:
   KernelEmitter(const LoopProgram& p, const Kernel& k, int kernel_id, const std::map<std::string, uint64_t>& hbm)
       : p_(p), k_(k), id_(kernel_id), hbm_(hbm) {
-    for (int i : k.nodes) in_kernel_.insert(p.nodes[static_cast<size_t>(i)].name);
+    for (int i : k.nodes) in_kernel_.insert(p.nodes[static_cast<size_t>(i)].output);
     hbm_out_.insert(k.hbm_outputs.begin(), k.hbm_outputs.end());
   }
 
@@ -107,7 +109,12 @@ class KernelEmitter {
   int64_t hoisted_bytes = 0;
 
   // Used by the handler.
-  VReg load(const LoopNode& node, const ExprNode& e);
+  VReg load(const LoopNode& node, const ExprNode& e) { return load(node, e, node.col_vars(), node.col_sizes()); }
+  // Loads with the given column variables (a Matmul's A operand uses {"r0"}, {K}).
+  VReg load(const LoopNode& node, const ExprNode& e, const std::vector<std::string>& cols,
+            const std::vector<int64_t>& col_sizes);
+  // Emits the matrix-engine instructions of a Matmul node for this tile.
+  VReg matmul(const LoopNode& node);
   VReg alloc(int64_t rows, int64_t cols) {
     VReg v;
     v.vid = static_cast<int>(vsize_.size());
@@ -214,12 +221,14 @@ class LpuAsmHandler final : public OpsHandler<VReg> {
   const LoopNode& n_;
 };
 
-VReg KernelEmitter::load(const LoopNode& node, const ExprNode& e) {
-  AccessPattern ap = analyze_access(node, e.index);
+VReg KernelEmitter::load(const LoopNode& node, const ExprNode& e, const std::vector<std::string>& cols,
+                         const std::vector<int64_t>& col_sizes) {
+  AccessPattern ap = analyze_access(node, e.index, cols, col_sizes);
   if (!ap.ok)
     throw InputError(strcat("kernel ", k_.name, ", node ", node.name, ": load ", e.buffer, "[", e.index.str(),
-                            "] is not a 2-D strided access the LPU DMA can do (", ap.why_not, ")"));
-  int64_t ncols = ap.col_stride == 0 ? 1 : node.cols();
+                            "] is not a strided access the LPU DMA can do (", ap.why_not, ")"));
+  int64_t width = numel(col_sizes);
+  int64_t ncols = ap.col_stride == 0 ? 1 : width;
   if (in_kernel_.count(e.buffer)) {
     // Produced earlier in this tile: read it from local memory, row-aligned (checked by fusion).
     const VReg& pv = values_.at(e.buffer);
@@ -233,11 +242,10 @@ VReg KernelEmitter::load(const LoopNode& node, const ExprNode& e) {
   const Buffer& buf = p_.buffers.at(e.buffer);
   int64_t eb = dtype_bytes(buf.type.dtype);
   uint64_t hbase = hbm_.at(e.buffer);
-  std::string key = strcat(e.buffer, "@", ap.base, ",", ap.row_stride, ",", ap.col_stride, ",", ncols);
-  auto check_bounds = [&](int64_t first_row, int64_t nrows) {
-    int64_t last = ap.base + ap.row_stride * (first_row + nrows - 1) + ap.col_stride * (ncols - 1);
-    if (ap.base + ap.row_stride * first_row < 0 || last >= buf.type.numel())
-      throw InternalError(strcat("codegen: load of ", e.buffer, " out of bounds in ", node.name));
+  auto check_bounds = [&](int64_t off, int64_t count = -1) {
+    int64_t last = off + ap.col_stride * ((count < 0 ? ncols : count) - 1);
+    if (off < 0 || last >= buf.type.numel() || last < 0)
+      throw InternalError(strcat("codegen: load of ", e.buffer, "[", e.index.str(), "] out of bounds in ", node.name));
   };
   Instruction in;
   in.opcode = Opcode::DmaLoad;
@@ -245,9 +253,34 @@ VReg KernelEmitter::load(const LoopNode& node, const ExprNode& e) {
   in.cols = ncols;
   in.hbm_cs = ap.col_stride;
   in.kernel = id_;
-  if (ap.row_stride == 0) {
+  if (ap.col_split && ap.col_split < width) {
+    // Two-level columns (e.g. [heads, hd] merged after a permute): one DMA per row and block.
+    int64_t D = ap.col_split;
+    if (width % D != 0) throw InternalError("codegen: column blocks do not tile the row in " + node.name);
+    std::string key = strcat(e.buffer, "@", e.index.str(), "/", node.rows());
+    if (auto it = tile_loads_.find(key); it != tile_loads_.end()) return it->second;
+    VReg v = alloc(rows_, width);
+    v.owned = false;
+    for (int64_t r = 0; r < rows_; ++r)
+      for (int64_t j = 0; j < width / D; ++j) {
+        int64_t first = ap.row_offset(r0_ + r) + j * ap.col_outer_stride;
+        check_bounds(first, D);
+        Pending pd;
+        pd.in = in;
+        pd.in.rows = 1;
+        pd.in.cols = D;
+        pd.in.hbm_addr = hbase + static_cast<uint64_t>(first * eb);
+        pd.def = v.vid;
+        pd.def_offset = static_cast<uint64_t>((r * width + j * D) * kLmElem);
+        loads_.push_back(pd);
+      }
+    tile_loads_[key] = v;
+    return v;
+  }
+  if (ap.row_affine && ap.row_stride == 0) {  // row-invariant: load once, keep resident
+    std::string key = strcat(e.buffer, "@", ap.base, ",", ap.col_stride, ",", ncols);
     if (auto it = hoisted_.find(key); it != hoisted_.end()) return it->second;
-    check_bounds(0, 1);
+    check_bounds(ap.base);
     VReg v;
     v.addr = static_cast<uint64_t>(hoisted_bytes);
     v.rows = 1;
@@ -262,19 +295,95 @@ VReg KernelEmitter::load(const LoopNode& node, const ExprNode& e) {
     hoisted_[key] = v;
     return v;
   }
+  std::string key = strcat(e.buffer, "@", e.index.str(), "/", ap.col_stride, ",", ncols, "/", node.rows());
+  if (ap.row_affine) key = strcat(e.buffer, "@", ap.base, ",", ap.row_stride, ",", ap.col_stride, ",", ncols);
   if (auto it = tile_loads_.find(key); it != tile_loads_.end()) return it->second;
-  check_bounds(r0_, rows_);
   VReg v = alloc(rows_, ncols);
   v.owned = false;
-  in.rows = rows_;
-  in.hbm_addr = hbase + static_cast<uint64_t>((ap.base + ap.row_stride * r0_) * eb);
-  in.hbm_rs = ap.row_stride;
-  Pending pd;
-  pd.in = in;
-  pd.def = v.vid;
-  loads_.push_back(pd);
+  // One DMA per run of rows whose HBM offsets advance by one stride (all rows when affine).
+  int64_t r = 0;
+  while (r < rows_) {
+    int64_t first = ap.row_offset(r0_ + r);
+    int64_t n = 1, stride = 0;
+    if (r + 1 < rows_) {
+      stride = ap.row_offset(r0_ + r + 1) - first;
+      n = 2;
+      while (r + n < rows_ && ap.row_offset(r0_ + r + n) - first == stride * n) ++n;
+    }
+    check_bounds(first);
+    check_bounds(first + stride * (n - 1));
+    Pending pd;
+    pd.in = in;
+    pd.in.rows = n;
+    pd.in.hbm_addr = hbase + static_cast<uint64_t>(first * eb);
+    pd.in.hbm_rs = n > 1 ? stride : 0;
+    pd.def = v.vid;
+    pd.def_offset = static_cast<uint64_t>(r * ncols * kLmElem);
+    loads_.push_back(pd);
+    r += n;
+  }
   tile_loads_[key] = v;
   return v;
+}
+
+VReg KernelEmitter::matmul(const LoopNode& node) {
+  const Expr& a_load = node.body->args.at(0);
+  const Expr& b_load = node.body->args.at(1);
+  if (a_load->kind != ExprKind::Load || b_load->kind != ExprKind::Load)
+    throw InternalError("codegen: matmul body is not mul(load, load) in " + node.name);
+  int64_t K = node.reduction_ranges.at(0), N = node.cols();
+  VReg a = load(node, *a_load, {"r0"}, {K});
+  if (a.imm || a.cols != K) throw InputError(strcat("node ", node.name, ": matmul A operand must vary along K"));
+  // B streams from HBM: element (k, n) of row rho's matrix at b_base(rho) + ks*k + ns*n.
+  std::string nvar = "i" + std::to_string(node.ranges.size() - 1);
+  const Index& bi = b_load->index;
+  Index b_row = bi.substitute({{"r0", Index::constant(0)}, {nvar, Index::constant(0)}});
+  Index b_cols = bi - b_row;
+  for (const auto& v : b_cols.variables())
+    if (v != "r0" && v != nvar)
+      throw InputError(strcat("node ", node.name, ": B operand index ", bi.str(), " mixes rows with K/N"));
+  if (!b_cols.is_affine())
+    throw InputError(strcat("node ", node.name, ": B operand index ", bi.str(), " is not strided in K and N"));
+  int64_t ks = b_cols.coefficient("r0"), ns = b_cols.coefficient(nvar);
+  AccessPattern rows_of_b;  // reuse row_offset() to evaluate b_row per flattened row
+  rows_of_b.row_part = b_row;
+  rows_of_b.row_vars = node.row_vars();
+  rows_of_b.row_sizes = node.row_sizes();
+  const Buffer& bbuf = p_.buffers.at(b_load->buffer);
+  if (in_kernel_.count(b_load->buffer))
+    throw InternalError("codegen: matmul B operand produced inside its kernel: " + node.name);
+  VReg dst = alloc(rows_, N);
+  int64_t r = 0;
+  while (r < rows_) {  // rows sharing one B matrix form one instruction (GQA groups, GEMM rows)
+    int64_t base = rows_of_b.row_offset(r0_ + r);
+    int64_t n = 1;
+    while (r + n < rows_ && rows_of_b.row_offset(r0_ + r + n) == base) ++n;
+    int64_t last = base + ks * (K - 1) + ns * (N - 1);
+    if (base < 0 || last >= bbuf.type.numel())
+      throw InternalError(strcat("codegen: matmul B of ", node.name, " out of bounds"));
+    Instruction in;
+    in.opcode = Opcode::SxeGemm;
+    in.dtype = bbuf.type.dtype;
+    in.rows = n;
+    in.depth = K;
+    in.cols = N;
+    in.hbm_addr = hbm_.at(b_load->buffer) + static_cast<uint64_t>(base * dtype_bytes(bbuf.type.dtype));
+    in.hbm_rs = ks;
+    in.hbm_cs = ns;
+    in.kernel = id_;
+    VReg arow = a;
+    if (a.rows > 1) arow.addr = a.addr + static_cast<uint64_t>(r * a.rs * kLmElem);
+    in.srcs.push_back(arow.operand());
+    if (n > 1 && a.rows == 1) in.srcs[0].rs = 0;
+    Pending pd;
+    pd.in = in;
+    pd.def = dst.vid;
+    pd.def_offset = static_cast<uint64_t>(r * N * kLmElem);
+    pd.src_vid.push_back(a.vid);
+    body_.push_back(pd);
+    r += n;
+  }
+  return dst;
 }
 
 int64_t KernelEmitter::emit_tile(int64_t r0, int64_t rows, uint64_t base, uint64_t limit, std::vector<Instruction>& out) {
@@ -288,11 +397,11 @@ int64_t KernelEmitter::emit_tile(int64_t r0, int64_t rows, uint64_t base, uint64
   for (int idx : k_.nodes) {
     const LoopNode& n = p_.nodes[static_cast<size_t>(idx)];
     LpuAsmHandler h(*this, n);
-    VReg v = evaluate_node<VReg>(n, h);
+    VReg v = n.kind == LoopKind::Matmul ? matmul(n) : evaluate_node<VReg>(n, h);
     if (!(v.owned && v.rows == rows && v.cols == n.out_cols())) v = h.expand(v, rows, n.out_cols());
-    values_[n.name] = v;
-    if (hbm_out_.count(n.name)) {  // store right after the value is complete, so it can die early
-      const Buffer& buf = p_.buffers.at(n.name);
+    values_[n.output] = v;
+    if (hbm_out_.count(n.output)) {  // store right after the value is complete, so it can die early
+      const Buffer& buf = p_.buffers.at(n.output);
       AccessPattern sp = analyze_access(n, n.store_index);
       if (!sp.ok) throw InternalError(strcat("codegen: store of ", n.name, ": ", sp.why_not));
       Pending st;
@@ -300,12 +409,42 @@ int64_t KernelEmitter::emit_tile(int64_t r0, int64_t rows, uint64_t base, uint64
       st.in.dtype = buf.type.dtype;
       st.in.rows = rows;
       st.in.cols = n.out_cols();
-      st.in.hbm_addr = hbm_.at(n.name) + static_cast<uint64_t>((sp.base + sp.row_stride * r0) * dtype_bytes(buf.type.dtype));
-      st.in.hbm_rs = sp.row_stride;
       st.in.hbm_cs = n.out_cols() > 1 ? sp.col_stride : 0;
       st.in.kernel = id_;
       st.store_vid = v.vid;
-      body_.push_back(st);
+      int64_t eb = dtype_bytes(buf.type.dtype);
+      if (sp.col_split && sp.col_split < n.out_cols()) {  // two-level columns: a DMA per row and block
+        int64_t D = sp.col_split;
+        for (int64_t r = 0; r < rows; ++r)
+          for (int64_t j = 0; j < n.out_cols() / D; ++j) {
+            Pending part = st;
+            part.in.rows = 1;
+            part.in.cols = D;
+            part.in.hbm_addr = hbm_.at(n.output) + static_cast<uint64_t>((sp.row_offset(r0 + r) + j * sp.col_outer_stride) * eb);
+            part.in.hbm_rs = 0;
+            part.store_offset = static_cast<uint64_t>((r * n.out_cols() + j * D) * kLmElem);
+            body_.push_back(part);
+          }
+        continue;
+      }
+      // One DMA per run of rows whose HBM offsets advance by one stride.
+      int64_t r = 0;
+      while (r < rows) {
+        int64_t first = sp.row_offset(r0 + r);
+        int64_t cnt = 1, stride = 0;
+        if (r + 1 < rows) {
+          stride = sp.row_offset(r0 + r + 1) - first;
+          cnt = 2;
+          while (r + cnt < rows && sp.row_offset(r0 + r + cnt) - first == stride * cnt) ++cnt;
+        }
+        Pending part = st;
+        part.in.rows = cnt;
+        part.in.hbm_addr = hbm_.at(n.output) + static_cast<uint64_t>(first * eb);
+        part.in.hbm_rs = cnt > 1 ? stride : 0;
+        part.store_offset = static_cast<uint64_t>(r * n.out_cols() * kLmElem);
+        body_.push_back(part);
+        r += cnt;
+      }
     }
   }
   // Linear scan over the tile's sequence: loads first (prefetch), then compute and stores.
@@ -323,15 +462,20 @@ int64_t KernelEmitter::emit_tile(int64_t r0, int64_t rows, uint64_t base, uint64
   for (size_t v = 0; v < vsize_.size(); ++v) dies_after[last_use[v]].push_back(static_cast<int>(v));
   RegionAllocator ra(base, limit);
   std::vector<uint64_t> addr(vsize_.size(), 0);
+  std::vector<bool> placed(vsize_.size(), false);
   for (size_t i = 0; i < seq.size(); ++i) {
     Pending& pd = *seq[i];
     if (pd.def >= 0) {
-      addr[static_cast<size_t>(pd.def)] = ra.alloc(vsize_[static_cast<size_t>(pd.def)]);
-      pd.in.lm_addr = addr[static_cast<size_t>(pd.def)];
+      size_t d = static_cast<size_t>(pd.def);
+      if (!placed[d]) {  // the first instruction writing a register allocates it
+        addr[d] = ra.alloc(vsize_[d]);
+        placed[d] = true;
+      }
+      pd.in.lm_addr = addr[d] + pd.def_offset;
     }
     for (size_t k = 0; k < pd.src_vid.size(); ++k)
       if (pd.src_vid[k] >= 0) pd.in.srcs[k].addr += addr[static_cast<size_t>(pd.src_vid[k])];
-    if (pd.store_vid >= 0) pd.in.lm_addr = addr[static_cast<size_t>(pd.store_vid)];
+    if (pd.store_vid >= 0) pd.in.lm_addr = addr[static_cast<size_t>(pd.store_vid)] + pd.store_offset;
     for (int v : dies_after[i]) ra.release(addr[static_cast<size_t>(v)], vsize_[static_cast<size_t>(v)]);
     out.push_back(pd.in);
   }

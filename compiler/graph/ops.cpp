@@ -14,6 +14,9 @@ const char* op_category_name(OpCategory c) {
     case OpCategory::Constant: return "constant";
     case OpCategory::Composite: return "composite";
     case OpCategory::Matmul: return "matmul";
+    case OpCategory::View: return "view";
+    case OpCategory::Concat: return "concat";
+    case OpCategory::Gather: return "gather";
   }
   return "?";
 }
@@ -158,20 +161,116 @@ TensorType softmax(const Graph& g, const Node& n) {
   return t;
 }
 
-// [..., M, K] x [K, N] -> [..., M, N]  (weights 2-D; batched activations)
+// torch.matmul for a rank >= 2 first operand or a rank-1 one ([K] x [K, N] -> [N]);
+// batch dims broadcast. A 2-D second operand is a weight shared by every batch.
 TensorType matmul(const Graph& g, const Node& n) {
   const auto& a = in_type(g, n, 0);
   const auto& b = in_type(g, n, 1);
-  if (a.rank() < 1 || b.rank() != 2)
-    throw InputError(strcat("node %", n.name, " (matmul): expected [..., K] x [K, N], got ", shape_str(a.shape),
+  if (a.rank() < 1 || b.rank() < 2)
+    throw InputError(strcat("node %", n.name, " (matmul): expected [..., M, K] x [..., K, N], got ", shape_str(a.shape),
                             " x ", shape_str(b.shape)));
-  if (a.shape.back() != b.shape[0])
+  if (a.shape.back() != b.shape[b.shape.size() - 2])
     throw InputError(strcat("node %", n.name, " (matmul): inner dimensions differ: ", shape_str(a.shape), " x ",
                             shape_str(b.shape)));
-  if (a.dtype != b.dtype)
-    throw InputError(strcat("node %", n.name, " (matmul): dtype mismatch"));
-  TensorType t = a;
-  t.shape.back() = b.shape[1];
+  if (a.dtype != b.dtype) throw InputError(strcat("node %", n.name, " (matmul): dtype mismatch"));
+  if (a.rank() == 1) return {a.dtype, {b.shape.back()}};
+  Shape ab(a.shape.begin(), a.shape.end() - 2), bb(b.shape.begin(), b.shape.end() - 2);
+  Shape out = broadcast_shapes(ab, bb, n);
+  out.push_back(a.shape[a.shape.size() - 2]);
+  out.push_back(b.shape.back());
+  return {a.dtype, out};
+}
+
+TensorType reshape(const Graph& g, const Node& n) {
+  const auto& x = in_type(g, n, 0);
+  Shape s = n.attr_ints("shape");
+  int64_t known = 1, infer = -1;
+  for (size_t i = 0; i < s.size(); ++i) {
+    if (s[i] == -1) {
+      if (infer >= 0) throw InputError(strcat("node %", n.name, " (reshape): more than one -1 in shape"));
+      infer = static_cast<int64_t>(i);
+    } else if (s[i] <= 0) {
+      throw InputError(strcat("node %", n.name, " (reshape): non-positive dimension in shape"));
+    } else {
+      known *= s[i];
+    }
+  }
+  if (infer >= 0) s[static_cast<size_t>(infer)] = known ? x.numel() / known : 0;
+  if (numel(s) != x.numel())
+    throw InputError(strcat("node %", n.name, " (reshape): cannot view ", shape_str(x.shape), " as ", shape_str(s)));
+  return {x.dtype, s};
+}
+
+TensorType permute(const Graph& g, const Node& n) {
+  const auto& x = in_type(g, n, 0);
+  auto dims = n.attr_ints("dims");
+  if (static_cast<int>(dims.size()) != x.rank())
+    throw InputError(strcat("node %", n.name, " (permute): ", dims.size(), " dims for a rank-", x.rank(), " input"));
+  auto sorted = normalize_dims(dims, x.rank(), n);
+  if (static_cast<int>(sorted.size()) != x.rank())
+    throw InputError(strcat("node %", n.name, " (permute): dims are not a permutation"));
+  TensorType t{x.dtype, {}};
+  for (auto d : dims) t.shape.push_back(x.shape[static_cast<size_t>(d < 0 ? d + x.rank() : d)]);
+  return t;
+}
+
+TensorType expand(const Graph& g, const Node& n) {
+  const auto& x = in_type(g, n, 0);
+  Shape s = n.attr_ints("shape");
+  if (s.size() < x.shape.size())
+    throw InputError(strcat("node %", n.name, " (expand): target rank is smaller than the input's"));
+  size_t off = s.size() - x.shape.size();
+  for (size_t i = 0; i < s.size(); ++i) {
+    int64_t have = i < off ? 1 : x.shape[i - off];
+    if (s[i] == -1 && i >= off) s[i] = have;
+    if (have != 1 && have != s[i])
+      throw InputError(strcat("node %", n.name, " (expand): cannot expand ", shape_str(x.shape), " to ", shape_str(s)));
+  }
+  return {x.dtype, s};
+}
+
+TensorType slice(const Graph& g, const Node& n) {
+  const auto& x = in_type(g, n, 0);
+  int64_t dim = normalize_dims({n.attr_int("dim")}, x.rank(), n)[0];
+  int64_t size = x.shape[static_cast<size_t>(dim)];
+  int64_t start = n.attr_int("start", 0), end = n.attr_int("end", size), step = n.attr_int("step", 1);
+  if (step < 1) throw InputError(strcat("node %", n.name, " (slice): step must be >= 1"));
+  if (start < 0) start += size;
+  if (end < 0) end += size;
+  start = std::clamp<int64_t>(start, 0, size);
+  end = std::clamp<int64_t>(end, start, size);
+  TensorType t = x;
+  t.shape[static_cast<size_t>(dim)] = (end - start + step - 1) / step;
+  if (t.shape[static_cast<size_t>(dim)] == 0) throw InputError(strcat("node %", n.name, " (slice): empty result"));
+  return t;
+}
+
+TensorType cat(const Graph& g, const Node& n) {
+  const auto& x = in_type(g, n, 0);
+  int64_t dim = normalize_dims({n.attr_int("dim", 0)}, x.rank(), n)[0];
+  TensorType t = x;
+  t.shape[static_cast<size_t>(dim)] = 0;
+  for (size_t i = 0; i < n.inputs.size(); ++i) {
+    const auto& y = in_type(g, n, i);
+    if (y.dtype != x.dtype || y.rank() != x.rank())
+      throw InputError(strcat("node %", n.name, " (cat): input ", i, " has type ", type_str(y), ", expected ", type_str(x)));
+    for (int d = 0; d < x.rank(); ++d)
+      if (d != dim && y.shape[static_cast<size_t>(d)] != x.shape[static_cast<size_t>(d)])
+        throw InputError(strcat("node %", n.name, " (cat): input ", i, " has shape ", shape_str(y.shape),
+                                ", incompatible with ", shape_str(x.shape), " along dim ", d));
+    t.shape[static_cast<size_t>(dim)] += y.shape[static_cast<size_t>(dim)];
+  }
+  return t;
+}
+
+TensorType embedding(const Graph& g, const Node& n) {
+  const auto& w = in_type(g, n, 0);
+  const auto& idx = in_type(g, n, 1);
+  if (w.rank() != 2) throw InputError(strcat("node %", n.name, " (embedding): weight must be [V, D]"));
+  if (idx.dtype != DType::i64 && idx.dtype != DType::i32)
+    throw InputError(strcat("node %", n.name, " (embedding): indices must be an integer tensor"));
+  TensorType t{w.dtype, idx.shape};
+  t.shape.push_back(w.shape[1]);
   return t;
 }
 
@@ -193,7 +292,13 @@ std::vector<OpInfo> make_registry() {
   add("full", C::Constant, 0, 0, full, "constant tensor {value, shape = [], dtype = \"f32\"}");
   for (const char* r : {"sum", "mean", "amax", "amin"})
     add(r, C::Reduction, 1, 1, reduction, "reduction over {dims}, {keepdim = false}");
-  add("matmul", C::Matmul, 2, 2, matmul, "[..., K] x [K, N] -> [..., N]");
+  add("matmul", C::Matmul, 2, 2, matmul, "torch.matmul: [..., M, K] x [..., K, N] -> [..., M, N], batch dims broadcast");
+  add("reshape", C::View, 1, 1, reshape, "row-major view as {shape} (one -1 allowed)");
+  add("permute", C::View, 1, 1, permute, "reorder dims {dims}");
+  add("expand", C::View, 1, 1, expand, "broadcast size-1 dims to {shape}");
+  add("slice", C::View, 1, 1, slice, "{dim, start, end, step} as torch slicing");
+  add("cat", C::Concat, 1, 64, cat, "concatenate along {dim}");
+  add("embedding", C::Gather, 2, 2, embedding, "rows of weight [V, D] at integer indices");
   add("layer_norm", C::Composite, 1, 3, norm, "layer_norm(x, weight?, bias?) over the last dim {eps = 1e-5}");
   add("rms_norm", C::Composite, 1, 2, norm, "rms_norm(x, weight?) over the last dim {eps = 1e-6}");
   add("gelu", C::Composite, 1, 1, gelu, "gelu {approximate = \"none\" | \"tanh\"}");

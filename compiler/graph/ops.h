@@ -19,6 +19,9 @@ enum class OpCategory {
   Constant,   // full: a constant tensor, no inputs
   Composite,  // decomposed into core ops by passes/decompose.cpp
   Matmul,     // matrix engine
+  View,       // reshape/permute/expand/slice: no data movement, an index remapping
+  Concat,     // cat: producers write into slices of one buffer
+  Gather,     // embedding: rows selected by an index tensor
 };
 const char* op_category_name(OpCategory c);
 

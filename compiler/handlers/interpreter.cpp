@@ -122,14 +122,15 @@ std::vector<Tensor> interpret_loop_ir(const LoopProgram& p, const TensorMap& inp
   for (const auto& n : p.nodes) {
     InterpreterHandler h(n, buffers);
     Array v = evaluate_node<Array>(n, h);
-    Tensor out(p.buffers.at(n.name).type);
+    auto [it, fresh] = buffers.try_emplace(n.output, p.buffers.at(n.output).type);
+    Tensor& out = it->second;  // concatenation writers share one buffer
+    (void)fresh;
     // Store: the value is over `ranges` (row-major); place each at store_index.
     LoopNode store_view = n;
     store_view.reduction_ranges.clear();
     InterpreterHandler sh(store_view, buffers);
     auto offs = sh.offsets(n.store_index);
     for (size_t i = 0; i < offs.size(); ++i) out.data[static_cast<size_t>(offs[i])] = (*v)[i];
-    buffers[n.name] = std::move(out);
   }
   std::vector<Tensor> results;
   for (const auto& o : p.outputs) results.push_back(buffers.at(o));

@@ -79,12 +79,12 @@ V evaluate(const Expr& e, OpsHandler<V>& h, std::unordered_map<const ExprNode*, 
   return result;
 }
 
-// The value a node computes: its body, reduced when the node is a reduction.
+// The value a node computes: its body, reduced when the node is a reduction (or a matmul).
 template <typename V>
 V evaluate_node(const LoopNode& n, OpsHandler<V>& h) {
   std::unordered_map<const ExprNode*, V> memo;
   V v = evaluate(n.body, h, memo);
-  if (n.kind == LoopKind::Reduction) v = h.reduction(n.reduction, v);
+  if (n.kind != LoopKind::Pointwise) v = h.reduction(n.reduction, v);  // Matmul: a sum over K
   return v;
 }
 

@@ -18,6 +18,7 @@ const char* opcode_name(Opcode op) {
     case Opcode::VxeOp: return "vxe.op";
     case Opcode::VxeReduce: return "vxe.reduce";
     case Opcode::VxeMov: return "vxe.mov";
+    case Opcode::SxeGemm: return "sxe.gemm";
     case Opcode::Halt: return "halt";
   }
   return "?";
@@ -25,7 +26,7 @@ const char* opcode_name(Opcode op) {
 
 bool Instruction::same_as(const Instruction& o) const {
   return opcode == o.opcode && vop == o.vop && rop == o.rop && dtype == o.dtype && rows == o.rows &&
-         cols == o.cols && hbm_addr == o.hbm_addr && hbm_rs == o.hbm_rs && hbm_cs == o.hbm_cs &&
+         cols == o.cols && depth == o.depth && hbm_addr == o.hbm_addr && hbm_rs == o.hbm_rs && hbm_cs == o.hbm_cs &&
          lm_addr == o.lm_addr && srcs == o.srcs && kernel == o.kernel;
 }
 
@@ -66,6 +67,10 @@ std::string print_instruction(const Instruction& in) {
     case Opcode::VxeOp: s = std::string("vxe.") + scalar_op_name(in.vop); break;
     case Opcode::VxeReduce: s = std::string("vxe.r") + reduction_type_name(in.rop); break;
     case Opcode::VxeMov: s = "vxe.mov"; break;
+    case Opcode::SxeGemm:
+      return strcat("sxe.gemm ", dtype_name(in.dtype), " [", in.rows, ", ", in.depth, ", ", in.cols, "] lm:",
+                    hex(in.lm_addr), " <- ", operand_str(in.srcs.at(0)), ", hbm:", hex(in.hbm_addr), " ",
+                    shape2(in.hbm_rs, in.hbm_cs));
     case Opcode::Halt: return "halt";
   }
   s += " " + shape2(in.rows, in.cols) + " lm:" + hex(in.lm_addr) + " <-";
@@ -271,6 +276,24 @@ Program parse_program(const std::string& text, const std::string& filename) {
           lp.expect("<-");
           in.lm_addr = lp.address("lm");
         }
+      } else if (w == "sxe.gemm") {
+        in.opcode = Opcode::SxeGemm;
+        in.dtype = lp.dtype();
+        lp.expect("[");
+        in.rows = lp.integer();
+        lp.expect(",");
+        in.depth = lp.integer();
+        lp.expect(",");
+        in.cols = lp.integer();
+        lp.expect("]");
+        in.lm_addr = lp.address("lm");
+        lp.expect("<-");
+        in.srcs.push_back(lp.operand());
+        if (in.srcs[0].immediate) lp.fail("sxe.gemm: A must be in local memory");
+        lp.expect(",");
+        in.hbm_addr = lp.address("hbm");
+        std::tie(in.hbm_rs, in.hbm_cs) = lp.pair();
+        if (in.depth <= 0) lp.fail("sxe.gemm: K must be positive");
       } else if (w.rfind("vxe.", 0) == 0) {
         std::string op = w.substr(4);
         size_t nsrc = 1;

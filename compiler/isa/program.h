@@ -15,6 +15,8 @@
 //   vxe.add   [R, C] lm:0xD <- lm:0xA [rs, cs], #0.5
 //   vxe.rsum  [R, C] lm:0xD <- lm:0xA [rs, cs]        ; result [R, 1]
 //   vxe.mov   [R, C] lm:0xD <- lm:0xA [rs, cs]
+//   sxe.gemm  f16 [M, K, N] lm:0xD <- lm:0xA [rs, ks], hbm:0xB [ks, ns]
+//             D[m, n] = sum_k A[m, k] * B[k, n]; B streams from HBM into the MAC trees
 //   halt
 #pragma once
 #include <cstdint>
@@ -27,7 +29,7 @@
 
 namespace lpu {
 
-enum class Opcode { DmaLoad, DmaStore, VxeOp, VxeReduce, VxeMov, Halt };
+enum class Opcode { DmaLoad, DmaStore, VxeOp, VxeReduce, VxeMov, SxeGemm, Halt };
 const char* opcode_name(Opcode op);
 
 struct Operand {
@@ -44,10 +46,11 @@ struct Instruction {
   ReductionType rop = ReductionType::sum; // VxeReduce
   DType dtype = DType::f32;               // DMA: HBM element type
   int64_t rows = 0, cols = 0;
-  uint64_t hbm_addr = 0;                  // DMA
-  int64_t hbm_rs = 0, hbm_cs = 0;         // DMA, elements
-  uint64_t lm_addr = 0;                   // DMA: LMU side; VXE: destination
-  std::vector<Operand> srcs;              // VXE sources
+  int64_t depth = 0;                      // SxeGemm: K
+  uint64_t hbm_addr = 0;                  // DMA; SxeGemm: B
+  int64_t hbm_rs = 0, hbm_cs = 0;         // DMA, elements; SxeGemm: B's k and n strides
+  uint64_t lm_addr = 0;                   // DMA: LMU side; VXE/SXE: destination
+  std::vector<Operand> srcs;              // VXE sources; SxeGemm: A (rs, cs = row and k strides)
   int kernel = -1;                        // index into Program::kernels
   int line = 0;                           // source line when parsed (diagnostics)
 

@@ -69,22 +69,24 @@ Index Index::floordiv(int64_t d) const {
   LPU_CHECK(d > 0, "floordiv by ", d);
   if (d == 1) return *this;
   if (is_constant()) return constant(floordiv_i(constant_, d));
-  // (d*q + c) // d with every coefficient divisible by d: divide exactly, c split off.
-  bool all_div = std::all_of(terms_.begin(), terms_.end(), [&](auto& kv) { return kv.second.first % d == 0; });
-  if (all_div) {
-    Index r;
-    for (const auto& [key, t] : terms_) r.terms_.emplace(key, std::make_pair(t.first / d, t.second));
-    // (d*q + c) // d == q + c // d exactly, for any integer c.
-    r.constant_ = floordiv_i(constant_, d);
-    return r;
+  // (d*q + rest) // d == q + rest // d exactly: split off the terms d divides.
+  Index q, rest;
+  for (const auto& [key, t] : terms_) {
+    if (t.first % d == 0)
+      q.terms_.emplace(key, std::make_pair(t.first / d, t.second));
+    else
+      rest.terms_.emplace(key, t);
   }
+  q.constant_ = floordiv_i(constant_, d);
+  rest.constant_ = mod_i(constant_, d);
+  if (rest.terms_.empty()) return q;
   Index r;
   IndexAtom a;
   a.kind = IndexAtom::FloorDiv;
-  a.arg = std::make_shared<Index>(*this);
+  a.arg = std::make_shared<Index>(rest);
   a.divisor = d;
   r.add_term(1, a);
-  return r;
+  return q + r;
 }
 
 Index Index::mod(int64_t d) const {
@@ -103,6 +105,111 @@ Index Index::mod(int64_t d) const {
   a.arg = std::make_shared<Index>(reduced);
   a.divisor = d;
   r.add_term(1, a);
+  return r;
+}
+
+bool Index::bounds(const std::map<std::string, int64_t>& ranges, int64_t& lo, int64_t& hi) const {
+  lo = hi = constant_;
+  for (const auto& [key, t] : terms_) {
+    int64_t alo, ahi;
+    const IndexAtom& a = t.second;
+    if (a.kind == IndexAtom::Var) {
+      auto it = ranges.find(a.var);
+      if (it == ranges.end()) return false;
+      alo = 0;
+      ahi = it->second - 1;
+    } else if (a.kind == IndexAtom::Mod) {
+      alo = 0;
+      ahi = a.divisor - 1;
+      int64_t ilo, ihi;
+      if (a.arg->bounds(ranges, ilo, ihi) && ilo >= 0) ahi = std::min(ahi, ihi);
+    } else {
+      int64_t ilo, ihi;
+      if (!a.arg->bounds(ranges, ilo, ihi)) return false;
+      alo = floordiv_i(ilo, a.divisor);
+      ahi = floordiv_i(ihi, a.divisor);
+    }
+    int64_t c = t.first;
+    lo += c >= 0 ? c * alo : c * ahi;
+    hi += c >= 0 ? c * ahi : c * alo;
+  }
+  return true;
+}
+
+Index Index::simplify(const std::map<std::string, int64_t>& ranges) const {
+  Index r = constant(constant_);
+  for (const auto& [key, t] : terms_) {
+    const IndexAtom& a = t.second;
+    Index v;
+    if (a.kind == IndexAtom::Var) {
+      auto it = ranges.find(a.var);
+      v = (it != ranges.end() && it->second == 1) ? constant(0) : Index::var(a.var);
+    } else {
+      Index inner = a.arg->simplify(ranges);
+      // Split inner = q + rem, q holding the terms whose coefficients d divides.
+      Index q, rem = constant(mod_i(inner.constant_, a.divisor));
+      q.constant_ = inner.constant_ - rem.constant_;
+      for (const auto& [k2, t2] : inner.terms_) {
+        if (t2.first % a.divisor == 0)
+          q.terms_.emplace(k2, t2);
+        else
+          rem.terms_.emplace(k2, t2);
+      }
+      int64_t lo, hi;
+      bool fits = rem.bounds(ranges, lo, hi) && lo >= 0 && hi < a.divisor;
+      if (fits) {
+        v = a.kind == IndexAtom::FloorDiv ? q.floordiv(a.divisor) : rem;
+      } else {
+        // A coarser split: c divides d, inner = c*x + small with 0 <= small < c. Then
+        // inner // d = x // (d/c) and inner % d = c * (x % (d/c)) + small.
+        bool done = false;
+        std::vector<int64_t> coefs;
+        for (const auto& [k2, t2] : inner.terms_) coefs.push_back(t2.first < 0 ? -t2.first : t2.first);
+        std::sort(coefs.rbegin(), coefs.rend());
+        for (int64_t c : coefs) {
+          if (c <= 1 || a.divisor % c != 0) continue;
+          Index big, small = constant(mod_i(inner.constant_, c));
+          big.constant_ = inner.constant_ - small.constant_;
+          for (const auto& [k2, t2] : inner.terms_) {
+            if (t2.first % c == 0)
+              big.terms_.emplace(k2, t2);
+            else
+              small.terms_.emplace(k2, t2);
+          }
+          if (!small.bounds(ranges, lo, hi) || lo < 0 || hi >= c) continue;
+          Index x = big.floordiv(c).simplify(ranges);
+          int64_t dc = a.divisor / c;
+          v = a.kind == IndexAtom::FloorDiv ? x.floordiv(dc).simplify(ranges) : x.mod(dc).simplify(ranges) * c + small;
+          done = true;
+          break;
+        }
+        if (!done) v = a.kind == IndexAtom::FloorDiv ? inner.floordiv(a.divisor) : inner.mod(a.divisor);
+      }
+    }
+    r = r + v * t.first;
+  }
+  // x//d*(c*d) + x%d*c  ->  c*x
+  bool changed = true;
+  while (changed) {
+    changed = false;
+    for (const auto& [key, t] : r.terms_) {
+      const IndexAtom& a = t.second;
+      if (a.kind != IndexAtom::Mod) continue;
+      IndexAtom fd = a;
+      fd.kind = IndexAtom::FloorDiv;
+      auto it = r.terms_.find(fd.str());
+      if (it == r.terms_.end() || it->second.first != t.first * a.divisor) continue;
+      Index x = *a.arg * t.first;
+      int64_t c = t.first;
+      std::string fkey = it->first, mkey = key;
+      r.terms_.erase(fkey);
+      r.terms_.erase(mkey);
+      (void)c;
+      r = r + x;
+      changed = true;
+      break;
+    }
+  }
   return r;
 }
 

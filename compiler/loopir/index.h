@@ -45,6 +45,13 @@ class Index {
   std::vector<std::string> variables() const;
   bool depends_on(const std::string& var) const;
 
+  // Simplifies using variable ranges (var in [0, range)): floordiv/mod of an expression
+  // q*d + r with 0 <= r < d become q and r; and x//d*d + x%d folds back to x.
+  Index simplify(const std::map<std::string, int64_t>& ranges) const;
+  // Smallest and largest value over the ranges (variables not in `ranges` are unbounded:
+  // returns false).
+  bool bounds(const std::map<std::string, int64_t>& ranges, int64_t& lo, int64_t& hi) const;
+
   // Replace variables by index expressions.
   Index substitute(const std::map<std::string, Index>& env) const;
   int64_t evaluate(const std::map<std::string, int64_t>& env) const;

@@ -30,10 +30,14 @@ struct Buffer {
 enum class ReductionType { sum, max, min, mean };
 const char* reduction_type_name(ReductionType t);
 
-enum class LoopKind { Pointwise, Reduction };
+// Matmul: a sum-reduction over r0 (= K) of mul(load A, load B), marked for the matrix engine
+// (GEMV/GEMM template). Its output is [..., M, N]: rows are (batch..., M), the column is N;
+// fused element-wise consumers form its epilogue, a fused producer of A its prologue.
+enum class LoopKind { Pointwise, Reduction, Matmul };
 
 struct LoopNode {
-  std::string name;     // = its output buffer
+  std::string name;     // unique node name
+  std::string output;   // buffer it writes (= name, except the writers of a concatenation)
   std::string origin;   // graph node it was lowered from
   LoopKind kind = LoopKind::Pointwise;
   std::vector<int64_t> ranges;
@@ -57,15 +61,29 @@ struct LoopNode {
 };
 
 // How a load (or store) walks memory in a node's row/column view:
-//   element(row, col) = base + row_stride * row + col_stride * col
+//   element(row, col) = row_offset(row) + col_stride * col
+// where row_offset is any function of the row variables (row_part), and, when the rows form
+// one stride (row_affine), row_offset(row) = base + row_stride * row.
 struct AccessPattern {
   bool ok = false;
   std::string why_not;  // set when !ok
+  int64_t col_stride = 0;
+  // Two-level columns (a permuted-then-merged view, e.g. heads*head_dim): column c is at
+  // col_outer_stride * (c / col_split) + col_stride * (c % col_split). 0 = one level.
+  int64_t col_split = 0;
+  int64_t col_outer_stride = 0;
+  bool row_affine = false;
   int64_t base = 0;
   int64_t row_stride = 0;
-  int64_t col_stride = 0;
+  Index row_part;                       // the index with column variables at 0
+  std::vector<std::string> row_vars;
+  std::vector<int64_t> row_sizes;
+  int64_t row_offset(int64_t row) const;  // row_part at a flattened row
 };
+// Columns are the node's column variables; for a Matmul's A operand pass {"r0"}, {K}.
 AccessPattern analyze_access(const LoopNode& node, const Index& index);
+AccessPattern analyze_access(const LoopNode& node, const Index& index, const std::vector<std::string>& col_vars,
+                             const std::vector<int64_t>& col_sizes);
 
 struct LoopProgram {
   std::string name;
@@ -74,7 +92,7 @@ struct LoopProgram {
   std::vector<std::string> inputs;        // graph placeholders and parameters, in graph order
   std::vector<std::string> outputs;       // graph outputs, in order
   std::map<std::string, double> constants;  // `full` nodes, inlined as constants
-  const LoopNode* producer(const std::string& buffer) const;  // nullptr for inputs
+  std::vector<const LoopNode*> writers(const std::string& buffer) const;  // empty for inputs
 };
 
 // Lower a core-op graph (after passes/) to loop IR. Throws InputError naming the node when an

@@ -82,17 +82,104 @@ Tensor reduce(const Node& n, const Tensor& x) {
   return out;
 }
 
-Tensor matmul(const Node& n, const Tensor& a, const Tensor& b) {
-  int64_t K = b.type.shape[0], N = b.type.shape[1];
-  int64_t M = a.numel() / K;
-  Tensor out(n.type);
-  for (int64_t m = 0; m < M; ++m)
-    for (int64_t j = 0; j < N; ++j) {
-      double acc = 0;
-      for (int64_t k = 0; k < K; ++k)
-        acc += static_cast<double>(a.data[static_cast<size_t>(m * K + k)]) * b.data[static_cast<size_t>(k * N + j)];
-      out.data[static_cast<size_t>(m * N + j)] = static_cast<float>(acc);
+// Calls f(out_linear, out_multi_index) for every element of `shape`, row-major.
+template <typename F>
+void for_each_index(const Shape& shape, F f) {
+  std::vector<int64_t> idx(shape.size(), 0);
+  int64_t n = numel(shape);
+  for (int64_t lin = 0; lin < n; ++lin) {
+    f(lin, idx);
+    for (size_t d = shape.size(); d-- > 0;) {
+      if (++idx[d] < shape[d]) break;
+      idx[d] = 0;
     }
+  }
+}
+
+int64_t offset_of(const std::vector<int64_t>& idx, const std::vector<int64_t>& strides) {
+  int64_t o = 0;
+  for (size_t d = 0; d < idx.size(); ++d) o += idx[d] * strides[d];
+  return o;
+}
+
+// torch.matmul with broadcast batch dims (see graph/ops.cpp); fp32 in, double accumulation.
+Tensor matmul(const Node& n, const Tensor& a, const Tensor& b) {
+  Tensor out(n.type);
+  const Shape& as = a.type.shape;
+  const Shape& bs = b.type.shape;
+  int64_t K = as.back(), N = bs.back();
+  int64_t M = as.size() >= 2 ? as[as.size() - 2] : 1;
+  Shape batch(n.type.shape.begin(), n.type.shape.end() - (as.size() >= 2 ? 2 : 1));
+  Shape ab = as.size() >= 2 ? Shape(as.begin(), as.end() - 2) : Shape{};
+  Shape bb(bs.begin(), bs.end() - 2);
+  Broadcaster abc(ab, batch), bbc(bb, batch);
+  int64_t a_mat = M * K, b_mat = K * N;
+  for_each_index(batch, [&](int64_t lin, const std::vector<int64_t>& idx) {
+    int64_t ao = offset_of(idx, abc.strides) * a_mat, bo = offset_of(idx, bbc.strides) * b_mat;
+    for (int64_t m = 0; m < M; ++m)
+      for (int64_t j = 0; j < N; ++j) {
+        double acc = 0;
+        for (int64_t k = 0; k < K; ++k)
+          acc += static_cast<double>(a.data[static_cast<size_t>(ao + m * K + k)]) * b.data[static_cast<size_t>(bo + k * N + j)];
+        out.data[static_cast<size_t>(lin * M * N + m * N + j)] = static_cast<float>(acc);
+      }
+  });
+  return out;
+}
+
+Tensor view_op(const Node& n, const std::vector<const Tensor*>& in) {
+  const Tensor& x = *in[0];
+  Tensor out(n.type);
+  auto xst = contiguous_strides(x.type.shape);
+  if (n.op == "reshape") {
+    out.data = x.data;
+  } else if (n.op == "expand") {
+    Broadcaster bc(x.type.shape, n.type.shape);
+    for_each_index(n.type.shape, [&](int64_t lin, const std::vector<int64_t>& idx) {
+      out.data[static_cast<size_t>(lin)] = x.data[static_cast<size_t>(offset_of(idx, bc.strides))];
+    });
+  } else if (n.op == "permute") {
+    auto dims = n.attr_ints("dims");
+    std::vector<int64_t> st;
+    for (auto d : dims) st.push_back(xst[static_cast<size_t>(d < 0 ? d + x.type.rank() : d)]);
+    for_each_index(n.type.shape, [&](int64_t lin, const std::vector<int64_t>& idx) {
+      out.data[static_cast<size_t>(lin)] = x.data[static_cast<size_t>(offset_of(idx, st))];
+    });
+  } else if (n.op == "slice") {
+    int64_t dim = normalize_dims({n.attr_int("dim")}, x.type.rank(), n)[0];
+    int64_t size = x.type.shape[static_cast<size_t>(dim)];
+    int64_t start = n.attr_int("start", 0), step = n.attr_int("step", 1);
+    if (start < 0) start += size;
+    start = std::clamp<int64_t>(start, 0, size);
+    std::vector<int64_t> st = xst;
+    st[static_cast<size_t>(dim)] *= step;
+    int64_t base = start * xst[static_cast<size_t>(dim)];
+    for_each_index(n.type.shape, [&](int64_t lin, const std::vector<int64_t>& idx) {
+      out.data[static_cast<size_t>(lin)] = x.data[static_cast<size_t>(base + offset_of(idx, st))];
+    });
+  } else if (n.op == "cat") {
+    int64_t dim = normalize_dims({n.attr_int("dim", 0)}, x.type.rank(), n)[0];
+    auto ost = contiguous_strides(n.type.shape);
+    int64_t at = 0;
+    for (const Tensor* t : in) {
+      for_each_index(t->type.shape, [&](int64_t lin, const std::vector<int64_t>& idx) {
+        int64_t o = offset_of(idx, ost) + at * ost[static_cast<size_t>(dim)];
+        out.data[static_cast<size_t>(o)] = t->data[static_cast<size_t>(lin)];
+      });
+      at += t->type.shape[static_cast<size_t>(dim)];
+    }
+  } else if (n.op == "embedding") {
+    const Tensor& idx = *in[1];
+    int64_t V = x.type.shape[0], D = x.type.shape[1];
+    for (int64_t r = 0; r < idx.numel(); ++r) {
+      int64_t row = static_cast<int64_t>(idx.data[static_cast<size_t>(r)]);
+      if (row < 0 || row >= V)
+        throw InputError(strcat("node %", n.name, " (embedding): index ", row, " out of range [0, ", V, ")"));
+      std::copy_n(x.data.begin() + row * D, D, out.data.begin() + r * D);
+    }
+  } else {
+    throw InternalError("reference: no view semantics for " + n.op);
+  }
   return out;
 }
 
@@ -159,6 +246,9 @@ std::vector<Tensor> run_reference(const Graph& g, const TensorMap& inputs) {
           out = reduce(n, *in[0]);
         } else if (info->category == OpCategory::Matmul) {
           out = matmul(n, *in[0], *in[1]);
+        } else if (info->category == OpCategory::View || info->category == OpCategory::Concat ||
+                   info->category == OpCategory::Gather) {
+          out = view_op(n, in);
         } else if (auto it = pointwise_table().find(n.op); it != pointwise_table().end()) {
           out = map_n(n, in, it->second);
         } else {

@@ -20,6 +20,7 @@ Tensor random_tensor(const TensorType& t, uint64_t seed) {
     uint32_t bits = static_cast<uint32_t>(state >> 40);  // 24 random bits
     v = static_cast<float>(bits) / static_cast<float>(1u << 23) - 1.0f;
     if (t.dtype == DType::boolean) v = v > 0 ? 1.0f : 0.0f;
+    if (t.dtype == DType::i64 || t.dtype == DType::i32) v = static_cast<float>(bits % 8);  // small indices
   }
   return x;
 }

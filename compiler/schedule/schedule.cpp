@@ -46,23 +46,24 @@ struct Groups {
 
 struct Analysis {
   const LoopProgram& p;
-  std::map<std::string, int> producer_of;            // buffer -> node index
-  std::vector<std::vector<int>> preds, succs;         // data dependencies between nodes
-  std::vector<std::set<std::string>> reads;           // buffers read by each node
+  std::map<std::string, std::vector<int>> writers;     // buffer -> nodes writing it
+  std::vector<std::vector<int>> preds, succs;          // data dependencies between nodes
+  std::vector<std::set<std::string>> reads;            // buffers read by each node
 
   explicit Analysis(const LoopProgram& prog) : p(prog) {
     size_t n = p.nodes.size();
     preds.resize(n);
     succs.resize(n);
     reads.resize(n);
-    for (size_t i = 0; i < n; ++i) producer_of[p.nodes[i].name] = static_cast<int>(i);
+    for (size_t i = 0; i < n; ++i) writers[p.nodes[i].output].push_back(static_cast<int>(i));
     for (size_t i = 0; i < n; ++i) {
       for (const auto& l : p.nodes[i].loads()) {
-        reads[i].insert(l->buffer);
-        auto it = producer_of.find(l->buffer);
-        if (it != producer_of.end()) {
-          preds[i].push_back(it->second);
-          succs[static_cast<size_t>(it->second)].push_back(static_cast<int>(i));
+        if (!reads[i].insert(l->buffer).second) continue;
+        auto it = writers.find(l->buffer);
+        if (it == writers.end()) continue;
+        for (int w : it->second) {
+          preds[i].push_back(w);
+          succs[static_cast<size_t>(w)].push_back(static_cast<int>(i));
         }
       }
     }
@@ -81,16 +82,38 @@ std::string illegal_reason(const Analysis& a, const std::vector<int>& merged) {
   for (int i : merged) {
     const LoopNode& c = p.nodes[static_cast<size_t>(i)];
     for (const auto& l : c.loads()) {
-      auto it = a.producer_of.find(l->buffer);
-      if (it == a.producer_of.end() || !in.count(it->second)) continue;
-      const LoopNode& prod = p.nodes[static_cast<size_t>(it->second)];
+      auto it = a.writers.find(l->buffer);
+      if (it == a.writers.end()) continue;
+      bool inside = false;
+      for (int w : it->second) inside |= in.count(w) > 0;
+      if (!inside) continue;
+      if (it->second.size() > 1)
+        return strcat("concatenation: ", l->buffer, " is written by ", it->second.size(),
+                      " nodes and is read from HBM");
+      const LoopNode& prod = p.nodes[static_cast<size_t>(it->second[0])];
       AccessPattern sp = analyze_access(prod, prod.store_index);
-      if (!sp.ok || sp.base != 0 || sp.row_stride != prod.out_cols() || (prod.out_cols() > 1 && sp.col_stride != 1))
+      // With a single row the row stride is irrelevant (size-1 variables are folded away).
+      bool one_row = prod.rows() == 1;
+      if (!sp.ok || !sp.row_affine || sp.base != 0 || (sp.col_split && sp.col_split < prod.out_cols()) || (!one_row && sp.row_stride != prod.out_cols()) ||
+          (prod.out_cols() > 1 && sp.col_stride != 1))
         return strcat("index mismatch: ", prod.name, " is not stored row by row (", prod.store_index.str(), ")");
-      AccessPattern rp = analyze_access(c, l->index);
+      AccessPattern rp;
+      int64_t width = c.cols();
+      if (c.kind == LoopKind::Matmul) {
+        if (l.get() == c.body->args[1].get() || l->buffer == c.body->args[1]->buffer)
+          return strcat("matrix-engine operand: ", c.name, " streams ", prod.name, " as its B operand from HBM");
+        rp = analyze_access(c, l->index, {"r0"}, c.reduction_ranges);
+        width = c.reduction_ranges[0];
+      } else {
+        rp = analyze_access(c, l->index);
+      }
       if (!rp.ok) return strcat("index mismatch: ", c.name, " reads ", prod.name, ": ", rp.why_not);
-      int64_t last = rp.base + rp.col_stride * (c.cols() - 1);
-      if (rp.row_stride != prod.out_cols() || rp.base < 0 || last < 0 || last >= prod.out_cols())
+      if (rp.col_split && rp.col_split < width)
+        return strcat("index mismatch: ", c.name, " reads ", prod.name, "[", l->index.str(), "] in ", width / rp.col_split,
+                      " column blocks, not as the row ", prod.name, " computes");
+      int64_t last = rp.base + rp.col_stride * (width - 1);
+      if (!rp.row_affine || (!one_row && rp.row_stride != prod.out_cols()) || rp.base < 0 || last < 0 ||
+          last >= prod.out_cols())
         return strcat("index mismatch: ", c.name, " reads ", prod.name, "[", l->index.str(),
                       "], not the row ", prod.name, " computes");
     }
@@ -108,10 +131,11 @@ Kernel make_kernel(const Analysis& a, const std::vector<int>& nodes) {
   std::set<std::string> graph_outputs(a.p.outputs.begin(), a.p.outputs.end());
   for (int m : nodes) {
     const LoopNode& ln = a.p.nodes[static_cast<size_t>(m)];
-    bool external = graph_outputs.count(ln.name) > 0;
+    bool external = graph_outputs.count(ln.output) > 0 || a.writers.at(ln.output).size() > 1;
     for (int su : a.succs[static_cast<size_t>(m)])
       if (!self.count(su)) external = true;
-    if (external) k.hbm_outputs.push_back(ln.name);
+    if (external && std::find(k.hbm_outputs.begin(), k.hbm_outputs.end(), ln.output) == k.hbm_outputs.end())
+      k.hbm_outputs.push_back(ln.output);
   }
   k.name = strcat(first.name, nodes.size() > 1 ? strcat("_x", nodes.size()) : "");
   return k;
@@ -139,7 +163,7 @@ Schedule schedule_program(const LoopProgram& p, const ScheduleOptions& opts) {
     // Vertical: producer -> consumer; saves the producer's write and the consumer's read.
     for (size_t c = 0; c < n; ++c)
       for (int pr : a.preds[c]) {
-        int64_t bytes = 2 * p.buffers.at(p.nodes[static_cast<size_t>(pr)].name).bytes();
+        int64_t bytes = 2 * p.buffers.at(p.nodes[static_cast<size_t>(pr)].output).bytes();
         cands.push_back({pr, static_cast<int>(c), "vertical", bytes});
       }
     // Horizontal: siblings reading the same buffer; saves one read of it.

@@ -1,9 +1,11 @@
 #include "workload/workload.h"
 
+#include <cmath>
 #include <filesystem>
 
 #include "support/error.h"
 #include "support/yaml_util.h"
+#include "workload/transformer.h"
 
 #ifndef LPU_SOURCE_DIR
 #define LPU_SOURCE_DIR "."
@@ -51,14 +53,51 @@ Graph build_rms_norm(const WorkloadSpec& w) {
   return g;
 }
 
+// [tokens, k] x W^T, W [n, k]: the matrix engine's basic operation (GEMV when tokens = 1).
+Graph build_gemv(const WorkloadSpec& w) {
+  Graph g(w.name);
+  NodeId x = g.add_placeholder("x", tt(w, {w.tokens(), w.param("k")}));
+  NodeId wt = g.add_parameter("weight", tt(w, {w.param("n"), w.param("k")}));
+  NodeId wT = g.add_call("permute", {wt}, {{"dims", std::vector<int64_t>{1, 0}}}, "weight_T");
+  g.set_output({g.add_call("matmul", {x, wT}, {}, "y")});
+  return g;
+}
+
+// One decode-step attention over a KV cache: q [heads, 1, hd] against `context` cached keys.
+Graph build_attention_decode(const WorkloadSpec& w) {
+  Graph g(w.name);
+  int64_t H = w.param("heads"), hd = w.param("head_dim"), C = std::max<int64_t>(w.context, 1);
+  NodeId q = g.add_placeholder("q", tt(w, {H, 1, hd}));
+  NodeId k = g.add_placeholder("k_cache", tt(w, {H, C, hd}));
+  NodeId v = g.add_placeholder("v_cache", tt(w, {H, C, hd}));
+  NodeId kT = g.add_call("permute", {k}, {{"dims", std::vector<int64_t>{0, 2, 1}}}, "k_T");
+  NodeId s = g.add_call("matmul", {q, kT}, {}, "scores");
+  NodeId c = g.add_call("full", {}, {{"value", 1.0 / std::sqrt(static_cast<double>(hd))}, {"dtype", std::string(dtype_name(w.dtype))}}, "scale");
+  NodeId p = g.add_call("softmax", {g.add_call("mul", {s, c}, {}, "scaled")}, {{"dim", int64_t{-1}}}, "probs");
+  g.set_output({g.add_call("matmul", {p, v}, {}, "attn")});
+  return g;
+}
+
 }  // namespace
 
 const std::vector<ModelBuilder>& model_builders() {
-  static const std::vector<ModelBuilder> b = {
+  static const std::vector<ModelBuilder> b = [] {
+    std::vector<ModelBuilder> v = {
       {"ln_gelu_add", "[tokens, d_model] -> layer_norm -> gelu -> residual add", {{"d_model", 1024}}, build_ln_gelu_add},
       {"softmax", "softmax over the rows of [tokens, cols]", {{"cols", 1024}}, build_softmax},
       {"rms_norm", "RMSNorm over [tokens, d_model]", {{"d_model", 4096}}, build_rms_norm},
-  };
+      {"gemv", "[tokens, k] x W^T with W [n, k] on the matrix engine", {{"k", 4096}, {"n", 4096}}, build_gemv},
+      {"attention_decode", "one decode step of attention over a KV cache of `context` tokens",
+       {{"heads", 32}, {"head_dim", 128}}, build_attention_decode},
+    };
+    for (const auto& m : transformer_shapes()) {
+      std::string what = strcat(m.layers, " layers, d_model ", m.d_model, ", ", m.heads, " heads",
+                                m.kv_heads != m.heads ? strcat(" (", m.kv_heads, " kv)") : "", ", ffn ", m.ffn);
+      const TransformerShape* shape = &m;
+      v.push_back({m.name, what, {}, [shape](const WorkloadSpec& w) { return build_transformer(*shape, w); }});
+    }
+    return v;
+  }();
   return b;
 }
 

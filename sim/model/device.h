@@ -1,4 +1,4 @@
-// One LPU device: ISU -> {DMA, VXE} engines, HBM (TLM target) and LMU. The top level
+// One LPU device: ISU -> {DMA, VXE, SXE} engines, HBM (TLM target) and LMU. The top level
 // (simulator.cpp) builds `devices` of these; each runs its own program.
 #pragma once
 #include <memory>
@@ -7,6 +7,7 @@
 #include "model/hbm.h"
 #include "model/isu.h"
 #include "model/lmu.h"
+#include "model/sxe.h"
 #include "model/vxe.h"
 
 namespace lpu::sim {
@@ -21,6 +22,7 @@ class Device : public sc_core::sc_module {
   Lmu lmu;
   Dma dma;
   Vxe vxe;
+  Sxe sxe;
   Isu isu;
 
  private:

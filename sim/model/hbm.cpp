@@ -7,8 +7,9 @@
 
 namespace lpu::sim {
 
-Hbm::Hbm(sc_core::sc_module_name name, DeviceContext& ctx) : sc_module(name), socket("socket"), ctx_(ctx) {
+Hbm::Hbm(sc_core::sc_module_name name, DeviceContext& ctx) : sc_module(name), socket("socket"), sxe_socket("sxe_socket"), ctx_(ctx) {
   socket.register_b_transport(this, &Hbm::b_transport);
+  sxe_socket.register_b_transport(this, &Hbm::b_transport);
   const auto& h = ctx.arch->hbm;
   channel_free_ps_.assign(static_cast<size_t>(h.channels), 0.0);
   // GB/s = 1e9 B/s = 1e-3 B/ps.

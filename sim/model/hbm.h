@@ -16,7 +16,8 @@ namespace lpu::sim {
 
 class Hbm : public sc_core::sc_module {
  public:
-  tlm_utils::simple_target_socket<Hbm> socket;
+  tlm_utils::simple_target_socket<Hbm> socket;      // SMA/DMA path
+  tlm_utils::simple_target_socket<Hbm> sxe_socket;  // weight streaming into the MAC trees
 
   Hbm(sc_core::sc_module_name name, DeviceContext& ctx);
 

@@ -36,6 +36,13 @@ Footprint footprint(const Instruction& in) {
         if (!s.immediate) f.lm_reads.push_back(operand_range(s.addr, R, C, s.rs, s.cs, 4));
       break;
     }
+    case Opcode::SxeGemm: {
+      f.lm_writes.push_back({in.lm_addr, in.lm_addr + static_cast<uint64_t>(R * C * 4)});
+      const Operand& a = in.srcs.at(0);
+      f.lm_reads.push_back(operand_range(a.addr, R, in.depth, a.rs, a.cs, 4));
+      f.hbm_reads.push_back(operand_range(in.hbm_addr, in.depth, C, in.hbm_rs, in.hbm_cs, dtype_bytes(in.dtype)));
+      break;
+    }
     case Opcode::Halt: break;
   }
   return f;

@@ -1,0 +1,85 @@
+#include "model/sxe.h"
+
+#include "model/numeric.h"
+#include "model/sxe_timing.h"
+#include "support/error.h"
+
+namespace lpu::sim {
+
+Sxe::Sxe(sc_core::sc_module_name name, DeviceContext& ctx, Lmu& lmu)
+    : Engine(name, ctx, ctx.arch->sxe.queue_depth, 1), hbm_socket("hbm_socket"), lmu_(lmu) {}
+
+double Sxe::execute(size_t i, double start_ps) {
+  const Instruction& in = ctx_.program->code[i];
+  const auto& cfg = ctx_.arch->sxe;
+  const int64_t M = in.rows, K = in.depth, N = in.cols;
+  const int64_t eb = dtype_bytes(in.dtype);
+  lmu_.check(in.lm_addr, static_cast<uint64_t>(M * N * 4), "sxe.gemm destination");
+
+  // Weight runs: whole block when B is dense, else one run per column (k contiguous) or per
+  // row (n contiguous), else one per element (pays whole bursts: a layout to avoid).
+  struct Run { int64_t first, elems; };
+  std::vector<Run> runs;
+  if ((in.hbm_rs == 1 && in.hbm_cs == K) || (in.hbm_cs == 1 && in.hbm_rs == N) || (K == 1 && in.hbm_cs == 1) ||
+      (N == 1 && in.hbm_rs == 1)) {
+    runs.push_back({0, K * N});
+  } else if (in.hbm_rs == 1) {
+    for (int64_t n = 0; n < N; ++n) runs.push_back({n * in.hbm_cs, K});
+  } else if (in.hbm_cs == 1) {
+    for (int64_t k = 0; k < K; ++k) runs.push_back({k * in.hbm_rs, N});
+  } else {
+    for (int64_t k = 0; k < K; ++k)
+      for (int64_t n = 0; n < N; ++n) runs.push_back({k * in.hbm_rs + n * in.hbm_cs, 1});
+  }
+  double now = sc_core::sc_time_stamp().to_double();
+  double hbm_done = start_ps;
+  auto& kc = ctx_.kernels[static_cast<size_t>(in.kernel < 0 ? 0 : in.kernel)];
+  for (const Run& run : runs) {
+    uint64_t len = static_cast<uint64_t>(run.elems * eb);
+    tlm::tlm_generic_payload trans;
+    trans.set_command(tlm::TLM_READ_COMMAND);
+    trans.set_address(in.hbm_addr + static_cast<uint64_t>(run.first * eb));
+    trans.set_data_length(static_cast<unsigned>(len));
+    trans.set_streaming_width(static_cast<unsigned>(len));
+    trans.set_byte_enable_ptr(nullptr);
+    trans.set_dmi_allowed(false);
+    trans.set_response_status(tlm::TLM_INCOMPLETE_RESPONSE);
+    trans.set_data_ptr(nullptr);  // functional reads use the HBM store directly (compute())
+    sc_core::sc_time delay(start_ps - now, sc_core::SC_PS);
+    hbm_socket->b_transport(trans, delay);
+    if (trans.get_response_status() != tlm::TLM_OK_RESPONSE)
+      throw InputError(strcat("device ", ctx_.device, ": ", print_instruction(in), " (line ", in.line,
+                              ") reads HBM outside the allocated buffers"));
+    hbm_done = std::max(hbm_done, now + delay.to_double());
+    kc.hbm_read += len;
+  }
+  double period = ctx_.period.to_double();
+  int64_t cols_per_tree = (N + cfg.mac_trees - 1) / cfg.mac_trees;
+  double compute_end = start_ps + period * mac_tree_cycles(K, cols_per_tree, M, cfg.lanes, cfg.pipeline_depth);
+  double stream_end = hbm_done + period * cfg.pipeline_depth;  // the last beat drains the adder tree
+  double lmu_end = lmu_.reserve(start_ps, static_cast<uint64_t>(M * K * 4 + M * N * 4));
+  if (ctx_.functional) compute(in);
+  return std::max({compute_end, stream_end, lmu_end});
+}
+
+void Sxe::compute(const Instruction& in) {
+  const int64_t M = in.rows, K = in.depth, N = in.cols;
+  const int64_t eb = dtype_bytes(in.dtype);
+  const Operand& a = in.srcs.at(0);
+  std::vector<float> out(static_cast<size_t>(M * N));
+  for (int64_t m = 0; m < M; ++m)
+    for (int64_t n = 0; n < N; ++n) {
+      double acc = 0;
+      for (int64_t k = 0; k < K; ++k) {
+        int64_t ao = static_cast<int64_t>(a.addr / 4) + m * a.rs + k * a.cs;
+        uint64_t bo = in.hbm_addr + static_cast<uint64_t>((k * in.hbm_rs + n * in.hbm_cs) * eb);
+        if (ao < 0 || ao >= static_cast<int64_t>(ctx_.lmu_data.size()) || bo + static_cast<uint64_t>(eb) > ctx_.hbm_data.size())
+          throw InputError(strcat("device ", ctx_.device, ": ", print_instruction(in), " reads outside memory"));
+        acc += static_cast<double>(ctx_.lmu_data[static_cast<size_t>(ao)]) * load_element(&ctx_.hbm_data[bo], in.dtype);
+      }
+      out[static_cast<size_t>(m * N + n)] = static_cast<float>(acc);
+    }
+  std::copy(out.begin(), out.end(), lmu_.data(in.lm_addr));
+}
+
+}  // namespace lpu::sim

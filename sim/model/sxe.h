@@ -1,0 +1,29 @@
+// SXE: the matrix engine. `mac_trees` MAC trees of `lanes` lanes; every tree is fed by its
+// share of the HBM channels (SMA: weights stream straight from HBM into the trees, never
+// through the LMU), while the activation rows are broadcast from the LMU.
+// One sxe.gemm [M, K, N]: the weight runs are sent to the HBM model at the start (so they
+// contend with DMA traffic on the same channels); the trees finish when both the compute
+// (sxe_timing.h, full-rate stream) and the stream itself are done, plus the pipeline drain.
+#pragma once
+#include <tlm_utils/simple_initiator_socket.h>
+
+#include "model/engine.h"
+#include "model/lmu.h"
+
+namespace lpu::sim {
+
+class Sxe : public Engine {
+ public:
+  tlm_utils::simple_initiator_socket<Sxe> hbm_socket;
+  Sxe(sc_core::sc_module_name name, DeviceContext& ctx, Lmu& lmu);
+
+ protected:
+  double execute(size_t i, double start_ps) override;
+
+ private:
+  void compute(const Instruction& in);
+  Lmu& lmu_;
+  std::vector<uint8_t> staging_;
+};
+
+}  // namespace lpu::sim
