@@ -18,6 +18,48 @@ CompileOptions compile_options_for(const ArchConfig& arch, const std::string& fu
   return o;
 }
 
+Compilation compile_with_search(const Graph& g, const ArchConfig& arch, SearchReport& report) {
+  auto t0 = std::chrono::steady_clock::now();
+  struct Variant {
+    std::string name;
+    std::string fusion;
+    double lmu_fraction;
+    int64_t max_rows;
+    bool double_buffer;
+  };
+  std::vector<Variant> variants = {{"greedy", "greedy", 1.0, 0, arch.lmu.double_buffer}};
+  for (double f : {0.5, 0.25}) variants.push_back({strcat("greedy/lmu_fraction=", f), "greedy", f, 0, arch.lmu.double_buffer});
+  for (int64_t r : {4, 16, 64}) variants.push_back({strcat("greedy/max_tile_rows=", r), "greedy", 1.0, r, arch.lmu.double_buffer});
+  if (arch.lmu.double_buffer) variants.push_back({"greedy/single_buffer", "greedy", 1.0, 0, false});
+  variants.push_back({"none", "none", 1.0, 0, arch.lmu.double_buffer});
+  std::optional<Compilation> best;
+  uint64_t best_cycles = 0;
+  for (const auto& v : variants) {
+    SearchCandidate c;
+    c.name = v.name;
+    try {
+      CompileOptions o = compile_options_for(arch, v.fusion);
+      o.fusion_lmu_fraction = v.lmu_fraction;
+      o.codegen.max_tile_rows = v.max_rows;
+      o.codegen.double_buffer = v.double_buffer;
+      Compilation comp = compile_graph(g, o);
+      c.cycles = simulate(comp.code.program, arch, {}).stats.cycles;
+      if (!best || c.cycles < best_cycles) {
+        best = std::move(comp);
+        best_cycles = c.cycles;
+        report.chosen = v.name;
+      }
+    } catch (const InputError& e) {
+      if (v.name == "greedy") throw;  // the baseline must compile
+      c.error = e.what();
+    }
+    report.candidates.push_back(c);
+  }
+  report.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  best->schedule.policy = "search";
+  return std::move(*best);
+}
+
 FunctionalCheck check_outputs(const std::vector<Tensor>& expected, const std::vector<std::string>& names,
                               const TensorMap& actual, DType dtype) {
   FunctionalCheck c;
@@ -55,7 +97,22 @@ RunOutcome run_job(const WorkloadSpec& w, const ArchConfig& arch, const std::str
   o.arch = arch;
   o.fusion = fusion;
   Graph g = build_graph(w);
-  o.comp = compile_graph(g, compile_options_for(arch, fusion));
+  // Weights and inputs must fit one device's HBM: say so before compiling.
+  double need = 0;
+  for (const auto& n : g.nodes())
+    if (n.kind == NodeKind::Placeholder || n.kind == NodeKind::Parameter) need += static_cast<double>(n.type.bytes());
+  double cap = arch.hbm.capacity_gib * 1024.0 * 1024.0 * 1024.0;
+  if (need > cap)
+    throw InputError(strcat("workload ", w.name, " needs ", static_cast<int64_t>(need), " bytes of weights and inputs but ",
+                            arch.name, " has ", arch.hbm.capacity_gib, " GiB of HBM per device: it needs ",
+                            static_cast<int64_t>(std::ceil(need / cap)), " devices (multi-device runs are not modelled yet)"));
+  if (fusion == "search") {
+    SearchReport rep;
+    o.comp = compile_with_search(g, arch, rep);
+    o.search = rep;
+  } else {
+    o.comp = compile_graph(g, compile_options_for(arch, fusion));
+  }
   TensorMap inputs;
   if (functional) inputs = make_random_inputs(o.comp.core, w.seed);
   SimOptions so;
@@ -91,6 +148,16 @@ nlohmann::json RunOutcome::to_json() const {
     nlohmann::json nodes = nlohmann::json::array();
     for (int n : comp.schedule.kernels[k].nodes) nodes.push_back(comp.loop_ir.nodes[static_cast<size_t>(n)].origin);
     j["kernels"][k]["nodes"] = nodes;
+  }
+  if (search) {
+    nlohmann::json cands = nlohmann::json::array();
+    for (const auto& c : search->candidates) {
+      nlohmann::json cj = {{"name", c.name}, {"cycles", c.cycles}};
+      if (!c.error.empty()) cj["error"] = c.error;
+      cands.push_back(cj);
+    }
+    j["search"] = {{"candidates_evaluated", search->candidates.size()}, {"chosen", search->chosen},
+                   {"seconds", search->seconds}, {"candidates", cands}};
   }
   if (check) {
     j["functional"] = {{"max_abs_error", check->max_abs_error}, {"max_rel_error", check->max_rel_error},

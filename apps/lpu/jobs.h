@@ -22,6 +22,20 @@ struct FunctionalCheck {
   std::string worst;           // "output[index]: sim vs ref"
 };
 
+// The `search` policy: candidate schedules (fusion and tiling variants around greedy) are
+// compiled and simulated; the fastest is kept. Greedy is always a candidate, so search is
+// never slower than greedy on simulated latency.
+struct SearchCandidate {
+  std::string name;
+  uint64_t cycles = 0;
+  std::string error;  // a candidate that does not compile (e.g. local memory) is skipped
+};
+struct SearchReport {
+  std::vector<SearchCandidate> candidates;
+  std::string chosen;
+  double seconds = 0;
+};
+
 struct RunOutcome {
   WorkloadSpec workload;
   ArchConfig arch;
@@ -30,10 +44,14 @@ struct RunOutcome {
   SimResult sim;
   std::optional<FunctionalCheck> check;
   double wall_seconds = 0;     // simulation wall time
+  std::optional<SearchReport> search;
   nlohmann::json to_json() const;
 };
 
 CompileOptions compile_options_for(const ArchConfig& arch, const std::string& fusion);
+
+// Compiles `g` with the best candidate schedule found by simulating each (timing mode).
+Compilation compile_with_search(const Graph& g, const ArchConfig& arch, SearchReport& report);
 
 RunOutcome run_job(const WorkloadSpec& w, const ArchConfig& arch, const std::string& fusion, bool functional,
                    bool trace = false);

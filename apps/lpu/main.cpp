@@ -66,6 +66,9 @@ void print_run(const RunOutcome& o) {
       {"HBM written", human_bytes(s.hbm_write_bytes)},
       {"compulsory HBM", human_bytes(static_cast<uint64_t>(o.comp.compulsory_hbm_bytes))},
       {"traffic / compulsory", fmt("%.3f", o.to_json()["traffic_ratio"].get<double>())},
+      {"search", o.search ? strcat(o.search->candidates.size(), " candidates in ", fmt("%.2f s", o.search->seconds),
+                                   ", chose ", o.search->chosen)
+                          : std::string("-")},
       {"HBM bandwidth utilisation", fmt("%.1f %%", 100 * s.hbm_bandwidth_utilization)},
   };
   for (const auto& e : s.engines) rows.push_back({e.name + " utilisation", fmt("%.1f %%", 100 * e.utilization)});
@@ -136,17 +139,23 @@ int cmd_compile(const std::string& workload, const ArchFlags& af, const std::str
                 const std::string& outdir) {
   WorkloadSpec w = resolve_workload(workload);
   ArchConfig arch = af.load();
-  Compilation c = compile_graph(build_graph(w), compile_options_for(arch, fusion));
+  SearchReport rep;
+  Compilation c = fusion == "search" ? compile_with_search(build_graph(w), arch, rep)
+                                     : compile_graph(build_graph(w), compile_options_for(arch, fusion));
   std::map<std::string, std::pair<std::string, std::string>> artefacts = {
       {"graph", {"graph.txt", print_graph(c.captured)}},
       {"core", {"core.txt", print_graph(c.core)}},
       {"loopir", {"loopir.txt", print_loop_ir(c.loop_ir)}},
       {"schedule", {"schedule.txt", print_schedule(c.loop_ir, c.schedule)}},
+      {"schedule-json", {"schedule.json", schedule_to_json(c.loop_ir, c.schedule)}},
       {"asm", {"program.s", print_program(c.code.program)}},
   };
   for (const auto& e : split_list(emit)) {
     auto it = artefacts.find(e);
-    if (it == artefacts.end()) throw InputError("--emit: unknown artefact '" + e + "' (graph, core, loopir, schedule, asm)");
+    if (it == artefacts.end())
+      throw InputError("--emit: unknown artefact '" + e + "' (graph, core, loopir, schedule, schedule-json, asm)");
+    if (e == "schedule" && !outdir.empty())  // the text report always comes with its JSON
+      write_file(outdir + "/schedule.json", artefacts.at("schedule-json").second);
     if (outdir.empty()) {
       std::cout << it->second.second;
     } else {
@@ -210,7 +219,7 @@ int main(int argc, char** argv) {
   auto* run = app.add_subcommand("run", "compile and simulate one workload");
   run->add_option("workload", workload, "workload YAML or name in workloads/")->required();
   af.add(run);
-  run->add_option("--fusion", fusion, "fusion policy: none | greedy")->capture_default_str();
+  run->add_option("--fusion", fusion, "fusion policy: none | greedy | search")->capture_default_str();
   run->add_flag("--functional", functional, "simulate with real data and compare with the reference executor");
   run->add_option("--json", json, "write statistics as JSON");
   run->add_option("--trace", trace, "write a Chrome/Perfetto trace-event timeline");
@@ -225,8 +234,8 @@ int main(int argc, char** argv) {
   auto* comp = app.add_subcommand("compile", "compile a workload and print or write its IRs");
   comp->add_option("workload", workload, "workload YAML or name in workloads/")->required();
   af.add(comp);
-  comp->add_option("--fusion", fusion, "fusion policy: none | greedy")->capture_default_str();
-  comp->add_option("--emit", emit, "comma-separated: graph, core, loopir, schedule, asm")->capture_default_str();
+  comp->add_option("--fusion", fusion, "fusion policy: none | greedy | search")->capture_default_str();
+  comp->add_option("--emit", emit, "comma-separated: graph, core, loopir, schedule, schedule-json, asm")->capture_default_str();
   comp->add_option("-o,--out", outdir, "directory to write into (default: stdout)");
 
   std::vector<std::string> cfg_files;

@@ -146,6 +146,11 @@ class KernelEmitter {
   int id_;
   const std::map<std::string, uint64_t>& hbm_;
   std::set<std::string> in_kernel_, hbm_out_;
+  // HBM base of a buffer; 0 in sizing runs, which pass an empty map.
+  uint64_t hbm_base(const std::string& b) const {
+    auto it = hbm_.find(b);
+    return it == hbm_.end() ? 0 : it->second;
+  }
   std::map<std::string, VReg> hoisted_;  // key -> persistent vreg
   // Per tile:
   int64_t r0_ = 0, rows_ = 0;
@@ -241,7 +246,7 @@ VReg KernelEmitter::load(const LoopNode& node, const ExprNode& e, const std::vec
   }
   const Buffer& buf = p_.buffers.at(e.buffer);
   int64_t eb = dtype_bytes(buf.type.dtype);
-  uint64_t hbase = hbm_.at(e.buffer);
+  uint64_t hbase = hbm_base(e.buffer);
   auto check_bounds = [&](int64_t off, int64_t count = -1) {
     int64_t last = off + ap.col_stride * ((count < 0 ? ncols : count) - 1);
     if (off < 0 || last >= buf.type.numel() || last < 0)
@@ -367,7 +372,7 @@ VReg KernelEmitter::matmul(const LoopNode& node) {
     in.rows = n;
     in.depth = K;
     in.cols = N;
-    in.hbm_addr = hbm_.at(b_load->buffer) + static_cast<uint64_t>(base * dtype_bytes(bbuf.type.dtype));
+    in.hbm_addr = hbm_base(b_load->buffer) + static_cast<uint64_t>(base * dtype_bytes(bbuf.type.dtype));
     in.hbm_rs = ks;
     in.hbm_cs = ns;
     in.kernel = id_;
@@ -420,7 +425,7 @@ int64_t KernelEmitter::emit_tile(int64_t r0, int64_t rows, uint64_t base, uint64
             Pending part = st;
             part.in.rows = 1;
             part.in.cols = D;
-            part.in.hbm_addr = hbm_.at(n.output) + static_cast<uint64_t>((sp.row_offset(r0 + r) + j * sp.col_outer_stride) * eb);
+            part.in.hbm_addr = hbm_base(n.output) + static_cast<uint64_t>((sp.row_offset(r0 + r) + j * sp.col_outer_stride) * eb);
             part.in.hbm_rs = 0;
             part.store_offset = static_cast<uint64_t>((r * n.out_cols() + j * D) * kLmElem);
             body_.push_back(part);
@@ -439,7 +444,7 @@ int64_t KernelEmitter::emit_tile(int64_t r0, int64_t rows, uint64_t base, uint64
         }
         Pending part = st;
         part.in.rows = cnt;
-        part.in.hbm_addr = hbm_.at(n.output) + static_cast<uint64_t>(first * eb);
+        part.in.hbm_addr = hbm_base(n.output) + static_cast<uint64_t>(first * eb);
         part.in.hbm_rs = cnt > 1 ? stride : 0;
         part.store_offset = static_cast<uint64_t>(r * n.out_cols() * kLmElem);
         body_.push_back(part);
@@ -485,9 +490,8 @@ int64_t KernelEmitter::emit_tile(int64_t r0, int64_t rows, uint64_t base, uint64
 }  // namespace
 
 int64_t kernel_min_lmu_bytes(const LoopProgram& p, const Kernel& k, bool double_buffer) {
-  std::map<std::string, uint64_t> hbm;  // addresses do not matter for sizing
-  for (const auto& [name, b] : p.buffers) hbm[name] = 0;
-  KernelEmitter e(p, k, 0, hbm);
+  static const std::map<std::string, uint64_t> no_addresses;  // addresses do not matter for sizing
+  KernelEmitter e(p, k, 0, no_addresses);
   std::vector<Instruction> scratch;
   int64_t one = e.emit_tile(0, 1, 0, UINT64_MAX / 2, scratch);
   return align_up(e.hoisted_bytes, kLmAlign) + align_up(one, kLmAlign) * (double_buffer ? 2 : 1);

@@ -11,7 +11,7 @@ Compilation compile_graph(const Graph& g, const CompileOptions& opts) {
   c.loop_ir = lower_to_loop_ir(c.core);
   ScheduleOptions so;
   so.policy = opts.fusion;
-  so.lmu_bytes = opts.codegen.lmu_bytes;
+  so.lmu_bytes = static_cast<int64_t>(static_cast<double>(opts.codegen.lmu_bytes) * opts.fusion_lmu_fraction);
   const LoopProgram& lp = c.loop_ir;
   bool db = opts.codegen.double_buffer;
   so.lmu_need = [&lp, db](const Kernel& k) { return kernel_min_lmu_bytes(lp, k, db); };

@@ -14,6 +14,9 @@ namespace lpu {
 struct CompileOptions {
   std::string fusion = "greedy";
   CodegenOptions codegen;
+  // Fraction of local memory a fused kernel may claim with one row per tile; below 1 the
+  // greedy scheduler keeps kernels smaller so their tiles hold more rows (a search knob).
+  double fusion_lmu_fraction = 1.0;
 };
 
 struct Compilation {

@@ -7,6 +7,8 @@
 #include <set>
 #include <sstream>
 
+#include <nlohmann/json.hpp>
+
 #include "support/error.h"
 
 namespace lpu {
@@ -146,7 +148,7 @@ Kernel make_kernel(const Analysis& a, const std::vector<int>& nodes) {
 Schedule schedule_program(const LoopProgram& p, const ScheduleOptions& opts) {
   const auto& pol = fusion_policies();
   if (std::find(pol.begin(), pol.end(), opts.policy) == pol.end())
-    throw InputError(strcat("unknown fusion policy '", opts.policy, "' (expected none or greedy)"));
+    throw InputError(strcat("unknown fusion policy '", opts.policy, "' (expected none, greedy or search)"));
   Schedule s;
   s.policy = opts.policy;
   size_t n = p.nodes.size();
@@ -297,6 +299,34 @@ std::string print_schedule(const LoopProgram& p, const Schedule& s) {
     os << "  " << (d.fused ? "fused   " : "rejected") << " " << d.kind << " " << d.producer << " + " << d.consumer
        << " score=" << d.score_bytes << (d.reason.empty() ? "" : " reason: " + d.reason) << "\n";
   return os.str();
+}
+
+}  // namespace lpu
+
+namespace lpu {
+
+std::string schedule_to_json(const LoopProgram& p, const Schedule& s) {
+  nlohmann::json j;
+  j["program"] = p.name;
+  j["policy"] = s.policy;
+  j["compulsory_hbm_bytes"] = compulsory_hbm_bytes(p);
+  nlohmann::json ks = nlohmann::json::array();
+  for (const auto& k : s.kernels) {
+    nlohmann::json nodes = nlohmann::json::array(), origins = nlohmann::json::array();
+    for (int n : k.nodes) {
+      nodes.push_back(p.nodes[static_cast<size_t>(n)].name);
+      origins.push_back(p.nodes[static_cast<size_t>(n)].origin);
+    }
+    ks.push_back({{"name", k.name}, {"rows", k.rows}, {"loop_nodes", nodes}, {"graph_nodes", origins},
+                  {"hbm_outputs", k.hbm_outputs}});
+  }
+  j["kernels"] = ks;
+  nlohmann::json ds = nlohmann::json::array();
+  for (const auto& d : s.decisions)
+    ds.push_back({{"producer", d.producer}, {"consumer", d.consumer}, {"kind", d.kind}, {"score_bytes", d.score_bytes},
+                  {"fused", d.fused}, {"reason", d.reason}});
+  j["candidates"] = ds;
+  return j.dump(2) + "\n";
 }
 
 }  // namespace lpu

@@ -51,5 +51,8 @@ const std::vector<std::string>& fusion_policies();
 int64_t compulsory_hbm_bytes(const LoopProgram& p);
 
 std::string print_schedule(const LoopProgram& p, const Schedule& s);
+// The fusion report as JSON: kernels (with the graph nodes they came from) and every
+// candidate pair with score, decision and reason.
+std::string schedule_to_json(const LoopProgram& p, const Schedule& s);
 
 }  // namespace lpu

@@ -1,0 +1,91 @@
+// lpu-bench: figures that belong in a benchmark, not in timed tests.
+//   1. every built-in LLM decode workload (workloads/*-decode.yaml) on the ASIC preset:
+//      kernels, HBM bytes and cycles for each fusion policy;
+//   2. simulator speed on OPT-1.3B and OPT-30B decode steps: simulated cycles, wall time of
+//      the simulation alone, instructions and tile transactions per wall second, peak memory.
+// Usage: build/lpu-bench [policies|simulator|all] [--arch NAME]
+#include <sys/resource.h>
+
+#include <chrono>
+#include <cstdio>
+#include <iostream>
+#include <string>
+
+#include "jobs.h"
+#include "support/error.h"
+
+using namespace lpu;
+
+namespace {
+
+std::string fmt(const char* f, double v) {
+  char b[64];
+  std::snprintf(b, sizeof b, f, v);
+  return b;
+}
+
+void policies(const ArchConfig& arch) {
+  const char* models[] = {"gpt2", "opt-1.3b", "opt-6.7b", "opt-13b", "opt-30b", "opt-66b",
+                          "llama2-7b", "llama2-13b", "llama2-70b"};
+  std::vector<std::vector<std::string>> rows;
+  for (const char* m : models) {
+    WorkloadSpec w = resolve_workload(std::string(m) + "-decode");
+    for (const std::string p : {"none", "greedy", "search"}) {
+      RunOutcome o = run_job(w, arch, p, false);
+      const auto& s = o.sim.stats;
+      rows.push_back({w.name, p, std::to_string(o.comp.schedule.kernels.size()),
+                      fmt("%.4f", static_cast<double>(s.hbm_read_bytes + s.hbm_write_bytes) / 1e9),
+                      fmt("%.3f", o.to_json()["traffic_ratio"].get<double>()), std::to_string(s.cycles),
+                      fmt("%.3f", s.latency_us / 1000), fmt("%.1f%%", 100 * s.hbm_bandwidth_utilization)});
+    }
+  }
+  std::cout << "decode steps (batch 1, context 2048, fp16) on " << arch.name << "\n"
+            << format_table({"workload", "fusion", "kernels", "hbm_GB", "traffic/compulsory", "cycles", "ms/token",
+                             "bw_util"},
+                            rows);
+}
+
+void simulator(const ArchConfig& arch) {
+  std::vector<std::vector<std::string>> rows;
+  for (const char* m : {"opt-1.3b", "opt-30b"}) {
+    WorkloadSpec w = resolve_workload(std::string(m) + "-decode");
+    CompileOptions o = compile_options_for(arch, "greedy");
+    auto c0 = std::chrono::steady_clock::now();
+    Compilation comp = compile_graph(build_graph(w), o);
+    double compile_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - c0).count();
+    // Best of three runs of the simulation alone.
+    double best = 1e30;
+    SimStats st;
+    for (int i = 0; i < 3; ++i) {
+      auto t0 = std::chrono::steady_clock::now();
+      st = simulate(comp.code.program, arch, {}).stats;
+      best = std::min(best, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+    }
+    // Tile transactions: one per instruction, plus one per HBM run a DMA/SXE splits into.
+    rows.push_back({w.name, std::to_string(st.cycles), fmt("%.4f", best), fmt("%.3f", compile_s),
+                    std::to_string(st.instructions), fmt("%.0f", static_cast<double>(st.instructions) / best)});
+  }
+  rusage ru{};
+  getrusage(RUSAGE_SELF, &ru);
+  std::cout << "simulator speed on " << arch.name << " (timing mode, greedy schedule, one core)\n"
+            << format_table({"workload", "sim_cycles", "sim_wall_s", "compile_s", "instructions", "instr_per_s"}, rows)
+            << "peak memory (whole process): " << ru.ru_maxrss / 1024 << " MiB\n";
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string what = argc > 1 ? argv[1] : "all";
+  std::string arch_name = "lpu-asic";
+  for (int i = 1; i + 1 < argc; ++i)
+    if (std::string(argv[i]) == "--arch") arch_name = argv[i + 1];
+  try {
+    ArchConfig arch = load_arch_config(resolve_config_path(arch_name));
+    if (what == "simulator" || what == "all") simulator(arch);
+    if (what == "policies" || what == "all") policies(arch);
+  } catch (const std::exception& e) {
+    std::cerr << "error: " << e.what() << "\n";
+    return 2;
+  }
+  return 0;
+}
