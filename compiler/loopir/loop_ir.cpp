@@ -21,12 +21,23 @@ const char* buffer_role_name(BufferRole r) {
 
 const char* reduction_type_name(ReductionType t) {
   switch (t) {
-    case ReductionType::sum: return "sum";
-    case ReductionType::max: return "max";
-    case ReductionType::min: return "min";
-    case ReductionType::mean: return "mean";
+#define LPU_NAME_RED(name) \
+  case ReductionType::name: return #name;
+    LPU_REDUCTION_TYPES(LPU_NAME_RED)
+#undef LPU_NAME_RED
   }
   return "?";
+}
+
+bool parse_reduction_type(const std::string& name, ReductionType& out) {
+#define LPU_PARSE_RED(n) \
+  if (name == #n) {      \
+    out = ReductionType::n; \
+    return true;         \
+  }
+  LPU_REDUCTION_TYPES(LPU_PARSE_RED)
+#undef LPU_PARSE_RED
+  return false;
 }
 
 std::vector<std::string> LoopNode::row_vars() const {

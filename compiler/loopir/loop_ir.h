@@ -27,8 +27,18 @@ struct Buffer {
   int64_t bytes() const { return type.bytes(); }
 };
 
-enum class ReductionType { sum, max, min, mean };
+// Every reduction a Reduction node (and the VXE, as vxe.rNAME) can do; semantics in
+// loopir/reduce.h. A new type gets a line here and a case in Reducer and in each handler that
+// emits reductions as text (the compiler's -Wswitch names them).
+#define LPU_REDUCTION_TYPES(X) X(sum) X(max) X(min) X(mean) X(prod) X(argmax) X(var)
+
+enum class ReductionType {
+#define LPU_ENUM_RED(name) name,
+  LPU_REDUCTION_TYPES(LPU_ENUM_RED)
+#undef LPU_ENUM_RED
+};
 const char* reduction_type_name(ReductionType t);
+bool parse_reduction_type(const std::string& name, ReductionType& out);
 
 enum class LoopKind { Pointwise, Reduction };
 
