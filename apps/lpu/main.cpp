@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "graph/ops.h"
+#include "handlers/cpp_source.h"
 #include "jobs.h"
 #include "passes/passes.h"
 #include "support/error.h"
@@ -143,10 +144,11 @@ int cmd_compile(const std::string& workload, const ArchFlags& af, const std::str
       {"loopir", {"loopir.txt", print_loop_ir(c.loop_ir)}},
       {"schedule", {"schedule.txt", print_schedule(c.loop_ir, c.schedule)}},
       {"asm", {"program.s", print_program(c.code.program)}},
+      {"cpp", {"kernels.cpp", emit_cpp_source(c.loop_ir, c.schedule)}},
   };
   for (const auto& e : split_list(emit)) {
     auto it = artefacts.find(e);
-    if (it == artefacts.end()) throw InputError("--emit: unknown artefact '" + e + "' (graph, core, loopir, schedule, asm)");
+    if (it == artefacts.end()) throw InputError("--emit: unknown artefact '" + e + "' (graph, core, loopir, schedule, asm, cpp)");
     if (outdir.empty()) {
       std::cout << it->second.second;
     } else {
@@ -226,7 +228,7 @@ int main(int argc, char** argv) {
   comp->add_option("workload", workload, "workload YAML or name in workloads/")->required();
   af.add(comp);
   comp->add_option("--fusion", fusion, "fusion policy: none | greedy")->capture_default_str();
-  comp->add_option("--emit", emit, "comma-separated: graph, core, loopir, schedule, asm")->capture_default_str();
+  comp->add_option("--emit", emit, "comma-separated: graph, core, loopir, schedule, asm, cpp")->capture_default_str();
   comp->add_option("-o,--out", outdir, "directory to write into (default: stdout)");
 
   std::vector<std::string> cfg_files;
