@@ -5,6 +5,7 @@
 
 #include "cpp_harness.h"
 #include "driver/compile.h"
+#include "handlers/counting.h"
 #include "handlers/cpp_source.h"
 #include "handlers/interpreter.h"
 #include "jobs.h"
@@ -184,4 +185,125 @@ TEST(CppSource, IndexOutsideTheNodesLoopsIsAnError) {
   LoopProgram p = testprog::reductions(2, 3);
   p.nodes[0].body = make_load("x", Index::var("i1"), DType::f32);
   EXPECT_THROW(emit_cpp_source(p, schedule(p, "none")), InputError);
+}
+
+// ---------------------------------------------------------------------------------------
+// Counting handler.
+
+namespace {
+// x: f32[4, 8], w: f32[8] ->  m = mean(x, -1, keepdim) ; c = x - m ; e = exp(c) ; y = e / w
+Graph count_graph() {
+  Graph g("counts");
+  TensorType x_t{DType::f32, {4, 8}};
+  NodeId x = g.add_placeholder("x", x_t);
+  NodeId w = g.add_parameter("w", {DType::f32, {8}});
+  NodeId m = g.add_call("mean", {x}, {{"dims", std::vector<int64_t>{-1}}, {"keepdim", true}}, "m");
+  NodeId c = g.add_call("sub", {x, m}, {}, "c");
+  NodeId e = g.add_call("exp", {c}, {}, "e");
+  g.set_output({g.add_call("div", {e, w}, {}, "y")});
+  return g;
+}
+
+KernelCounts total_of(const std::vector<KernelCounts>& ks) {
+  KernelCounts t;
+  for (const auto& k : ks) {
+    t.hbm_read_bytes += k.hbm_read_bytes;
+    t.hbm_write_bytes += k.hbm_write_bytes;
+    t.naive_load_bytes += k.naive_load_bytes;
+    t.naive_store_bytes += k.naive_store_bytes;
+    for (const auto& [cls, n] : k.ops) t.ops[cls] += n;
+  }
+  return t;
+}
+}  // namespace
+
+// Unfused, by hand (every domain is 4 x 8 = 32 points, 4-byte elements):
+//   m: reads x (32 el = 128 B), writes m (4 el = 16 B), 32 reduction combines
+//   c: reads x (128 B) and m[i0] (one per row: 16 B), writes 128 B, 32 alu
+//   e: reads c (128 B), writes 128 B, 32 transcendental
+//   y: reads e (128 B) and w[i1] (one per column: 32 B), writes 128 B, 32 divide
+// Naive loads: each of the 6 loads at all 32 points (768 B); naive stores 16 + 3 * 128.
+TEST(Counting, HandCountedUnfused) {
+  LoopProgram p = lower_to_loop_ir(count_graph());
+  auto ks = count_kernels(p, schedule(p, "none"));
+  ASSERT_EQ(ks.size(), 4u);
+  const int64_t want_read[] = {128, 144, 128, 160}, want_write[] = {16, 128, 128, 128};
+  const char* want_class[] = {"reduction", "alu", "transcendental", "divide"};
+  for (size_t i = 0; i < 4; ++i) {
+    EXPECT_EQ(ks[i].hbm_read_bytes, want_read[i]) << ks[i].kernel;
+    EXPECT_EQ(ks[i].hbm_write_bytes, want_write[i]) << ks[i].kernel;
+    EXPECT_EQ(ks[i].iterations, 32) << ks[i].kernel;
+    for (const auto& [cls, n] : ks[i].ops) EXPECT_EQ(n, cls == want_class[i] ? 32 : 0) << ks[i].kernel << " " << cls;
+  }
+  KernelCounts t = total_of(ks);
+  EXPECT_EQ(t.naive_load_bytes, 768);
+  EXPECT_EQ(t.naive_store_bytes, 16 + 3 * 128);
+}
+
+// Fused into one kernel: x is read once although the reduction reads it as x[8*i0 + r0] and
+// c as x[8*i0 + i1] (one pattern in the row/column view); m, c, e never leave the kernel.
+// Reads 128 (x) + 32 (w), writes 128 (y); naive traffic and ops are unchanged by fusion.
+TEST(Counting, HandCountedFused) {
+  LoopProgram p = lower_to_loop_ir(count_graph());
+  auto ks = count_kernels(p, schedule(p, "greedy"));
+  ASSERT_EQ(ks.size(), 1u);
+  EXPECT_EQ(ks[0].nodes, 4);
+  EXPECT_EQ(ks[0].hbm_read_bytes, 160);
+  EXPECT_EQ(ks[0].hbm_write_bytes, 128);
+  EXPECT_EQ(ks[0].naive_load_bytes, 768);
+  EXPECT_EQ(ks[0].naive_store_bytes, 16 + 3 * 128);
+  for (const char* cls : {"alu", "transcendental", "divide", "reduction"}) EXPECT_EQ(ks[0].ops.at(cls), 32) << cls;
+  std::string table = print_counts(ks);
+  EXPECT_NE(table.find("hbm_read_B"), std::string::npos) << table;
+  EXPECT_NE(table.find("total"), std::string::npos) << table;
+}
+
+// Ops on constants only are folded; index values and casts are not ops.
+TEST(Counting, ConstantOperandsFold) {
+  LoopProgram p;
+  p.name = "fold";
+  p.buffers["x"] = testprog::buffer("x", {5}, BufferRole::Input);
+  p.buffers["y"] = testprog::buffer("y", {5}, BufferRole::Output);
+  p.inputs = {"x"};
+  p.outputs = {"y"};
+  LoopNode y;
+  y.name = y.origin = "y";
+  y.ranges = {5};
+  auto f32 = DType::f32;
+  Expr six = make_call(ScalarOp::mul, {make_constant(2, f32), make_constant(3, f32)}, f32);
+  y.body = make_call(ScalarOp::add, {make_cast(make_load("x", Index::var("i0"), f32), f32), six}, f32);
+  y.store_index = Index::var("i0");
+  p.nodes = {y};
+  auto ks = count_kernels(p, schedule(p, "none"));
+  EXPECT_EQ(ks[0].ops.at("alu"), 5);
+}
+
+// The counting handler predicts, from the loop IR alone, the HBM bytes each kernel moves on
+// the simulated LPU (DMA traffic), for every built-in workload and both schedules.
+TEST(Counting, HbmBytesEqualTheSimulatorsPerKernel) {
+  ArchConfig arch = load_arch_config(std::string(LPU_SOURCE_DIR) + "/configs/lpu-small.yaml");
+  for (const auto& b : model_builders())
+    for (const std::string policy : {"none", "greedy"}) {
+      WorkloadSpec w;
+      w.name = w.model = b.name;
+      w.seq_len = 40;
+      for (const auto& [k, v] : b.params) w.params[k] = 200;
+      RunOutcome o = run_job(w, arch, policy, false);
+      auto ks = count_kernels(o.comp.loop_ir, o.comp.schedule);
+      ASSERT_EQ(ks.size(), o.sim.stats.kernels.size());
+      ASSERT_GT(o.sim.stats.hbm_read_bytes, 0u);
+      for (size_t i = 0; i < ks.size(); ++i) {
+        EXPECT_EQ(static_cast<uint64_t>(ks[i].hbm_read_bytes), o.sim.stats.kernels[i].hbm_read_bytes)
+            << b.name << "/" << policy << " " << ks[i].kernel;
+        EXPECT_EQ(static_cast<uint64_t>(ks[i].hbm_write_bytes), o.sim.stats.kernels[i].hbm_write_bytes)
+            << b.name << "/" << policy << " " << ks[i].kernel;
+      }
+    }
+}
+
+TEST(Counting, UnknownNodeKindIsAnError) {
+  LoopProgram p = testprog::reductions(2, 3);
+  Schedule s = schedule(p, "none");
+  p.nodes[2].kind = static_cast<LoopKind>(7);
+  EXPECT_THROW(count_kernels(p, s), InputError);
 }

@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "graph/ops.h"
+#include "handlers/counting.h"
 #include "handlers/cpp_source.h"
 #include "jobs.h"
 #include "passes/passes.h"
@@ -145,10 +146,12 @@ int cmd_compile(const std::string& workload, const ArchFlags& af, const std::str
       {"schedule", {"schedule.txt", print_schedule(c.loop_ir, c.schedule)}},
       {"asm", {"program.s", print_program(c.code.program)}},
       {"cpp", {"kernels.cpp", emit_cpp_source(c.loop_ir, c.schedule)}},
+      {"counts", {"counts.txt", print_counts(count_kernels(c.loop_ir, c.schedule))}},
+      {"counts_json", {"counts.json", counts_to_json(count_kernels(c.loop_ir, c.schedule)).dump(2) + "\n"}},
   };
   for (const auto& e : split_list(emit)) {
     auto it = artefacts.find(e);
-    if (it == artefacts.end()) throw InputError("--emit: unknown artefact '" + e + "' (graph, core, loopir, schedule, asm, cpp)");
+    if (it == artefacts.end()) throw InputError("--emit: unknown artefact '" + e + "' (graph, core, loopir, schedule, asm, cpp, counts, counts_json)");
     if (outdir.empty()) {
       std::cout << it->second.second;
     } else {
@@ -228,7 +231,7 @@ int main(int argc, char** argv) {
   comp->add_option("workload", workload, "workload YAML or name in workloads/")->required();
   af.add(comp);
   comp->add_option("--fusion", fusion, "fusion policy: none | greedy")->capture_default_str();
-  comp->add_option("--emit", emit, "comma-separated: graph, core, loopir, schedule, asm, cpp")->capture_default_str();
+  comp->add_option("--emit", emit, "comma-separated: graph, core, loopir, schedule, asm, cpp, counts, counts_json")->capture_default_str();
   comp->add_option("-o,--out", outdir, "directory to write into (default: stdout)");
 
   std::vector<std::string> cfg_files;
