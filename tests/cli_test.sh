@@ -47,6 +47,13 @@ check trace_json 0 "traceEvents" -- cat "$TMP/trace.json"
 check compare 0 "greedy" -- "$LPU" compare ln_gelu_add --fusion none,greedy --json "$TMP/cmp.json"
 check compile_emit 0 "program.s" -- "$LPU" compile ln_gelu_add --emit graph,core,loopir,schedule,asm -o "$TMP/ir"
 check compile_files 0 "" -- test -s "$TMP/ir/loopir.txt"
+check compile_handlers 0 "program.lpubin" -- "$LPU" compile ln_gelu_add --fusion none --emit cpp,counts,counts_json,bin -o "$TMP/h"
+check counts_table 0 "k14_residual .* 1,048,576 " -- cat "$TMP/h/counts.txt"
+check counts_json 0 "hbm_read_bytes" -- cat "$TMP/h/counts.json"
+check cpp_source 0 'extern "C" void lpu_run' -- cat "$TMP/h/kernels.cpp"
+check bin_magic 0 "^LPUB" -- head -c 4 "$TMP/h/program.lpubin"
+check bin_needs_out 2 "give -o DIR" -- "$LPU" compile ln_gelu_add --emit bin
+check emit_unknown 2 "unknown artefact 'bogus'" -- "$LPU" compile ln_gelu_add --emit bogus
 
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]

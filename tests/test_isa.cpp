@@ -1,6 +1,7 @@
 #include <gtest/gtest.h>
 
 #include "driver/compile.h"
+#include "isa/encoding.h"
 #include "isa/program.h"
 #include "support/error.h"
 #include "workload/transformer.h"
@@ -54,4 +55,127 @@ TEST(Isa, WrongOperandCountIsRejected) {
   EXPECT_THROW(parse_program(".program t\nvxe.add [1, 1] lm:0x0 <- #1.0\n"), InputError);
   EXPECT_THROW(parse_program(".program t\ndma.load f32 [0, 4] lm:0x0 <- hbm:0x0 [4, 1]\n"), InputError);
   EXPECT_THROW(parse_program("vxe.add [1, 1] lm:0x0 <- #1.0, #2.0\n"), InputError);  // no .program
+}
+
+// ---------------------------------------------------------------------------------------
+// Encoded (binary) form.
+
+namespace {
+std::vector<Program> generated_programs() {
+  std::vector<Program> out;
+  for (const auto& b : model_builders())
+    for (const std::string policy : {"none", "greedy"}) {
+      if (find_transformer(b.name)) continue;  // microbenchmarks; transformer programs are large
+      WorkloadSpec w;
+      w.name = w.model = b.name;
+      w.seq_len = 20;
+      for (const auto& [k, v] : b.params) w.params[k] = 96;
+      CompileOptions o;
+      o.fusion = policy;
+      o.codegen.lmu_bytes = 64 * 1024;
+      out.push_back(compile_graph(build_graph(w), o).code.program);
+    }
+  return out;
+}
+
+void expect_same_program(const Program& p, const Program& q) {
+  EXPECT_EQ(p.name, q.name);
+  ASSERT_EQ(p.buffers.size(), q.buffers.size());
+  for (size_t i = 0; i < p.buffers.size(); ++i) {
+    EXPECT_EQ(p.buffers[i].name, q.buffers[i].name);
+    EXPECT_EQ(p.buffers[i].hbm_addr, q.buffers[i].hbm_addr);
+    EXPECT_EQ(p.buffers[i].type, q.buffers[i].type);
+    EXPECT_EQ(p.buffers[i].role, q.buffers[i].role);
+  }
+  EXPECT_EQ(p.kernels, q.kernels);
+  ASSERT_EQ(p.code.size(), q.code.size());
+  for (size_t i = 0; i < p.code.size(); ++i) ASSERT_TRUE(p.code[i].same_as(q.code[i])) << i << ": " << print_instruction(p.code[i]);
+}
+
+// A small program using every opcode, an immediate, a new reduction and an f16 buffer.
+Program small_program() {
+  return parse_program(
+      ".program small\n"
+      ".buffer x hbm:0x0 f16[4, 8] input\n"
+      ".buffer y hbm:0x100 f32[4] output\n"
+      ".kernel 0 k0\n"
+      "  dma.load f16 [4, 8] lm:0x0 <- hbm:0x0 [8, 1]\n"
+      "  vxe.mul [4, 8] lm:0x80 <- lm:0x0 [8, 1], #-2.5\n"
+      "  vxe.rargmax [4, 8] lm:0x100 <- lm:0x80 [8, 1]\n"
+      "  vxe.mov [4, 1] lm:0x140 <- lm:0x100 [1, 0]\n"
+      "  dma.store f32 [4, 1] hbm:0x100 [1, 0] <- lm:0x140\n"
+      "halt\n");
+}
+
+std::string decode_error(const std::vector<uint8_t>& bytes) {
+  try {
+    decode_program(bytes, "t.lpubin");
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  return "";
+}
+}  // namespace
+
+TEST(Encoding, RoundTripsEveryGeneratedProgram) {
+  for (const Program& p : generated_programs()) {
+    std::vector<uint8_t> bin = encode_program(p);
+    Program q = decode_program(bin, "gen.lpubin");
+    expect_same_program(p, q);
+    EXPECT_EQ(encode_program(q), bin);  // stable
+  }
+  Program s = small_program();
+  expect_same_program(s, decode_program(encode_program(s)));
+}
+
+// Every truncation and every single corrupted byte is an InputError naming a byte offset;
+// none decodes to a (wrong) program.
+TEST(Encoding, TruncatedOrCorruptInputIsAnErrorWithAnOffset) {
+  std::vector<uint8_t> bin = encode_program(small_program());
+  for (size_t n = 0; n < bin.size(); ++n) {
+    std::vector<uint8_t> cut(bin.begin(), bin.begin() + static_cast<long>(n));
+    std::string m = decode_error(cut);
+    ASSERT_NE(m.find("t.lpubin: byte "), std::string::npos) << "prefix of " << n << " bytes: '" << m << "'";
+  }
+  for (size_t i = 0; i < bin.size(); ++i) {
+    std::vector<uint8_t> bad = bin;
+    bad[i] ^= 0x5A;
+    std::string m = decode_error(bad);
+    ASSERT_NE(m.find("t.lpubin: byte "), std::string::npos) << "byte " << i << " corrupted: '" << m << "'";
+  }
+}
+
+TEST(Encoding, ErrorsSayWhatAndWhere) {
+  Program p = small_program();
+  std::vector<uint8_t> bin = encode_program(p);
+  EXPECT_NE(decode_error({'E', 'L', 'F', 0}).find("byte 0: truncated: the header: 48 bytes needed, 4 left"), std::string::npos)
+      << decode_error({'E', 'L', 'F', 0});
+  std::vector<uint8_t> magic = bin;
+  magic[0] = 'X';
+  EXPECT_NE(decode_error(magic).find("byte 0: not an LPU program"), std::string::npos) << decode_error(magic);
+  // The instruction records sit before the operand pool (2 + 1 + 1 operands, 16 bytes each).
+  constexpr size_t kRec = 44;  // instruction record bytes (format version 2)
+  size_t code_at = bin.size() - 4 * 16 - p.code.size() * kRec;
+  std::vector<uint8_t> opcode = bin;
+  opcode[code_at + 2 * kRec] = 9;  // instruction 2's opcode
+  EXPECT_NE(decode_error(opcode).find(strcat("byte ", code_at + 2 * kRec, ": instruction 2: unknown opcode code 9")),
+            std::string::npos)
+      << decode_error(opcode);
+  std::vector<uint8_t> nsrc = bin;
+  nsrc[code_at + 1 * kRec + 3] = 1;  // vxe.mul with one operand
+  EXPECT_NE(decode_error(nsrc).find(strcat("byte ", code_at + kRec + 3, ": instruction 1: 1 source operands, vxe.op takes 2")),
+            std::string::npos)
+      << decode_error(nsrc);
+  std::vector<uint8_t> longer = bin;
+  longer.push_back(0);
+  EXPECT_NE(decode_error(longer).find("byte 32: header says the program is"), std::string::npos) << decode_error(longer);
+}
+
+TEST(Encoding, FieldsThatDoNotFitAreRejected) {
+  Program p = small_program();
+  p.code[1].rows = int64_t{1} << 33;
+  EXPECT_THROW(encode_program(p), InputError);
+  p = small_program();
+  p.code[0].hbm_rs = -(int64_t{1} << 40);
+  EXPECT_THROW(encode_program(p), InputError);
 }

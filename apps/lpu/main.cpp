@@ -9,6 +9,9 @@
 #include <sstream>
 
 #include "graph/ops.h"
+#include "handlers/counting.h"
+#include "handlers/cpp_source.h"
+#include "isa/encoding.h"
 #include "jobs.h"
 #include "passes/passes.h"
 #include "support/error.h"
@@ -27,7 +30,7 @@ std::string fmt(const char* f, double v) {
 void write_file(const std::string& path, const std::string& text) {
   fs::path p(path);
   if (p.has_parent_path()) fs::create_directories(p.parent_path());
-  std::ofstream f(path);
+  std::ofstream f(path, std::ios::binary);  // --emit bin
   if (!f) throw InputError("cannot write " + path);
   f << text;
 }
@@ -149,11 +152,18 @@ int cmd_compile(const std::string& workload, const ArchFlags& af, const std::str
       {"schedule", {"schedule.txt", print_schedule(c.loop_ir, c.schedule)}},
       {"schedule-json", {"schedule.json", schedule_to_json(c.loop_ir, c.schedule)}},
       {"asm", {"program.s", print_program(c.code.program)}},
+      {"cpp", {"kernels.cpp", emit_cpp_source(c.loop_ir, c.schedule)}},
+      {"counts", {"counts.txt", print_counts(count_kernels(c.loop_ir, c.schedule))}},
+      {"counts_json", {"counts.json", counts_to_json(count_kernels(c.loop_ir, c.schedule)).dump(2) + "\n"}},
   };
+  std::vector<uint8_t> bin = encode_program(c.code.program);
+  artefacts["bin"] = {"program.lpubin", std::string(bin.begin(), bin.end())};
   for (const auto& e : split_list(emit)) {
     auto it = artefacts.find(e);
     if (it == artefacts.end())
-      throw InputError("--emit: unknown artefact '" + e + "' (graph, core, loopir, schedule, schedule-json, asm)");
+      throw InputError("--emit: unknown artefact '" + e +
+                       "' (graph, core, loopir, schedule, schedule-json, asm, bin, cpp, counts, counts_json)");
+    if (e == "bin" && outdir.empty()) throw InputError("--emit bin writes a binary file: give -o DIR");
     if (e == "schedule" && !outdir.empty())  // the text report always comes with its JSON
       write_file(outdir + "/schedule.json", artefacts.at("schedule-json").second);
     if (outdir.empty()) {
@@ -235,7 +245,9 @@ int main(int argc, char** argv) {
   comp->add_option("workload", workload, "workload YAML or name in workloads/")->required();
   af.add(comp);
   comp->add_option("--fusion", fusion, "fusion policy: none | greedy | search")->capture_default_str();
-  comp->add_option("--emit", emit, "comma-separated: graph, core, loopir, schedule, schedule-json, asm")->capture_default_str();
+  comp->add_option("--emit", emit,
+                   "comma-separated: graph, core, loopir, schedule, schedule-json, asm, bin, cpp, counts, counts_json")
+      ->capture_default_str();
   comp->add_option("-o,--out", outdir, "directory to write into (default: stdout)");
 
   std::vector<std::string> cfg_files;

@@ -96,7 +96,7 @@ class KernelEmitter {
  public:
   KernelEmitter(const LoopProgram& p, const Kernel& k, int kernel_id, const std::map<std::string, uint64_t>& hbm)
       : p_(p), k_(k), id_(kernel_id), hbm_(hbm) {
-    for (int i : k.nodes) in_kernel_.insert(p.nodes[static_cast<size_t>(i)].output);
+    for (int i : k.nodes) in_kernel_.insert(p.nodes[static_cast<size_t>(i)].out());
     hbm_out_.insert(k.hbm_outputs.begin(), k.hbm_outputs.end());
   }
 
@@ -404,9 +404,9 @@ int64_t KernelEmitter::emit_tile(int64_t r0, int64_t rows, uint64_t base, uint64
     LpuAsmHandler h(*this, n);
     VReg v = n.kind == LoopKind::Matmul ? matmul(n) : evaluate_node<VReg>(n, h);
     if (!(v.owned && v.rows == rows && v.cols == n.out_cols())) v = h.expand(v, rows, n.out_cols());
-    values_[n.output] = v;
-    if (hbm_out_.count(n.output)) {  // store right after the value is complete, so it can die early
-      const Buffer& buf = p_.buffers.at(n.output);
+    values_[n.out()] = v;
+    if (hbm_out_.count(n.out())) {  // store right after the value is complete, so it can die early
+      const Buffer& buf = p_.buffers.at(n.out());
       AccessPattern sp = analyze_access(n, n.store_index);
       if (!sp.ok) throw InternalError(strcat("codegen: store of ", n.name, ": ", sp.why_not));
       Pending st;
@@ -425,7 +425,7 @@ int64_t KernelEmitter::emit_tile(int64_t r0, int64_t rows, uint64_t base, uint64
             Pending part = st;
             part.in.rows = 1;
             part.in.cols = D;
-            part.in.hbm_addr = hbm_base(n.output) + static_cast<uint64_t>((sp.row_offset(r0 + r) + j * sp.col_outer_stride) * eb);
+            part.in.hbm_addr = hbm_base(n.out()) + static_cast<uint64_t>((sp.row_offset(r0 + r) + j * sp.col_outer_stride) * eb);
             part.in.hbm_rs = 0;
             part.store_offset = static_cast<uint64_t>((r * n.out_cols() + j * D) * kLmElem);
             body_.push_back(part);
@@ -444,7 +444,7 @@ int64_t KernelEmitter::emit_tile(int64_t r0, int64_t rows, uint64_t base, uint64
         }
         Pending part = st;
         part.in.rows = cnt;
-        part.in.hbm_addr = hbm_base(n.output) + static_cast<uint64_t>(first * eb);
+        part.in.hbm_addr = hbm_base(n.out()) + static_cast<uint64_t>(first * eb);
         part.in.hbm_rs = cnt > 1 ? stride : 0;
         part.store_offset = static_cast<uint64_t>(r * n.out_cols() * kLmElem);
         body_.push_back(part);

@@ -4,6 +4,7 @@
 #include <memory>
 
 #include "handlers/ops_handler.h"
+#include "loopir/reduce.h"
 #include "support/error.h"
 
 namespace lpu {
@@ -89,15 +90,9 @@ class InterpreterHandler final : public OpsHandler<Array> {
     int64_t rows = size_ / std::max<int64_t>(width, 1);
     auto out = std::make_shared<std::vector<float>>(static_cast<size_t>(rows));
     for (int64_t r = 0; r < rows; ++r) {
-      double acc = type == ReductionType::max ? -INFINITY : type == ReductionType::min ? INFINITY : 0.0;
-      for (int64_t c = 0; c < width; ++c) {
-        double x = (*v)[static_cast<size_t>(r * width + c)];
-        if (type == ReductionType::max) acc = std::max(acc, x);
-        else if (type == ReductionType::min) acc = std::min(acc, x);
-        else acc += x;
-      }
-      if (type == ReductionType::mean) acc /= static_cast<double>(width);
-      (*out)[static_cast<size_t>(r)] = static_cast<float>(acc);
+      Reducer acc(type);
+      for (int64_t c = 0; c < width; ++c) acc.add((*v)[static_cast<size_t>(r * width + c)]);
+      (*out)[static_cast<size_t>(r)] = static_cast<float>(acc.result());
     }
     return out;
   }
@@ -122,7 +117,7 @@ std::vector<Tensor> interpret_loop_ir(const LoopProgram& p, const TensorMap& inp
   for (const auto& n : p.nodes) {
     InterpreterHandler h(n, buffers);
     Array v = evaluate_node<Array>(n, h);
-    auto [it, fresh] = buffers.try_emplace(n.output, p.buffers.at(n.output).type);
+    auto [it, fresh] = buffers.try_emplace(n.out(), p.buffers.at(n.out()).type);
     Tensor& out = it->second;  // concatenation writers share one buffer
     (void)fresh;
     // Store: the value is over `ranges` (row-major); place each at store_index.

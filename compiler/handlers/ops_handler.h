@@ -79,12 +79,27 @@ V evaluate(const Expr& e, OpsHandler<V>& h, std::unordered_map<const ExprNode*, 
   return result;
 }
 
-// The value a node computes: its body, reduced when the node is a reduction (or a matmul).
+// Whether a node reduces its body over `reduction_ranges` (with `reduction`) or is a plain
+// loop over `ranges`. Every handler asks this one function, never the kind itself, so a new
+// kind that is a reduction in disguise (a matmul: sum over K of mul(load A, load B)) needs one
+// line here and nothing in the handlers; a kind nobody classified is an error, not a guess.
+inline bool node_reduces(const LoopNode& n) {
+  switch (n.kind) {
+    case LoopKind::Pointwise: return false;
+    case LoopKind::Reduction: return true;
+    case LoopKind::Matmul: return true;  // a sum over K of mul(load A, load B)
+  }
+  throw InputError(strcat("node ", n.name, ": loop kind #", static_cast<int>(n.kind),
+                          " is not known to the ops handlers (handlers/ops_handler.h: node_reduces)"));
+}
+
+// The value a node computes: its body, reduced when the node is a reduction.
 template <typename V>
 V evaluate_node(const LoopNode& n, OpsHandler<V>& h) {
+  bool reduces = node_reduces(n);
   std::unordered_map<const ExprNode*, V> memo;
   V v = evaluate(n.body, h, memo);
-  if (n.kind != LoopKind::Pointwise) v = h.reduction(n.reduction, v);  // Matmul: a sum over K
+  if (reduces) v = h.reduction(n.reduction, v);
   return v;
 }
 

@@ -299,10 +299,8 @@ Program parse_program(const std::string& text, const std::string& filename) {
         size_t nsrc = 1;
         if (op == "mov") {
           in.opcode = Opcode::VxeMov;
-        } else if (op == "rsum" || op == "rmax" || op == "rmin" || op == "rmean") {
-          in.opcode = Opcode::VxeReduce;
-          in.rop = op == "rsum" ? ReductionType::sum : op == "rmax" ? ReductionType::max
-                 : op == "rmin" ? ReductionType::min : ReductionType::mean;
+        } else if (op.size() > 1 && op[0] == 'r' && parse_reduction_type(op.substr(1), in.rop)) {
+          in.opcode = Opcode::VxeReduce;  // vxe.rsum, vxe.rargmax, ... (no scalar op is r + a reduction name)
         } else if (parse_scalar_op(op, in.vop)) {
           in.opcode = Opcode::VxeOp;
           nsrc = static_cast<size_t>(scalar_op_arity(in.vop));

@@ -273,6 +273,12 @@ int64_t Index::evaluate(const std::map<std::string, int64_t>& env) const {
   return r;
 }
 
+std::vector<std::pair<int64_t, IndexAtom>> Index::terms() const {
+  std::vector<std::pair<int64_t, IndexAtom>> out;
+  for (const auto& [key, t] : terms_) out.push_back(t);
+  return out;
+}
+
 std::string Index::str() const {
   std::string s;
   for (const auto& [key, t] : terms_) {

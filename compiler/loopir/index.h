@@ -56,6 +56,10 @@ class Index {
   Index substitute(const std::map<std::string, Index>& env) const;
   int64_t evaluate(const std::map<std::string, int64_t>& env) const;
 
+  // The terms (coefficient, atom) in canonical order, without the constant: lets a handler
+  // print the expression in its own language (handlers/cpp_source.cpp).
+  std::vector<std::pair<int64_t, IndexAtom>> terms() const;
+
   std::string str() const;
   bool operator==(const Index& o) const { return str() == o.str(); }
 

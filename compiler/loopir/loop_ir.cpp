@@ -22,12 +22,23 @@ const char* buffer_role_name(BufferRole r) {
 
 const char* reduction_type_name(ReductionType t) {
   switch (t) {
-    case ReductionType::sum: return "sum";
-    case ReductionType::max: return "max";
-    case ReductionType::min: return "min";
-    case ReductionType::mean: return "mean";
+#define LPU_NAME_RED(name) \
+  case ReductionType::name: return #name;
+    LPU_REDUCTION_TYPES(LPU_NAME_RED)
+#undef LPU_NAME_RED
   }
   return "?";
+}
+
+bool parse_reduction_type(const std::string& name, ReductionType& out) {
+#define LPU_PARSE_RED(n) \
+  if (name == #n) {      \
+    out = ReductionType::n; \
+    return true;         \
+  }
+  LPU_REDUCTION_TYPES(LPU_PARSE_RED)
+#undef LPU_PARSE_RED
+  return false;
 }
 
 std::vector<std::string> LoopNode::row_vars() const {
@@ -188,7 +199,7 @@ AccessPattern analyze_access(const LoopNode& node, const Index& index, const std
 std::vector<const LoopNode*> LoopProgram::writers(const std::string& buffer) const {
   std::vector<const LoopNode*> w;
   for (const auto& n : nodes)
-    if (n.output == buffer) w.push_back(&n);
+    if (n.out() == buffer) w.push_back(&n);
   return w;
 }
 
@@ -528,7 +539,7 @@ std::string print_loop_node(const LoopNode& n) {
     for (size_t i = 0; i < r.size(); ++i) s += (i ? ", " : "") + std::string(prefix) + std::to_string(i) + " < " + std::to_string(r[i]);
     return s + "]";
   };
-  std::string target = n.output == n.name ? n.name : n.output;
+  const std::string& target = n.out();
   if (n.kind == LoopKind::Pointwise) {
     os << n.name << " = pointwise " << ranges(n.ranges, "i") << " " << dtype_name(n.dtype) << "\n";
     os << "  " << target << "[" << n.store_index.str() << "] = " << expr_str(n.body) << "\n";
@@ -555,8 +566,8 @@ std::string print_loop_ir(const LoopProgram& p) {
   }
   std::set<std::string> listed;
   for (const auto& n : p.nodes) {
-    if (!listed.insert(n.output).second) continue;
-    const Buffer& b = p.buffers.at(n.output);
+    if (!listed.insert(n.out()).second) continue;
+    const Buffer& b = p.buffers.at(n.out());
     os << "  " << b.name << ": " << type_str(b.type) << " " << buffer_role_name(b.role) << "\n";
   }
   if (!p.constants.empty()) {

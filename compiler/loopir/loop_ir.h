@@ -27,8 +27,18 @@ struct Buffer {
   int64_t bytes() const { return type.bytes(); }
 };
 
-enum class ReductionType { sum, max, min, mean };
+// Every reduction a Reduction node (and the VXE, as vxe.rNAME) can do; semantics in
+// loopir/reduce.h. A new type gets a line here and a case in Reducer and in each handler that
+// emits reductions as text (the compiler's -Wswitch names them).
+#define LPU_REDUCTION_TYPES(X) X(sum) X(max) X(min) X(mean) X(prod) X(argmax) X(var)
+
+enum class ReductionType {
+#define LPU_ENUM_RED(name) name,
+  LPU_REDUCTION_TYPES(LPU_ENUM_RED)
+#undef LPU_ENUM_RED
+};
 const char* reduction_type_name(ReductionType t);
+bool parse_reduction_type(const std::string& name, ReductionType& out);
 
 // Matmul: a sum-reduction over r0 (= K) of mul(load A, load B), marked for the matrix engine
 // (GEMV/GEMM template). Its output is [..., M, N]: rows are (batch..., M), the column is N;
@@ -37,7 +47,9 @@ enum class LoopKind { Pointwise, Reduction, Matmul };
 
 struct LoopNode {
   std::string name;     // unique node name
-  std::string output;   // buffer it writes (= name, except the writers of a concatenation)
+  std::string output;   // buffer it writes (= name, except the writers of a concatenation);
+                        // empty means `name` (hand-built programs): read it through out()
+  const std::string& out() const { return output.empty() ? name : output; }
   std::string origin;   // graph node it was lowered from
   LoopKind kind = LoopKind::Pointwise;
   std::vector<int64_t> ranges;

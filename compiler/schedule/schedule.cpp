@@ -57,7 +57,7 @@ struct Analysis {
     preds.resize(n);
     succs.resize(n);
     reads.resize(n);
-    for (size_t i = 0; i < n; ++i) writers[p.nodes[i].output].push_back(static_cast<int>(i));
+    for (size_t i = 0; i < n; ++i) writers[p.nodes[i].out()].push_back(static_cast<int>(i));
     for (size_t i = 0; i < n; ++i) {
       for (const auto& l : p.nodes[i].loads()) {
         if (!reads[i].insert(l->buffer).second) continue;
@@ -133,11 +133,11 @@ Kernel make_kernel(const Analysis& a, const std::vector<int>& nodes) {
   std::set<std::string> graph_outputs(a.p.outputs.begin(), a.p.outputs.end());
   for (int m : nodes) {
     const LoopNode& ln = a.p.nodes[static_cast<size_t>(m)];
-    bool external = graph_outputs.count(ln.output) > 0 || a.writers.at(ln.output).size() > 1;
+    bool external = graph_outputs.count(ln.out()) > 0 || a.writers.at(ln.out()).size() > 1;
     for (int su : a.succs[static_cast<size_t>(m)])
       if (!self.count(su)) external = true;
-    if (external && std::find(k.hbm_outputs.begin(), k.hbm_outputs.end(), ln.output) == k.hbm_outputs.end())
-      k.hbm_outputs.push_back(ln.output);
+    if (external && std::find(k.hbm_outputs.begin(), k.hbm_outputs.end(), ln.out()) == k.hbm_outputs.end())
+      k.hbm_outputs.push_back(ln.out());
   }
   k.name = strcat(first.name, nodes.size() > 1 ? strcat("_x", nodes.size()) : "");
   return k;
@@ -165,7 +165,7 @@ Schedule schedule_program(const LoopProgram& p, const ScheduleOptions& opts) {
     // Vertical: producer -> consumer; saves the producer's write and the consumer's read.
     for (size_t c = 0; c < n; ++c)
       for (int pr : a.preds[c]) {
-        int64_t bytes = 2 * p.buffers.at(p.nodes[static_cast<size_t>(pr)].output).bytes();
+        int64_t bytes = 2 * p.buffers.at(p.nodes[static_cast<size_t>(pr)].out()).bytes();
         cands.push_back({pr, static_cast<int>(c), "vertical", bytes});
       }
     // Horizontal: siblings reading the same buffer; saves one read of it.

@@ -3,6 +3,7 @@
 #include <filesystem>
 
 #include "loopir/expr.h"
+#include "loopir/loop_ir.h"
 #include "support/error.h"
 #include "support/yaml_util.h"
 
@@ -27,7 +28,11 @@ std::map<std::string, VxeOpTiming> default_vxe_ops() {
            : std::string(#cls) == "divide" ? VxeOpTiming{12, 4.0} : VxeOpTiming{16, 4.0};
   LPU_SCALAR_OPS(LPU_DEFAULT_TIMING)
 #undef LPU_DEFAULT_TIMING
-  for (const char* r : {"rsum", "rmax", "rmin", "rmean"}) m[r] = {8, 1.0};
+  // Reductions: one combine per element; var (Welford) updates mean and M2, twice the work.
+#define LPU_DEFAULT_RED_TIMING(name) m["r" #name] = VxeOpTiming{8, 1.0};
+  LPU_REDUCTION_TYPES(LPU_DEFAULT_RED_TIMING)
+#undef LPU_DEFAULT_RED_TIMING
+  m["rvar"] = {8, 2.0};
   m["mov"] = {2, 1.0};
   return m;
 }

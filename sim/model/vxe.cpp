@@ -2,6 +2,7 @@
 
 #include <cmath>
 
+#include "loopir/reduce.h"
 #include "support/error.h"
 
 namespace lpu::sim {
@@ -52,15 +53,9 @@ void Vxe::compute(const Instruction& in) {
   if (in.opcode == Opcode::VxeReduce) {
     scratch_.assign(static_cast<size_t>(R), 0.0f);
     for (int64_t r = 0; r < R; ++r) {
-      double acc = in.rop == ReductionType::max ? -INFINITY : in.rop == ReductionType::min ? INFINITY : 0.0;
-      for (int64_t c = 0; c < C; ++c) {
-        double v = src(in.srcs[0], r, c);
-        if (in.rop == ReductionType::max) acc = std::max(acc, v);
-        else if (in.rop == ReductionType::min) acc = std::min(acc, v);
-        else acc += v;
-      }
-      if (in.rop == ReductionType::mean) acc /= static_cast<double>(C);
-      scratch_[static_cast<size_t>(r)] = static_cast<float>(acc);
+      Reducer acc(in.rop);  // the loop IR's reduction semantics (loopir/reduce.h)
+      for (int64_t c = 0; c < C; ++c) acc.add(src(in.srcs[0], r, c));
+      scratch_[static_cast<size_t>(r)] = static_cast<float>(acc.result());
     }
   } else {
     scratch_.resize(static_cast<size_t>(R * C));

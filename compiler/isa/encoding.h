@@ -1,0 +1,37 @@
+// The encoded (binary) form of an LPU program: what a loader would DMA to the device instead
+// of parsing assembly. `lpu compile --emit bin` writes it as program.lpubin; docs/isa.md has
+// the byte layout. Little-endian, fixed-size records:
+//
+//   header (48 B)     magic "LPUB", version, record sizes, table counts, total size, checksum
+//                     (FNV-1a 64 over the whole file except the checksum field)
+//   strings           program name; per buffer: name, HBM address, dtype, role, shape;
+//                     kernel names; the vector-op name table
+//   instructions      one 40-byte record each (operands by index into the pool)
+//   operand pool      one 16-byte record per VXE source operand
+//
+// Vector ops are stored as indices into a name table carried in the file ("add", "rsum", ...)
+// rather than as enum values, so inserting an op into LPU_SCALAR_OPS or LPU_REDUCTION_TYPES
+// does not change what old files mean.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "isa/program.h"
+
+namespace lpu {
+
+inline constexpr uint16_t kLpuBinVersion = 2;  // 2: 44-byte records with sxe.gemm depth
+
+// Throws InputError when a field does not fit its record (e.g. a tile dimension >= 2^32),
+// naming the instruction.
+std::vector<uint8_t> encode_program(const Program& p);
+
+// Validates everything it reads (sizes, enum codes, operand counts and ranges, padding, the
+// checksum) and throws InputError "SOURCE: byte OFFSET: message" on corrupt or truncated input.
+Program decode_program(const uint8_t* data, size_t size, const std::string& source = "<lpubin>");
+inline Program decode_program(const std::vector<uint8_t>& bytes, const std::string& source = "<lpubin>") {
+  return decode_program(bytes.data(), bytes.size(), source);
+}
+
+}  // namespace lpu
