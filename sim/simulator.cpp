@@ -8,28 +8,10 @@
 
 #include "model/device.h"
 #include "model/numeric.h"
+#include "sc_kernel.h"
 #include "support/error.h"
 
 namespace lpu {
-
-namespace {
-
-// SystemC keeps one global simulation context per process. Each run gets a fresh one
-// (systemc-notes.md: the old context cannot be freed cleanly, so it is leaked: ~ a few
-// hundred KB per run; parallel sweeps use processes, not threads).
-void fresh_systemc_context() {
-  static bool configured = false;
-  if (!configured) {
-    setenv("SYSTEMC_DISABLE_COPYRIGHT_MESSAGE", "1", 0);
-    configured = true;
-  }
-  sc_core::sc_curr_simcontext = new sc_core::sc_simcontext();
-  sc_core::sc_default_global_context = sc_core::sc_curr_simcontext;
-  // Silences "Info: /OSCI/SystemC: Simulation stopped by user."
-  sc_core::sc_report_handler::set_actions("/OSCI/SystemC", sc_core::SC_INFO, sc_core::SC_DO_NOTHING);
-}
-
-}  // namespace
 
 SimResult simulate(const Program& prog, const ArchConfig& arch, const SimOptions& opts, const TensorMap* inputs) {
   uint64_t need = prog.hbm_bytes_allocated();

@@ -98,3 +98,14 @@ TEST(Config, ShippedConfigsAllValidate) {
     }
   EXPECT_GE(n, 1);
 }
+
+TEST(Config, SxeModelDefaultsToApproxAndIsValidated) {
+  EXPECT_EQ(load_arch_config_string(kGood, "t.yaml").sxe.model, ArchConfig::Sxe::Model::Approx);
+  ArchConfig a = load_arch_config_string(kGood, "t.yaml", {"sxe.model=rtl"});
+  EXPECT_EQ(a.sxe.model, ArchConfig::Sxe::Model::Rtl);
+  EXPECT_EQ(arch_to_json(a)["sxe"]["model"], "rtl");
+  std::string m = error_of(kGood + std::string("  model: verilog\n"));
+  EXPECT_NE(m.find("t.yaml:15:"), std::string::npos) << m;
+  EXPECT_NE(m.find("sxe.model"), std::string::npos) << m;
+  EXPECT_NE(m.find("expected approx or rtl, got 'verilog'"), std::string::npos) << m;
+}

@@ -117,7 +117,7 @@ ArchConfig resolve(YamlDoc& doc) {
     }
   }
 
-  YAML::Node sxe = section("sxe", {"mac_trees", "lanes", "pipeline_depth", "queue_depth"}, true);
+  YAML::Node sxe = section("sxe", {"mac_trees", "lanes", "pipeline_depth", "queue_depth", "model"}, true);
   a.sxe.mac_trees = static_cast<int>(r.get_int(sxe, "mac_trees", "sxe"));
   r.check_range(sxe, "mac_trees", "sxe", a.sxe.mac_trees, 1, 1 << 16);
   a.sxe.lanes = static_cast<int>(r.get_int(sxe, "lanes", "sxe"));
@@ -126,6 +126,10 @@ ArchConfig resolve(YamlDoc& doc) {
   r.check_range(sxe, "pipeline_depth", "sxe", a.sxe.pipeline_depth, 1, 1024);
   a.sxe.queue_depth = static_cast<int>(r.get_int(sxe, "queue_depth", "sxe", a.sxe.queue_depth));
   r.check_range(sxe, "queue_depth", "sxe", a.sxe.queue_depth, 1, 4096);
+  std::string model = r.get_string(sxe, "model", "sxe", "approx");
+  if (model == "approx") a.sxe.model = ArchConfig::Sxe::Model::Approx;
+  else if (model == "rtl") a.sxe.model = ArchConfig::Sxe::Model::Rtl;
+  else r.fail(sxe["model"], "sxe.model", "expected approx or rtl, got '" + model + "'");
 
   YAML::Node isu = section("isu", {"issue_cycles"}, false);
   a.isu.issue_cycles = static_cast<int>(r.get_int(isu, "issue_cycles", "isu", a.isu.issue_cycles));
@@ -160,6 +164,8 @@ ArchConfig load_arch_config(const std::string& path, const std::vector<std::stri
   return resolve(doc);
 }
 
+const char* sxe_model_name(ArchConfig::Sxe::Model m) { return m == ArchConfig::Sxe::Model::Rtl ? "rtl" : "approx"; }
+
 std::string default_config_name() { return "lpu-small"; }
 
 std::string resolve_config_path(const std::string& name_or_path) {
@@ -189,7 +195,7 @@ nlohmann::json arch_to_json(const ArchConfig& a) {
   for (const auto& [k, t] : a.vxe.ops) ops[k] = {{"latency", t.latency}, {"ii", t.ii}};
   j["vxe"] = {{"lanes", a.vxe.lanes}, {"queue_depth", a.vxe.queue_depth}, {"ops", ops}};
   j["sxe"] = {{"mac_trees", a.sxe.mac_trees}, {"lanes", a.sxe.lanes}, {"pipeline_depth", a.sxe.pipeline_depth},
-              {"queue_depth", a.sxe.queue_depth}};
+              {"queue_depth", a.sxe.queue_depth}, {"model", sxe_model_name(a.sxe.model)}};
   j["isu"] = {{"issue_cycles", a.isu.issue_cycles}};
   j["host"] = {{"link_gbps", a.host.link_gbps}, {"latency_us", a.host.latency_us}, {"op_us", a.host.op_us}};
   j["sim"] = {{"max_us", a.sim.max_us}};

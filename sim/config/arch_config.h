@@ -53,10 +53,14 @@ struct ArchConfig {
   } vxe;
 
   struct Sxe {
+    // Timing model of the matrix engine: the closed form (sim/model/sxe_timing.h) or the
+    // Verilator RTL of the MAC trees (sim/rtl/, builds with LPU_WITH_RTL only).
+    enum class Model { Approx, Rtl };
     int mac_trees = 0;
     int lanes = 0;
     int pipeline_depth = 8;
     int queue_depth = 4;
+    Model model = Model::Approx;
   } sxe;
 
   struct Isu {
@@ -87,5 +91,6 @@ std::string resolve_config_path(const std::string& name_or_path);
 std::string default_config_name();
 
 nlohmann::json arch_to_json(const ArchConfig& a);
+const char* sxe_model_name(ArchConfig::Sxe::Model m);
 
 }  // namespace lpu

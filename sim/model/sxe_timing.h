@@ -6,6 +6,15 @@
 // weights (streamed from HBM) and the matching `lanes` activations (broadcast from the LMU).
 // An output element of a K-long dot product needs ceil(K / lanes) beats. Beats arrive at
 // `beats_per_cycle` <= 1 when the weight stream is slower than the tree (back-pressure).
+//
+// Checked against the RTL (sim/rtl/sxe_mac_tree.sv, tests/test_rtl.cpp): `pipeline_depth` is
+// the number of register stages from an accepted beat to the delivered result, the
+// accumulator/output register included, and the accumulator starts the next dot product
+// without a bubble. So no write-back constant is needed: a GEMV takes ceil(beats / rate) +
+// pipeline_depth cycles, counting the cycle in which the last result is handed over, exactly
+// on every benchmark (floating-point rounding of beats / rate could cost one cycle at worst).
+// Beat j of a stream at rate r is taken in the first cycle c with floor((c + 1) * r) > j
+// (a beat is usable once all its bytes have arrived).
 #pragma once
 #include <algorithm>
 #include <cmath>

@@ -1,0 +1,21 @@
+#include "sc_kernel.h"
+
+#include <systemc>
+
+#include <cstdlib>
+
+namespace lpu {
+
+void fresh_systemc_context() {
+  static bool configured = false;
+  if (!configured) {
+    setenv("SYSTEMC_DISABLE_COPYRIGHT_MESSAGE", "1", 0);
+    configured = true;
+  }
+  sc_core::sc_curr_simcontext = new sc_core::sc_simcontext();
+  sc_core::sc_default_global_context = sc_core::sc_curr_simcontext;
+  // Silences "Info: /OSCI/SystemC: Simulation stopped by user."
+  sc_core::sc_report_handler::set_actions("/OSCI/SystemC", sc_core::SC_INFO, sc_core::SC_DO_NOTHING);
+}
+
+}  // namespace lpu
