@@ -7,10 +7,14 @@
 #include <fstream>
 #include <iostream>
 #include <sstream>
+#include <thread>
+
+#include <unistd.h>
 
 #include "graph/ops.h"
 #include "jobs.h"
 #include "passes/passes.h"
+#include "sweep.h"
 #include "support/error.h"
 
 namespace fs = std::filesystem;
@@ -222,6 +226,17 @@ int main(int argc, char** argv) {
   cmp->add_flag("--functional", functional, "also check every policy's outputs against the reference");
   cmp->add_option("--json", json, "write all runs as JSON");
 
+  SweepOptions so;
+  std::string sweep_file;
+  so.jobs = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  auto* swp = app.add_subcommand("sweep", "run a design-space sweep (docs/sweeps.md), N processes at a time");
+  swp->add_option("file", sweep_file, "sweep YAML (see configs/sweeps/)")->required();
+  swp->add_option("-j,--jobs", so.jobs, "points simulated at once (child processes)")->capture_default_str();
+  swp->add_option("-o,--out", so.out_dir, "results directory: results.csv, results.jsonl, traces/")->required();
+  swp->add_flag("--resume", so.resume, "continue a sweep in -o: skip the points it already finished");
+  swp->add_option("--timeout", so.timeout_s, "fail a point that runs longer than this many seconds (0: no limit)");
+  swp->add_option("--json", json, "write a summary (counts, failures, fastest points) as JSON");
+
   auto* comp = app.add_subcommand("compile", "compile a workload and print or write its IRs");
   comp->add_option("workload", workload, "workload YAML or name in workloads/")->required();
   af.add(comp);
@@ -252,6 +267,10 @@ int main(int argc, char** argv) {
   try {
     if (*run) return cmd_run(workload, af, fusion, functional, json, trace);
     if (*cmp) return cmd_compare(workload, af, policies, functional, json);
+    if (*swp) {
+      so.progress_bar = isatty(STDOUT_FILENO);
+      return sweep_command(sweep_file, so, json);
+    }
     if (*comp) return cmd_compile(workload, af, fusion, emit, outdir);
     if (*chk) return cmd_check_config(cfg_files, cfg_sets);
     if (*lst) return cmd_list(what);
