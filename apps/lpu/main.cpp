@@ -14,6 +14,7 @@
 #include "graph/ops.h"
 #include "jobs.h"
 #include "passes/passes.h"
+#include "report.h"
 #include "sweep.h"
 #include "support/error.h"
 
@@ -83,7 +84,7 @@ int cmd_run(const std::string& workload, const ArchFlags& af, const std::string&
   RunOutcome o = run_job(w, arch, fusion, functional, !trace.empty());
   print_run(o);
   if (!json.empty()) write_json(json, o.to_json());
-  if (!trace.empty()) write_json(trace, trace_to_json(o.sim.trace));
+  if (!trace.empty()) write_json(trace, trace_json_for(o));
   if (o.check) {
     std::cout << fmt("functional: max abs error %.3g", o.check->max_abs_error)
               << fmt(", max rel error %.3g", o.check->max_rel_error) << " (tolerance |sim-ref| <= "
@@ -94,11 +95,11 @@ int cmd_run(const std::string& workload, const ArchFlags& af, const std::string&
 }
 
 int cmd_compare(const std::string& workload, const ArchFlags& af, const std::string& policies, bool functional,
-                const std::string& json) {
+                const std::string& json, const std::string& report) {
   WorkloadSpec w = resolve_workload(workload);
   ArchConfig arch = af.load();
   std::vector<RunOutcome> runs;
-  for (const auto& p : split_list(policies)) runs.push_back(run_job(w, arch, p, functional));
+  for (const auto& p : split_list(policies)) runs.push_back(run_job(w, arch, p, functional, !report.empty()));
   if (runs.empty()) throw InputError("--fusion: no policy given");
   double base = static_cast<double>(runs.front().sim.stats.cycles);
   std::vector<std::vector<std::string>> rows;
@@ -132,6 +133,7 @@ int cmd_compare(const std::string& workload, const ArchFlags& af, const std::str
     write_json(json, out);
     std::cout << "wrote " << json << "\n";
   }
+  if (!report.empty() && write_compare_report(out, runs, report) != 0) return 2;
   if (!all_ok) throw CheckFailed("functional check failed");
   return 0;
 }
@@ -225,6 +227,8 @@ int main(int argc, char** argv) {
   cmp->add_option("--fusion", policies, "comma-separated policies")->capture_default_str();
   cmp->add_flag("--functional", functional, "also check every policy's outputs against the reference");
   cmp->add_option("--json", json, "write all runs as JSON");
+  std::string report_dir;
+  cmp->add_option("--report", report_dir, "also write an HTML report with plots and timelines into this directory");
 
   SweepOptions so;
   std::string sweep_file;
@@ -236,6 +240,13 @@ int main(int argc, char** argv) {
   swp->add_flag("--resume", so.resume, "continue a sweep in -o: skip the points it already finished");
   swp->add_option("--timeout", so.timeout_s, "fail a point that runs longer than this many seconds (0: no limit)");
   swp->add_option("--json", json, "write a summary (counts, failures, fastest points) as JSON");
+
+  ReportOptions ro;
+  auto* rep = app.add_subcommand("report", "write an HTML report with plots (docs/reports.md)");
+  rep->add_option("inputs", ro.inputs, "a sweep directory, compare/run JSON files, trace files")->required();
+  rep->add_option("-o,--out", ro.out_dir, "report directory (index.html and PNGs)")->required();
+  rep->add_option("--cost", ro.cost, "Pareto cost: a results column, e.g. arch.lmu.capacity_kib (default: a relative hardware-cost proxy)");
+  rep->add_option("--json", ro.json, "write the report's list of plots and notes as JSON");
 
   auto* comp = app.add_subcommand("compile", "compile a workload and print or write its IRs");
   comp->add_option("workload", workload, "workload YAML or name in workloads/")->required();
@@ -266,11 +277,12 @@ int main(int argc, char** argv) {
 
   try {
     if (*run) return cmd_run(workload, af, fusion, functional, json, trace);
-    if (*cmp) return cmd_compare(workload, af, policies, functional, json);
+    if (*cmp) return cmd_compare(workload, af, policies, functional, json, report_dir);
     if (*swp) {
       so.progress_bar = isatty(STDOUT_FILENO);
       return sweep_command(sweep_file, so, json);
     }
+    if (*rep) return report_command(ro);
     if (*comp) return cmd_compile(workload, af, fusion, emit, outdir);
     if (*chk) return cmd_check_config(cfg_files, cfg_sets);
     if (*lst) return cmd_list(what);
