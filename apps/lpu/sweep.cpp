@@ -198,7 +198,10 @@ SweepSummary run_sweep(const SweepSpec& spec, const SweepOptions& opts, std::ost
 
   write_atomically(dir + "/manifest.json", sweep_manifest(spec).dump(2) + "\n");
   if (fs::absolute(spec.file) != fs::absolute(dir + "/sweep.yaml")) write_atomically(dir + "/sweep.yaml", read_text(spec.file));
+  // Children write here, and the parent moves what it keeps. Leftovers are from a killed
+  // sweep (its children died with it: die_with_parent), so with the lock held they can go.
   const std::string tmp = dir + "/.tmp";
+  fs::remove_all(tmp);
   fs::create_directories(tmp);
   if (spec.traces != "none") fs::create_directories(dir + "/traces");
 
@@ -309,8 +312,7 @@ SweepSummary run_sweep(const SweepSpec& spec, const SweepOptions& opts, std::ost
   progress.update(done, failed_now, 0, true);
   progress.finish();
   store.close();
-  std::error_code ec;
-  fs::remove(tmp, ec);  // only when empty; leftovers of a killed run stay for inspection
+  fs::remove_all(tmp);
 
   // Totals over every point of this sweep file, including those run before a --resume.
   std::map<std::string, const ojson*> by_id;

@@ -153,7 +153,8 @@ std::string strip_location(const std::string& msg, const std::string& file) {
   return pos == std::string::npos ? msg : msg.substr(pos + 2);
 }
 
-void validate_points(const SweepSpec& s, const YamlReader& r, const YAML::Node& root) {
+void validate_points(const SweepSpec& s, const YamlReader& r, const YAML::Node& root,
+                     const std::vector<std::pair<std::string, YAML::Node>>& set_nodes) {
   std::ifstream f(s.base);
   std::stringstream text;
   text << f.rdbuf();
@@ -165,6 +166,9 @@ void validate_points(const SweepSpec& s, const YamlReader& r, const YAML::Node& 
     }
     return "";
   };
+  for (const auto& [key, node] : set_nodes)
+    if (std::string e = try_load({key + "=" + node.Scalar()}); !e.empty())
+      r.fail(node, "set." + key, "rejected by the config: " + e);
   if (std::string e = try_load(s.base_sets); !e.empty())
     r.fail(root["set"] ? root["set"] : root, root["set"] ? "set" : "base", "rejected by the config: " + e);
   // Each value alone first, so the message points at the value's own line.
@@ -205,8 +209,8 @@ SweepSpec resolve(const YamlDoc& doc, const std::string& base_dir) {
   }
 
   std::set<std::string> fixed;
+  std::vector<std::pair<std::string, YAML::Node>> kv;
   if (YAML::Node set = root["set"]) {
-    std::vector<std::pair<std::string, YAML::Node>> kv;
     flatten_sets(r, set, "", kv);
     for (const auto& [k, v] : kv) {
       s.base_sets.push_back(k + "=" + v.Scalar());
@@ -277,7 +281,7 @@ SweepSpec resolve(const YamlDoc& doc, const std::string& base_dir) {
   if (s.zip && !s.axes.empty()) total *= static_cast<double>(s.axes.front().values.size());
   if (total > static_cast<double>(kMaxPoints))
     r.fail(root["axes"], "axes", strcat("the sweep has ", total, " points; the limit is ", kMaxPoints));
-  validate_points(s, r, root);
+  validate_points(s, r, root, kv);
   return s;
 }
 
