@@ -156,6 +156,18 @@ def load_sweep_dir(path, inputs):
         inputs.runs.append(run)
         if trace and os.path.exists(trace) and sweep.is_reference(run):
             inputs.traces.append(load_trace(trace, load_json(trace), run.workload, run.fusion))
+    # Rows are in completion order (parallel, resumed); plots want the sweep file's order.
+    w_order = {w["name"]: i for i, w in enumerate(manifest.get("workloads", []))}
+    f_order = {f: i for i, f in enumerate(manifest.get("fusion", []))}
+
+    def position(workload, fusion, point=None):
+        key = [w_order.get(workload, 0), f_order.get(fusion, 0)]
+        for a in manifest.get("axes", []):
+            v = (point or {}).get(a["key"])
+            key.append(a["values"].index(v) if v in a["values"] else 0)
+        return key
+    inputs.runs.sort(key=lambda r: position(r.workload, r.fusion, r.point))
+    inputs.traces.sort(key=lambda t: position(t.workload, t.fusion))
     inputs.sweep = sweep
 
 
