@@ -235,7 +235,7 @@ int main(int argc, char** argv) {
   so.jobs = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   auto* swp = app.add_subcommand("sweep", "run a design-space sweep (docs/sweeps.md), N processes at a time");
   swp->add_option("file", sweep_file, "sweep YAML (see configs/sweeps/)")->required();
-  swp->add_option("-j,--jobs", so.jobs, "points simulated at once (child processes)")->capture_default_str();
+  swp->add_option("-j,--jobs", so.jobs, "points simulated at once (child processes; default: the CPU count)")->capture_default_str();
   swp->add_option("-o,--out", so.out_dir, "results directory: results.csv, results.jsonl, traces/")->required();
   swp->add_flag("--resume", so.resume, "continue a sweep in -o: skip the points it already finished");
   swp->add_option("--timeout", so.timeout_s, "fail a point that runs longer than this many seconds (0: no limit)");

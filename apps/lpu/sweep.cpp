@@ -288,7 +288,6 @@ SweepSummary run_sweep(const SweepSpec& spec, const SweepOptions& opts, std::ost
   };
 
   while (next < pending.size() || !running.empty()) {
-    while (next < pending.size() && running.size() < static_cast<size_t>(opts.jobs)) start(pending[next++]);
     bool reaped = false;
     int status = 0;
     pid_t pid;
@@ -306,6 +305,7 @@ SweepSummary run_sweep(const SweepSpec& spec, const SweepOptions& opts, std::ost
           ::kill(cpid, SIGKILL);
           r.timed_out = true;
         }
+    while (next < pending.size() && running.size() < static_cast<size_t>(opts.jobs)) start(pending[next++]);
     progress.update(done, failed_now, running.size(), reaped);
     if (!reaped) std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }
