@@ -110,7 +110,9 @@ def heatmap(sweep, runs, out_dir, name="heatmap.png"):
                          if (w is None or r.workload == w) and r.fusion == x and point_label(r) == y), None)
         held = ""
     rows, cols = _panels(len(panels))
-    fig, axes = plt.subplots(rows, cols, figsize=(4.8 * cols + 1, 0.45 * len(ys) * rows + 2.8 * rows), squeeze=False)
+    label_in = 0.07 * max(len(fmt_value(y)) for y in ys)  # room for long y tick labels
+    fig, axes = plt.subplots(rows, cols, figsize=((4.8 + label_in) * cols + 1, 0.45 * len(ys) * rows + 2.8 * rows),
+                             squeeze=False)
     for i, (w, p) in enumerate(panels):
         ax = axes[i // cols, i % cols]
         grid = [[cell(w, p, x, y) for x in xs] for y in ys]

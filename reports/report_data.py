@@ -140,11 +140,7 @@ def load_sweep_dir(path, inputs):
                 rows.append(json.loads(line))
             except ValueError as e:
                 raise InputProblem("%s:%d: not a JSON row: %s" % (results, n, e))
-    # Rows of points the sweep file no longer has (edited between runs) are left out.
-    wanted = {w["name"] for w in manifest.get("workloads", [])}
-    policies = set(manifest.get("fusion", []))
-    rows = [r for r in rows if r.get("workload") in wanted and r.get("fusion") in policies
-            and all(k in r for k in axes)]
+    rows = [r for r in rows if in_sweep(r, manifest)]
     sweep = Sweep(path, manifest, rows)
     for r in rows:
         if r.get("status") != "ok":
@@ -169,6 +165,21 @@ def load_sweep_dir(path, inputs):
     inputs.runs.sort(key=lambda r: position(r.workload, r.fusion, r.point))
     inputs.traces.sort(key=lambda t: position(t.workload, t.fusion))
     inputs.sweep = sweep
+
+
+def in_sweep(row, manifest):
+    """Whether a row is a point of the sweep as the manifest describes it now: rows of points
+    the sweep file no longer has (edited between runs) are left out."""
+    if row.get("workload") not in {w["name"] for w in manifest.get("workloads", [])}:
+        return False
+    if row.get("fusion") not in manifest.get("fusion", []):
+        return False
+    index = set()
+    for a in manifest.get("axes", []):
+        if a["key"] not in row or row[a["key"]] not in a["values"]:
+            return False
+        index.add(a["values"].index(row[a["key"]]))
+    return manifest.get("combine") != "zip" or len(index) <= 1
 
 
 def load_trace(path, j, workload=None, fusion=None):
