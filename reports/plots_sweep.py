@@ -1,5 +1,6 @@
 """Plots across the points of a sweep: metric vs swept key, heatmap, Pareto front."""
 from plot_util import NoData, colour_map, fmt_value, marker_map, number, plt, save, unique
+from report_data import InputProblem
 
 LATENCY = ("latency_us", "latency (µs)")
 HBM_UTIL = ("hbm_bandwidth_utilization", "HBM bandwidth utilisation (%)")
@@ -149,11 +150,15 @@ COST_RESOURCES = [
 ]
 
 
-def cost_function(sweep, cost_key):
+def cost_function(sweep, runs, cost_key):
     if cost_key:
         def cost(r):
             v = r.get(cost_key, r.point.get(cost_key))
             return v if number(v) else None
+        if runs and not any(cost(r) is not None for r in runs):
+            columns = sorted({k for r in runs for k, v in list(r.flat.items()) + list(r.point.items()) if number(v)})
+            raise InputProblem("--cost %s: not a numeric column of the results; numeric columns: %s"
+                               % (cost_key, ", ".join(columns)))
         return cost, cost_key, "the column %s" % cost_key
     base = sweep.manifest.get("base_arch") or {}
     used = [(n, f) for n, f in COST_RESOURCES if number(f(base)) and f(base) > 0]
@@ -171,7 +176,7 @@ def cost_function(sweep, cost_key):
 
 
 def pareto(sweep, runs, out_dir, cost_key="", name="pareto.png"):
-    cost, xlabel, what = cost_function(sweep, cost_key)
+    cost, xlabel, what = cost_function(sweep, runs, cost_key)
     pts = [(cost(r), r.get("latency_us"), r) for r in runs]
     pts = [p for p in pts if p[0] is not None and number(p[1])]
     if not pts:

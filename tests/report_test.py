@@ -92,6 +92,8 @@ def main(lpu, work):
         page = f.read()
     check("Failed points" in page and "local memory" in page, "the page lists the failed point and its error")
     check("arch.lmu.capacity_kib" in page, "--cost names the Pareto cost column")
+    r = lpu_run(lpu, "report", os.path.join(work, "failing"), "-o", fail_out, "--cost", "no.such.column")
+    check(r.returncode == 2 and "numeric columns" in r.stderr, "--cost with an unknown column is exit 2")
 
     # compare --report: a trace per policy, so the timeline is drawn too.
     cmp_dir = os.path.join(work, "compare")

@@ -134,6 +134,7 @@ TEST(SweepSpec, ScalarsBecomeTypedJson) {
   EXPECT_EQ(scalar_to_json("2.5"), nlohmann::json(2.5));
   EXPECT_EQ(scalar_to_json("true"), nlohmann::json(true));
   EXPECT_EQ(scalar_to_json("greedy"), nlohmann::json("greedy"));
+  EXPECT_EQ(scalar_to_json("["), nlohmann::json("["));  // not a YAML document by itself
 }
 
 TEST(SweepStore, RowsFlattenStatisticsAndKeepArraysNested) {

@@ -349,7 +349,12 @@ std::vector<std::string> point_sets(const SweepSpec& s, const SweepPoint& p) {
 nlohmann::json scalar_to_json(const std::string& scalar) {
   int64_t i;
   if (parse_int(scalar, i)) return i;
-  YAML::Node n = YAML::Load(scalar);
+  YAML::Node n;
+  try {
+    n = YAML::Load(scalar);
+  } catch (const YAML::Exception&) {
+    return scalar;  // text that is not a YAML document on its own, e.g. a quoted "["
+  }
   double d;
   bool b;
   if (YAML::convert<double>::decode(n, d) && std::isfinite(d)) return d;
