@@ -48,6 +48,10 @@ class Report:
         self.plots.append({"file": plot.file, "title": plot.title, "section": self.toc[-1][1]})
 
 
+def no_data(reason):
+    raise NoData(reason)
+
+
 def pct(x):
     return "%.1f %%" % (100 * x) if number(x) else ""
 
@@ -103,15 +107,23 @@ def sweep_report(rep, inputs, cost):
         rep.page.table(["point", "exit", "error"], [[r["point_id"], r.get("exit_code"), r.get("error", "")]
                                                     for r in failed], ["failed"] * len(failed))
     ref = [r for r in runs if sweep.is_reference(r)]
-    where = ", ".join("%s=%s" % (k, fmt_value(v)) for k, v in sweep.reference.items())
-    per_run_sections(rep, ref, "at the reference point " + where if where else "")
+    where = "at the reference point " + ", ".join("%s=%s" % (k, fmt_value(v)) for k, v in sweep.reference.items())
+    if not ref and runs:
+        # Every run of the reference point failed: show the first point that has results.
+        point = runs[0].point
+        ref = [r for r in runs if r.point == point]
+        where = "at %s (no run of the reference point succeeded)" % ", ".join(
+            "%s=%s" % (k, fmt_value(v)) for k, v in point.items())
+    per_run_sections(rep, ref, where if sweep.axes else "")
     rep.section("Sweep plots", "sweep-plots")
     for title, draw in plots_sweep.sweep_plots(sweep, runs, rep.out_dir, cost):
         rep.attempt(title, draw)
     rep.section("Roofline", "roofline")
     rep.attempt("Roofline", lambda: plots_runs.roofline(runs, rep.out_dir))
     rep.section("Timeline", "timeline")
-    rep.attempt("Timeline", lambda: plots_trace.timeline(inputs.traces, rep.out_dir))
+    rep.attempt("Timeline", lambda: plots_trace.timeline(inputs.traces, rep.out_dir) if inputs.traces else no_data(
+        "the sweep has no trace of a successful point (the sweep file says traces: %s; with 'reference' only "
+        "the reference point's runs are traced)" % m.get("traces", "?")))
     rep.section("All points", "points")
     limit = 2000
     runs_table(rep, runs[:limit], sweep.axes)
