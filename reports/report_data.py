@@ -210,6 +210,9 @@ def load_inputs(paths):
             inputs.runs.append(run_from_json(j, p))
         else:
             raise InputProblem("%s: neither a run, a compare result, nor a trace (see docs/reports.md)" % p)
+    if inputs.sweep and any(r.source != os.path.join(inputs.sweep.path, "results.jsonl") for r in inputs.runs):
+        raise InputProblem("a sweep directory cannot be mixed with run or compare files in one report "
+                           "(trace files are fine)")
     # Pair traces given as files with their runs (by workload and policy), so the timeline
     # can be titled by the run.
     for t in inputs.traces:

@@ -113,6 +113,8 @@ def main(lpu, work):
     # Bad input: exit 2 with a message.
     r = lpu_run(lpu, "report", os.path.join(work, "nope.json"), "-o", os.path.join(work, "bad"))
     check(r.returncode == 2 and "no such file" in r.stderr, "a missing input is exit 2")
+    r = lpu_run(lpu, "report", sweep_dir, run_json, "-o", os.path.join(work, "bad"))
+    check(r.returncode == 2 and "cannot be mixed" in r.stderr, "a sweep mixed with run files is exit 2")
     junk = os.path.join(work, "junk.json")
     with open(junk, "w") as f:
         f.write('{"hello": 1}')
