@@ -55,5 +55,16 @@ check bin_magic 0 "^LPUB" -- head -c 4 "$TMP/h/program.lpubin"
 check bin_needs_out 2 "give -o DIR" -- "$LPU" compile ln_gelu_add --emit bin
 check emit_unknown 2 "unknown artefact 'bogus'" -- "$LPU" compile ln_gelu_add --emit bogus
 
+check help_sweep 0 "--resume" -- "$LPU" sweep --help
+check help_report 0 "--cost" -- "$LPU" report --help
+check help_compare_report 0 "--report" -- "$LPU" compare --help
+check sweep_no_file 2 "nope.yaml: cannot open" -- "$LPU" sweep "$TMP/nope.yaml" -o "$TMP/sw"
+printf 'workloads: [ln_gelu_add]\nfusion: [none]\naxes:\n  hbm.bandwith_gbps: [128]\n' > "$TMP/s.yaml"
+check sweep_axis_typo 2 "s.yaml:4: axes.hbm.bandwith_gbps: .*unknown key \(did you mean 'bandwidth_gbps'" -- "$LPU" sweep "$TMP/s.yaml" -o "$TMP/sw"
+printf 'workloads: [ln_gelu_add]\nfusion: [none]\naxes:\n  lmu.capacity_kib: {start: 64, stop: 0, step: 64}\n' > "$TMP/r.yaml"
+check sweep_bad_range 2 "r.yaml:4: axes.lmu.capacity_kib.step: step 64 never gets from 64 to 0" -- "$LPU" sweep "$TMP/r.yaml" -o "$TMP/sw"
+check sweep_bad_jobs 2 "at least 1 job" -- "$LPU" sweep configs/sweeps/hbm_linear.yaml -j 0 -o "$TMP/sw0"
+check report_no_input 2 "no such file" -- "$LPU" report "$TMP/none.json" -o "$TMP/rep"
+
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]

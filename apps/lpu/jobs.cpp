@@ -128,6 +128,32 @@ RunOutcome run_job(const WorkloadSpec& w, const ArchConfig& arch, const std::str
   return o;
 }
 
+namespace {
+// The arithmetic a program does, for rooflines: one VXE element operation per element of
+// every vector op and reduction (moves are not arithmetic). No `default:` on purpose: a new
+// opcode (the SXE's, say) must decide here how it counts, or the build warns.
+nlohmann::json work_to_json(const Program& p) {
+  uint64_t vxe = 0, sxe = 0;
+  for (const auto& in : p.code) {
+    switch (in.opcode) {
+      case Opcode::VxeOp:
+      case Opcode::VxeReduce:
+        vxe += static_cast<uint64_t>(in.rows * in.cols);
+        break;
+      case Opcode::SxeGemm:  // a multiply and an add per MAC
+        sxe += static_cast<uint64_t>(2 * in.rows * in.depth * in.cols);
+        break;
+      case Opcode::VxeMov:
+      case Opcode::DmaLoad:
+      case Opcode::DmaStore:
+      case Opcode::Halt:
+        break;
+    }
+  }
+  return {{"vxe_elem_ops", vxe}, {"sxe_flops", sxe}};
+}
+}  // namespace
+
 nlohmann::json RunOutcome::to_json() const {
   nlohmann::json j = stats_to_json(sim.stats);
   j["fusion"] = fusion;
@@ -143,6 +169,7 @@ nlohmann::json RunOutcome::to_json() const {
   for (const auto& [k, v] : workload.params) wl[k] = v;
   j["workload"] = wl;
   j["arch"] = arch_to_json(arch);
+  j["work"] = work_to_json(comp.code.program);
   // Kernels: add the graph nodes each came from.
   for (size_t k = 0; k < j["kernels"].size() && k < comp.schedule.kernels.size(); ++k) {
     nlohmann::json nodes = nlohmann::json::array();

@@ -7,6 +7,9 @@
 #include <fstream>
 #include <iostream>
 #include <sstream>
+#include <thread>
+
+#include <unistd.h>
 
 #include "graph/ops.h"
 #include "handlers/counting.h"
@@ -14,6 +17,8 @@
 #include "isa/encoding.h"
 #include "jobs.h"
 #include "passes/passes.h"
+#include "report.h"
+#include "sweep.h"
 #include "support/error.h"
 
 namespace fs = std::filesystem;
@@ -85,7 +90,7 @@ int cmd_run(const std::string& workload, const ArchFlags& af, const std::string&
   RunOutcome o = run_job(w, arch, fusion, functional, !trace.empty());
   print_run(o);
   if (!json.empty()) write_json(json, o.to_json());
-  if (!trace.empty()) write_json(trace, trace_to_json(o.sim.trace));
+  if (!trace.empty()) write_json(trace, trace_json_for(o));
   if (o.check) {
     std::cout << fmt("functional: max abs error %.3g", o.check->max_abs_error)
               << fmt(", max rel error %.3g", o.check->max_rel_error) << " (tolerance |sim-ref| <= "
@@ -96,11 +101,11 @@ int cmd_run(const std::string& workload, const ArchFlags& af, const std::string&
 }
 
 int cmd_compare(const std::string& workload, const ArchFlags& af, const std::string& policies, bool functional,
-                const std::string& json) {
+                const std::string& json, const std::string& report) {
   WorkloadSpec w = resolve_workload(workload);
   ArchConfig arch = af.load();
   std::vector<RunOutcome> runs;
-  for (const auto& p : split_list(policies)) runs.push_back(run_job(w, arch, p, functional));
+  for (const auto& p : split_list(policies)) runs.push_back(run_job(w, arch, p, functional, !report.empty()));
   if (runs.empty()) throw InputError("--fusion: no policy given");
   double base = static_cast<double>(runs.front().sim.stats.cycles);
   std::vector<std::vector<std::string>> rows;
@@ -134,6 +139,7 @@ int cmd_compare(const std::string& workload, const ArchFlags& af, const std::str
     write_json(json, out);
     std::cout << "wrote " << json << "\n";
   }
+  if (!report.empty() && write_compare_report(out, runs, report) != 0) return 2;
   if (!all_ok) throw CheckFailed("functional check failed");
   return 0;
 }
@@ -240,6 +246,26 @@ int main(int argc, char** argv) {
   cmp->add_option("--fusion", policies, "comma-separated policies")->capture_default_str();
   cmp->add_flag("--functional", functional, "also check every policy's outputs against the reference");
   cmp->add_option("--json", json, "write all runs as JSON");
+  std::string report_dir;
+  cmp->add_option("--report", report_dir, "also write an HTML report with plots and timelines into this directory");
+
+  SweepOptions so;
+  std::string sweep_file;
+  so.jobs = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  auto* swp = app.add_subcommand("sweep", "run a design-space sweep (docs/sweeps.md), N processes at a time");
+  swp->add_option("file", sweep_file, "sweep YAML (see configs/sweeps/)")->required();
+  swp->add_option("-j,--jobs", so.jobs, "points simulated at once (child processes; default: the CPU count)")->capture_default_str();
+  swp->add_option("-o,--out", so.out_dir, "results directory: results.csv, results.jsonl, traces/")->required();
+  swp->add_flag("--resume", so.resume, "continue a sweep in -o: skip the points it already finished");
+  swp->add_option("--timeout", so.timeout_s, "fail a point that runs longer than this many seconds (0: no limit)");
+  swp->add_option("--json", json, "write a summary (counts, failures, fastest points) as JSON");
+
+  ReportOptions ro;
+  auto* rep = app.add_subcommand("report", "write an HTML report with plots (docs/reports.md)");
+  rep->add_option("inputs", ro.inputs, "a sweep directory, compare/run JSON files, trace files")->required();
+  rep->add_option("-o,--out", ro.out_dir, "report directory (index.html and PNGs)")->required();
+  rep->add_option("--cost", ro.cost, "Pareto cost: a results column, e.g. arch.lmu.capacity_kib (default: a relative hardware-cost proxy)");
+  rep->add_option("--json", ro.json, "write the report's list of plots and notes as JSON");
 
   auto* comp = app.add_subcommand("compile", "compile a workload and print or write its IRs");
   comp->add_option("workload", workload, "workload YAML or name in workloads/")->required();
@@ -272,7 +298,12 @@ int main(int argc, char** argv) {
 
   try {
     if (*run) return cmd_run(workload, af, fusion, functional, json, trace);
-    if (*cmp) return cmd_compare(workload, af, policies, functional, json);
+    if (*cmp) return cmd_compare(workload, af, policies, functional, json, report_dir);
+    if (*swp) {
+      so.progress_bar = isatty(STDOUT_FILENO);
+      return sweep_command(sweep_file, so, json);
+    }
+    if (*rep) return report_command(ro);
     if (*comp) return cmd_compile(workload, af, fusion, emit, outdir);
     if (*chk) return cmd_check_config(cfg_files, cfg_sets);
     if (*lst) return cmd_list(what);

@@ -1,0 +1,218 @@
+#!/usr/bin/env python3
+"""lpu report: an offline HTML page with PNG plots from sweep results, compare/run JSON and traces.
+
+    lpu_report.py INPUT... -o DIR [--json FILE] [--cost COLUMN]
+
+Usually run through `lpu report` (which finds an interpreter with matplotlib). Writes
+DIR/index.html, the PNGs it shows, and DIR/report.json (the plots drawn and the ones that
+could not be, with the reason). Exit codes: 0 ok, 2 bad input, 4 a bug in this script.
+Formats and plots: docs/reports.md.
+"""
+import argparse
+import json
+import os
+import sys
+import traceback
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+from html_page import Page  # noqa: E402
+from plot_util import NoData, fmt_value, number  # noqa: E402
+import plots_runs  # noqa: E402
+import plots_sweep  # noqa: E402
+import plots_trace  # noqa: E402
+from report_data import InputProblem, load_inputs  # noqa: E402
+
+
+class Report:
+    def __init__(self, out_dir, title):
+        self.out_dir = out_dir
+        self.page = Page(title)
+        self.toc = []
+        self.plots = []
+        self.missing = []
+
+    def section(self, title, anchor):
+        self.page.h2(title, anchor)
+        self.toc.append((anchor, title))
+
+    def attempt(self, title, draw):
+        """Draws one plot; when the inputs lack its data, the page says why instead."""
+        try:
+            plot = draw()
+        except NoData as e:
+            self.page.p("%s: not drawn: %s." % (title, e), "note")
+            self.missing.append({"title": title, "reason": str(e)})
+            return
+        self.page.figure(plot)
+        self.plots.append({"file": plot.file, "title": plot.title, "section": self.toc[-1][1]})
+
+
+def no_data(reason):
+    raise NoData(reason)
+
+
+def pct(x):
+    return "%.1f %%" % (100 * x) if number(x) else ""
+
+
+def num(x, f="%.3f"):
+    return f % x if number(x) else ""
+
+
+def runs_table(rep, runs, extra_keys=()):
+    engines = plots_runs.engine_names(runs)
+    header = ["workload", "fusion"] + list(extra_keys) + ["latency (µs)", "cycles", "kernels", "HBM read (MB)",
+                                                          "HBM write (MB)", "traffic / compulsory", "HBM util"]
+    header += ["%s util" % e for e in engines]
+    rows = []
+    for r in runs:
+        rows.append([r.workload, r.fusion] + [fmt_value(r.point.get(k, "")) for k in extra_keys] + [
+            num(r.get("latency_us")), r.get("cycles", ""), r.get("num_kernels", ""),
+            num((r.get("hbm_read_bytes") or 0) / 1e6), num((r.get("hbm_write_bytes") or 0) / 1e6),
+            num(r.get("traffic_ratio"), "%.2f"), pct(r.get("hbm_bandwidth_utilization"))]
+            + [pct(r.get("engines.%s.utilization" % e)) for e in engines])
+    rep.page.table(header, rows)
+
+
+def per_run_sections(rep, runs, subtitle=""):
+    rep.section("Fusion: latency and HBM traffic", "fusion")
+    rep.attempt("Fused vs unfused", lambda: plots_runs.fusion_bars(runs, rep.out_dir, subtitle=subtitle))
+    rep.section("Engine utilisation", "engines")
+    rep.attempt("Per-engine utilisation", lambda: plots_runs.engine_utilisation(runs, rep.out_dir, subtitle=subtitle))
+    rep.section("Time per kernel", "kernels")
+    rep.attempt("Time breakdown per kernel", lambda: plots_runs.kernel_breakdown(runs, rep.out_dir, subtitle=subtitle))
+
+
+def sweep_report(rep, inputs, cost):
+    sweep, runs = inputs.sweep, inputs.runs
+    m = sweep.manifest
+    rep.section("Sweep", "sweep")
+    ok = sum(1 for r in sweep.rows if r.get("status") == "ok")
+    failed = [r for r in sweep.rows if r.get("status") != "ok"]
+    rep.page.p("%s%s" % (sweep.name, ": " + m["description"] if m.get("description") else ""))
+    rep.page.table(["", ""], [
+        ["directory", sweep.path], ["base config", m.get("base", "")],
+        ["fixed overrides", ", ".join(m.get("set", [])) or "none"],
+        ["workloads", ", ".join(w["name"] for w in m.get("workloads", []))],
+        ["fusion policies", ", ".join(m.get("fusion", []))],
+        ["combine", m.get("combine", "")],
+    ] + [["axis " + a["key"], ", ".join(fmt_value(v) for v in a["values"])] for a in m.get("axes", [])] + [
+        ["points", "%s in the sweep file, %d finished: %d ok, %d failed" % (m.get("points", "?"), len(sweep.rows), ok,
+                                                                         len(failed))]])
+    if len(sweep.rows) < (m.get("points") or 0):
+        rep.page.p("The sweep is incomplete; continue it with `lpu sweep FILE -o DIR --resume`.", "note")
+    if failed:
+        rep.page.p("Failed points:")
+        rep.page.table(["point", "exit", "error"], [[r["point_id"], r.get("exit_code"), r.get("error", "")]
+                                                    for r in failed], ["failed"] * len(failed))
+    ref = [r for r in runs if sweep.is_reference(r)]
+    where = "at the reference point " + ", ".join("%s=%s" % (k, fmt_value(v)) for k, v in sweep.reference.items())
+    if not ref and runs:
+        # Every run of the reference point failed: show the first point that has results.
+        point = runs[0].point
+        ref = [r for r in runs if r.point == point]
+        where = "at %s (no run of the reference point succeeded)" % ", ".join(
+            "%s=%s" % (k, fmt_value(v)) for k, v in point.items())
+    per_run_sections(rep, ref, where if sweep.axes else "")
+    rep.section("Sweep plots", "sweep-plots")
+    for title, draw in plots_sweep.sweep_plots(sweep, runs, rep.out_dir, cost):
+        rep.attempt(title, draw)
+    rep.section("Roofline", "roofline")
+    rep.attempt("Roofline", lambda: plots_runs.roofline(runs, rep.out_dir))
+    rep.section("Timeline", "timeline")
+    rep.attempt("Timeline", lambda: plots_trace.timeline(inputs.traces, rep.out_dir) if inputs.traces else no_data(
+        "the sweep has no trace of a successful point (the sweep file says traces: %s; with 'reference' only "
+        "the reference point's runs are traced)" % m.get("traces", "?")))
+    rep.section("All points", "points")
+    limit = 2000
+    runs_table(rep, runs[:limit], sweep.axes)
+    if len(runs) > limit:
+        rep.page.p("First %d of %d successful points; all are in results.csv." % (limit, len(runs)), "note")
+
+
+def runs_report(rep, inputs):
+    runs = inputs.runs
+    rep.section("Runs", "runs")
+    if runs:
+        runs_table(rep, runs)
+    else:
+        rep.page.p("No run statistics were given (only traces).", "note")
+    per_run_sections(rep, runs)
+    rep.section("Roofline", "roofline")
+    rep.attempt("Roofline", lambda: plots_runs.roofline(runs, rep.out_dir))
+    rep.section("Timeline", "timeline")
+    rep.attempt("Timeline", lambda: plots_trace.timeline(inputs.traces, rep.out_dir))
+    rep.page.p("Sweep plots (metric vs swept key, heatmap, Pareto front) need a sweep directory "
+               "(`lpu sweep FILE -o DIR`, then `lpu report DIR -o ...`).", "note")
+
+
+def title_for(inputs):
+    if inputs.sweep:
+        return "LPU report: sweep %s" % inputs.sweep.name
+    workloads = sorted({r.workload for r in inputs.runs})
+    archs = sorted({str(r.arch_value("name", "?")) for r in inputs.runs})
+    if workloads:
+        return "LPU report: %s on %s" % (", ".join(workloads), ", ".join(archs))
+    return "LPU report"
+
+
+def remove_previous(out_dir):
+    """Plots of an earlier report into the same directory would linger unreferenced."""
+    old = os.path.join(out_dir, "report.json")
+    try:
+        with open(old) as f:
+            for p in json.load(f).get("plots", []):
+                path = os.path.join(out_dir, os.path.basename(p["file"]))
+                if os.path.exists(path):
+                    os.remove(path)
+    except (OSError, ValueError, AttributeError, KeyError, TypeError):
+        pass
+
+
+def main(argv):
+    ap = argparse.ArgumentParser(prog="lpu report", description=__doc__.split("\n")[0])
+    ap.add_argument("inputs", nargs="+", help="sweep directory, compare/run JSON, trace JSON")
+    ap.add_argument("-o", "--out", required=True, help="report directory")
+    ap.add_argument("--json", help="also write the report summary (plots, missing plots) here")
+    ap.add_argument("--cost", default="", help="Pareto cost column (default: relative hardware-cost proxy)")
+    args = ap.parse_args(argv)
+    try:
+        inputs = load_inputs(args.inputs)
+        if not inputs.runs and not inputs.traces and not (inputs.sweep and inputs.sweep.rows):
+            raise InputProblem("the inputs hold no runs, sweep rows or traces")
+        os.makedirs(args.out, exist_ok=True)
+        remove_previous(args.out)
+        rep = Report(args.out, title_for(inputs))
+        if inputs.sweep:
+            sweep_report(rep, inputs, args.cost)
+        else:
+            runs_report(rep, inputs)
+    except InputProblem as e:
+        print("error: %s" % e, file=sys.stderr)
+        return 2
+    rep.page.p("Inputs: " + ", ".join(os.path.abspath(p) for p in args.inputs))
+    index = os.path.join(args.out, "index.html")
+    with open(index, "w", encoding="utf-8") as f:
+        f.write(rep.page.render(rep.toc))
+    summary = {"title": rep.page.title, "index": os.path.abspath(index), "kind": "sweep" if inputs.sweep else "runs",
+               "inputs": [os.path.abspath(p) for p in args.inputs], "plots": rep.plots, "missing": rep.missing}
+    for path in [os.path.join(args.out, "report.json")] + ([args.json] if args.json else []):
+        if os.path.dirname(path):
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(path, "w") as f:
+            json.dump(summary, f, indent=2)
+    print("report: %s (%d plots%s)" % (index, len(rep.plots),
+                                       ", %d not drawn for lack of data" % len(rep.missing) if rep.missing else ""))
+    return 0
+
+
+if __name__ == "__main__":
+    try:
+        sys.exit(main(sys.argv[1:]))
+    except SystemExit:
+        raise
+    except Exception:  # a bug here must not look like a failed check (exit 1)
+        traceback.print_exc()
+        print("internal error in the report script (a bug; please report it)", file=sys.stderr)
+        sys.exit(4)

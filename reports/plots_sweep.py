@@ -1,0 +1,227 @@
+"""Plots across the points of a sweep: metric vs swept key, heatmap, Pareto front."""
+from plot_util import NoData, colour_map, fmt_value, marker_map, number, plt, save, unique
+from report_data import InputProblem
+
+LATENCY = ("latency_us", "latency (µs)")
+HBM_UTIL = ("hbm_bandwidth_utilization", "HBM bandwidth utilisation (%)")
+
+
+def _axis_order(sweep, key, values):
+    """Values in the sweep file's order (numbers sorted)."""
+    vals = [v for v in sweep.axis_values.get(key, []) if v in values] or unique(values)
+    return sorted(vals) if all(number(v) for v in vals) else vals
+
+
+def _panels(n):
+    cols = min(3, n)
+    rows = (n + cols - 1) // cols
+    return rows, cols
+
+
+def metric_vs_axis(sweep, runs, key, out_dir, name):
+    runs = [r for r in runs if key in r.point and number(r.get("latency_us"))]
+    if not runs:
+        raise NoData("no successful point has %s" % key)
+    workloads = unique(r.workload for r in runs)
+    policies = unique(r.fusion for r in runs)
+    others = [a for a in sweep.axes if a != key]
+    zipped = sweep.manifest.get("combine") == "zip"
+    # A line per policy and combination of the other axes while that stays readable; beyond
+    # that the other axes are held at the reference point.
+    combos = [()] if zipped else unique(tuple(r.point[a] for a in others) for r in runs)
+    held = ""
+    if len(combos) * len(policies) > 8:
+        ref = tuple(sweep.reference.get(a) for a in others)
+        runs = [r for r in runs if tuple(r.point[a] for a in others) == ref]
+        combos = [ref]
+        held = "others at the reference: " + ", ".join("%s=%s" % (a, fmt_value(v)) for a, v in zip(others, ref))
+    values = _axis_order(sweep, key, [r.point[key] for r in runs])
+    numeric = all(number(v) for v in values)
+    colours = colour_map(policies)
+    styles = ["-", "--", ":", "-."]
+    fig, axes = plt.subplots(2, len(workloads), figsize=(4.5 * len(workloads) + 1.5, 7), squeeze=False)
+    for wi, w in enumerate(workloads):
+        for mi, (metric, ylabel) in enumerate([LATENCY, HBM_UTIL]):
+            ax = axes[mi, wi]
+            for pi, p in enumerate(policies):
+                for ci, combo in enumerate(combos):
+                    pts = {}
+                    for r in runs:
+                        if r.workload == w and r.fusion == p and (zipped or tuple(r.point[a] for a in others) == combo):
+                            pts[r.point[key]] = r.get(metric)
+                    xs = [v for v in values if v in pts and number(pts[v])]
+                    if not xs:
+                        continue
+                    ys = [pts[v] * (100 if metric == HBM_UTIL[0] else 1) for v in xs]
+                    label = p
+                    if others and not zipped and len(combos) > 1:
+                        label += ", " + ", ".join("%s=%s" % (a, fmt_value(v)) for a, v in zip(others, combo))
+                    xplot = xs if numeric else [values.index(v) for v in xs]
+                    ax.plot(xplot, ys, marker="o", color=colours[p], ls=styles[ci % len(styles)],
+                            label=label if wi == 0 and mi == 0 else None)
+            if numeric and min(values) > 0 and max(values) / min(values) >= 8:
+                ax.set_xscale("log", base=2)
+            if not numeric:
+                ax.set_xticks(range(len(values)))
+                ax.set_xticklabels([fmt_value(v) for v in values])
+            ax.set_xlabel(key)
+            ax.set_ylabel(ylabel)
+            ax.grid(alpha=0.3)
+            if mi == 0:
+                ax.set_title(w)
+    fig.legend(loc="upper center", bbox_to_anchor=(0.5, 0.0), ncol=min(4, max(1, len(policies) * len(combos))),
+               fontsize=8, title="fusion" + (", other axes" if len(combos) > 1 else ""))
+    extra = ("zipped with " + ", ".join(others)) if zipped and others else held
+    fig.suptitle("Latency and HBM utilisation vs %s%s" % (key, " (" + extra + ")" if extra else ""))
+    fig.tight_layout()
+    return save(fig, out_dir, name, "Metrics vs %s" % key,
+                "Latency (top) and HBM bandwidth utilisation (bottom) per workload as %s varies. %s" % (key, extra))
+
+
+def heatmap(sweep, runs, out_dir, name="heatmap.png"):
+    runs = [r for r in runs if number(r.get("latency_us"))]
+    if not runs:
+        raise NoData("no successful point")
+    workloads = unique(r.workload for r in runs)
+    policies = unique(r.fusion for r in runs)
+    product = sweep.manifest.get("combine") != "zip"
+    if product and len(sweep.axes) >= 2:
+        a, b = sweep.axes[0], sweep.axes[1]
+        rest = sweep.axes[2:]
+        ref = tuple(sweep.reference.get(k) for k in rest)
+        runs = [r for r in runs if tuple(r.point[k] for k in rest) == ref]
+        panels = [(w, p) for w in workloads for p in policies]
+        xs, ys = _axis_order(sweep, a, [r.point[a] for r in runs]), _axis_order(sweep, b, [r.point[b] for r in runs])
+        xlabel, ylabel = a, b
+
+        def cell(w, p, x, y):
+            return next((r.get("latency_us") for r in runs if (r.workload, r.fusion, r.point[a], r.point[b]) == (w, p, x, y)), None)
+        held = ", ".join("%s=%s" % (k, fmt_value(v)) for k, v in zip(rest, ref))
+    else:
+        # One axis (or zipped axes, or none): the arch points against the fusion policies.
+        def point_label(r):
+            return ", ".join("%s=%s" % (k, fmt_value(r.point[k])) for k in sweep.axes) or r.workload
+        panels = [(w, None) for w in workloads] if sweep.axes else [(None, None)]
+        xs = policies
+        ys = unique(point_label(r) for r in runs)
+        xlabel, ylabel = "fusion policy", " + ".join(sweep.axes) or "workload"
+
+        def cell(w, p, x, y):
+            return next((r.get("latency_us") for r in runs
+                         if (w is None or r.workload == w) and r.fusion == x and point_label(r) == y), None)
+        held = ""
+    rows, cols = _panels(len(panels))
+    label_in = 0.07 * max(len(fmt_value(y)) for y in ys)  # room for long y tick labels
+    fig, axes = plt.subplots(rows, cols, figsize=((4.8 + label_in) * cols + 1, 0.45 * len(ys) * rows + 2.8 * rows),
+                             squeeze=False)
+    for i, (w, p) in enumerate(panels):
+        ax = axes[i // cols, i % cols]
+        grid = [[cell(w, p, x, y) for x in xs] for y in ys]
+        vals = [v for row in grid for v in row if v is not None]
+        masked = [[float("nan") if v is None else v for v in row] for row in grid]
+        im = ax.imshow(masked, cmap="viridis_r", aspect="auto", origin="lower")
+        for yi, row in enumerate(grid):
+            for xi, v in enumerate(row):
+                if v is not None:
+                    bright = vals and v > (min(vals) + max(vals)) / 2
+                    ax.text(xi, yi, "%.4g" % v, ha="center", va="center", fontsize=7,
+                            color="white" if bright else "black")
+        ax.set_xticks(range(len(xs)))
+        ax.set_xticklabels([fmt_value(x) for x in xs], fontsize=8)
+        ax.set_yticks(range(len(ys)))
+        ax.set_yticklabels([fmt_value(y) for y in ys], fontsize=8)
+        ax.set_xlabel(xlabel)
+        ax.set_ylabel(ylabel)
+        ax.set_title(" / ".join(s for s in (w, p) if s) or "all points", fontsize=10)
+        fig.colorbar(im, ax=ax, label="latency (µs)")
+    for j in range(len(panels), rows * cols):
+        axes[j // cols, j % cols].axis("off")
+    fig.suptitle("Latency heatmap" + (" (" + held + ")" if held else ""))
+    fig.tight_layout()
+    return save(fig, out_dir, name, "Latency heatmap",
+                "Latency in µs (darker is slower) over %s and %s%s." % (xlabel, ylabel, "; " + held if held else ""))
+
+
+COST_RESOURCES = [
+    ("HBM bandwidth", lambda a: a.get("hbm", {}).get("bandwidth_gbps")),
+    ("LMU size", lambda a: a.get("lmu", {}).get("capacity_kib")),
+    ("VXE lanes", lambda a: a.get("vxe", {}).get("lanes")),
+    ("SXE MACs", lambda a: (a.get("sxe", {}).get("mac_trees") or 0) * (a.get("sxe", {}).get("lanes") or 0) or None),
+]
+
+
+def cost_function(sweep, runs, cost_key):
+    if cost_key:
+        def cost(r):
+            v = r.get(cost_key, r.point.get(cost_key))
+            return v if number(v) else None
+        if runs and not any(cost(r) is not None for r in runs):
+            columns = sorted({k for r in runs for k, v in list(r.flat.items()) + list(r.point.items()) if number(v)})
+            raise InputProblem("--cost %s: not a numeric column of the results; numeric columns: %s"
+                               % (cost_key, ", ".join(columns)))
+        return cost, cost_key, "the column %s" % cost_key
+    base = sweep.manifest.get("base_arch") or {}
+    used = [(n, f) for n, f in COST_RESOURCES if number(f(base)) and f(base) > 0]
+    if not used:
+        raise NoData("the sweep manifest has no base_arch to normalise the cost proxy; pass --cost COLUMN")
+
+    def proxy(r):
+        vals = [f(r.arch) for _, f in used]
+        if not all(number(v) for v in vals):
+            return None
+        return sum(v / f(base) for v, (_, f) in zip(vals, used)) / len(used)
+    names = ", ".join(n for n, _ in used)
+    return proxy, "relative hardware cost (base config = 1)", \
+        "the mean of %s, each relative to the base config (a crude proxy; choose a column with --cost)" % names
+
+
+def pareto(sweep, runs, out_dir, cost_key="", name="pareto.png"):
+    cost, xlabel, what = cost_function(sweep, runs, cost_key)
+    pts = [(cost(r), r.get("latency_us"), r) for r in runs]
+    pts = [p for p in pts if p[0] is not None and number(p[1])]
+    if not pts:
+        raise NoData("no successful point has a cost (%s) and a latency" % xlabel)
+    workloads = unique(r.workload for _, _, r in pts)
+    colours = colour_map(workloads)
+    markers = marker_map(unique(r.fusion for _, _, r in pts))
+    fig, ax = plt.subplots(figsize=(9, 5.5))
+    for c, lat, r in pts:
+        ax.scatter(c, lat, color=colours[r.workload], marker=markers[r.fusion], alpha=0.45, s=30)
+    for f, m in markers.items():  # legend entries for the markers, in a neutral colour
+        ax.scatter([], [], color="grey", marker=m, label="fusion %s" % f)
+    for w in workloads:
+        mine = sorted((c, lat) for c, lat, r in pts if r.workload == w)
+        front, best = [], float("inf")
+        for c, lat in mine:
+            if lat < best:
+                front.append((c, lat))
+                best = lat
+        ax.step([c for c, _ in front], [lat for _, lat in front], where="post", color=colours[w], lw=2,
+                label="front: %s" % w)
+        ax.scatter([c for c, _ in front], [lat for _, lat in front], color=colours[w], s=60,
+                   edgecolor="black", zorder=3)
+    if len({c for c, _, _ in pts}) == 1:
+        ax.annotate("every point has the same cost; choose another with --cost", (0.5, 0.95),
+                    xycoords="axes fraction", ha="center", fontsize=9)
+    ax.set_yscale("log")
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel("latency (µs)")
+    ax.set_title("Pareto front: latency vs cost (lower left is better)")
+    ax.grid(True, which="both", alpha=0.2)
+    ax.legend(fontsize=8, loc="center left", bbox_to_anchor=(1.01, 0.5))
+    return save(fig, out_dir, name, "Pareto front (latency vs cost)",
+                "Every successful point; outlined points are Pareto-optimal per workload (no cheaper point "
+                "is as fast). Cost: %s." % what)
+
+
+def sweep_plots(sweep, runs, out_dir, cost_key=""):
+    """Every sweep plot, as (title, callable) so the caller can record failures per plot."""
+    plots = []
+    for i, key in enumerate(sweep.axes):
+        safe = "".join(c if c.isalnum() else "_" for c in key)
+        plots.append(("Metrics vs %s" % key,
+                      lambda key=key, safe=safe: metric_vs_axis(sweep, runs, key, out_dir, "sweep_%s.png" % safe)))
+    plots.append(("Latency heatmap", lambda: heatmap(sweep, runs, out_dir)))
+    plots.append(("Pareto front", lambda: pareto(sweep, runs, out_dir, cost_key)))
+    return plots
+

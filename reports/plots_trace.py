@@ -1,0 +1,108 @@
+"""Timeline of a Chrome trace-event file: one lane per engine (thread), slices coloured by kernel."""
+from matplotlib.collections import PolyCollection
+
+from plot_util import NoData, colour_map, plt, save, unique
+
+MAX_TRACES = 6
+EXACT_LIMIT = 3000  # slices per trace drawn one by one; beyond that, binned occupancy
+BINS = 800
+
+
+def concurrency(slices):
+    """Most slices in flight at once in a lane (2 for two DMA engines sharing a track)."""
+    edges = sorted([(e["ts"], 1) for e in slices] + [(e["ts"] + e["dur"], -1) for e in slices])
+    now = peak = 0
+    for _, d in edges:
+        now += d
+        peak = max(peak, now)
+    return max(1, peak)
+
+
+def occupancy(slices, end):
+    """For each of BINS time bins: the fraction of it with at least one instruction in
+    flight on the lane, and the kernel busiest in it. A trace has a slice per instruction
+    (tens of thousands, far below a pixel each, overlapping where an engine pipelines); this
+    keeps the picture honest (a half-idle engine looks half idle) and fast."""
+    width = end / BINS
+    union = []  # (start, stop, kernel): overlaps cut so no time counts twice
+    for e in sorted(slices, key=lambda e: e["ts"]):
+        start, stop = e["ts"], e["ts"] + e["dur"]
+        if union and start < union[-1][1]:
+            start = union[-1][1]
+        if stop > start:
+            union.append((start, stop, e.get("cat", "")))
+    busy = [dict() for _ in range(BINS)]
+    for t, stop, k in union:
+        b = min(int(t / width), BINS - 1)
+        while t < stop and b < BINS:
+            edge = min(stop, (b + 1) * width)
+            busy[b][k] = busy[b].get(k, 0) + (edge - t)
+            t, b = edge, b + 1
+    out = []
+    for b, by_kernel in enumerate(busy):
+        if by_kernel:
+            k = max(by_kernel, key=by_kernel.get)
+            out.append((b * width, width, min(1.0, sum(by_kernel.values()) / width), k))
+    return out
+
+
+def timeline(traces, out_dir, name="timeline.png"):
+    usable = []
+    for t in traces:
+        slices = [e for e in t.events if e.get("ph") == "X" and "ts" in e and "dur" in e]
+        if slices:
+            usable.append((t, slices))
+    if not usable:
+        raise NoData("no trace with slices (ph \"X\") was given; record one with `lpu run ... --trace FILE`")
+    usable = usable[:MAX_TRACES]
+    end = max(max(e["ts"] + e["dur"] for e in s) for _, s in usable)
+    kernels = unique(e.get("cat") or e.get("args", {}).get("kernel", "") for _, s in usable for e in s)
+    cmap = plt.get_cmap("tab20").colors
+    colours = {k: cmap[i % 20] for i, k in enumerate(colour_map(kernels))}
+    fig, axes = plt.subplots(len(usable), 1, figsize=(12, 1.0 + 1.3 * sum(
+        len({e["tid"] for e in s}) * 0.6 + 0.6 for _, s in usable)), sharex=True, squeeze=False)
+    for ax, (t, slices) in zip(axes[:, 0], usable):
+        names = {e["tid"]: e["args"]["name"] for e in t.events
+                 if e.get("ph") == "M" and e.get("name") == "thread_name" and "args" in e}
+        tids = sorted({e["tid"] for e in slices})
+        binned = len(slices) > EXACT_LIMIT
+        for row, tid in enumerate(tids):
+            mine = [e for e in slices if e["tid"] == tid]
+            if binned:
+                # One collection of rectangles per lane (one artist per bar would be slow),
+                # each rising from the lane's baseline (the y axis is inverted).
+                bars = occupancy(mine, end)
+                base = row + 0.4
+                verts = [[(x, base), (x + w, base), (x + w, base - 0.8 * f), (x, base - 0.8 * f)] for x, w, f, _ in bars]
+                ax.add_collection(PolyCollection(verts, facecolors=[colours.get(k, "grey") for *_, k in bars],
+                                                 linewidths=0))
+                continue
+            by_kernel = {}
+            for e in mine:
+                by_kernel.setdefault(e.get("cat", ""), []).append((e["ts"], e["dur"]))
+            for k, spans in by_kernel.items():
+                ax.broken_barh(spans, (row - 0.4, 0.8), facecolors=colours.get(k, "grey"))
+        ax.set_yticks(range(len(tids)))
+        labels = []
+        for tid in tids:
+            n = concurrency([e for e in slices if e["tid"] == tid])
+            labels.append(names.get(tid, "tid %s" % tid) + ("\n(up to %d at once)" % n if n > 1 else ""))
+        ax.set_yticklabels(labels)
+        ax.set_ylim(-0.6, len(tids) - 0.4)
+        ax.invert_yaxis()
+        t_end = max(e["ts"] + e["dur"] for e in slices)
+        ax.set_title("%s: %.3f µs, %d slices%s" % (t.label, t_end, len(slices),
+                     " (binned: height = time busy in each 1/%d of the axis)" % BINS if binned else ""),
+                     fontsize=10)
+        ax.grid(axis="x", alpha=0.3)
+        mine = unique(e.get("cat", "") for e in slices)
+        handles = [plt.Rectangle((0, 0), 1, 1, color=colours[k]) for k in mine[:10]]
+        ax.legend(handles, mine[:10], title="kernel" + (" (first 10 of %d)" % len(mine) if len(mine) > 10 else ""),
+                  fontsize=6, title_fontsize=7, loc="center left", bbox_to_anchor=(1.01, 0.5))
+    axes[-1, 0].set_xlim(0, end * 1.01)
+    axes[-1, 0].set_xlabel("time (µs)")
+    fig.suptitle("Timeline per engine (same time scale for every run)")
+    fig.tight_layout()
+    return save(fig, out_dir, name, "Timeline",
+                "One lane per engine, one slice per instruction, coloured by kernel, drawn from the "
+                "Chrome trace-event files (open them in ui.perfetto.dev for detail).")

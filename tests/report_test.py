@@ -1,0 +1,129 @@
+#!/usr/bin/env python3
+"""Test of `lpu report` and `lpu compare --report`.
+
+    report_test.py path/to/lpu WORK_DIR
+
+Needs WORK_DIR/full, the 24-point sweep left by sweep_test.py (a ctest fixture). Checks that
+every plot a sweep report lists exists as a valid PNG and is referenced by an offline
+index.html, that reports of runs without traces say what is missing, and the exit codes.
+"""
+import json
+import os
+import re
+import shutil
+import struct
+import subprocess
+import sys
+
+failures = []
+SWEEP_PLOTS = {"fusion.png", "engines.png", "kernels.png", "roofline.png", "timeline.png", "heatmap.png",
+               "pareto.png", "sweep_hbm_bandwidth_gbps.png", "sweep_lmu_capacity_kib.png"}
+
+
+def check(cond, what):
+    print(("ok   " if cond else "FAIL ") + what)
+    if not cond:
+        failures.append(what)
+    return cond
+
+
+def png_size(path):
+    """(width, height) of a PNG, or None when the file is not one."""
+    with open(path, "rb") as f:
+        head = f.read(24)
+    if len(head) < 24 or head[:8] != b"\x89PNG\r\n\x1a\n" or head[12:16] != b"IHDR":
+        return None
+    return struct.unpack(">II", head[16:24])
+
+
+def check_report(out, expect_plots=None, expect_missing=None):
+    index = os.path.join(out, "index.html")
+    if not check(os.path.exists(index), "%s exists" % index):
+        return None
+    with open(index, encoding="utf-8") as f:
+        page = f.read()
+    with open(os.path.join(out, "report.json")) as f:
+        summary = json.load(f)
+    files = {p["file"] for p in summary["plots"]}
+    if expect_plots is not None:
+        check(expect_plots <= files, "report lists every expected plot (missing: %s)" % sorted(expect_plots - files))
+    for name in sorted(files):
+        size = png_size(os.path.join(out, name))
+        check(size is not None and size[0] >= 200 and size[1] >= 150, "%s is a PNG of a sensible size %s" % (name, size))
+        check('src="%s"' % name in page, "index.html shows %s" % name)
+    srcs = re.findall(r'(?:src|href)="([^"#]+)"', page)
+    check(all(not s.startswith(("http:", "https:", "//")) for s in srcs) and "<script" not in page,
+          "the page works offline (no external references, no scripts)")
+    if expect_missing is not None:
+        got = {m["title"] for m in summary["missing"]}
+        check(got == expect_missing, "plots not drawn: %s (expected %s)" % (sorted(got), sorted(expect_missing)))
+        for m in summary["missing"]:
+            check("not drawn" in page and m["reason"].split("(")[0][:30] in page.replace("&quot;", '"'),
+                  "the page says why %s is missing" % m["title"])
+    return summary
+
+
+def lpu_run(*args):
+    return subprocess.run(list(args), capture_output=True, text=True)
+
+
+def main(lpu, work):
+    sweep_dir = os.path.join(work, "full")
+    check(os.path.exists(os.path.join(sweep_dir, "results.jsonl")), "the sweep fixture exists (run sweep_test.py)")
+    out = os.path.join(work, "report")
+    shutil.rmtree(out, ignore_errors=True)
+
+    # A sweep: every listed plot is drawn.
+    r = lpu_run(lpu, "report", sweep_dir, "-o", out, "--json", os.path.join(work, "report-summary.json"))
+    check(r.returncode == 0, "lpu report on the sweep exits 0 (%d: %s)" % (r.returncode, r.stderr.strip()[-500:]))
+    s = check_report(out, SWEEP_PLOTS, set())
+    check(s is not None and s["kind"] == "sweep", "the report knows it shows a sweep")
+    check(os.path.exists(os.path.join(work, "report-summary.json")), "--json writes the summary")
+    with open(os.path.join(out, "index.html"), encoding="utf-8") as f:
+        page = f.read()
+    check(page.count("<tr>") >= 24, "the page tabulates the points")
+
+    # The small sweep with a failed point (also from sweep_test.py): one axis, --cost COLUMN.
+    fail_out = os.path.join(work, "report-failing")
+    r = lpu_run(lpu, "report", os.path.join(work, "failing"), "-o", fail_out, "--cost", "arch.lmu.capacity_kib")
+    check(r.returncode == 0, "a report of a sweep with a failed point exits 0 (%s)" % r.stderr.strip()[-300:])
+    check_report(fail_out, {"pareto.png", "heatmap.png", "sweep_lmu_capacity_kib.png", "roofline.png"})
+    with open(os.path.join(fail_out, "index.html"), encoding="utf-8") as f:
+        page = f.read()
+    check("Failed points" in page and "local memory" in page, "the page lists the failed point and its error")
+    check("arch.lmu.capacity_kib" in page, "--cost names the Pareto cost column")
+    r = lpu_run(lpu, "report", os.path.join(work, "failing"), "-o", fail_out, "--cost", "no.such.column")
+    check(r.returncode == 2 and "numeric columns" in r.stderr, "--cost with an unknown column is exit 2")
+
+    # compare --report: a trace per policy, so the timeline is drawn too.
+    cmp_dir = os.path.join(work, "compare")
+    shutil.rmtree(cmp_dir, ignore_errors=True)
+    r = lpu_run(lpu, "compare", "rms_norm", "--fusion", "none,greedy", "--report", cmp_dir)
+    check(r.returncode == 0 and "index.html" in r.stdout, "compare --report exits 0 and says where the report is")
+    check_report(cmp_dir, {"fusion.png", "engines.png", "kernels.png", "roofline.png", "timeline.png"}, set())
+    check(os.path.exists(os.path.join(cmp_dir, "traces", "greedy.json")), "compare --report keeps the traces")
+
+    # A run without a trace: the page says what is missing instead of failing.
+    run_json = os.path.join(work, "run.json")
+    lpu_run(lpu, "run", "softmax", "--json", run_json)
+    r = lpu_run(lpu, "report", run_json, "-o", os.path.join(work, "run-report"))
+    check(r.returncode == 0, "a report of one run without a trace exits 0")
+    check_report(os.path.join(work, "run-report"), {"fusion.png", "roofline.png"}, {"Timeline"})
+
+    # Bad input: exit 2 with a message.
+    r = lpu_run(lpu, "report", os.path.join(work, "nope.json"), "-o", os.path.join(work, "bad"))
+    check(r.returncode == 2 and "no such file" in r.stderr, "a missing input is exit 2")
+    r = lpu_run(lpu, "report", sweep_dir, run_json, "-o", os.path.join(work, "bad"))
+    check(r.returncode == 2 and "cannot be mixed" in r.stderr, "a sweep mixed with run files is exit 2")
+    junk = os.path.join(work, "junk.json")
+    with open(junk, "w") as f:
+        f.write('{"hello": 1}')
+    r = lpu_run(lpu, "report", junk, "-o", os.path.join(work, "bad"))
+    check(r.returncode == 2 and "neither a run" in r.stderr, "an unrecognised JSON is exit 2")
+
+    print("%d checks failed" % len(failures))
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1], sys.argv[2]))

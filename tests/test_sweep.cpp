@@ -1,0 +1,215 @@
+// Sweep files (axes, ranges, combine, validation messages) and the result store (row
+// flattening, CSV quoting, recovery from a sweep killed mid-write).
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "support/error.h"
+#include "sweep_spec.h"
+#include "sweep_store.h"
+
+using namespace lpu;
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+namespace fs = std::filesystem;
+
+namespace {
+
+// Tests run in the source directory (CMake WORKING_DIRECTORY): configs/ and workloads/ resolve.
+const char* kHead = "base: lpu-small\nworkloads: [ln_gelu_add]\nfusion: [none, greedy]\n";
+
+SweepSpec load(const std::string& body) { return load_sweep_string(std::string(kHead) + body, "s.yaml"); }
+
+std::string error_of(const std::string& text) {
+  try {
+    load_sweep_string(text, "s.yaml");
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+std::vector<std::string> axis(const std::string& spec) {
+  return load("axes:\n  hbm.bandwidth_gbps: " + spec + "\n").axes.at(0).values;
+}
+
+std::string slurp(const std::string& p) {
+  std::ifstream f(p);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+class TempDir {
+ public:
+  TempDir() {
+    path_ = fs::temp_directory_path() / ("lpu_sweep_test_" + std::to_string(::getpid()) + "_" + std::to_string(n_++));
+    fs::remove_all(path_);
+    fs::create_directories(path_);
+  }
+  ~TempDir() { fs::remove_all(path_); }
+  std::string str() const { return path_.string(); }
+
+ private:
+  fs::path path_;
+  static inline int n_ = 0;
+};
+
+nlohmann::ordered_json ok_row(const std::string& id, double latency) {
+  nlohmann::json run = {{"latency_us", latency}, {"engines", {{"vxe", {{"utilization", 0.5}}}}}, {"kernels", {1, 2}}};
+  return make_row({{"point_id", id}, {"status", "ok"}}, &run);
+}
+
+}  // namespace
+
+TEST(SweepSpec, ListsAndRangesExpandToCanonicalValues) {
+  EXPECT_THAT(axis("[128, 256.5]"), ElementsAre("128", "256.5"));
+  EXPECT_THAT(axis("{start: 64, stop: 256, step: 64}"), ElementsAre("64", "128", "192", "256"));
+  EXPECT_THAT(axis("{start: 0.5, stop: 1.5, step: 0.5}"), ElementsAre("0.5", "1", "1.5"));
+  EXPECT_THAT(axis("{start: 100, stop: 400, num: 4}"), ElementsAre("100", "200", "300", "400"));
+  EXPECT_THAT(axis("{start: 16, stop: 256, num: 5, scale: log}"), ElementsAre("16", "32", "64", "128", "256"));
+  EXPECT_THAT(axis("{start: 1.0, stop: 100.0, num: 3, scale: log}"), ElementsAre("1", "10", "100"));
+  EXPECT_THAT(axis("{start: 64, stop: 512, factor: 2}"), ElementsAre("64", "128", "256", "512"));
+  EXPECT_THAT(axis("300"), ElementsAre("300"));
+}
+
+TEST(SweepSpec, ProductAndZipCombineAxes) {
+  SweepSpec p = load("axes:\n  hbm.bandwidth_gbps: [128, 256, 512]\n  lmu.capacity_kib: [64, 256]\n");
+  auto pts = expand_points(p);
+  ASSERT_EQ(pts.size(), 3u * 2 * 2);
+  // Arch points outermost: the first 2 points (both policies) are the reference point.
+  EXPECT_EQ(pts[0].id, "ln_gelu_add|none|hbm.bandwidth_gbps=128|lmu.capacity_kib=64");
+  EXPECT_EQ(pts[1].id, "ln_gelu_add|greedy|hbm.bandwidth_gbps=128|lmu.capacity_kib=64");
+  EXPECT_EQ(pts[2].id, "ln_gelu_add|none|hbm.bandwidth_gbps=128|lmu.capacity_kib=256");
+  EXPECT_THAT(point_sets(p, pts[2]), ElementsAre("hbm.bandwidth_gbps=128", "lmu.capacity_kib=256"));
+  std::set<std::string> ids;
+  for (const auto& pt : pts) ids.insert(pt.id);
+  EXPECT_EQ(ids.size(), pts.size());
+
+  SweepSpec z = load("combine: zip\naxes:\n  vxe.lanes: [16, 32]\n  clock_ghz: [2.0, 1.0]\n");
+  auto aps = arch_points(z);
+  ASSERT_EQ(aps.size(), 2u);
+  EXPECT_THAT(aps[1], ElementsAre("32", "1.0"));
+  EXPECT_EQ(expand_points(z).size(), 4u);
+}
+
+TEST(SweepSpec, FixedSetsComeFirstAndNoAxesMeansOnePoint) {
+  SweepSpec s = load("set:\n  hbm:\n    latency_ns: 80\n");
+  auto pts = expand_points(s);
+  ASSERT_EQ(pts.size(), 2u);
+  EXPECT_THAT(point_sets(s, pts[0]), ElementsAre("hbm.latency_ns=80"));
+  EXPECT_EQ(pts[0].id, "ln_gelu_add|none");
+}
+
+TEST(SweepSpec, ErrorsNameFileLineAndKey) {
+  std::string h = kHead;
+  EXPECT_THAT(error_of(h + "axis:\n  clock_ghz: [1]\n"), HasSubstr("s.yaml:4: axis: unknown key (did you mean 'axes'?)"));
+  EXPECT_THAT(error_of(h + "axes:\n  hbm.bandwith_gbps: [1]\n"),
+              HasSubstr("s.yaml:5: axes.hbm.bandwith_gbps: value 1 rejected by the config: hbm.bandwith_gbps: unknown key"));
+  EXPECT_THAT(error_of(h + "axes:\n  lmu.capacity_kib: [64, 0]\n"),
+              HasSubstr("s.yaml:5: axes.lmu.capacity_kib: value 0 rejected by the config: lmu.capacity_kib: value 0 out of range"));
+  EXPECT_THAT(error_of(h + "axes:\n  vxe.lanes: [16.5]\n"), HasSubstr("expected an integer"));
+  EXPECT_THAT(error_of(h + "combine: zip\naxes:\n  vxe.lanes: [16, 32]\n  clock_ghz: [1.0]\n"),
+              HasSubstr("s.yaml:7: axes.clock_ghz: has 1 values but axes.vxe.lanes has 2"));
+  EXPECT_THAT(error_of(h + "combine: mix\n"), HasSubstr("s.yaml:4: combine: expected product or zip"));
+  EXPECT_THAT(error_of(h + "axes:\n  vxe.lanes: {start: 1, stop: 8}\n"), HasSubstr("exactly one of step, num or factor"));
+  EXPECT_THAT(error_of(h + "axes:\n  vxe.lanes: {start: 1, stop: 8, step: -1}\n"), HasSubstr("never gets from 1 to 8"));
+  EXPECT_THAT(error_of(h + "axes:\n  vxe.lanes: {start: 1, stop: 3, num: 5}\n"), HasSubstr("repeats the value"));
+  EXPECT_THAT(error_of(h + "axes:\n  vxe.lanes: [16, 16]\n"), HasSubstr("axes.vxe.lanes[1]: value listed twice"));
+  EXPECT_THAT(error_of(h + "axes:\n  workload: [a]\n"), HasSubstr("a results column"));
+  EXPECT_THAT(error_of("workloads: [ln_gelu_add]\nfusion: [fastest]\n"),
+              HasSubstr("s.yaml:2: fusion[0]: unknown fusion policy 'fastest'"));
+  EXPECT_THAT(error_of("workloads: [nope]\nfusion: none\n"), HasSubstr("s.yaml:1: workloads[0]: workload 'nope'"));
+  EXPECT_THAT(error_of("workloads: [ln_gelu_add]\n"), HasSubstr("fusion: missing required key"));
+  EXPECT_THAT(error_of("base: nope\nworkloads: [ln_gelu_add]\nfusion: none\n"), HasSubstr("s.yaml:1: base: config 'nope'"));
+  EXPECT_THAT(error_of(h + "set:\n  hbm.latency_ns: -5\n"), HasSubstr("s.yaml:5: set.hbm.latency_ns: rejected by the config: hbm.latency_ns: value -5 out of range"));
+}
+
+TEST(SweepSpec, ScalarsBecomeTypedJson) {
+  EXPECT_EQ(scalar_to_json("128"), nlohmann::json(128));
+  EXPECT_EQ(scalar_to_json("2.5"), nlohmann::json(2.5));
+  EXPECT_EQ(scalar_to_json("true"), nlohmann::json(true));
+  EXPECT_EQ(scalar_to_json("greedy"), nlohmann::json("greedy"));
+  EXPECT_EQ(scalar_to_json("["), nlohmann::json("["));  // not a YAML document by itself
+}
+
+TEST(SweepStore, RowsFlattenStatisticsAndKeepArraysNested) {
+  nlohmann::json run = {{"latency_us", 1.5},
+                        {"fusion", "none"},
+                        {"engines", {{"vxe", {{"utilization", 0.25}}}}},
+                        {"arch", {{"hbm", {{"bandwidth_gbps", 128}}}, {"vxe", {{"lanes", 64}, {"ops", {{"add", 1}}}}}}},
+                        {"workload", {{"name", "w"}, {"d_model", 8}}},
+                        {"kernels", {{{"name", "k0"}}}}};
+  auto row = make_row({{"point_id", "p"}, {"fusion", "none"}}, &run);
+  EXPECT_EQ(row["engines.vxe.utilization"], 0.25);
+  EXPECT_EQ(row["arch.hbm.bandwidth_gbps"], 128);
+  EXPECT_EQ(row["arch.vxe.lanes"], 64);
+  EXPECT_FALSE(row.contains("arch.vxe.ops.add"));
+  EXPECT_EQ(row["workload_spec"]["d_model"], 8);
+  EXPECT_TRUE(row["kernels"].is_array());
+  EXPECT_EQ(row.begin().key(), "point_id");  // identity columns first
+}
+
+TEST(SweepStore, CsvQuotingRoundTripsAndStaysOnOneLine) {
+  std::vector<std::string> cells = {"a|b=1", "say \"hi\", twice", "line1\nline2", ""};
+  std::string line = csv_line(cells);
+  EXPECT_EQ(line.find('\n'), line.size() - 1);
+  EXPECT_THAT(parse_csv_line(line.substr(0, line.size() - 1)), ElementsAre("a|b=1", "say \"hi\", twice", "line1 line2", ""));
+}
+
+TEST(SweepStore, HeaderWaitsForTheFirstSuccessAndRecoversFromTornRows) {
+  TempDir d;
+  std::vector<std::string> fixed = {"point_id", "status"};
+  {
+    ResultStore s(d.str(), fixed, false);
+    s.append(make_row({{"point_id", "bad"}, {"status", "failed"}}, nullptr));
+    EXPECT_FALSE(fs::exists(d.str() + "/results.csv"));  // no statistics known yet
+    s.append(ok_row("p1", 2.0));
+    s.append(ok_row("p2", 3.0));
+  }
+  std::string csv = slurp(d.str() + "/results.csv");
+  EXPECT_THAT(csv, HasSubstr("point_id,status,engines.vxe.utilization,latency_us\n"));
+  EXPECT_THAT(csv, HasSubstr("bad,failed,,\n"));
+  EXPECT_THAT(csv, HasSubstr("p2,ok,0.5,3.0\n"));
+
+  EXPECT_THROW(ResultStore(d.str(), fixed, false), InputError);  // results present, no --resume
+  EXPECT_THROW(ResultStore(d.str(), {"point_id", "other"}, true), InputError);  // a different sweep
+
+  // A kill mid-write: a torn JSONL row, and a CSV that lacks the last complete row.
+  std::ofstream(d.str() + "/results.jsonl", std::ios::app) << R"({"point_id":"p3","sta)";
+  std::string full = slurp(d.str() + "/results.csv");
+  std::string without_p2 = full.substr(0, full.find("p2,"));
+  std::ofstream(d.str() + "/results.csv", std::ios::trunc) << without_p2 << "p2,o";
+  {
+    ResultStore s(d.str(), fixed, true);
+    EXPECT_EQ(s.finished(), (std::set<std::string>{"bad", "p1", "p2"}));
+    EXPECT_EQ(s.notes().size(), 3u);  // two torn lines, one restored row
+    s.append(ok_row("p3", 4.0));
+    s.close();
+  }
+  std::string jsonl = slurp(d.str() + "/results.jsonl");
+  EXPECT_EQ(std::count(jsonl.begin(), jsonl.end(), '\n'), 4);
+  std::stringstream in(jsonl);
+  for (std::string line; std::getline(in, line);) EXPECT_TRUE(nlohmann::json::accept(line)) << line;
+  EXPECT_EQ(slurp(d.str() + "/results.csv"), full + "p3,ok,0.5,4.0\n");
+}
+
+TEST(SweepStore, AllFailedSweepsStillGetACsvHeaderThatResumeReplaces) {
+  TempDir d;
+  {
+    ResultStore s(d.str(), {"point_id", "status"}, false);
+    s.append(make_row({{"point_id", "bad"}, {"status", "failed"}}, nullptr));
+    s.close();
+  }
+  EXPECT_EQ(slurp(d.str() + "/results.csv"), "point_id,status\nbad,failed\n");
+  {
+    ResultStore s(d.str(), {"point_id", "status"}, true);
+    s.append(ok_row("p1", 2.0));
+  }
+  EXPECT_EQ(slurp(d.str() + "/results.csv"),
+            "point_id,status,engines.vxe.utilization,latency_us\nbad,failed,,\np1,ok,0.5,2.0\n");
+}
