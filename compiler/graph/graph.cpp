@@ -184,12 +184,27 @@ void Graph::verify() const {
   }
 }
 
+std::string quote_string(const std::string& s) {
+  std::string out = "\"";
+  for (char c : s) {
+    switch (c) {
+      case '"': out += "\\\""; break;
+      case '\\': out += "\\\\"; break;
+      case '\n': out += "\\n"; break;
+      case '\t': out += "\\t"; break;
+      case '\r': out += "\\r"; break;
+      default: out += c;
+    }
+  }
+  return out + "\"";
+}
+
 std::string format_attr(const AttrValue& v) {
   struct V {
     std::string operator()(int64_t i) const { return std::to_string(i); }
     std::string operator()(double d) const { return format_double(d); }
     std::string operator()(bool b) const { return b ? "true" : "false"; }
-    std::string operator()(const std::string& s) const { return "\"" + s + "\""; }
+    std::string operator()(const std::string& s) const { return quote_string(s); }
     std::string operator()(const std::vector<int64_t>& l) const {
       std::string s = "[";
       for (size_t i = 0; i < l.size(); ++i) s += (i ? ", " : "") + std::to_string(l[i]);
