@@ -174,6 +174,13 @@ void Graph::verify() const {
         throw InputError(strcat("node %", n.name, ": input ", in, " is not an earlier node (cycle or dangling input)"));
     if (n.kind == NodeKind::Output && n.id != static_cast<NodeId>(nodes_.size()) - 1)
       throw InputError(strcat("node %", n.name, ": output node must be last"));
+    if (n.kind == NodeKind::Output)
+      for (NodeId in : n.inputs) {
+        const OpInfo* info = find_op(nodes_[static_cast<size_t>(in)].op);
+        if (info && info->category == OpCategory::Constant)
+          throw InputError(strcat("node %", nodes_[static_cast<size_t>(in)].name,
+                                  ": a graph output must be computed, not a constant"));
+      }
     if (n.kind != NodeKind::Call) continue;
     const OpInfo* info = find_op(n.op);
     if (!info) throw InputError(strcat("node %", n.name, ": unknown op '", n.op, "' (see `lpu list ops`)"));

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <map>
 
+#include "graph/aten.h"
 #include "support/error.h"
 
 namespace lpu {
@@ -333,6 +334,7 @@ std::vector<OpInfo> make_registry() {
   add("gelu", C::Composite, 1, 1, gelu, "gelu {approximate = \"none\" | \"tanh\"}");
   add("silu", C::Composite, 1, 1, unary, "x * sigmoid(x)");
   add("softmax", C::Composite, 1, 1, softmax, "softmax over {dim = -1}");
+  for (auto& op : aten::registry()) ops.push_back(std::move(op));
   // Wrap every infer with the arity check so callers never index past the inputs.
   for (auto& op : ops) {
     auto inner = op.infer;
