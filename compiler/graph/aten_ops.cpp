@@ -357,6 +357,20 @@ TensorType cat(const Graph& g, const Node& n) {
   return t;
 }
 
+// stack {dim}: equal shapes, a new dim of size len(inputs) at `dim`.
+TensorType stack(const Graph& g, const Node& n) {
+  std::vector<OperandType> ops;
+  for (size_t i = 0; i < n.inputs.size(); ++i) {
+    ops.push_back({true, in(g, n, i)});
+    if (in(g, n, i).shape != in(g, n, 0).shape)
+      bad(n, strcat("input ", i, " has shape ", shape_str(in(g, n, i).shape), ", input 0 has ", shape_str(in(g, n, 0).shape)));
+  }
+  TensorType t{result_type(ops), in(g, n, 0).shape};
+  int64_t d = normalize_dim(n.attr_int("dim", 0), t.rank() + 1, n);
+  t.shape.insert(t.shape.begin() + d, static_cast<int64_t>(n.inputs.size()));
+  return t;
+}
+
 // split / split_with_sizes / unbind: the `result`-th piece along `dim`.
 TensorType split(const Graph& g, const Node& n) {
   TensorType t = in(g, n, 0);
@@ -420,6 +434,7 @@ TensorType mm(const Graph& g, const Node& n) {
   const auto& a = in(g, n, 0);
   const auto& b = in(g, n, 1);
   if (n.op == "aten.mm" && (a.rank() != 2 || b.rank() != 2)) bad(n, "expects two 2-D matrices");
+  if (n.op == "aten.mv" && (a.rank() != 2 || b.rank() != 1)) bad(n, "expects a 2-D matrix and a 1-D vector");
   if (n.op == "aten.bmm" && (a.rank() != 3 || b.rank() != 3 || a.shape[0] != b.shape[0]))
     bad(n, strcat("expects [B, M, K] x [B, K, N], got ", shape_str(a.shape), " x ", shape_str(b.shape)));
   return {a.dtype, matmul_shape(n, a.shape, b.shape)};
@@ -571,12 +586,14 @@ const Entry kEntries[] = {
     {"aten.slice", 1, 1, slice, "{dim, start, end, step}"},
     {"aten.select", 1, 1, select, "index {index} of {dim}, dropping it"},
     {"aten.cat", 1, 1 << 20, cat, "concatenate along {dim}"},
+    {"aten.stack", 1, 1 << 20, stack, "stack along a new {dim}"},
     {"aten.split", 1, 1, split, "piece {result} of chunks of {split_size} along {dim}"},
     {"aten.split_with_sizes", 1, 1, split, "piece {result} of {split_sizes} along {dim}"},
     {"aten.unbind", 1, 1, split, "slice {result} of {dim}, dropping it"},
     {"aten.embedding", 2, 2, embedding, "rows of weight by integer indices"},
     // matmul family
     {"aten.mm", 2, 2, mm, "[M, K] x [K, N]"},
+    {"aten.mv", 2, 2, mm, "[M, K] x [K]"},
     {"aten.bmm", 2, 2, mm, "[B, M, K] x [B, K, N]"},
     {"aten.matmul", 2, 2, mm, "torch.matmul"},
     {"aten.addmm", 3, 3, add_mm, "beta * self + alpha * (mat1 @ mat2)"},

@@ -228,6 +228,19 @@ NodeId cat(Builder& b, const In& in) {
   return b.call("cat", parts, {{"dim", normalize_dim(b.src.attr_int("dim", 0), b.src.type.rank(), b.src)}});
 }
 
+// stack = cat of the inputs each reshaped with a size-1 dim at `dim`.
+NodeId stack(Builder& b, const In& in) {
+  auto d = normalize_dim(b.src.attr_int("dim", 0), b.src.type.rank(), b.src);
+  std::vector<NodeId> parts;
+  for (NodeId x : in) {
+    Shape s = b.type(x).shape;
+    s.insert(s.begin() + d, 1);
+    parts.push_back(b.reshape(b.cast(x, out_dtype(b)), s));
+  }
+  if (parts.size() == 1) return parts[0];
+  return b.call("cat", parts, {{"dim", d}});
+}
+
 NodeId embedding(Builder& b, const In& in) { return b.call("embedding", {in[0], in[1]}); }
 
 // ---- matmul family ------------------------------------------------------------------------
@@ -360,12 +373,14 @@ const std::map<std::string, Expander>& aten_decompositions() {
       {"aten.slice", slice},
       {"aten.select", select},
       {"aten.cat", cat},
+      {"aten.stack", stack},
       {"aten.split", split},
       {"aten.split_with_sizes", split},
       {"aten.unbind", unbind},
       {"aten.embedding", embedding},
       // matmul family
       {"aten.mm", mm},
+      {"aten.mv", mm},
       {"aten.bmm", mm},
       {"aten.matmul", mm},
       {"aten.addmm", add_mm},

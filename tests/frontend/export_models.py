@@ -1,0 +1,38 @@
+#!/usr/bin/python3
+"""Exports the model zoo (models.py) to OUT_DIR/<name>.json + .bin.
+
+    PYTHONPATH=python /usr/bin/python3 tests/frontend/export_models.py OUT_DIR [NAME...]
+
+Prints one line per model: name, node count, the ATen ops it uses.
+"""
+
+import os
+import sys
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "python"))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+import lpu_frontend  # noqa: E402
+import models  # noqa: E402
+
+
+def main(argv):
+    if len(argv) < 2:
+        print(__doc__, file=sys.stderr)
+        return 2
+    out_dir, names = argv[1], argv[2:] or list(models.MODELS)
+    for name in names:
+        if name not in models.MODELS:
+            print(f"unknown model {name}; known: {', '.join(models.MODELS)}", file=sys.stderr)
+            return 2
+    for name in names:
+        t0 = time.time()
+        model, inputs = models.build(name)
+        e = lpu_frontend.export(model, inputs, os.path.join(out_dir, f"{name}.json"))
+        print(f"{name}: {e.nodes} nodes, {time.time() - t0:.2f} s, ops: {' '.join(e.ops)}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
