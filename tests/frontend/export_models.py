@@ -1,8 +1,9 @@
 #!/usr/bin/python3
 """Exports the model zoo (models.py) to OUT_DIR/<name>.json + .bin.
 
-    PYTHONPATH=python /usr/bin/python3 tests/frontend/export_models.py OUT_DIR [NAME...]
+    /usr/bin/python3 tests/frontend/export_models.py [--clean] OUT_DIR [NAME...]
 
+--clean first removes the *.json / *.bin files in OUT_DIR (so no stale export is checked).
 Prints one line per model: name, node count, the ATen ops it uses.
 """
 
@@ -18,10 +19,16 @@ import models  # noqa: E402
 
 
 def main(argv):
+    clean = "--clean" in argv
+    argv = [a for a in argv if a != "--clean"]
     if len(argv) < 2:
         print(__doc__, file=sys.stderr)
         return 2
     out_dir, names = argv[1], argv[2:] or list(models.MODELS)
+    if clean and os.path.isdir(out_dir):
+        for f in os.listdir(out_dir):
+            if f.endswith((".json", ".bin")):
+                os.remove(os.path.join(out_dir, f))
     for name in names:
         if name not in models.MODELS:
             print(f"unknown model {name}; known: {', '.join(models.MODELS)}", file=sys.stderr)
