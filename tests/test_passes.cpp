@@ -2,7 +2,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <fstream>
 #include <set>
+#include <sstream>
 
 #include "graph/ops.h"
 #include "graph/aten.h"
@@ -285,5 +287,22 @@ TEST(Verify, ConstantOutputsAreRejected) {
     FAIL();
   } catch (const InputError& e) {
     EXPECT_NE(std::string(e.what()).find("node %c: a graph output must be computed"), std::string::npos) << e.what();
+  }
+}
+
+// docs/core-ops.md is the reference for the op table: every registered op appears in it.
+TEST(AtenOps, EveryRegisteredOpIsDocumented) {
+  std::ifstream in(std::string(LPU_SOURCE_DIR) + "/docs/core-ops.md");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  std::string doc = ss.str();
+  ASSERT_FALSE(doc.empty());
+  for (const auto& op : all_ops()) {
+    // ATen ops are written `aten.x` or in a group `aten.x y z`; core ops as `name` or in a group.
+    std::string bare = op.name.rfind("aten.", 0) == 0 ? op.name.substr(5) : op.name;
+    bool found = doc.find("`" + op.name + "`") != std::string::npos || doc.find(" " + bare + " ") != std::string::npos ||
+                 doc.find(" " + bare + "`") != std::string::npos || doc.find("`" + bare + " ") != std::string::npos ||
+                 doc.find("`" + bare + "`") != std::string::npos;
+    EXPECT_TRUE(found) << op.name << " is not in docs/core-ops.md";
   }
 }

@@ -1,8 +1,10 @@
-// The op registry: every op the graph IR knows, with its category, arity and type inference.
-// Three other tables are keyed by the same names and together say what an op means:
-//   passes/decompose.cpp   composite op -> core ops        (only for Composite ops)
-//   ref/reference.cpp      reference semantics on real data (core ops)
-//   loopir/lower.cpp       per-element loop IR               (core ops)
+// The op registry: every op the graph IR knows, with its category, arity and type inference
+// (the aten.* entries live in graph/aten_ops.cpp). Other tables are keyed by the same names and
+// together say what an op means (the core op set: docs/core-ops.md):
+//   passes/decompose.cpp            our composite ops -> core ops
+//   passes/aten_decompositions.cpp  aten.* ops -> core ops
+//   ref/reference.cpp               reference semantics on real data (core ops)
+//   loopir/loop_ir.cpp              per-element loop IR               (core ops)
 // Adding an op = one entry here + its entry in those tables (see README "Adding an op").
 #pragma once
 #include <functional>
