@@ -157,6 +157,12 @@ using Infer = TensorType (*)(const Graph&, const Node&);
 
 const TensorType& in(const Graph& g, const Node& n, size_t i) { return g.node(n.inputs.at(i)).type; }
 
+void same_dtype(const Graph& g, const Node& n) {
+  for (size_t i = 1; i < n.inputs.size(); ++i)
+    if (in(g, n, i).dtype != in(g, n, 0).dtype)
+      bad(n, strcat("dtype mismatch: ", dtype_name(in(g, n, 0).dtype), " vs ", dtype_name(in(g, n, i).dtype)));
+}
+
 // ---- pointwise ----------------------------------------------------------------------------
 
 // exp, log, sqrt, ...: integer inputs compute in the default float type.
@@ -225,6 +231,13 @@ TensorType bitwise_not(const Graph& g, const Node& n) {
   const TensorType& t = in(g, n, 0);
   if (is_floating(t.dtype)) bad(n, "expects a bool or integer input");
   return t;
+}
+
+// fill(self, value): self's type, every element `value` (a number or a zero-dim tensor).
+TensorType fill(const Graph& g, const Node& n) {
+  auto ops = operand_types(g, n.inputs, bind(n, {"self", "value"}));
+  if (ops[1].tensor && ops[1].type.rank() != 0) bad(n, "a tensor value must be zero-dimensional");
+  return in(g, n, 0);
 }
 
 TensorType logical_not(const Graph& g, const Node& n) { return {DType::boolean, in(g, n, 0).shape}; }
@@ -340,6 +353,28 @@ TensorType select(const Graph& g, const Node& n) {
   return t;
 }
 
+// slice_scatter / select_scatter: self with a slice (one index) replaced by src. Only step-1
+// slices: they decompose into cat(before, src, after).
+TensorType scatter(const Graph& g, const Node& n) {
+  same_dtype(g, n);
+  const TensorType& t = in(g, n, 0);
+  if (t.rank() == 0) bad(n, "cannot scatter into a zero-dimensional tensor");
+  auto d = static_cast<size_t>(normalize_dim(n.attr_int("dim", 0), t.rank(), n));
+  Shape want = t.shape;
+  if (n.op == "aten.select_scatter") {
+    int64_t i = n.attr_int("index");
+    if (i < -t.shape[d] || i >= t.shape[d]) bad(n, strcat("index ", i, " out of range for size ", t.shape[d]));
+    want.erase(want.begin() + static_cast<std::ptrdiff_t>(d));
+  } else {
+    SliceRange r = slice_range(n, t.shape[d]);
+    if (r.step != 1) bad(n, "only step 1 is supported");
+    want[d] = r.length();
+  }
+  if (in(g, n, 1).shape != want)
+    bad(n, strcat("src has shape ", shape_str(in(g, n, 1).shape), ", the slice is ", shape_str(want)));
+  return t;
+}
+
 TensorType cat(const Graph& g, const Node& n) {
   std::vector<OperandType> ops;
   for (size_t i = 0; i < n.inputs.size(); ++i) ops.push_back({true, in(g, n, i)});
@@ -409,12 +444,6 @@ TensorType embedding(const Graph& g, const Node& n) {
 }
 
 // ---- matmul family ------------------------------------------------------------------------
-
-void same_dtype(const Graph& g, const Node& n) {
-  for (size_t i = 1; i < n.inputs.size(); ++i)
-    if (in(g, n, i).dtype != in(g, n, 0).dtype)
-      bad(n, strcat("dtype mismatch: ", dtype_name(in(g, n, 0).dtype), " vs ", dtype_name(in(g, n, i).dtype)));
-}
 
 // torch.matmul shapes, including 1-D operands on either side.
 Shape matmul_shape(const Node& n, const Shape& a, const Shape& b) {
@@ -546,6 +575,7 @@ const Entry kEntries[] = {
     {"aten.masked_fill", 2, 3, masked_fill, "where(mask, value, self)"},
     {"aten.bitwise_not", 1, 1, bitwise_not, "~self (bool or integer)"},
     {"aten.logical_not", 1, 1, logical_not, "self == 0"},
+    {"aten.fill", 1, 2, fill, "self's shape filled with value"},
     {"aten.neg", 1, 1, unary_same, "-self"},
     {"aten.abs", 1, 1, unary_same, "|self|"},
     {"aten.relu", 1, 1, unary_same, "max(self, 0)"},
@@ -586,6 +616,8 @@ const Entry kEntries[] = {
     {"aten.slice", 1, 1, slice, "{dim, start, end, step}"},
     {"aten.select", 1, 1, select, "index {index} of {dim}, dropping it"},
     {"aten.cat", 1, 1 << 20, cat, "concatenate along {dim}"},
+    {"aten.slice_scatter", 2, 2, scatter, "self with self[{start}:{end}] along {dim} replaced by src (step 1)"},
+    {"aten.select_scatter", 2, 2, scatter, "self with index {index} of {dim} replaced by src"},
     {"aten.stack", 1, 1 << 20, stack, "stack along a new {dim}"},
     {"aten.split", 1, 1, split, "piece {result} of chunks of {split_size} along {dim}"},
     {"aten.split_with_sizes", 1, 1, split, "piece {result} of {split_sizes} along {dim}"},

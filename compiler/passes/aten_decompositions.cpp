@@ -114,6 +114,11 @@ NodeId bitwise_not(Builder& b, const In& in) {
   return b.call("sub", {b.scalar(-1), in[0]});  // ~x == -1 - x in two's complement
 }
 
+NodeId fill(Builder& b, const In& in) {
+  NodeId v = operand(b, in, aten::bind(b.src, {"self", "value"})[1], out_dtype(b));
+  return b.call("expand", {v}, {{"shape", b.src.type.shape}});
+}
+
 NodeId logical_not(Builder& b, const In& in) { return b.call("eq", {in[0], b.scalar(0, b.type(in[0]).dtype)}); }
 
 // ---- reductions ---------------------------------------------------------------------------
@@ -219,6 +224,33 @@ NodeId split(Builder& b, const In& in) {
   }
   int64_t len = b.src.type.shape[static_cast<size_t>(d)];
   return slice_of(b, in[0], d, start, start + len, 1);
+}
+
+// self with [start, end) of `dim` replaced by src = cat(self[:start], src, self[end:]).
+NodeId scatter(Builder& b, const In& in) {
+  NodeId self = in[0];
+  auto d = normalize_dim(b.src.attr_int("dim", 0), b.type(self).rank(), b.src);
+  int64_t size = b.type(self).shape[static_cast<size_t>(d)];
+  int64_t start, end;
+  NodeId src = in[1];
+  if (b.src.op == "aten.select_scatter") {
+    start = b.src.attr_int("index");
+    if (start < 0) start += size;
+    end = start + 1;
+    Shape s = b.type(self).shape;
+    s[static_cast<size_t>(d)] = 1;
+    src = b.reshape(src, s);
+  } else {
+    SliceRange r = slice_range(b.src, size);
+    start = r.start;
+    end = std::max(r.start, r.end);
+  }
+  std::vector<NodeId> parts;
+  if (start > 0) parts.push_back(slice_of(b, self, d, 0, start, 1));
+  if (end > start) parts.push_back(src);
+  if (end < size) parts.push_back(slice_of(b, self, d, end, size, 1));
+  if (parts.size() == 1) return parts[0];
+  return b.call("cat", parts, {{"dim", d}});
 }
 
 NodeId cat(Builder& b, const In& in) {
@@ -333,6 +365,7 @@ const std::map<std::string, Expander>& aten_decompositions() {
       {"aten.masked_fill", masked_fill},
       {"aten.bitwise_not", bitwise_not},
       {"aten.logical_not", logical_not},
+      {"aten.fill", fill},
       {"aten.neg", neg},
       {"aten.abs", abs},
       {"aten.relu", relu},
@@ -373,6 +406,8 @@ const std::map<std::string, Expander>& aten_decompositions() {
       {"aten.slice", slice},
       {"aten.select", select},
       {"aten.cat", cat},
+      {"aten.slice_scatter", scatter},
+      {"aten.select_scatter", scatter},
       {"aten.stack", stack},
       {"aten.split", split},
       {"aten.split_with_sizes", split},

@@ -36,8 +36,9 @@ DTYPES = {
     torch.bool: "bool",
 }
 
-# Factory-like ops whose tensor argument only supplies a shape: constant whatever its value.
-VALUE_INDEPENDENT = {"zeros_like", "ones_like", "full_like", "new_zeros", "new_ones", "new_full"}
+# Factory-like ops whose first tensor argument only supplies a shape: constant when their
+# other inputs are (fill.Tensor's value; the rest have none).
+SHAPE_ONLY_FIRST = {"zeros_like", "ones_like", "full_like", "new_zeros", "new_ones", "new_full", "fill"}
 # Ops whose value must not be computed once at export time.
 RANDOM = re.compile(r"rand|bernoulli|normal|uniform|multinomial|dropout|exponential|cauchy|geometric")
 # Arguments that never change values.
@@ -135,8 +136,9 @@ class Converter:
                 name = op_name(node.target)
                 if RANDOM.search(name):
                     const[node] = False
-                elif name.split(".")[-1] in VALUE_INDEPENDENT:
-                    const[node] = True
+                elif name.split(".")[-1] in SHAPE_ONLY_FIRST and node.args:
+                    first = node.args[0]
+                    const[node] = all(const[i] for i in node.all_input_nodes if i is not first)
                 else:
                     const[node] = all(const[i] for i in node.all_input_nodes)
         return const

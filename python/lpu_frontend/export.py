@@ -10,7 +10,6 @@ import re
 from dataclasses import dataclass
 from typing import List
 
-import numpy as np
 import torch
 from torch.utils._pytree import tree_flatten
 

@@ -185,6 +185,18 @@ class InPlace(nn.Module):
         return y
 
 
+class KVCacheUpdate(nn.Module):
+    """Writes through views (a KV-cache update): functionalization makes them slice_scatter /
+    select_scatter values."""
+
+    def forward(self, cache, k):
+        cache = cache.clone()
+        cache[:, 2:2 + k.shape[1]] = k
+        cache[:, 0] = 0.0
+        cache[:, -1].mul_(2.0)
+        return cache
+
+
 class Reductions(nn.Module):
     def forward(self, x):
         return (x.sum(-1), x.mean(dim=(0, 2), keepdim=True), x.amax(1), x.amin(-1, keepdim=True),
@@ -215,6 +227,7 @@ MODELS = {
     "masked_fill_where": seeded(lambda: (MaskedFillWhere(), (torch.randn(3, 6), torch.randn(3, 6) > 0.3))),
     "reductions": seeded(lambda: (Reductions(), (torch.randn(2, 3, 5),))),
     "inplace": seeded(lambda: (InPlace(), (torch.randn(3, 8),))),
+    "kv_cache_update": seeded(lambda: (KVCacheUpdate(), (torch.randn(2, 7, 4), torch.randn(2, 3, 4)))),
     "rotary": seeded(lambda: (Rotary(), (torch.randn(1, 2, 6, 8),))),
     "attention": seeded(lambda: (CausalSelfAttention(16, 2), (torch.randn(2, 5, 16),))),
     "gpt_block": seeded(lambda: (GPTBlock(16, 2), (torch.randn(2, 5, 16),))),
