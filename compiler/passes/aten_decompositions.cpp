@@ -116,6 +116,7 @@ NodeId bitwise_not(Builder& b, const In& in) {
 
 NodeId fill(Builder& b, const In& in) {
   NodeId v = operand(b, in, aten::bind(b.src, {"self", "value"})[1], out_dtype(b));
+  if (b.type(v).shape == b.src.type.shape) return v;
   return b.call("expand", {v}, {{"shape", b.src.type.shape}});
 }
 
