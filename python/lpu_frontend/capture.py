@@ -83,9 +83,16 @@ def check_inputs(example_inputs) -> tuple:
     return example_inputs
 
 
-def capture_make_fx(model: torch.nn.Module, example_inputs: Sequence[torch.Tensor]) -> Capture:
-    from torch.nn.utils import stateless  # functional_call, torch 1.13 .. 2.x
+def _functional_call():
+    try:
+        from torch.func import functional_call  # torch >= 2.0
+    except ImportError:
+        from torch.nn.utils.stateless import functional_call  # torch 1.13
+    return functional_call
 
+
+def capture_make_fx(model: torch.nn.Module, example_inputs: Sequence[torch.Tensor]) -> Capture:
+    functional_call = _functional_call()
     make_fx = _make_fx()
     named = list(model.named_parameters()) + list(model.named_buffers())
     names = [n for n, _ in named]
@@ -93,7 +100,7 @@ def capture_make_fx(model: torch.nn.Module, example_inputs: Sequence[torch.Tenso
     count = len(names)
 
     def run(*args):
-        return stateless.functional_call(model, dict(zip(names, args[:count])), tuple(args[count:]))
+        return functional_call(model, dict(zip(names, args[:count])), tuple(args[count:]))
 
     traced_params = [v.clone().requires_grad_(v.is_floating_point()) for v in values]
     with torch.enable_grad():
@@ -111,8 +118,10 @@ def capture_make_fx(model: torch.nn.Module, example_inputs: Sequence[torch.Tenso
 
 
 def capture_torch_export(model: torch.nn.Module, example_inputs: Sequence[torch.Tensor]) -> Capture:
-    """torch >= 2.1. Not exercised by this repository's tests (they run on torch 1.13)."""
-    ep = torch.export.export(model, tuple(example_inputs))
+    """torch >= 2.1. Not exercised by this repository's tests (they run on torch 1.13).
+    Grad mode is on for the same reason as in capture_make_fx: no fused fast paths."""
+    with torch.enable_grad():
+        ep = torch.export.export(model, tuple(example_inputs))
     ep = ep.run_decompositions()
     sig = ep.graph_signature
     to_param = dict(getattr(sig, "inputs_to_parameters", {}))
