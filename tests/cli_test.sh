@@ -72,6 +72,7 @@ graph_json "$TMP/ok.json" '{"name": "y", "kind": "call", "op": "aten.native_laye
 check list_ops_aten 0 "aten.native_layer_norm" -- "$LPU" list ops
 check graph_compile 0 "wrote" -- "$LPU" compile "$TMP/ok.json" --emit graph,core -o "$TMP/gir"
 check graph_core_text 0 "= rsqrt\(" -- cat "$TMP/gir/core.txt"
+check graph_run_timing_needs_no_sidecar 0 "cycles" -- "$LPU" run "$TMP/ok.json"
 check graph_run_functional_needs_data 2 "no input data for %x|sidecar index has no input data for %x" -- "$LPU" run "$TMP/ok.json" --functional
 check graph_missing 2 "no such file" -- "$LPU" run "$TMP/nope.json"
 graph_json "$TMP/unknown_op.json" '{"name": "y", "kind": "call", "op": "aten.frobnicate", "inputs": ["x"], "dtype": "f32", "shape": [4, 8]}'
