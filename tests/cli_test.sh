@@ -66,5 +66,46 @@ check sweep_bad_range 2 "r.yaml:4: axes.lmu.capacity_kib.step: step 64 never get
 check sweep_bad_jobs 2 "at least 1 job" -- "$LPU" sweep configs/sweeps/hbm_linear.yaml -j 0 -o "$TMP/sw0"
 check report_no_input 2 "no such file" -- "$LPU" report "$TMP/none.json" -o "$TMP/rep"
 
+# Graph files (docs/graph-format.md): a hand-made JSON graph, and malformed variants that must
+# give one line naming the node, and exit 2.
+graph_json() {  # graph_json FILE Y_NODE [EXTRA_NODE]
+  printf '{"format": "lpu-graph", "version": 1, "name": "hand", "nodes": [\n' > "$1"
+  printf '  {"name": "x", "kind": "placeholder", "dtype": "f32", "shape": [4, 8]},\n' >> "$1"
+  printf '  {"name": "w", "kind": "parameter", "dtype": "f32", "shape": [8]},\n' >> "$1"
+  [ -n "${3:-}" ] && printf '  %s,\n' "$3" >> "$1"
+  printf '  %s\n], "outputs": ["y"]}\n' "$2" >> "$1"
+}
+one_line() {  # exit 2 with exactly one line of output naming the node
+  local name="$1" pattern="$2"
+  shift 2
+  local out rc
+  out="$("$@" 2>&1)"
+  rc=$?
+  if [ "$rc" -ne 2 ] || [ "$(printf '%s\n' "$out" | wc -l)" -ne 1 ] || ! grep -qE -- "$pattern" <<<"$out"; then
+    echo "FAIL $name: exit $rc, expected 2 and one line matching /$pattern/:"; echo "$out" | head -5; fail=$((fail + 1)); return
+  fi
+  echo "ok   $name"; pass=$((pass + 1))
+}
+graph_json "$TMP/ok.json" '{"name": "y", "kind": "call", "op": "aten.native_layer_norm", "inputs": ["x", "w", "w"], "attrs": {"normalized_shape": [8], "eps": 1e-05, "result": 0}, "dtype": "f32", "shape": [4, 8]}'
+check list_ops_aten 0 "aten.native_layer_norm" -- "$LPU" list ops
+check graph_compile 0 "wrote" -- "$LPU" compile "$TMP/ok.json" --emit graph,core -o "$TMP/gir"
+check graph_core_text 0 "= rsqrt\(" -- cat "$TMP/gir/core.txt"
+check graph_run_timing_needs_no_sidecar 0 "cycles" -- "$LPU" run "$TMP/ok.json"
+check graph_run_functional_needs_data 2 "no input data for %x|sidecar index has no input data for %x" -- "$LPU" run "$TMP/ok.json" --functional
+check graph_missing 2 "no such file" -- "$LPU" run "$TMP/nope.json"
+graph_json "$TMP/unknown_op.json" '{"name": "y", "kind": "call", "op": "aten.frobnicate", "inputs": ["x"], "dtype": "f32", "shape": [4, 8]}'
+one_line graph_unknown_op "unknown_op.json: node %y: unknown op 'aten.frobnicate'" "$LPU" run "$TMP/unknown_op.json"
+graph_json "$TMP/shape.json" '{"name": "y", "kind": "call", "op": "add", "inputs": ["x", "w"], "dtype": "f32", "shape": [4, 9]}'
+one_line graph_shape_mismatch "node %y \(add\): declared type f32\[4, 9\] but inputs give f32\[4, 8\]" "$LPU" compile "$TMP/shape.json" --emit core
+graph_json "$TMP/dangling.json" '{"name": "y", "kind": "call", "op": "add", "inputs": ["x", "v"], "dtype": "f32", "shape": [4, 8]}'
+one_line graph_dangling "node %y: input %v is not defined" "$LPU" run "$TMP/dangling.json"
+graph_json "$TMP/cycle.json" '{"name": "y", "kind": "call", "op": "add", "inputs": ["x", "z"], "dtype": "f32", "shape": [4, 8]}' \
+  '{"name": "z", "kind": "call", "op": "exp", "inputs": ["y"], "dtype": "f32", "shape": [4, 8]}'
+one_line graph_cycle "node %[yz]: cycle %[yz] -> %[yz] -> %[yz]" "$LPU" ref "$TMP/cycle.json"
+printf 'graph: ok.json\n' > "$TMP/g.yaml"
+check graph_yaml 0 "wrote" -- "$LPU" compile "$TMP/g.yaml" --emit core -o "$TMP/gy"
+printf 'graph: ok.json\nseq_len: 3\n' > "$TMP/g2.yaml"
+check graph_yaml_extra_key 2 "g2.yaml:2: seq_len: unknown key" -- "$LPU" run "$TMP/g2.yaml"
+
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]

@@ -1,8 +1,14 @@
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <fstream>
+#include <set>
+#include <sstream>
 
 #include "graph/ops.h"
+#include "graph/aten.h"
+#include "passes/decompose.h"
 #include "passes/passes.h"
 #include "ref/reference.h"
 #include "support/error.h"
@@ -90,4 +96,213 @@ TEST(Reference, MissingInputIsAnError) {
   NodeId x = g.add_placeholder("x", f32({4}));
   g.set_output({g.add_call("neg", {x})});
   EXPECT_THROW(run_reference(g, {}), InputError);
+}
+
+// ---------------------------------------------------------------------------------------------
+// ATen ops, CSE, constant folding
+
+namespace {
+size_t count_op(const Graph& g, const std::string& op) {
+  size_t k = 0;
+  for (const auto& n : g.nodes()) k += n.kind == NodeKind::Call && n.op == op;
+  return k;
+}
+}  // namespace
+
+TEST(AtenOps, EveryAtenOpHasExactlyOneDecomposition) {
+  std::set<std::string> registered;
+  for (const auto& op : all_ops())
+    if (op.name.rfind("aten.", 0) == 0) {
+      registered.insert(op.name);
+      EXPECT_EQ(op.category, OpCategory::Composite) << op.name;
+    }
+  Graph g;
+  NodeId x = g.add_placeholder("x", f32({2}));
+  for (const auto& name : registered) {
+    Node n;
+    n.name = "n";
+    n.op = name;
+    n.inputs = {x};
+    // An op without a table entry is an InputError naming it; with one, anything else.
+    try {
+      Graph out;
+      out.add_placeholder("x", f32({2}));
+      expand_node(out, n, {0});
+    } catch (const InputError& e) {
+      EXPECT_EQ(std::string(e.what()).find("has no decomposition"), std::string::npos) << name << ": " << e.what();
+    } catch (const std::exception&) {
+    }
+  }
+  EXPECT_GT(registered.size(), 60u);
+  EXPECT_EQ(registered.size(), aten_decompositions().size());
+  for (const auto& [name, f] : aten_decompositions()) EXPECT_TRUE(registered.count(name)) << name;
+}
+
+TEST(AtenOps, TypePromotionFollowsAten) {
+  auto t = [](DType d, Shape s) { return aten::OperandType{true, {d, std::move(s)}}; };
+  auto num = [](DType d) { return aten::OperandType{false, {d, {}}}; };
+  using aten::result_type;
+  EXPECT_EQ(result_type({t(DType::f16, {3}), num(DType::f32)}), DType::f16);  // half * 0.5 stays half
+  EXPECT_EQ(result_type({t(DType::i64, {3}), num(DType::f32)}), DType::f32);  // long * 0.5 -> float
+  EXPECT_EQ(result_type({t(DType::i32, {3}), num(DType::i64)}), DType::i32);  // int * 2 stays int
+  EXPECT_EQ(result_type({t(DType::boolean, {3}), num(DType::i64)}), DType::i64);
+  EXPECT_EQ(result_type({t(DType::f16, {3}), t(DType::f32, {})}), DType::f16);  // zero-dim ranks lower
+  EXPECT_EQ(result_type({t(DType::i64, {3}), t(DType::f16, {})}), DType::f16);  // ...unless of a higher category
+  EXPECT_EQ(result_type({t(DType::f16, {3}), t(DType::bf16, {3})}), DType::f32);
+  EXPECT_EQ(result_type({t(DType::i32, {3}), t(DType::i64, {3})}), DType::i64);
+}
+
+TEST(AtenOps, InferenceErrorsNameTheNode) {
+  Graph g;
+  NodeId x = g.add_placeholder("x", f32({2, 6}));
+  NodeId i = g.add_placeholder("i", {DType::i64, {2, 6}});
+  auto err = [&](const std::string& op, std::vector<NodeId> in, Attrs a) {
+    try {
+      g.add_call(op, in, a, "bad");
+    } catch (const InputError& e) {
+      return std::string(e.what());
+    }
+    return std::string("(no error)");
+  };
+  EXPECT_NE(err("aten.view", {x}, {{"size", std::vector<int64_t>{5, -1}}}).find("%bad (aten.view): size [5, -1] is invalid for 12"), std::string::npos);
+  EXPECT_NE(err("aten.split", {x}, {{"split_size", int64_t{4}}, {"dim", int64_t{1}}, {"result", int64_t{2}}}).find("result 2 out of range"), std::string::npos);
+  EXPECT_NE(err("aten.relu", {x}, {{"result", int64_t{1}}}).find("single result"), std::string::npos);
+  EXPECT_NE(err("aten.mean", {i}, {}).find("floating"), std::string::npos);
+  EXPECT_NE(err("aten.div", {x}, {{"other", 2.0}, {"rounding_mode", std::string("floor")}}).find("rounding_mode"), std::string::npos);
+  EXPECT_NE(err("aten.native_layer_norm", {x}, {{"normalized_shape", std::vector<int64_t>{2}}, {"eps", 1e-5}}).find("not a suffix"), std::string::npos);
+  EXPECT_NE(err("aten.add", {x}, {}).find("argument 'other' is neither an input nor an attribute"), std::string::npos);
+  EXPECT_NE(err("aten.dropout", {x}, {{"p", 0.1}, {"train", true}}).find("eval mode"), std::string::npos);
+  // Types come out as PyTorch computes them.
+  EXPECT_EQ(g.node(g.add_call("aten.mul", {i}, {{"other", 0.5}})).type.dtype, DType::f32);
+  EXPECT_EQ(g.node(g.add_call("aten.sum", {i}, {{"dim", std::vector<int64_t>{-1}}})).type, (TensorType{DType::i64, {2}}));
+  EXPECT_EQ(g.node(g.add_call("aten.native_layer_norm", {x}, {{"normalized_shape", std::vector<int64_t>{6}}, {"eps", 1e-5}, {"result", int64_t{2}}})).type, f32({2, 1}));
+}
+
+// aten ops through decomposition on data: torch results computed by hand.
+TEST(AtenOps, DecompositionsComputeTorchResults) {
+  Graph g;
+  NodeId x = g.add_placeholder("x", f32({2, 3}));
+  NodeId v = g.add_placeholder("v", f32({3}));
+  NodeId b2 = g.add_placeholder("b2", f32({2}));
+  NodeId xt = g.add_call("aten.t", {x});
+  std::vector<NodeId> outs = {
+      g.add_call("aten.addmm", {b2, x, xt}, {{"beta", 0.5}, {"alpha", int64_t{2}}}),
+      g.add_call("aten.var", {x}, {{"dim", std::vector<int64_t>{1}}, {"correction", int64_t{1}}}),
+      g.add_call("aten.matmul", {x, v}),   // [2, 3] x [3] -> [2]
+      g.add_call("aten.matmul", {v, xt}),  // [3] x [3, 2] -> [2]
+      g.add_call("aten.split_with_sizes", {x}, {{"split_sizes", std::vector<int64_t>{1, 2}}, {"dim", int64_t{1}}, {"result", int64_t{1}}}),
+      g.add_call("aten.unbind", {x}, {{"result", int64_t{1}}}),
+      g.add_call("aten.select", {x}, {{"dim", int64_t{1}}, {"index", int64_t{-1}}}),
+      g.add_call("aten.rsub", {x}, {{"other", 1.0}, {"alpha", 2.0}}),
+      g.add_call("aten.pow", {x}, {{"exponent", int64_t{2}}}),
+      g.add_call("aten.masked_fill", {x, g.add_call("aten.gt", {x}, {{"other", int64_t{2}}})}, {{"value", -INFINITY}}),
+  };
+  g.set_output(outs);
+  Graph core = run_passes(g, default_passes());
+  EXPECT_TRUE(all_core(core));
+  Tensor tx(f32({2, 3})), tv(f32({3})), tb(f32({2}));
+  tx.data = {0, 1, 2, 3, 4, 5};
+  tv.data = {1, -1, 2};
+  tb.data = {1, -1};
+  auto r = run_reference(core, {{"x", tx}, {"v", tv}, {"b2", tb}});
+  const float inf = INFINITY;
+  std::vector<std::vector<float>> want = {
+      {10.5f, 27.5f, 28.5f, 99.5f},  // 0.5 * b2 + 2 * x @ x^T
+      {1, 1},
+      {3, 9},
+      {3, 9},
+      {1, 2, 4, 5},
+      {3, 4, 5},
+      {2, 5},
+      {1, -1, -3, -5, -7, -9},
+      {0, 1, 4, 9, 16, 25},
+      {0, 1, 2, -inf, -inf, -inf},
+  };
+  ASSERT_EQ(r.size(), want.size());
+  for (size_t i = 0; i < want.size(); ++i) {
+    EXPECT_EQ(r[i].type, g.node(outs[i]).type) << i;
+    EXPECT_EQ(r[i].data, want[i]) << "output " << i << " (" << g.node(outs[i]).op << ")";
+  }
+  // pow(x, 2) became mul(x, x); the scalar constants were shared by CSE.
+  EXPECT_EQ(count_op(core, "pow"), 0u);
+}
+
+TEST(Cse, MergesRepeatedComputationsAndConstants) {
+  Graph g;
+  NodeId x = g.add_placeholder("x", f32({4, 8}));
+  // Two native_layer_norm results share their mean; two identical exps become one.
+  Attrs ln{{"normalized_shape", std::vector<int64_t>{8}}, {"eps", 1e-5}};
+  NodeId y = g.add_call("aten.native_layer_norm", {x}, ln);
+  Attrs ln1 = ln;
+  ln1["result"] = int64_t{1};
+  NodeId m = g.add_call("aten.native_layer_norm", {x}, ln1);
+  NodeId e1 = g.add_call("exp", {x});
+  NodeId e2 = g.add_call("exp", {x});
+  g.set_output({g.add_call("add", {y, m}), g.add_call("sub", {e1, e2})});
+  Graph d = run_passes(g, {{"decompose", decompose}});
+  Graph c = eliminate_dead_code(eliminate_common_subexpressions(d));
+  EXPECT_EQ(count_op(d, "mean"), 3u);  // mean for result 0, its variance, mean for result 1
+  EXPECT_EQ(count_op(c, "mean"), 2u);
+  EXPECT_EQ(count_op(c, "exp"), 1u);
+  TensorMap in = make_random_inputs(g, 5);
+  auto a = run_reference(d, in), b = run_reference(c, in);
+  EXPECT_EQ(a[0].data, b[0].data);
+  EXPECT_EQ(a[1].data, b[1].data);
+}
+
+TEST(FoldConstants, FoldsSplatsWithoutTouchingOutputs) {
+  Graph g;
+  NodeId x = g.add_placeholder("x", f32({4, 4}));
+  NodeId scale = g.add_parameter("scale", f32({4, 4}));
+  g.node(scale).attrs = {{"constant", true}, {"splat", 0.25}};
+  // ((2 + 1) * scale) summed over a dim: a splat all the way through.
+  NodeId three = g.add_call("add", {g.add_call("full", {}, {{"value", 2.0}}), g.add_call("full", {}, {{"value", 1.0}})});
+  NodeId s = g.add_call("sum", {g.add_call("mul", {three, scale})}, {{"dims", std::vector<int64_t>{1}}, {"keepdim", true}});
+  NodeId y = g.add_call("mul", {x, s}, {}, "y");
+  NodeId one = g.add_call("mul", {x, g.add_call("full", {}, {{"value", 1.0}})}, {}, "times_one");
+  NodeId out_const = g.add_call("neg", {g.add_call("full", {}, {{"value", 3.0}, {"shape", std::vector<int64_t>{4}}})}, {}, "negc");
+  g.set_output({y, one, out_const});
+  Graph f = run_passes(g, default_passes());
+  // scale became a constant 3.0 (= 4 * 0.75), so y is x * full(3.0); x * 1 is x itself...
+  EXPECT_EQ(f.parameters().size(), 0u);
+  const Node& yn = f.node(f.outputs()[0]);
+  ASSERT_EQ(yn.op, "mul");
+  EXPECT_EQ(f.node(yn.inputs[1]).op, "full");
+  EXPECT_EQ(f.node(yn.inputs[1]).attr_float("value", 0), 3.0);
+  EXPECT_EQ(f.node(f.outputs()[1]).kind, NodeKind::Placeholder);
+  // ...but an output stays computed even when its inputs are constant.
+  EXPECT_EQ(f.node(f.outputs()[2]).op, "neg");
+  TensorMap in = make_random_inputs(g, 2);
+  std::fill(in["scale"].data.begin(), in["scale"].data.end(), 0.25f);  // what {splat = 0.25} promises
+  auto a = run_reference(run_passes(g, {{"decompose", decompose}}), in), b = run_reference(f, in);
+  for (size_t i = 0; i < a.size(); ++i) EXPECT_EQ(a[i].data, b[i].data) << i;
+}
+
+TEST(Verify, ConstantOutputsAreRejected) {
+  Graph g;
+  g.add_placeholder("x", f32({2}));
+  g.set_output({g.add_call("full", {}, {{"value", 1.0}, {"shape", std::vector<int64_t>{2}}}, "c")});
+  try {
+    g.verify();
+    FAIL();
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("node %c: a graph output must be computed"), std::string::npos) << e.what();
+  }
+}
+
+// docs/core-ops.md is the reference for the op table: every registered op appears in it.
+TEST(AtenOps, EveryRegisteredOpIsDocumented) {
+  std::ifstream in(std::string(LPU_SOURCE_DIR) + "/docs/core-ops.md");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  std::string doc = ss.str();
+  ASSERT_FALSE(doc.empty());
+  for (const auto& op : all_ops()) {
+    // ATen ops are written `aten.x` or in a group `aten.x y z`; core ops as `name` or in a group.
+    std::string bare = op.name.rfind("aten.", 0) == 0 ? op.name.substr(5) : op.name;
+    bool found = doc.find("`" + op.name + "`") != std::string::npos || doc.find(" " + bare + " ") != std::string::npos ||
+                 doc.find(" " + bare + "`") != std::string::npos || doc.find("`" + bare + " ") != std::string::npos ||
+                 doc.find("`" + bare + "`") != std::string::npos;
+    EXPECT_TRUE(found) << op.name << " is not in docs/core-ops.md";
+  }
 }

@@ -1,6 +1,7 @@
 #include "jobs.h"
 
 #include <chrono>
+#include <optional>
 #include <cmath>
 #include <cstdio>
 
@@ -63,8 +64,10 @@ Compilation compile_with_search(const Graph& g, const ArchConfig& arch, SearchRe
 FunctionalCheck check_outputs(const std::vector<Tensor>& expected, const std::vector<std::string>& names,
                               const TensorMap& actual, DType dtype) {
   FunctionalCheck c;
-  c.atol = dtype == DType::f32 ? 1e-4 : 2e-2;
-  c.rtol = dtype == DType::f32 ? 1e-4 : 2e-2;
+  // fp16/bf16: the unfused schedule rounds every intermediate to the HBM dtype while the
+  // reference keeps fp32, so errors compound along a layer; 5e-2 covers a few layers.
+  c.atol = dtype == DType::f32 ? 1e-4 : 5e-2;
+  c.rtol = dtype == DType::f32 ? 1e-4 : 5e-2;
   c.ok = true;
   double worst_excess = -1;
   for (size_t i = 0; i < expected.size(); ++i) {
@@ -90,13 +93,59 @@ FunctionalCheck check_outputs(const std::vector<Tensor>& expected, const std::ve
   return c;
 }
 
+FunctionalCheck check_against_expected(const std::vector<Tensor>& actual, const std::vector<Tensor>& expected) {
+  if (actual.size() != expected.size())
+    throw InternalError(strcat(actual.size(), " outputs to check against ", expected.size(), " expected"));
+  FunctionalCheck c;
+  c.rule = "|out-torch| <= tol*max(1,|torch|), tol f32 1e-4, f16/bf16 2e-2, integer/bool exact";
+  c.ok = true;
+  double worst_excess = -INFINITY;
+  for (size_t i = 0; i < expected.size(); ++i) {
+    const Tensor& a = actual[i];
+    const Tensor& e = expected[i];
+    if (a.numel() != e.numel()) throw InternalError(strcat("output", i, " has the wrong size"));
+    DType t = e.type.dtype;
+    double tol = t == DType::f32 ? 1e-4 : is_floating(t) ? 2e-2 : 0.0;
+    double max_abs = 0;
+    for (int64_t k = 0; k < a.numel(); ++k) {
+      double av = a.data[static_cast<size_t>(k)], ev = e.data[static_cast<size_t>(k)];
+      // Equal infinities (a -inf mask) and NaN against NaN count as exact.
+      double err = av == ev || (std::isnan(av) && std::isnan(ev)) ? 0.0 : std::fabs(av - ev);
+      if (std::isnan(err)) err = INFINITY;
+      max_abs = std::max(max_abs, err);
+      c.max_rel_error = std::max(c.max_rel_error, err / std::max(std::fabs(ev), 1e-6));
+      double excess = err - tol * std::max(1.0, std::fabs(ev));
+      if (excess > worst_excess) {
+        worst_excess = excess;
+        c.worst = strcat("output", i, "[", k, "]: ", av, " vs PyTorch ", ev);
+      }
+      if (excess > 0) c.ok = false;
+    }
+    c.max_abs_per_output.push_back(max_abs);
+    c.max_abs_error = std::max(c.max_abs_error, max_abs);
+  }
+  return c;
+}
+
+ReferenceRun run_reference_check(const std::string& graph_path) {
+  ReferenceRun r;
+  r.file = load_graph_file(graph_path);
+  r.core = normalize_graph(r.file.graph);
+  std::vector<Tensor> expected = load_expected_outputs(r.file);
+  r.check = check_against_expected(run_reference(r.core, load_graph_inputs(r.file, r.core)), expected);
+  return r;
+}
+
 RunOutcome run_job(const WorkloadSpec& w, const ArchConfig& arch, const std::string& fusion, bool functional,
                    bool trace) {
   RunOutcome o;
   o.workload = w;
   o.arch = arch;
   o.fusion = fusion;
-  Graph g = build_graph(w);
+  // A graph file brings its own inputs, weights and PyTorch's outputs (read only when functional).
+  std::optional<GraphFile> file;
+  if (!w.graph.empty()) file = load_graph_file(w.graph);
+  Graph g = file ? file->graph : build_graph(w);
   // Weights and inputs must fit one device's HBM: say so before compiling.
   double need = 0;
   for (const auto& n : g.nodes())
@@ -114,14 +163,22 @@ RunOutcome run_job(const WorkloadSpec& w, const ArchConfig& arch, const std::str
     o.comp = compile_graph(g, compile_options_for(arch, fusion));
   }
   TensorMap inputs;
-  if (functional) inputs = make_random_inputs(o.comp.core, w.seed);
+  if (functional) inputs = file ? load_graph_inputs(*file, o.comp.core) : make_random_inputs(o.comp.core, w.seed);
   SimOptions so;
   so.functional = functional;
   so.record_trace = trace;
   auto t0 = std::chrono::steady_clock::now();
   o.sim = simulate(o.comp.code.program, arch, so, functional ? &inputs : nullptr);
   o.wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  if (functional) {
+  if (functional && file) {
+    std::vector<Tensor> actual;
+    for (const auto& name : o.comp.loop_ir.outputs) {
+      auto it = o.sim.outputs.find(name);
+      if (it == o.sim.outputs.end()) throw InternalError("simulation produced no output " + name);
+      actual.push_back(it->second);
+    }
+    o.check = check_against_expected(actual, load_expected_outputs(*file));
+  } else if (functional) {
     auto expected = run_reference(o.comp.core, inputs);
     o.check = check_outputs(expected, o.comp.loop_ir.outputs, o.sim.outputs, w.dtype);
   }
@@ -163,7 +220,7 @@ nlohmann::json RunOutcome::to_json() const {
                            ? static_cast<double>(sim.stats.hbm_read_bytes + sim.stats.hbm_write_bytes) /
                                  static_cast<double>(comp.compulsory_hbm_bytes)
                            : 0.0;
-  nlohmann::json wl = {{"name", workload.name}, {"file", workload.file}, {"model", workload.model},
+  nlohmann::json wl = {{"name", workload.name}, {"file", workload.file}, {"model", workload.model}, {"graph", workload.graph},
                        {"phase", workload.phase}, {"batch", workload.batch}, {"seq_len", workload.seq_len},
                        {"context", workload.context}, {"dtype", dtype_name(workload.dtype)}};
   for (const auto& [k, v] : workload.params) wl[k] = v;
@@ -189,6 +246,7 @@ nlohmann::json RunOutcome::to_json() const {
   if (check) {
     j["functional"] = {{"max_abs_error", check->max_abs_error}, {"max_rel_error", check->max_rel_error},
                        {"atol", check->atol}, {"rtol", check->rtol}, {"ok", check->ok}};
+    if (!check->rule.empty()) j["functional"]["rule"] = check->rule;
   }
   return j;
 }

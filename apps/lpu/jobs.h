@@ -9,6 +9,7 @@
 
 #include "config/arch_config.h"
 #include "driver/compile.h"
+#include "io/graph_file.h"
 #include "simulator.h"
 #include "workload/workload.h"
 
@@ -20,6 +21,8 @@ struct FunctionalCheck {
   double atol = 0, rtol = 0;   // pass iff |sim - ref| <= atol + rtol * |ref| everywhere
   bool ok = false;
   std::string worst;           // "output[index]: sim vs ref"
+  std::string rule;            // the pass condition, as printed ("" = the atol/rtol one)
+  std::vector<double> max_abs_per_output;  // graph-file checks: one per graph output
 };
 
 // The `search` policy: candidate schedules (fusion and tiling variants around greedy) are
@@ -59,6 +62,20 @@ RunOutcome run_job(const WorkloadSpec& w, const ArchConfig& arch, const std::str
 // Tolerances by dtype: fp32 1e-4 (abs and rel), fp16/bf16 looser (their rounding).
 FunctionalCheck check_outputs(const std::vector<Tensor>& expected, const std::vector<std::string>& names,
                               const TensorMap& actual, DType dtype);
+
+// Graph files from PyTorch: outputs against the expected outputs recorded by the exporter.
+// Element-wise pass condition |actual - expected| <= tol * max(1, |expected|), with tol by
+// the output's dtype: f32 1e-4, f16/bf16 2e-2; integer and bool outputs must match exactly.
+FunctionalCheck check_against_expected(const std::vector<Tensor>& actual, const std::vector<Tensor>& expected);
+
+// `lpu ref`: normalise a graph file's graph, run the reference executor on the sidecar's
+// inputs and weights, and compare with PyTorch's expected outputs.
+struct ReferenceRun {
+  GraphFile file;
+  Graph core;
+  FunctionalCheck check;
+};
+ReferenceRun run_reference_check(const std::string& graph_path);
 
 // Aligned text table.
 std::string format_table(const std::vector<std::string>& header, const std::vector<std::vector<std::string>>& rows);

@@ -4,10 +4,12 @@
 
 namespace lpu {
 
+Graph normalize_graph(const Graph& g) { return run_passes(g, default_passes()); }
+
 Compilation compile_graph(const Graph& g, const CompileOptions& opts) {
   Compilation c;
   c.captured = g;
-  c.core = run_passes(g, default_passes());
+  c.core = normalize_graph(g);
   c.loop_ir = lower_to_loop_ir(c.core);
   ScheduleOptions so;
   so.policy = opts.fusion;

@@ -28,6 +28,10 @@ struct Compilation {
   int64_t compulsory_hbm_bytes = 0;
 };
 
+// Graph -> normalised core-op graph (passes/default_passes: verify, decompose to core ops,
+// constant folding, CSE, DCE). The front half of compile_graph.
+Graph normalize_graph(const Graph& g);
+
 Compilation compile_graph(const Graph& g, const CompileOptions& opts);
 
 }  // namespace lpu

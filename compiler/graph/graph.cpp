@@ -174,6 +174,13 @@ void Graph::verify() const {
         throw InputError(strcat("node %", n.name, ": input ", in, " is not an earlier node (cycle or dangling input)"));
     if (n.kind == NodeKind::Output && n.id != static_cast<NodeId>(nodes_.size()) - 1)
       throw InputError(strcat("node %", n.name, ": output node must be last"));
+    if (n.kind == NodeKind::Output)
+      for (NodeId in : n.inputs) {
+        const OpInfo* info = find_op(nodes_[static_cast<size_t>(in)].op);
+        if (info && info->category == OpCategory::Constant)
+          throw InputError(strcat("node %", nodes_[static_cast<size_t>(in)].name,
+                                  ": a graph output must be computed, not a constant"));
+      }
     if (n.kind != NodeKind::Call) continue;
     const OpInfo* info = find_op(n.op);
     if (!info) throw InputError(strcat("node %", n.name, ": unknown op '", n.op, "' (see `lpu list ops`)"));
@@ -184,12 +191,27 @@ void Graph::verify() const {
   }
 }
 
+std::string quote_string(const std::string& s) {
+  std::string out = "\"";
+  for (char c : s) {
+    switch (c) {
+      case '"': out += "\\\""; break;
+      case '\\': out += "\\\\"; break;
+      case '\n': out += "\\n"; break;
+      case '\t': out += "\\t"; break;
+      case '\r': out += "\\r"; break;
+      default: out += c;
+    }
+  }
+  return out + "\"";
+}
+
 std::string format_attr(const AttrValue& v) {
   struct V {
     std::string operator()(int64_t i) const { return std::to_string(i); }
     std::string operator()(double d) const { return format_double(d); }
     std::string operator()(bool b) const { return b ? "true" : "false"; }
-    std::string operator()(const std::string& s) const { return "\"" + s + "\""; }
+    std::string operator()(const std::string& s) const { return quote_string(s); }
     std::string operator()(const std::vector<int64_t>& l) const {
       std::string s = "[";
       for (size_t i = 0; i < l.size(); ++i) s += (i ? ", " : "") + std::to_string(l[i]);

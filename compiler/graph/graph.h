@@ -87,7 +87,17 @@ class Graph {
 };
 
 // Text form:  %name: f32[4, 8] = op(%a, %b) {key = value}
+// (grammar and examples: docs/graph-format.md). parse_graph(print_graph(g)) rebuilds g
+// exactly, so print -> parse -> print is the identity.
 std::string print_graph(const Graph& g);
 std::string format_attr(const AttrValue& v);
+std::string quote_string(const std::string& s);  // "..." with \" \\ \n \t \r escapes
+
+// Parses the text form and verifies the graph. Errors are InputErrors "SOURCE:LINE: ..."
+// naming the node. `source` names the text in messages (a file name).
+Graph parse_graph(const std::string& text, const std::string& source = "<text>");
+
+// Node names (and op names) are [A-Za-z0-9_.]+, so the text form needs no quoting.
+bool is_valid_name(const std::string& s);
 
 }  // namespace lpu

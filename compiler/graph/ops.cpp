@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <map>
 
+#include "graph/aten.h"
 #include "support/error.h"
 
 namespace lpu {
@@ -14,9 +15,7 @@ const char* op_category_name(OpCategory c) {
     case OpCategory::Constant: return "constant";
     case OpCategory::Composite: return "composite";
     case OpCategory::Matmul: return "matmul";
-    case OpCategory::View: return "view";
-    case OpCategory::Concat: return "concat";
-    case OpCategory::Gather: return "gather";
+    case OpCategory::Movement: return "movement";
   }
   return "?";
 }
@@ -46,6 +45,23 @@ std::vector<int64_t> normalize_dims(const std::vector<int64_t>& dims, int rank, 
   std::sort(out.begin(), out.end());
   out.erase(std::unique(out.begin(), out.end()), out.end());
   return out;
+}
+
+int64_t normalize_dim(int64_t dim, int rank, const Node& node) {
+  int64_t d = dim < 0 ? dim + rank : dim;
+  if (d < 0 || d >= rank)
+    throw InputError(strcat("node %", node.name, " (", node.op, "): dim ", dim, " out of range for rank ", rank));
+  return d;
+}
+
+SliceRange slice_range(const Node& n, int64_t size) {
+  SliceRange r;
+  r.step = n.attr_int("step", 1);
+  if (r.step < 1) throw InputError(strcat("node %", n.name, " (", n.op, "): step ", r.step, " must be >= 1"));
+  auto clamp = [size](int64_t v) { return std::clamp<int64_t>(v < 0 ? v + size : v, 0, size); };
+  r.start = clamp(n.attr_int("start", 0));
+  r.end = clamp(n.attr_int("end", size));
+  return r;
 }
 
 namespace {
@@ -161,114 +177,128 @@ TensorType softmax(const Graph& g, const Node& n) {
   return t;
 }
 
-// torch.matmul for a rank >= 2 first operand or a rank-1 one ([K] x [K, N] -> [N]);
-// batch dims broadcast. A 2-D second operand is a weight shared by every batch.
+// torch.matmul for a rank >= 1 first and a rank >= 2 second operand:
+//   [..., K] x [K, N] -> [..., N]                    (2-D weight, any activation rank)
+//   [..., M, K] x [..., K, N] -> [bcast(...), M, N]  (batch dims broadcast numpy-style)
+// A rank-1 first operand only with a 2-D second one ([K] x [K, N] -> [N]); a rank-1 second
+// operand is not a core form (aten.matmul's decomposition reshapes it to [K, 1]).
 TensorType matmul(const Graph& g, const Node& n) {
   const auto& a = in_type(g, n, 0);
   const auto& b = in_type(g, n, 1);
-  if (a.rank() < 1 || b.rank() < 2)
-    throw InputError(strcat("node %", n.name, " (matmul): expected [..., M, K] x [..., K, N], got ", shape_str(a.shape),
-                            " x ", shape_str(b.shape)));
-  if (a.shape.back() != b.shape[b.shape.size() - 2])
+  if (a.rank() < 1 || b.rank() < 2 || (a.rank() == 1 && b.rank() != 2))
+    throw InputError(strcat("node %", n.name, " (matmul): expected [..., K] x [K, N] or [..., M, K] x [..., K, N], got ",
+                            shape_str(a.shape), " x ", shape_str(b.shape)));
+  int64_t k_b = b.shape[static_cast<size_t>(b.rank() - 2)];
+  if (a.shape.back() != k_b)
     throw InputError(strcat("node %", n.name, " (matmul): inner dimensions differ: ", shape_str(a.shape), " x ",
                             shape_str(b.shape)));
-  if (a.dtype != b.dtype) throw InputError(strcat("node %", n.name, " (matmul): dtype mismatch"));
-  if (a.rank() == 1) return {a.dtype, {b.shape.back()}};
-  Shape ab(a.shape.begin(), a.shape.end() - 2), bb(b.shape.begin(), b.shape.end() - 2);
-  Shape out = broadcast_shapes(ab, bb, n);
-  out.push_back(a.shape[a.shape.size() - 2]);
-  out.push_back(b.shape.back());
-  return {a.dtype, out};
+  if (a.dtype != b.dtype)
+    throw InputError(strcat("node %", n.name, " (matmul): dtype mismatch ", dtype_name(a.dtype), " vs ",
+                            dtype_name(b.dtype)));
+  TensorType t{a.dtype, {}};
+  if (a.rank() == 1) {
+    t.shape = {b.shape.back()};
+    return t;
+  }
+  Shape batch_a(a.shape.begin(), a.shape.end() - 2), batch_b(b.shape.begin(), b.shape.end() - 2);
+  t.shape = broadcast_shapes(batch_a, batch_b, n);
+  t.shape.push_back(a.shape[static_cast<size_t>(a.rank() - 2)]);
+  t.shape.push_back(b.shape.back());
+  return t;
 }
 
+void check_nonempty(const Node& n, const Shape& s) {
+  for (auto d : s)
+    if (d < 1)
+      throw InputError(strcat("node %", n.name, " (", n.op, "): result shape ", shape_str(s),
+                              " has an empty or negative dimension"));
+}
+
+// reshape {shape}: the same elements in row-major order; sizes explicit (no -1).
 TensorType reshape(const Graph& g, const Node& n) {
   const auto& x = in_type(g, n, 0);
   Shape s = n.attr_ints("shape");
-  int64_t known = 1, infer = -1;
-  for (size_t i = 0; i < s.size(); ++i) {
-    if (s[i] == -1) {
-      if (infer >= 0) throw InputError(strcat("node %", n.name, " (reshape): more than one -1 in shape"));
-      infer = static_cast<int64_t>(i);
-    } else if (s[i] <= 0) {
-      throw InputError(strcat("node %", n.name, " (reshape): non-positive dimension in shape"));
-    } else {
-      known *= s[i];
-    }
-  }
-  if (infer >= 0) s[static_cast<size_t>(infer)] = known ? x.numel() / known : 0;
+  check_nonempty(n, s);
   if (numel(s) != x.numel())
-    throw InputError(strcat("node %", n.name, " (reshape): cannot view ", shape_str(x.shape), " as ", shape_str(s)));
+    throw InputError(strcat("node %", n.name, " (reshape): cannot reshape ", shape_str(x.shape), " (", x.numel(),
+                            " elements) to ", shape_str(s), " (", numel(s), " elements)"));
   return {x.dtype, s};
 }
 
+// permute {dims}: out dim i is input dim dims[i]; dims is a permutation of 0..rank-1
+// (negative entries count from the end, as in torch).
 TensorType permute(const Graph& g, const Node& n) {
   const auto& x = in_type(g, n, 0);
   auto dims = n.attr_ints("dims");
   if (static_cast<int>(dims.size()) != x.rank())
-    throw InputError(strcat("node %", n.name, " (permute): ", dims.size(), " dims for a rank-", x.rank(), " input"));
-  auto sorted = normalize_dims(dims, x.rank(), n);
-  if (static_cast<int>(sorted.size()) != x.rank())
-    throw InputError(strcat("node %", n.name, " (permute): dims are not a permutation"));
+    throw InputError(strcat("node %", n.name, " (permute): dims has ", dims.size(), " entries for rank ", x.rank()));
+  if (normalize_dims(dims, x.rank(), n).size() != dims.size())
+    throw InputError(strcat("node %", n.name, " (permute): dims ", format_attr(dims), " repeat a dimension"));
   TensorType t{x.dtype, {}};
-  for (auto d : dims) t.shape.push_back(x.shape[static_cast<size_t>(d < 0 ? d + x.rank() : d)]);
+  for (auto d : dims) t.shape.push_back(x.shape[static_cast<size_t>(normalize_dim(d, x.rank(), n))]);
   return t;
 }
 
+// expand {shape}: numpy broadcast; size-1 dims repeat, new leading dims may be added; -1
+// keeps an existing dim (torch).
 TensorType expand(const Graph& g, const Node& n) {
   const auto& x = in_type(g, n, 0);
   Shape s = n.attr_ints("shape");
   if (s.size() < x.shape.size())
-    throw InputError(strcat("node %", n.name, " (expand): target rank is smaller than the input's"));
-  size_t off = s.size() - x.shape.size();
+    throw InputError(strcat("node %", n.name, " (expand): cannot expand ", shape_str(x.shape), " to fewer dims ",
+                            shape_str(s)));
+  size_t lead = s.size() - x.shape.size();
   for (size_t i = 0; i < s.size(); ++i) {
-    int64_t have = i < off ? 1 : x.shape[i - off];
-    if (s[i] == -1 && i >= off) s[i] = have;
-    if (have != 1 && have != s[i])
-      throw InputError(strcat("node %", n.name, " (expand): cannot expand ", shape_str(x.shape), " to ", shape_str(s)));
+    if (i >= lead) {
+      int64_t have = x.shape[i - lead];
+      if (s[i] == -1) s[i] = have;
+      if (have != 1 && have != s[i])
+        throw InputError(strcat("node %", n.name, " (expand): cannot expand ", shape_str(x.shape), " to ",
+                                format_attr(n.attr_ints("shape")), ": dim ", i, " has size ", have));
+    }
   }
+  check_nonempty(n, s);
   return {x.dtype, s};
 }
 
+// slice {dim, start, end, step}: torch semantics (see slice_range); the result must be non-empty.
 TensorType slice(const Graph& g, const Node& n) {
-  const auto& x = in_type(g, n, 0);
-  int64_t dim = normalize_dims({n.attr_int("dim")}, x.rank(), n)[0];
-  int64_t size = x.shape[static_cast<size_t>(dim)];
-  int64_t start = n.attr_int("start", 0), end = n.attr_int("end", size), step = n.attr_int("step", 1);
-  if (step < 1) throw InputError(strcat("node %", n.name, " (slice): step must be >= 1"));
-  if (start < 0) start += size;
-  if (end < 0) end += size;
-  start = std::clamp<int64_t>(start, 0, size);
-  end = std::clamp<int64_t>(end, start, size);
-  TensorType t = x;
-  t.shape[static_cast<size_t>(dim)] = (end - start + step - 1) / step;
-  if (t.shape[static_cast<size_t>(dim)] == 0) throw InputError(strcat("node %", n.name, " (slice): empty result"));
+  TensorType t = in_type(g, n, 0);
+  if (t.rank() < 1) throw InputError(strcat("node %", n.name, " (slice): input must have rank >= 1"));
+  auto d = static_cast<size_t>(normalize_dim(n.attr_int("dim"), t.rank(), n));
+  t.shape[d] = slice_range(n, t.shape[d]).length();
+  check_nonempty(n, t.shape);
   return t;
 }
 
+// cat {dim}: inputs of equal dtype and rank, equal in every dim but `dim`.
 TensorType cat(const Graph& g, const Node& n) {
-  const auto& x = in_type(g, n, 0);
-  int64_t dim = normalize_dims({n.attr_int("dim", 0)}, x.rank(), n)[0];
-  TensorType t = x;
-  t.shape[static_cast<size_t>(dim)] = 0;
-  for (size_t i = 0; i < n.inputs.size(); ++i) {
-    const auto& y = in_type(g, n, i);
-    if (y.dtype != x.dtype || y.rank() != x.rank())
-      throw InputError(strcat("node %", n.name, " (cat): input ", i, " has type ", type_str(y), ", expected ", type_str(x)));
-    for (int d = 0; d < x.rank(); ++d)
-      if (d != dim && y.shape[static_cast<size_t>(d)] != x.shape[static_cast<size_t>(d)])
-        throw InputError(strcat("node %", n.name, " (cat): input ", i, " has shape ", shape_str(y.shape),
-                                ", incompatible with ", shape_str(x.shape), " along dim ", d));
-    t.shape[static_cast<size_t>(dim)] += y.shape[static_cast<size_t>(dim)];
+  TensorType t = in_type(g, n, 0);
+  if (t.rank() < 1) throw InputError(strcat("node %", n.name, " (cat): inputs must have rank >= 1"));
+  auto d = static_cast<size_t>(normalize_dim(n.attr_int("dim"), t.rank(), n));
+  for (size_t i = 1; i < n.inputs.size(); ++i) {
+    const auto& u = in_type(g, n, i);
+    if (u.dtype != t.dtype)
+      throw InputError(strcat("node %", n.name, " (cat): input ", i, " has dtype ", dtype_name(u.dtype),
+                              ", input 0 has ", dtype_name(t.dtype)));
+    bool ok = u.rank() == t.rank();
+    for (size_t k = 0; ok && k < u.shape.size(); ++k) ok = k == d || u.shape[k] == t.shape[k];
+    if (!ok)
+      throw InputError(strcat("node %", n.name, " (cat): input ", i, " has shape ", shape_str(u.shape),
+                              ", incompatible with ", shape_str(in_type(g, n, 0).shape), " along dim ", d));
+    t.shape[d] += u.shape[d];
   }
   return t;
 }
 
+// embedding(weight [V, D], indices int64 [...]) -> [..., D] rows of weight.
 TensorType embedding(const Graph& g, const Node& n) {
   const auto& w = in_type(g, n, 0);
   const auto& idx = in_type(g, n, 1);
-  if (w.rank() != 2) throw InputError(strcat("node %", n.name, " (embedding): weight must be [V, D]"));
+  if (w.rank() != 2)
+    throw InputError(strcat("node %", n.name, " (embedding): weight must be [V, D], got ", shape_str(w.shape)));
   if (idx.dtype != DType::i64 && idx.dtype != DType::i32)
-    throw InputError(strcat("node %", n.name, " (embedding): indices must be an integer tensor"));
+    throw InputError(strcat("node %", n.name, " (embedding): indices must be i64 (or i32), got ", dtype_name(idx.dtype)));
   TensorType t{w.dtype, idx.shape};
   t.shape.push_back(w.shape[1]);
   return t;
@@ -292,18 +322,19 @@ std::vector<OpInfo> make_registry() {
   add("full", C::Constant, 0, 0, full, "constant tensor {value, shape = [], dtype = \"f32\"}");
   for (const char* r : {"sum", "mean", "amax", "amin"})
     add(r, C::Reduction, 1, 1, reduction, "reduction over {dims}, {keepdim = false}");
-  add("matmul", C::Matmul, 2, 2, matmul, "torch.matmul: [..., M, K] x [..., K, N] -> [..., M, N], batch dims broadcast");
-  add("reshape", C::View, 1, 1, reshape, "row-major view as {shape} (one -1 allowed)");
-  add("permute", C::View, 1, 1, permute, "reorder dims {dims}");
-  add("expand", C::View, 1, 1, expand, "broadcast size-1 dims to {shape}");
-  add("slice", C::View, 1, 1, slice, "{dim, start, end, step} as torch slicing");
-  add("cat", C::Concat, 1, 64, cat, "concatenate along {dim}");
-  add("embedding", C::Gather, 2, 2, embedding, "rows of weight [V, D] at integer indices");
+  add("matmul", C::Matmul, 2, 2, matmul, "[..., K] x [K, N] -> [..., N]; [..., M, K] x [..., K, N] -> [bcast, M, N]");
+  add("reshape", C::Movement, 1, 1, reshape, "same elements, row-major, new {shape}");
+  add("permute", C::Movement, 1, 1, permute, "out dim i = input dim {dims}[i]");
+  add("expand", C::Movement, 1, 1, expand, "broadcast size-1 dims to {shape}, may add leading dims");
+  add("slice", C::Movement, 1, 1, slice, "{dim, start, end, step} torch semantics, end clamped, step >= 1");
+  add("cat", C::Movement, 1, 1 << 20, cat, "concatenate along {dim}");
+  add("embedding", C::Movement, 2, 2, embedding, "embedding(weight [V, D], indices int) -> indices.shape + [D]");
   add("layer_norm", C::Composite, 1, 3, norm, "layer_norm(x, weight?, bias?) over the last dim {eps = 1e-5}");
   add("rms_norm", C::Composite, 1, 2, norm, "rms_norm(x, weight?) over the last dim {eps = 1e-6}");
   add("gelu", C::Composite, 1, 1, gelu, "gelu {approximate = \"none\" | \"tanh\"}");
   add("silu", C::Composite, 1, 1, unary, "x * sigmoid(x)");
   add("softmax", C::Composite, 1, 1, softmax, "softmax over {dim = -1}");
+  for (auto& op : aten::registry()) ops.push_back(std::move(op));
   // Wrap every infer with the arity check so callers never index past the inputs.
   for (auto& op : ops) {
     auto inner = op.infer;

@@ -1,8 +1,10 @@
-// The op registry: every op the graph IR knows, with its category, arity and type inference.
-// Three other tables are keyed by the same names and together say what an op means:
-//   passes/decompose.cpp   composite op -> core ops        (only for Composite ops)
-//   ref/reference.cpp      reference semantics on real data (core ops)
-//   loopir/lower.cpp       per-element loop IR               (core ops)
+// The op registry: every op the graph IR knows, with its category, arity and type inference
+// (the aten.* entries live in graph/aten_ops.cpp). Other tables are keyed by the same names and
+// together say what an op means (the core op set: docs/core-ops.md):
+//   passes/decompose.cpp            our composite ops -> core ops
+//   passes/aten_decompositions.cpp  aten.* ops -> core ops
+//   ref/reference.cpp               reference semantics on real data (core ops)
+//   loopir/loop_ir.cpp              per-element loop IR               (core ops)
 // Adding an op = one entry here + its entry in those tables (see README "Adding an op").
 #pragma once
 #include <functional>
@@ -17,11 +19,9 @@ enum class OpCategory {
   Pointwise,  // element-wise with numpy broadcasting
   Reduction,  // sum/mean/amax/amin over `dims`, optional keepdim
   Constant,   // full: a constant tensor, no inputs
-  Composite,  // decomposed into core ops by passes/decompose.cpp
+  Composite,  // decomposed into core ops by passes/decompose.cpp (incl. the aten.* ops)
   Matmul,     // matrix engine
-  View,       // reshape/permute/expand/slice: no data movement, an index remapping
-  Concat,     // cat: producers write into slices of one buffer
-  Gather,     // embedding: rows selected by an index tensor
+  Movement,   // data movement without arithmetic: reshape permute expand slice cat embedding
 };
 const char* op_category_name(OpCategory c);
 
@@ -42,5 +42,15 @@ const std::vector<OpInfo>& all_ops();
 Shape broadcast_shapes(const Shape& a, const Shape& b, const Node& node);
 // Normalise reduction dims (negative -> positive, sorted, unique) for a tensor of rank r.
 std::vector<int64_t> normalize_dims(const std::vector<int64_t>& dims, int rank, const Node& node);
+// One dim in [-rank, rank) -> [0, rank); throws InputError naming `node` otherwise.
+int64_t normalize_dim(int64_t dim, int rank, const Node& node);
+
+// The canonical range of a `slice` node over a dim of size `size` (torch semantics: negative
+// start/end count from the end, both clamped to [0, size]).
+struct SliceRange {
+  int64_t start = 0, end = 0, step = 1;
+  int64_t length() const { return end > start ? (end - start + step - 1) / step : 0; }
+};
+SliceRange slice_range(const Node& n, int64_t size);
 
 }  // namespace lpu

@@ -375,7 +375,9 @@ LoopProgram lower_to_loop_ir(const Graph& core) {
       p.constants[n.name] = c.value;
       continue;
     }
-    if (info->category == OpCategory::View) {
+    const bool is_view = info->category == OpCategory::Movement &&
+                         (n.op == "reshape" || n.op == "permute" || n.op == "expand" || n.op == "slice");
+    if (is_view) {
       if (in[0]->constant) {
         ValueAccess c = *in[0];
         c.shape = n.type.shape;
@@ -466,7 +468,7 @@ LoopProgram lower_to_loop_ir(const Graph& core) {
       ln.reduction = ReductionType::sum;
       ln.store_index = contiguous_index(ln.ranges, vars).simplify(rng);
       finish(std::move(ln), n);
-    } else if (info->category == OpCategory::Concat) {
+    } else if (info->category == OpCategory::Movement && n.op == "cat") {
       // Each input is copied into its slice of one buffer (Inductor's ConcatKernel): one
       // writer node per input; the buffer is complete when all have run.
       int64_t dim = normalize_dims({n.attr_int("dim", 0)}, n.type.rank(), n)[0];

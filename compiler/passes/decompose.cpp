@@ -1,31 +1,16 @@
-// Decomposition of composite ops into the core op set. One table, one entry per composite op.
-// Each entry builds core ops into the new graph through the `Builder`, which takes already
-// mapped inputs. Numerics follow PyTorch's eager definitions.
+// Decomposition of composite ops into the core op set: the pass, the builder, and the table
+// of our own composite ops (the aten.* table is aten_decompositions.cpp). Numerics follow
+// PyTorch's eager definitions.
 #include <cmath>
 #include <map>
 
 #include "graph/ops.h"
+#include "passes/decompose.h"
 #include "passes/passes.h"
 #include "support/error.h"
 
 namespace lpu {
 namespace {
-
-struct Builder {
-  Graph& g;
-  const Node& src;  // the composite node being expanded; new nodes are named after it
-  NodeId call(const std::string& op, std::vector<NodeId> in, Attrs attrs = {}, const std::string& suffix = "") {
-    return g.add_call(op, std::move(in), std::move(attrs), src.name + (suffix.empty() ? "_" + op : "_" + suffix));
-  }
-  NodeId scalar(double v) {
-    return g.add_call("full", {}, {{"value", v}, {"dtype", std::string(dtype_name(src.type.dtype))}}, src.name + "_c");
-  }
-  NodeId mean_last(NodeId x) {
-    return call("mean", {x}, {{"dims", std::vector<int64_t>{-1}}, {"keepdim", true}});
-  }
-};
-
-using Expander = std::function<NodeId(Builder&, const std::vector<NodeId>&)>;
 
 // layer_norm(x, w, b) = (x - mean) * rsqrt(var + eps) * w + b, var biased, over the last dim.
 NodeId layer_norm(Builder& b, const std::vector<NodeId>& in) {
@@ -78,7 +63,9 @@ NodeId softmax(Builder& b, const std::vector<NodeId>& in) {
   return b.call("div", {e, s});
 }
 
-const std::map<std::string, Expander>& decompositions() {
+}  // namespace
+
+const std::map<std::string, Expander>& composite_decompositions() {
   static const std::map<std::string, Expander> table = {
       {"layer_norm", layer_norm}, {"rms_norm", rms_norm}, {"gelu", gelu},
       {"silu", silu},             {"softmax", softmax},
@@ -86,7 +73,52 @@ const std::map<std::string, Expander>& decompositions() {
   return table;
 }
 
-}  // namespace
+NodeId Builder::call(const std::string& op, std::vector<NodeId> in, Attrs attrs, const std::string& suffix) {
+  std::string name = src.name + (suffix.empty() ? "_" + op : "_" + suffix);
+  const OpInfo* info = find_op(op);
+  if (!info || info->core()) return g.add_call(op, std::move(in), std::move(attrs), name);
+  // A composite used by another decomposition: type it, then expand it in place.
+  Node tmp;
+  tmp.name = name;
+  tmp.op = op;
+  tmp.inputs = in;
+  tmp.attrs = std::move(attrs);
+  tmp.type = info->infer(g, tmp);
+  return expand_node(g, tmp, in);
+}
+
+NodeId Builder::scalar(double v) { return scalar(v, src.type.dtype); }
+
+NodeId Builder::scalar(double v, DType t) {
+  return g.add_call("full", {}, {{"value", v}, {"dtype", std::string(dtype_name(t))}}, src.name + "_c");
+}
+
+NodeId Builder::cast(NodeId x, DType t) {
+  if (type(x).dtype == t) return x;
+  return call("to_dtype", {x}, {{"dtype", std::string(dtype_name(t))}});
+}
+
+NodeId Builder::reshape(NodeId x, const Shape& s) {
+  if (type(x).shape == s) return x;
+  return call("reshape", {x}, {{"shape", s}});
+}
+
+NodeId Builder::mean_last(NodeId x) {
+  return call("mean", {x}, {{"dims", std::vector<int64_t>{-1}}, {"keepdim", true}});
+}
+
+NodeId expand_node(Graph& out, const Node& n, const std::vector<NodeId>& in) {
+  const auto* table = n.op.rfind("aten.", 0) == 0 ? &aten_decompositions() : &composite_decompositions();
+  auto it = table->find(n.op);
+  if (it == table->end())
+    throw InputError(strcat("node %", n.name, ": op '", n.op, "' is not in the core set and has no decomposition"));
+  Builder b{out, n};
+  NodeId r = it->second(b, in);
+  if (!(out.node(r).type == n.type))
+    throw InternalError(strcat("decomposition of ", n.op, " gave %", n.name, " type ", type_str(out.node(r).type),
+                               " instead of ", type_str(n.type)));
+  return r;
+}
 
 Graph decompose(const Graph& g) {
   Graph out(g.name());
@@ -95,8 +127,8 @@ Graph decompose(const Graph& g) {
     std::vector<NodeId> in;
     for (NodeId i : n.inputs) in.push_back(map[static_cast<size_t>(i)]);
     switch (n.kind) {
-      case NodeKind::Placeholder: map[static_cast<size_t>(n.id)] = out.add_placeholder(n.name, n.type); break;
-      case NodeKind::Parameter: map[static_cast<size_t>(n.id)] = out.add_parameter(n.name, n.type); break;
+      case NodeKind::Placeholder:
+      case NodeKind::Parameter: map[static_cast<size_t>(n.id)] = copy_input_node(out, n); break;
       case NodeKind::Output: out.set_output(in); break;
       case NodeKind::Call: {
         const OpInfo* info = find_op(n.op);
@@ -104,14 +136,7 @@ Graph decompose(const Graph& g) {
           map[static_cast<size_t>(n.id)] = out.add_call(n.op, in, n.attrs, n.name);
           break;
         }
-        auto it = decompositions().find(n.op);
-        if (it == decompositions().end())
-          throw InputError(strcat("node %", n.name, ": op '", n.op, "' is not in the core set and has no decomposition"));
-        Builder b{out, n};
-        NodeId r = it->second(b, in);
-        if (!(out.node(r).type == n.type))
-          throw InternalError(strcat("decomposition of ", n.op, " changed the type of %", n.name));
-        map[static_cast<size_t>(n.id)] = r;
+        map[static_cast<size_t>(n.id)] = expand_node(out, n, in);
         break;
       }
     }

@@ -4,6 +4,17 @@
 
 namespace lpu {
 
+NodeId copy_input_node(Graph& out, const Node& n) {
+  NodeId id = n.kind == NodeKind::Placeholder ? out.add_placeholder(n.name, n.type) : out.add_parameter(n.name, n.type);
+  out.node(id).attrs = n.attrs;
+  return id;
+}
+
+Graph verify_graph(const Graph& g) {
+  g.verify();
+  return g;
+}
+
 Graph eliminate_dead_code(const Graph& g) {
   std::vector<bool> live(g.size(), false);
   for (size_t i = g.size(); i-- > 0;) {
@@ -20,8 +31,8 @@ Graph eliminate_dead_code(const Graph& g) {
     for (NodeId i : n.inputs) in.push_back(map[static_cast<size_t>(i)]);
     NodeId id = -1;
     switch (n.kind) {
-      case NodeKind::Placeholder: id = out.add_placeholder(n.name, n.type); break;
-      case NodeKind::Parameter: id = out.add_parameter(n.name, n.type); break;
+      case NodeKind::Placeholder:
+      case NodeKind::Parameter: id = copy_input_node(out, n); break;
       case NodeKind::Call: id = out.add_call_typed(n.op, in, n.attrs, n.name, n.type); break;
       case NodeKind::Output: id = out.set_output(in); break;
     }
@@ -31,7 +42,11 @@ Graph eliminate_dead_code(const Graph& g) {
 }
 
 std::vector<Pass> default_passes() {
-  return {{"decompose", decompose}, {"dce", eliminate_dead_code}};
+  return {{"verify", verify_graph},
+          {"decompose", decompose},
+          {"fold_constants", fold_constants},
+          {"cse", eliminate_common_subexpressions},
+          {"dce", eliminate_dead_code}};
 }
 
 Graph run_passes(const Graph& g, const std::vector<Pass>& passes,

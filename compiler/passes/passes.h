@@ -9,17 +9,33 @@
 
 namespace lpu {
 
-// Rewrites every Composite op into core ops (table in decompose.cpp), recursively.
+// Checks the graph (Graph::verify: known ops, inferred types equal the declared ones, outputs
+// computed) and returns it unchanged: the pipeline's first step, so bad input fails early.
+Graph verify_graph(const Graph& g);
+// Rewrites every Composite op into core ops, recursively: our composites (decompose.cpp)
+// and every aten.* op (aten_decompositions.cpp).
 Graph decompose(const Graph& g);
+// Folds constants where the result is one repeated value (so nothing big is materialised):
+// a parameter marked {splat = v} becomes `full`; an op whose inputs are all `full` becomes
+// `full` (pointwise ops, reshape/permute/expand/slice, cat of equal values, reductions);
+// x * 1 and x / 1 become x and where() on a constant condition picks its branch. Graph
+// outputs are never replaced by constants (they must be computed).
+Graph fold_constants(const Graph& g);
+// Merges call nodes with the same op, inputs, attributes and type.
+Graph eliminate_common_subexpressions(const Graph& g);
 // Removes call nodes whose results no output depends on.
 Graph eliminate_dead_code(const Graph& g);
+
+// Copies a placeholder or parameter (name, type and attrs) into `out`.
+NodeId copy_input_node(Graph& out, const Node& n);
 
 struct Pass {
   std::string name;
   std::function<Graph(const Graph&)> run;
 };
 
-// The default normalisation pipeline: decompose, dce. Verifies the graph after each pass.
+// The default normalisation pipeline: verify, decompose, fold_constants, cse, dce.
+// run_passes verifies the graph before the first pass and after each one.
 std::vector<Pass> default_passes();
 Graph run_passes(const Graph& g, const std::vector<Pass>& passes,
                  const std::function<void(const std::string&, const Graph&)>& after_pass = {});

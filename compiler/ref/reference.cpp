@@ -82,12 +82,46 @@ Tensor reduce(const Node& n, const Tensor& x) {
   return out;
 }
 
-// Calls f(out_linear, out_multi_index) for every element of `shape`, row-major.
+// torch.matmul (see graph/ops.cpp for the accepted forms), double accumulation.
+Tensor matmul(const Node& n, const Tensor& a, const Tensor& b) {
+  const Shape& bs = b.type.shape;
+  Shape as = a.type.shape;
+  if (as.size() == 1) as.insert(as.begin(), 1);  // [K] -> [1, K]; the result drops the M dim
+  int64_t M = as[as.size() - 2], K = as.back(), N = bs.back();
+  Shape batch(n.type.shape.begin(), n.type.shape.end() - (a.type.rank() == 1 ? 1 : 2));
+  // Batch offsets of a and b for each batch index of the result (broadcast dims stride 0).
+  Shape a_batch(as.begin(), as.end() - 2), b_batch(bs.begin(), bs.end() - 2);
+  Broadcaster abc(a_batch, batch), bbc(b_batch, batch);
+  Tensor out(n.type);
+  std::vector<int64_t> idx(batch.size(), 0);
+  for (int64_t bi = 0; bi < numel(batch); ++bi) {
+    int64_t ao = 0, bo = 0;
+    for (size_t d = 0; d < batch.size(); ++d) {
+      ao += idx[d] * abc.strides[d];
+      bo += idx[d] * bbc.strides[d];
+    }
+    const float* A = a.data.data() + ao * M * K;
+    const float* B = b.data.data() + bo * K * N;
+    float* C = out.data.data() + bi * M * N;
+    for (int64_t m = 0; m < M; ++m)
+      for (int64_t j = 0; j < N; ++j) {
+        double acc = 0;
+        for (int64_t k = 0; k < K; ++k) acc += static_cast<double>(A[m * K + k]) * B[k * N + j];
+        C[m * N + j] = static_cast<float>(acc);
+      }
+    for (size_t d = batch.size(); d-- > 0;) {
+      if (++idx[d] < batch[d]) break;
+      idx[d] = 0;
+    }
+  }
+  return out;
+}
+
+// Calls `f(out_linear_index, out_multi_index)` for every element of `shape`, in row-major order.
 template <typename F>
 void for_each_index(const Shape& shape, F f) {
   std::vector<int64_t> idx(shape.size(), 0);
-  int64_t n = numel(shape);
-  for (int64_t lin = 0; lin < n; ++lin) {
+  for (int64_t lin = 0; lin < numel(shape); ++lin) {
     f(lin, idx);
     for (size_t d = shape.size(); d-- > 0;) {
       if (++idx[d] < shape[d]) break;
@@ -96,91 +130,85 @@ void for_each_index(const Shape& shape, F f) {
   }
 }
 
-int64_t offset_of(const std::vector<int64_t>& idx, const std::vector<int64_t>& strides) {
-  int64_t o = 0;
-  for (size_t d = 0; d < idx.size(); ++d) o += idx[d] * strides[d];
-  return o;
-}
-
-// torch.matmul with broadcast batch dims (see graph/ops.cpp); fp32 in, double accumulation.
-Tensor matmul(const Node& n, const Tensor& a, const Tensor& b) {
+Tensor permute(const Node& n, const Tensor& x) {
+  auto dims = n.attr_ints("dims");
+  auto st = contiguous_strides(x.type.shape);
   Tensor out(n.type);
-  const Shape& as = a.type.shape;
-  const Shape& bs = b.type.shape;
-  int64_t K = as.back(), N = bs.back();
-  int64_t M = as.size() >= 2 ? as[as.size() - 2] : 1;
-  Shape batch(n.type.shape.begin(), n.type.shape.end() - (as.size() >= 2 ? 2 : 1));
-  Shape ab = as.size() >= 2 ? Shape(as.begin(), as.end() - 2) : Shape{};
-  Shape bb(bs.begin(), bs.end() - 2);
-  Broadcaster abc(ab, batch), bbc(bb, batch);
-  int64_t a_mat = M * K, b_mat = K * N;
-  for_each_index(batch, [&](int64_t lin, const std::vector<int64_t>& idx) {
-    int64_t ao = offset_of(idx, abc.strides) * a_mat, bo = offset_of(idx, bbc.strides) * b_mat;
-    for (int64_t m = 0; m < M; ++m)
-      for (int64_t j = 0; j < N; ++j) {
-        double acc = 0;
-        for (int64_t k = 0; k < K; ++k)
-          acc += static_cast<double>(a.data[static_cast<size_t>(ao + m * K + k)]) * b.data[static_cast<size_t>(bo + k * N + j)];
-        out.data[static_cast<size_t>(lin * M * N + m * N + j)] = static_cast<float>(acc);
-      }
+  for_each_index(n.type.shape, [&](int64_t lin, const std::vector<int64_t>& idx) {
+    int64_t off = 0;
+    for (size_t i = 0; i < idx.size(); ++i) off += idx[i] * st[static_cast<size_t>(normalize_dim(dims[i], x.type.rank(), n))];
+    out.data[static_cast<size_t>(lin)] = x.data[static_cast<size_t>(off)];
   });
   return out;
 }
 
-Tensor view_op(const Node& n, const std::vector<const Tensor*>& in) {
-  const Tensor& x = *in[0];
+Tensor expand(const Node& n, const Tensor& x) {
+  Broadcaster bc(x.type.shape, n.type.shape);
   Tensor out(n.type);
-  auto xst = contiguous_strides(x.type.shape);
-  if (n.op == "reshape") {
-    out.data = x.data;
-  } else if (n.op == "expand") {
-    Broadcaster bc(x.type.shape, n.type.shape);
-    for_each_index(n.type.shape, [&](int64_t lin, const std::vector<int64_t>& idx) {
-      out.data[static_cast<size_t>(lin)] = x.data[static_cast<size_t>(offset_of(idx, bc.strides))];
-    });
-  } else if (n.op == "permute") {
-    auto dims = n.attr_ints("dims");
-    std::vector<int64_t> st;
-    for (auto d : dims) st.push_back(xst[static_cast<size_t>(d < 0 ? d + x.type.rank() : d)]);
-    for_each_index(n.type.shape, [&](int64_t lin, const std::vector<int64_t>& idx) {
-      out.data[static_cast<size_t>(lin)] = x.data[static_cast<size_t>(offset_of(idx, st))];
-    });
-  } else if (n.op == "slice") {
-    int64_t dim = normalize_dims({n.attr_int("dim")}, x.type.rank(), n)[0];
-    int64_t size = x.type.shape[static_cast<size_t>(dim)];
-    int64_t start = n.attr_int("start", 0), step = n.attr_int("step", 1);
-    if (start < 0) start += size;
-    start = std::clamp<int64_t>(start, 0, size);
-    std::vector<int64_t> st = xst;
-    st[static_cast<size_t>(dim)] *= step;
-    int64_t base = start * xst[static_cast<size_t>(dim)];
-    for_each_index(n.type.shape, [&](int64_t lin, const std::vector<int64_t>& idx) {
-      out.data[static_cast<size_t>(lin)] = x.data[static_cast<size_t>(base + offset_of(idx, st))];
-    });
-  } else if (n.op == "cat") {
-    int64_t dim = normalize_dims({n.attr_int("dim", 0)}, x.type.rank(), n)[0];
-    auto ost = contiguous_strides(n.type.shape);
-    int64_t at = 0;
+  for_each_index(n.type.shape, [&](int64_t lin, const std::vector<int64_t>& idx) {
+    int64_t off = 0;
+    for (size_t d = 0; d < idx.size(); ++d) off += idx[d] * bc.strides[d];
+    out.data[static_cast<size_t>(lin)] = x.data[static_cast<size_t>(off)];
+  });
+  return out;
+}
+
+Tensor slice(const Node& n, const Tensor& x) {
+  auto d = static_cast<size_t>(normalize_dim(n.attr_int("dim"), x.type.rank(), n));
+  SliceRange r = slice_range(n, x.type.shape[d]);
+  auto st = contiguous_strides(x.type.shape);
+  Tensor out(n.type);
+  for_each_index(n.type.shape, [&](int64_t lin, const std::vector<int64_t>& idx) {
+    int64_t off = 0;
+    for (size_t k = 0; k < idx.size(); ++k) off += (k == d ? r.start + idx[k] * r.step : idx[k]) * st[k];
+    out.data[static_cast<size_t>(lin)] = x.data[static_cast<size_t>(off)];
+  });
+  return out;
+}
+
+Tensor cat(const Node& n, const std::vector<const Tensor*>& in) {
+  auto d = static_cast<size_t>(normalize_dim(n.attr_int("dim"), n.type.rank(), n));
+  // Row-major: the result is `outer` blocks, each the concatenation of every input's block.
+  int64_t outer = 1;
+  for (size_t k = 0; k < d; ++k) outer *= n.type.shape[k];
+  Tensor out(n.type);
+  size_t pos = 0;
+  for (int64_t o = 0; o < outer; ++o)
     for (const Tensor* t : in) {
-      for_each_index(t->type.shape, [&](int64_t lin, const std::vector<int64_t>& idx) {
-        int64_t o = offset_of(idx, ost) + at * ost[static_cast<size_t>(dim)];
-        out.data[static_cast<size_t>(o)] = t->data[static_cast<size_t>(lin)];
-      });
-      at += t->type.shape[static_cast<size_t>(dim)];
+      auto block = static_cast<size_t>(t->numel() / outer);
+      std::copy_n(t->data.begin() + static_cast<std::ptrdiff_t>(static_cast<size_t>(o) * block), block,
+                  out.data.begin() + static_cast<std::ptrdiff_t>(pos));
+      pos += block;
     }
-  } else if (n.op == "embedding") {
-    const Tensor& idx = *in[1];
-    int64_t V = x.type.shape[0], D = x.type.shape[1];
-    for (int64_t r = 0; r < idx.numel(); ++r) {
-      int64_t row = static_cast<int64_t>(idx.data[static_cast<size_t>(r)]);
-      if (row < 0 || row >= V)
-        throw InputError(strcat("node %", n.name, " (embedding): index ", row, " out of range [0, ", V, ")"));
-      std::copy_n(x.data.begin() + row * D, D, out.data.begin() + r * D);
-    }
-  } else {
-    throw InternalError("reference: no view semantics for " + n.op);
+  return out;
+}
+
+Tensor embedding(const Node& n, const Tensor& w, const Tensor& idx) {
+  int64_t V = w.type.shape[0], D = w.type.shape[1];
+  Tensor out(n.type);
+  for (int64_t i = 0; i < idx.numel(); ++i) {
+    float v = idx.data[static_cast<size_t>(i)];
+    auto row = static_cast<int64_t>(v);
+    if (static_cast<float>(row) != v || row < 0 || row >= V)
+      throw InputError(strcat("node %", n.name, " (embedding): index ", v, " at position ", i,
+                              " is out of range for ", V, " rows"));
+    std::copy_n(w.data.begin() + row * D, D, out.data.begin() + i * D);
   }
   return out;
+}
+
+// to_dtype with the target's rounding: integers truncate toward zero, bool is `!= 0`,
+// f16/bf16 round to nearest even (values stay stored as float).
+float convert(float v, DType to) {
+  switch (to) {
+    case DType::f32: return v;
+    case DType::f16: return round_to_dtype(v, DType::f16);
+    case DType::bf16: return round_to_dtype(v, DType::bf16);
+    case DType::i64:
+    case DType::i32: return std::trunc(v);
+    case DType::boolean: return v != 0 ? 1.0f : 0.0f;
+  }
+  return v;
 }
 
 using Fn = std::function<float(const std::vector<float>&)>;
@@ -197,7 +225,6 @@ const std::map<std::string, Fn>& pointwise_table() {
       {"relu", [](auto& a) { return a[0] > 0 ? a[0] : 0.0f; }},
       {"abs", [](auto& a) { return std::fabs(a[0]); }},
       {"reciprocal", [](auto& a) { return 1.0f / a[0]; }},
-      {"to_dtype", [](auto& a) { return a[0]; }},
       {"add", [](auto& a) { return a[0] + a[1]; }},
       {"sub", [](auto& a) { return a[0] - a[1]; }},
       {"mul", [](auto& a) { return a[0] * a[1]; }},
@@ -246,9 +273,22 @@ std::vector<Tensor> run_reference(const Graph& g, const TensorMap& inputs) {
           out = reduce(n, *in[0]);
         } else if (info->category == OpCategory::Matmul) {
           out = matmul(n, *in[0], *in[1]);
-        } else if (info->category == OpCategory::View || info->category == OpCategory::Concat ||
-                   info->category == OpCategory::Gather) {
-          out = view_op(n, in);
+        } else if (n.op == "to_dtype") {
+          DType to = n.type.dtype;
+          out = map_n(n, in, [to](const std::vector<float>& a) { return convert(a[0], to); });
+        } else if (n.op == "reshape") {
+          out = Tensor(n.type);
+          out.data = in[0]->data;
+        } else if (n.op == "permute") {
+          out = permute(n, *in[0]);
+        } else if (n.op == "expand") {
+          out = expand(n, *in[0]);
+        } else if (n.op == "slice") {
+          out = slice(n, *in[0]);
+        } else if (n.op == "cat") {
+          out = cat(n, in);
+        } else if (n.op == "embedding") {
+          out = embedding(n, *in[0], *in[1]);
         } else if (auto it = pointwise_table().find(n.op); it != pointwise_table().end()) {
           out = map_n(n, in, it->second);
         } else {

@@ -1,10 +1,61 @@
 #include "ref/tensor.h"
 
+#include <bit>
 #include <cmath>
+#include <cstring>
 
 #include "support/error.h"
 
 namespace lpu {
+
+float half_bits_to_float(uint16_t h) {
+  uint32_t sign = static_cast<uint32_t>(h & 0x8000u) << 16;
+  uint32_t exp = (h >> 10) & 0x1fu, man = h & 0x3ffu;
+  uint32_t bits;
+  if (exp == 0x1f) {
+    bits = sign | 0x7f800000u | (man << 13);  // inf / nan
+  } else if (exp != 0) {
+    bits = sign | ((exp + 112) << 23) | (man << 13);  // normal: rebias 15 -> 127
+  } else if (man == 0) {
+    bits = sign;  // +-0
+  } else {
+    // Subnormal half: value = man * 2^-24, exact in float.
+    float v = std::ldexp(static_cast<float>(man), -24);
+    return sign ? -v : v;
+  }
+  return std::bit_cast<float>(bits);
+}
+
+uint16_t float_to_half_bits(float f) {
+  uint32_t x = std::bit_cast<uint32_t>(f);
+  auto sign = static_cast<uint16_t>((x >> 16) & 0x8000u);
+  uint32_t ax = x & 0x7fffffffu;
+  if (ax > 0x7f800000u) return static_cast<uint16_t>(sign | 0x7e00u);  // nan
+  if (ax >= 0x477ff000u) return static_cast<uint16_t>(sign | 0x7c00u);  // rounds to >= 65520: inf
+  if (ax < 0x38800000u) {
+    // Below the smallest normal half (2^-14): a subnormal multiple of 2^-24, rounded to even.
+    float v = std::bit_cast<float>(ax);
+    auto m = static_cast<uint32_t>(std::nearbyint(std::ldexp(v, 24)));
+    return static_cast<uint16_t>(sign | m);  // m == 0x400 carries into the smallest normal
+  }
+  // Normal: drop 13 mantissa bits with round-to-nearest-even, then rebias the exponent.
+  uint32_t r = ax + 0xfffu + ((ax >> 13) & 1u);
+  return static_cast<uint16_t>(sign | ((r - (112u << 23)) >> 13));
+}
+
+float bf16_bits_to_float(uint16_t b) { return std::bit_cast<float>(static_cast<uint32_t>(b) << 16); }
+
+uint16_t float_to_bf16_bits(float f) {
+  uint32_t x = std::bit_cast<uint32_t>(f);
+  if ((x & 0x7fffffffu) > 0x7f800000u) return static_cast<uint16_t>((x >> 16) | 0x40u);  // quiet nan
+  return static_cast<uint16_t>((x + 0x7fffu + ((x >> 16) & 1u)) >> 16);
+}
+
+float round_to_dtype(float v, DType t) {
+  if (t == DType::f16) return half_bits_to_float(float_to_half_bits(v));
+  if (t == DType::bf16) return bf16_bits_to_float(float_to_bf16_bits(v));
+  return v;
+}
 
 std::vector<int64_t> contiguous_strides(const Shape& s) {
   std::vector<int64_t> st(s.size(), 1);

@@ -20,6 +20,14 @@ struct Tensor {
   int64_t numel() const { return static_cast<int64_t>(data.size()); }
 };
 
+// IEEE binary16 and bfloat16 bit patterns <-> float (round to nearest even; NaN stays NaN).
+float half_bits_to_float(uint16_t h);
+uint16_t float_to_half_bits(float f);
+float bf16_bits_to_float(uint16_t b);
+uint16_t float_to_bf16_bits(float f);
+// `v` rounded to the nearest value of a floating dtype (f32: unchanged).
+float round_to_dtype(float v, DType t);
+
 // Row-major strides of a shape, in elements.
 std::vector<int64_t> contiguous_strides(const Shape& s);
 

@@ -3,6 +3,7 @@
 #include <cmath>
 #include <filesystem>
 
+#include "io/graph_file.h"
 #include "support/error.h"
 #include "support/yaml_util.h"
 #include "workload/transformer.h"
@@ -115,12 +116,22 @@ WorkloadSpec load_workload_file(const std::string& path) {
   WorkloadSpec w;
   w.file = path;
   w.name = std::filesystem::path(path).stem().string();
+  if (root["graph"]) {
+    // A graph file carries its own shapes, dtypes and data: only a name may be added.
+    r.check_keys(root, "", {"name", "graph"});
+    std::filesystem::path gp(r.get_string(root, "graph", ""));
+    if (gp.is_relative()) gp = std::filesystem::path(path).parent_path() / gp;
+    w.graph = gp.string();
+    if (!std::filesystem::is_regular_file(gp)) r.fail(root["graph"], "graph", "no such file " + w.graph);
+    w.name = r.get_string(root, "name", "", w.name);
+    return w;
+  }
   w.model = r.get_string(root, "model", "");
   const ModelBuilder* mb = find_model_builder(w.model);
   if (!mb) {
     std::string all;
     for (const auto& b : model_builders()) all += (all.empty() ? "" : ", ") + b.name;
-    r.fail(root["model"], "model", strcat("unknown model '", w.model, "'; built-in models: ", all));
+    r.fail(root["model"], "model", strcat("unknown model '", w.model, "'; built-in models: ", all, " (or `graph: PATH` for a graph file)"));
   }
   std::vector<std::string> allowed = {"name", "model", "phase", "batch", "seq_len", "context", "layers", "dtype", "seed"};
   for (const auto& [k, v] : mb->params) allowed.push_back(k);
@@ -152,6 +163,15 @@ std::string workloads_dir() {
 }
 
 WorkloadSpec resolve_workload(const std::string& name_or_path) {
+  if (is_graph_file_path(name_or_path)) {
+    if (!std::filesystem::is_regular_file(name_or_path))
+      throw InputError(strcat("graph file '", name_or_path, "': no such file"));
+    WorkloadSpec w;
+    w.name = std::filesystem::path(name_or_path).stem().string();
+    w.file = name_or_path;
+    w.graph = name_or_path;
+    return w;
+  }
   if (std::filesystem::is_regular_file(name_or_path)) return load_workload_file(name_or_path);
   std::string cand = workloads_dir() + "/" + name_or_path + ".yaml";
   if (std::filesystem::is_regular_file(cand)) return load_workload_file(cand);
@@ -159,6 +179,7 @@ WorkloadSpec resolve_workload(const std::string& name_or_path) {
 }
 
 Graph build_graph(const WorkloadSpec& w) {
+  if (!w.graph.empty()) return load_graph_file(w.graph).graph;
   const ModelBuilder* mb = find_model_builder(w.model);
   if (!mb) throw InputError(strcat("workload ", w.name, ": unknown model '", w.model, "'"));
   WorkloadSpec full = w;

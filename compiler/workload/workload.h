@@ -1,8 +1,12 @@
-// Workloads: a YAML file naming a built-in model builder and its shapes.
+// Workloads: a YAML file naming a built-in model builder and its shapes,
 //   model: ln_gelu_add      # built-in builder (see `lpu list workloads`)
 //   phase: decode|prefill   batch: 1   seq_len: 128   context: 0   layers: (all)   dtype: f32
 //   d_model: 1024           # builder-specific shape keys
 // Builders generate the graph directly in C++ (no Python needed).
+// Or a YAML file naming a graph file (docs/graph-format.md), e.g. exported from PyTorch:
+//   graph: exported/gpt_block.json   # relative to the YAML file's directory
+//   name: gpt_block                  # optional (default: the YAML file's stem)
+// A graph file (.json, or the text form .txt) can also be given directly instead of a YAML.
 #pragma once
 #include <functional>
 #include <map>
@@ -17,6 +21,7 @@ struct WorkloadSpec {
   std::string name;   // file stem or given name
   std::string file;   // YAML it came from ("" for built-in defaults)
   std::string model;
+  std::string graph;  // path of a graph file, instead of a built-in `model`
   std::string phase = "decode";
   int64_t batch = 1;
   int64_t seq_len = 1;
@@ -42,9 +47,11 @@ const ModelBuilder* find_model_builder(const std::string& name);
 // Loads and validates a workload YAML file (unknown keys and bad values are InputErrors
 // naming file, line and key).
 WorkloadSpec load_workload_file(const std::string& path);
-// Accepts a path to a YAML file, or the name of a file in the workloads/ directory.
+// Accepts a path to a YAML file or a graph file, or the name of a file in workloads/.
 WorkloadSpec resolve_workload(const std::string& name_or_path);
 std::string workloads_dir();
+// The workload's graph: built by its model builder, or loaded from its graph file (the
+// JSON only: sidecar data is read on demand, see io/graph_file.h).
 Graph build_graph(const WorkloadSpec& w);
 
 }  // namespace lpu

@@ -1,0 +1,295 @@
+"""FX graph (functional ATen) -> the nodes of the workbench's graph format.
+
+Conventions (mirrored by compiler/graph/aten.h on the C++ side):
+  * a call node's op is "aten." + the overload packet name (add.Tensor and add.Scalar -> aten.add);
+  * its inputs are the tensor arguments in schema order (tensor lists flattened, None skipped);
+  * every other argument given in the FX node becomes an attribute named after the schema
+    argument (defaults are not written; the C++ side knows ATen's defaults); a Python number
+    given for a Tensor argument (x * 0.5) is an attribute too;
+  * an op with several results (split, native_layer_norm) becomes one node per result used,
+    with attribute `result` = the getitem index, named after the getitem node.
+Constant subgraphs (torch.ones/triu/arange/sin/cos of constants, lifted tensor constants)
+are evaluated here and exported as parameters with {constant = true}; a constant whose
+elements are all equal also gets {splat = value}, which the C++ constant folding turns into a
+`full`. Every node records the dtype and shape PyTorch computed; the C++ type inference must
+agree (verify).
+"""
+
+import math
+import operator
+import re
+from dataclasses import dataclass, field
+from typing import Dict, List, Tuple
+
+import torch
+import torch.fx
+from torch.utils._pytree import tree_flatten
+
+from .capture import Capture, ExportError
+
+DTYPES = {
+    torch.float32: "f32",
+    torch.float16: "f16",
+    torch.bfloat16: "bf16",
+    torch.int64: "i64",
+    torch.int32: "i32",
+    torch.bool: "bool",
+}
+
+# Factory-like ops whose first tensor argument only supplies a shape: constant when their
+# other inputs are (fill.Tensor's value; the rest have none).
+SHAPE_ONLY_FIRST = {"zeros_like", "ones_like", "full_like", "new_zeros", "new_ones", "new_full", "fill"}
+# Ops whose value must not be computed once at export time.
+RANDOM = re.compile(r"rand|bernoulli|normal|uniform|multinomial|dropout|exponential|cauchy|geometric")
+# Arguments that never change values.
+IGNORED_ARGS = {"device", "layout", "pin_memory", "non_blocking", "memory_format"}
+
+
+@dataclass
+class Array:
+    name: str
+    role: str  # "parameter", "input" or "expected"
+    tensor: torch.Tensor
+
+
+@dataclass
+class Converted:
+    nodes: List[dict] = field(default_factory=list)
+    outputs: List[str] = field(default_factory=list)
+    arrays: List[Array] = field(default_factory=list)
+    output_values: List[torch.Tensor] = field(default_factory=list)
+
+
+def dtype_name(t: torch.dtype, where: str) -> str:
+    if t not in DTYPES:
+        raise ExportError(f"{where}: dtype {t} is not supported (f32, f16, bf16, i64, i32, bool)")
+    return DTYPES[t]
+
+
+def encode_float(v: float):
+    """JSON has no inf/nan: they travel as {"float": "inf" | "-inf" | "nan"}."""
+    if math.isfinite(v):
+        return float(v)
+    return {"float": "nan" if math.isnan(v) else ("inf" if v > 0 else "-inf")}
+
+
+def op_name(target) -> str:
+    if isinstance(target, torch._ops.OpOverload):
+        ns = target.namespace if hasattr(target, "namespace") else target.__module__.split(".")[-1]
+        return f"{ns}.{target.overloadpacket.__name__}"
+    return getattr(target, "__name__", str(target))
+
+
+def record_values(gm: torch.fx.GraphModule, args) -> Dict[torch.fx.Node, object]:
+    """Runs the graph on the real arguments, keeping every node's value."""
+    values = {}
+
+    class Recorder(torch.fx.Interpreter):
+        def run_node(self, n):
+            values[n] = super().run_node(n)
+            return values[n]
+
+    with torch.no_grad():
+        Recorder(gm).run(*args)
+    return values
+
+
+class Converter:
+    def __init__(self, cap: Capture):
+        self.cap = cap
+        self.gm = cap.gm
+        self.values = record_values(self.gm, [p.value for p in cap.placeholders])
+        self.names: Dict[torch.fx.Node, str] = {}
+        self.used_names = set()
+        self.out = Converted()
+
+    # ---- naming ------------------------------------------------------------------------------
+
+    def unique(self, base: str) -> str:
+        name = re.sub(r"[^A-Za-z0-9_.]", "_", base) or "v"
+        cand, k = name, 0
+        while cand in self.used_names:
+            k += 1
+            cand = f"{name}_{k}"
+        self.used_names.add(cand)
+        return cand
+
+    # ---- constant analysis -------------------------------------------------------------------
+
+    def is_weight_attr(self, node) -> bool:
+        return node.op == "get_attr" and isinstance(self.attr(node), torch.nn.Parameter)
+
+    def attr(self, node):
+        obj = self.gm
+        for part in node.target.split("."):
+            obj = getattr(obj, part)
+        return obj
+
+    def constant_nodes(self):
+        const = {}
+        for node in self.gm.graph.nodes:
+            if node.op == "placeholder" or node.op == "output":
+                const[node] = False
+            elif node.op == "get_attr":
+                const[node] = not self.is_weight_attr(node)
+            else:
+                name = op_name(node.target)
+                if RANDOM.search(name):
+                    const[node] = False
+                elif name.split(".")[-1] in SHAPE_ONLY_FIRST and node.args:
+                    first = node.args[0]
+                    const[node] = all(const[i] for i in node.all_input_nodes if i is not first)
+                else:
+                    const[node] = all(const[i] for i in node.all_input_nodes)
+        return const
+
+    # ---- arguments ---------------------------------------------------------------------------
+
+    def where(self, node) -> str:
+        return f"node %{node.name} ({op_name(node.target)})"
+
+    def encode_arg(self, node, arg_name, v, inputs, attrs):
+        where = self.where(node)
+        if isinstance(v, torch.fx.Node):
+            inputs.append(self.ref(v, node))
+        elif isinstance(v, (list, tuple)) and v and all(isinstance(x, torch.fx.Node) for x in v):
+            inputs.extend(self.ref(x, node) for x in v)
+        elif v is None or arg_name in IGNORED_ARGS:
+            pass
+        elif isinstance(v, bool):
+            attrs[arg_name] = v
+        elif isinstance(v, int):
+            attrs[arg_name] = int(v)
+        elif isinstance(v, float):
+            attrs[arg_name] = encode_float(v)
+        elif isinstance(v, str):
+            attrs[arg_name] = v
+        elif isinstance(v, torch.dtype):
+            attrs[arg_name] = dtype_name(v, where)
+        elif isinstance(v, (list, tuple)) and all(isinstance(x, int) and not isinstance(x, bool) for x in v):
+            attrs[arg_name] = [int(x) for x in v]
+        else:
+            raise ExportError(f"{where}: argument '{arg_name}' = {v!r} cannot be exported")
+
+    def bind(self, node) -> Tuple[List[str], dict]:
+        """Schema-ordered tensor inputs and attributes of an ATen call node."""
+        schema = node.target._schema
+        args, kwargs = list(node.args), dict(node.kwargs)
+        inputs, attrs = [], {}
+        given = []  # (schema argument, value) for every argument the node spells out
+        position = 0
+        for a in schema.arguments:
+            if not a.kwarg_only and position < len(args):
+                given.append((a, args[position]))
+                position += 1
+            elif a.name in kwargs:
+                given.append((a, kwargs[a.name]))
+        if position < len(args):
+            raise ExportError(f"{self.where(node)}: {len(args)} positional arguments for {schema}")
+        for a, v in given:
+            self.encode_arg(node, a.name, v, inputs, attrs)
+        # A None optional tensor followed by a present one would shift the input positions.
+        seen_none = False
+        for a, v in given:
+            if "Tensor" not in str(a.type):
+                continue
+            if v is None:
+                seen_none = True
+            elif isinstance(v, torch.fx.Node) and seen_none:
+                raise ExportError(f"{self.where(node)}: an absent optional tensor before '{a.name}' is not supported")
+        return inputs, dict(sorted(attrs.items()))
+
+    def ref(self, v: torch.fx.Node, user) -> str:
+        if v not in self.names:
+            raise ExportError(f"{self.where(user)}: input %{v.name} was not exported (a multi-result value used whole?)")
+        return self.names[v]
+
+    # ---- emission ----------------------------------------------------------------------------
+
+    def typed(self, d: dict, value, where: str) -> dict:
+        if not isinstance(value, torch.Tensor):
+            raise ExportError(f"{where}: produces a {type(value).__name__}, not a tensor")
+        d["dtype"] = dtype_name(value.dtype, where)
+        d["shape"] = [int(s) for s in value.shape]
+        return d
+
+    def emit_constant(self, node, value, weight=False):
+        name = self.unique(node.target if node.op == "get_attr" else node.name)
+        self.names[node] = name
+        d = {"name": name, "kind": "parameter"}
+        if not weight:
+            attrs = {"constant": True}
+            flat = value.reshape(-1)
+            if flat.numel() > 0 and not torch.isnan(flat[0]).item() and bool((flat == flat[0]).all()):
+                attrs["splat"] = encode_float(float(flat[0].item()))
+            d["attrs"] = attrs
+        self.out.nodes.append(self.typed(d, value, f"constant %{node.name}"))
+        self.out.arrays.append(Array(name, "parameter", value.detach()))
+
+    def emit_call(self, node, name, inputs, attrs, op):
+        d = {"name": name, "kind": "call", "op": op, "inputs": inputs}
+        if attrs:
+            d["attrs"] = attrs
+        self.out.nodes.append(self.typed(d, self.values[node], self.where(node)))
+
+    def run(self) -> Converted:
+        graph = self.gm.graph
+        const = self.constant_nodes()
+        output_node = next(n for n in graph.nodes if n.op == "output")
+        outs, _ = tree_flatten(output_node.args[0])
+        if self.cap.user_outputs:
+            outs = [o for o in outs if isinstance(o, torch.fx.Node) and o.name in self.cap.user_outputs]
+        # Needed nodes: reachable from the outputs, stopping at constants (they become leaves).
+        needed, stack = set(), [o for o in outs if isinstance(o, torch.fx.Node)]
+        while stack:
+            n = stack.pop()
+            if n in needed:
+                continue
+            needed.add(n)
+            if not const[n]:
+                stack.extend(n.all_input_nodes)
+
+        by_fx_name = {p.fx_name: p for p in self.cap.placeholders}
+        for p in self.cap.placeholders:  # placeholder names first: they are the user-facing ones
+            p.export_name = self.unique(p.name)
+        for node in graph.nodes:
+            if node not in needed:
+                continue
+            value = self.values[node]
+            if node.op == "placeholder":
+                p = by_fx_name[node.name]
+                self.names[node] = p.export_name
+                kind = "parameter" if p.role == "parameter" else "placeholder"
+                self.out.nodes.append(self.typed({"name": p.export_name, "kind": kind}, value, f"input %{p.name}"))
+                self.out.arrays.append(Array(p.export_name, p.role, p.value.detach()))
+            elif const[node]:
+                self.emit_constant(node, value)
+            elif node.op == "get_attr":
+                self.emit_constant(node, value, weight=True)
+            elif node.op == "call_function" and node.target is operator.getitem:
+                parent, index = node.args
+                if not isinstance(parent.target, torch._ops.OpOverload):
+                    raise ExportError(f"node %{node.name}: getitem of %{parent.name}, which is not an ATen op")
+                inputs, attrs = self.bind(parent)
+                attrs = dict(sorted({**attrs, "result": int(index)}.items()))
+                self.names[node] = self.unique(node.name)
+                self.emit_call(node, self.names[node], inputs, attrs, op_name(parent.target))
+            elif node.op == "call_function" and isinstance(node.target, torch._ops.OpOverload):
+                if isinstance(value, (tuple, list)):
+                    continue  # a multi-result op: its getitem nodes are emitted instead
+                inputs, attrs = self.bind(node)
+                self.names[node] = self.unique(node.name)
+                self.emit_call(node, self.names[node], inputs, attrs, op_name(node.target))
+            else:
+                raise ExportError(f"node %{node.name}: {node.op} {op_name(node.target)} is not an ATen op call")
+
+        for o in outs:
+            if not isinstance(o, torch.fx.Node):
+                raise ExportError(f"graph output {o!r} is not a tensor computed by the graph")
+            self.out.outputs.append(self.names[o])
+            self.out.output_values.append(self.values[o])
+        return self.out
+
+
+def convert(cap: Capture) -> Converted:
+    return Converter(cap).run()

@@ -1,0 +1,45 @@
+#!/usr/bin/python3
+"""Exports the model zoo (models.py) to OUT_DIR/<name>.json + .bin.
+
+    /usr/bin/python3 tests/frontend/export_models.py [--clean] OUT_DIR [NAME...]
+
+--clean first removes the *.json / *.bin files in OUT_DIR (so no stale export is checked).
+Prints one line per model: name, node count, the ATen ops it uses.
+"""
+
+import os
+import sys
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "python"))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+import lpu_frontend  # noqa: E402
+import models  # noqa: E402
+
+
+def main(argv):
+    clean = "--clean" in argv
+    argv = [a for a in argv if a != "--clean"]
+    if len(argv) < 2:
+        print(__doc__, file=sys.stderr)
+        return 2
+    out_dir, names = argv[1], argv[2:] or list(models.MODELS)
+    if clean and os.path.isdir(out_dir):
+        for f in os.listdir(out_dir):
+            if f.endswith((".json", ".bin")):
+                os.remove(os.path.join(out_dir, f))
+    for name in names:
+        if name not in models.MODELS:
+            print(f"unknown model {name}; known: {', '.join(models.MODELS)}", file=sys.stderr)
+            return 2
+    for name in names:
+        t0 = time.time()
+        model, inputs = models.build(name)
+        e = lpu_frontend.export(model, inputs, os.path.join(out_dir, f"{name}.json"))
+        print(f"{name}: {e.nodes} nodes, {time.time() - t0:.2f} s, ops: {' '.join(e.ops)}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
