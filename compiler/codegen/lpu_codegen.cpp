@@ -115,6 +115,8 @@ class KernelEmitter {
             const std::vector<int64_t>& col_sizes);
   // Emits the matrix-engine instructions of a Matmul node for this tile.
   VReg matmul(const LoopNode& node);
+  // Emits the indices' load and a dma.gather of table rows for a Gather node.
+  VReg gather(const LoopNode& node);
   VReg alloc(int64_t rows, int64_t cols) {
     VReg v;
     v.vid = static_cast<int>(vsize_.size());
@@ -391,6 +393,32 @@ VReg KernelEmitter::matmul(const LoopNode& node) {
   return dst;
 }
 
+VReg KernelEmitter::gather(const LoopNode& node) {
+  VReg idx = load(node, *node.gather_index);
+  const Buffer& table = p_.buffers.at(node.gather_table);
+  int64_t D = node.cols();
+  VReg dst = alloc(rows_, D);
+  Instruction in;
+  in.opcode = Opcode::DmaGather;
+  in.dtype = table.type.dtype;
+  in.rows = rows_;
+  in.cols = D;
+  in.hbm_addr = hbm_base(node.gather_table);
+  in.hbm_rs = D;
+  in.hbm_cs = 1;
+  in.kernel = id_;
+  VReg i = idx;
+  if (i.cols != 1) throw InternalError("codegen: gather indices of " + node.name + " are not one per row");
+  in.srcs.push_back(i.operand());
+  if (i.rows > 1) in.srcs[0].rs = i.rs;
+  Pending pd;
+  pd.in = in;
+  pd.def = dst.vid;
+  pd.src_vid.push_back(idx.vid);
+  body_.push_back(pd);
+  return dst;
+}
+
 int64_t KernelEmitter::emit_tile(int64_t r0, int64_t rows, uint64_t base, uint64_t limit, std::vector<Instruction>& out) {
   r0_ = r0;
   rows_ = rows;
@@ -402,7 +430,7 @@ int64_t KernelEmitter::emit_tile(int64_t r0, int64_t rows, uint64_t base, uint64
   for (int idx : k_.nodes) {
     const LoopNode& n = p_.nodes[static_cast<size_t>(idx)];
     LpuAsmHandler h(*this, n);
-    VReg v = n.kind == LoopKind::Matmul ? matmul(n) : evaluate_node<VReg>(n, h);
+    VReg v = n.kind == LoopKind::Matmul ? matmul(n) : n.kind == LoopKind::Gather ? gather(n) : evaluate_node<VReg>(n, h);
     if (!(v.owned && v.rows == rows && v.cols == n.out_cols())) v = h.expand(v, rows, n.out_cols());
     values_[n.out()] = v;
     if (hbm_out_.count(n.out())) {  // store right after the value is complete, so it can die early

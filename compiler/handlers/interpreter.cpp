@@ -1,5 +1,6 @@
 #include "handlers/interpreter.h"
 
+#include <algorithm>
 #include <cmath>
 #include <memory>
 
@@ -115,6 +116,24 @@ std::vector<Tensor> interpret_loop_ir(const LoopProgram& p, const TensorMap& inp
     buffers[name] = it->second;
   }
   for (const auto& n : p.nodes) {
+    if (n.kind == LoopKind::Gather) {  // out[row, c] = table[index(row), c]
+      auto [it, fresh] = buffers.try_emplace(n.out(), p.buffers.at(n.out()).type);
+      (void)fresh;
+      Tensor& out = it->second;
+      const Tensor& table = buffers.at(n.gather_table);
+      int64_t V = table.type.shape[0], D = n.ranges.back();
+      LoopNode rows_view = n;
+      rows_view.ranges.pop_back();
+      InterpreterHandler h(rows_view, buffers);
+      std::unordered_map<const ExprNode*, Array> memo;
+      Array idx = evaluate(n.gather_index, h, memo);
+      for (size_t r = 0; r < idx->size(); ++r) {
+        int64_t v = static_cast<int64_t>((*idx)[r]);
+        if (v < 0 || v >= V) throw InputError(strcat("node ", n.name, ": index ", v, " out of range [0, ", V, ")"));
+        std::copy_n(table.data.begin() + v * D, D, out.data.begin() + static_cast<int64_t>(r) * D);
+      }
+      continue;
+    }
     InterpreterHandler h(n, buffers);
     Array v = evaluate_node<Array>(n, h);
     auto [it, fresh] = buffers.try_emplace(n.out(), p.buffers.at(n.out()).type);

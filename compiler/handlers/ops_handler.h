@@ -88,6 +88,9 @@ inline bool node_reduces(const LoopNode& n) {
     case LoopKind::Pointwise: return false;
     case LoopKind::Reduction: return true;
     case LoopKind::Matmul: return true;  // a sum over K of mul(load A, load B)
+    case LoopKind::Gather:
+      throw InputError(strcat("node ", n.name, ": a gather (embedding lookup) reads its table indirectly; this "
+                              "handler does not support it"));
   }
   throw InputError(strcat("node ", n.name, ": loop kind #", static_cast<int>(n.kind),
                           " is not known to the ops handlers (handlers/ops_handler.h: node_reduces)"));

@@ -19,7 +19,7 @@ constexpr uint8_t kNoOp = 0xFF;  // op-table index of instructions without a vec
 
 // Stable codes, independent of the C++ enum order (the file format must not move with it).
 constexpr Opcode kOpcodes[] = {Opcode::DmaLoad, Opcode::DmaStore, Opcode::VxeOp, Opcode::VxeReduce, Opcode::VxeMov, Opcode::Halt,
-                               Opcode::SxeGemm};
+                               Opcode::SxeGemm, Opcode::DmaGather};
 constexpr DType kDTypes[] = {DType::f32, DType::f16, DType::bf16, DType::i64, DType::i32, DType::boolean};
 constexpr BufferRole kRoles[] = {BufferRole::Input, BufferRole::Weight, BufferRole::Intermediate, BufferRole::Output};
 
@@ -368,7 +368,7 @@ Program decode_program(const uint8_t* data, size_t size, const std::string& sour
       want_src = in.opcode == Opcode::VxeOp ? static_cast<size_t>(scalar_op_arity(in.vop)) : 1;
     } else {
       if (op != kNoOp) bad(2, strcat(opcode_name(in.opcode), " carries op index ", static_cast<int>(op)));
-      want_src = in.opcode == Opcode::VxeMov || in.opcode == Opcode::SxeGemm ? 1 : 0;
+      want_src = in.opcode == Opcode::VxeMov || in.opcode == Opcode::SxeGemm || in.opcode == Opcode::DmaGather ? 1 : 0;
     }
     if (nsrc != want_src) bad(3, strcat(static_cast<int>(nsrc), " source operands, ", opcode_name(in.opcode), " takes ", want_src));
     if (in.kernel < -1 || in.kernel >= static_cast<int64_t>(n_kernels))

@@ -19,6 +19,7 @@ const char* opcode_name(Opcode op) {
     case Opcode::VxeReduce: return "vxe.reduce";
     case Opcode::VxeMov: return "vxe.mov";
     case Opcode::SxeGemm: return "sxe.gemm";
+    case Opcode::DmaGather: return "dma.gather";
     case Opcode::Halt: return "halt";
   }
   return "?";
@@ -71,6 +72,9 @@ std::string print_instruction(const Instruction& in) {
       return strcat("sxe.gemm ", dtype_name(in.dtype), " [", in.rows, ", ", in.depth, ", ", in.cols, "] lm:",
                     hex(in.lm_addr), " <- ", operand_str(in.srcs.at(0)), ", hbm:", hex(in.hbm_addr), " ",
                     shape2(in.hbm_rs, in.hbm_cs));
+    case Opcode::DmaGather:
+      return strcat("dma.gather ", dtype_name(in.dtype), " ", shape2(in.rows, in.cols), " lm:", hex(in.lm_addr),
+                    " <- hbm:", hex(in.hbm_addr), " ", shape2(in.hbm_rs, in.hbm_cs), ", ", operand_str(in.srcs.at(0)));
     case Opcode::Halt: return "halt";
   }
   s += " " + shape2(in.rows, in.cols) + " lm:" + hex(in.lm_addr) + " <-";
@@ -276,6 +280,17 @@ Program parse_program(const std::string& text, const std::string& filename) {
           lp.expect("<-");
           in.lm_addr = lp.address("lm");
         }
+      } else if (w == "dma.gather") {
+        in.opcode = Opcode::DmaGather;
+        in.dtype = lp.dtype();
+        std::tie(in.rows, in.cols) = lp.pair();
+        in.lm_addr = lp.address("lm");
+        lp.expect("<-");
+        in.hbm_addr = lp.address("hbm");
+        std::tie(in.hbm_rs, in.hbm_cs) = lp.pair();
+        lp.expect(",");
+        in.srcs.push_back(lp.operand());
+        if (in.srcs[0].immediate) lp.fail("dma.gather: the indices must be in local memory");
       } else if (w == "sxe.gemm") {
         in.opcode = Opcode::SxeGemm;
         in.dtype = lp.dtype();

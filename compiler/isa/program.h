@@ -17,6 +17,8 @@
 //   vxe.mov   [R, C] lm:0xD <- lm:0xA [rs, cs]
 //   sxe.gemm  f16 [M, K, N] lm:0xD <- lm:0xA [rs, ks], hbm:0xB [ks, ns]
 //             D[m, n] = sum_k A[m, k] * B[k, n]; B streams from HBM into the MAC trees
+//   dma.gather f16 [R, C] lm:0xD <- hbm:0xT [rs, cs], lm:0xI [irs, ics]
+//             row r of D = row LMU[I + r] of the table at T (embedding lookup)
 //   halt
 #pragma once
 #include <cstdint>
@@ -29,7 +31,7 @@
 
 namespace lpu {
 
-enum class Opcode { DmaLoad, DmaStore, VxeOp, VxeReduce, VxeMov, SxeGemm, Halt };
+enum class Opcode { DmaLoad, DmaStore, VxeOp, VxeReduce, VxeMov, SxeGemm, DmaGather, Halt };
 const char* opcode_name(Opcode op);
 
 struct Operand {

@@ -85,7 +85,10 @@ std::vector<Expr> LoopNode::loads() const {
     }
     for (const auto& a : e->args) walk(a);
   };
-  walk(body);
+  if (body) walk(body);
+  if (gather_index) walk(gather_index);
+  if (!gather_table.empty() && seen.insert(gather_table + "[gather]").second)
+    out.push_back(make_load(gather_table, Index(), dtype));  // the table, read indirectly
   return out;
 }
 
@@ -468,6 +471,26 @@ LoopProgram lower_to_loop_ir(const Graph& core) {
       ln.reduction = ReductionType::sum;
       ln.store_index = contiguous_index(ln.ranges, vars).simplify(rng);
       finish(std::move(ln), n);
+    } else if (info->category == OpCategory::Movement && n.op == "embedding") {
+      const ValueAccess& W = *in[0];
+      const ValueAccess& I = *in[1];
+      if (W.constant || I.constant)
+        throw InputError(strcat("node %", n.name, ": embedding of a constant table or index is not supported"));
+      // The table must be a plain row-major buffer: views of it would need a gather through them.
+      if (!p.buffers.count(W.buffer) || W.index({Index::var("a"), Index::var("b")}).str() !=
+                                            (Index::var("a") * W.shape[1] + Index::var("b")).str())
+        throw InputError(strcat("node %", n.name, ": embedding table must be a contiguous [V, D] buffer"));
+      ln.kind = LoopKind::Gather;
+      ln.ranges = n.type.shape;
+      auto vars = var_names(ln.ranges.size(), "i");
+      auto rng = ranges_of(ln);
+      Idx ii;
+      for (size_t d = 0; d + 1 < vars.size(); ++d) ii.push_back(Index::var(vars[d]));
+      ln.gather_table = W.buffer;
+      ln.gather_index = load(I, ii, rng);
+      ln.body = make_load(W.buffer, Index::var(vars.back()), W.dtype);  // column within the gathered row
+      ln.store_index = contiguous_index(n.type.shape, vars).simplify(rng);
+      finish(std::move(ln), n);
     } else if (info->category == OpCategory::Movement && n.op == "cat") {
       // Each input is copied into its slice of one buffer (Inductor's ConcatKernel): one
       // writer node per input; the buffer is complete when all have run.
@@ -545,6 +568,10 @@ std::string print_loop_node(const LoopNode& n) {
   if (n.kind == LoopKind::Pointwise) {
     os << n.name << " = pointwise " << ranges(n.ranges, "i") << " " << dtype_name(n.dtype) << "\n";
     os << "  " << target << "[" << n.store_index.str() << "] = " << expr_str(n.body) << "\n";
+  } else if (n.kind == LoopKind::Gather) {
+    os << n.name << " = gather " << ranges(n.ranges, "i") << " " << dtype_name(n.dtype) << "\n";
+    os << "  " << target << "[" << n.store_index.str() << "] = " << n.gather_table << "[" << expr_str(n.gather_index)
+       << ", i" << n.ranges.size() - 1 << "]\n";
   } else if (n.kind == LoopKind::Matmul) {
     os << n.name << " = matmul " << ranges(n.ranges, "i") << " over " << ranges(n.reduction_ranges, "r") << " "
        << dtype_name(n.dtype) << "\n";

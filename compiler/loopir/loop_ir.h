@@ -43,7 +43,9 @@ bool parse_reduction_type(const std::string& name, ReductionType& out);
 // Matmul: a sum-reduction over r0 (= K) of mul(load A, load B), marked for the matrix engine
 // (GEMV/GEMM template). Its output is [..., M, N]: rows are (batch..., M), the column is N;
 // fused element-wise consumers form its epilogue, a fused producer of A its prologue.
-enum class LoopKind { Pointwise, Reduction, Matmul };
+// Gather: out[row, c] = table[gather_index(row) * cols + c] (embedding lookup); the row's
+// table index is a loaded value, so the access is indirect (dma.gather on the LPU).
+enum class LoopKind { Pointwise, Reduction, Matmul, Gather };
 
 struct LoopNode {
   std::string name;     // unique node name
@@ -57,6 +59,8 @@ struct LoopNode {
   ReductionType reduction = ReductionType::sum;
   Expr body;
   Index store_index;
+  std::string gather_table;  // Gather: the table buffer ([V, cols], row-major)
+  Expr gather_index;         // Gather: load of the row's table index (over row variables)
   DType dtype = DType::f32;
 
   // Row/column view used by fusion legality and by tiling on the LPU: rows are the

@@ -44,6 +44,7 @@ Graph eliminate_dead_code(const Graph& g) {
 std::vector<Pass> default_passes() {
   return {{"verify", verify_graph},
           {"decompose", decompose},
+          {"split_reductions", split_reductions},
           {"fold_constants", fold_constants},
           {"cse", eliminate_common_subexpressions},
           {"dce", eliminate_dead_code}};

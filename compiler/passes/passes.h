@@ -25,6 +25,8 @@ Graph fold_constants(const Graph& g);
 Graph eliminate_common_subexpressions(const Graph& g);
 // Removes call nodes whose results no output depends on.
 Graph eliminate_dead_code(const Graph& g);
+// Splits reductions over several dims into single-dim ones (the LPU reduces one strided walk).
+Graph split_reductions(const Graph& g);
 
 // Copies a placeholder or parameter (name, type and attrs) into `out`.
 NodeId copy_input_node(Graph& out, const Node& n);

@@ -80,6 +80,9 @@ std::string illegal_reason(const Analysis& a, const std::vector<int>& merged) {
     if (p.nodes[static_cast<size_t>(i)].rows() != rows)
       return strcat("different iteration space: ", p.nodes[static_cast<size_t>(merged[0])].name, " has ", rows,
                     " rows, ", p.nodes[static_cast<size_t>(i)].name, " has ", p.nodes[static_cast<size_t>(i)].rows());
+  for (int i : merged)
+    if (p.nodes[static_cast<size_t>(i)].kind == LoopKind::Gather)
+      return strcat("gather: ", p.nodes[static_cast<size_t>(i)].name, " reads its table indirectly and runs alone");
   std::set<int> in(merged.begin(), merged.end());
   for (int i : merged) {
     const LoopNode& c = p.nodes[static_cast<size_t>(i)];

@@ -10,16 +10,32 @@ Dma::Dma(sc_core::sc_module_name name, DeviceContext& ctx, Lmu& lmu)
 
 double Dma::execute(size_t i, double start_ps) {
   const Instruction& in = ctx_.program->code[i];
-  const bool load = in.opcode == Opcode::DmaLoad;
+  const bool gather = in.opcode == Opcode::DmaGather;
+  const bool load = in.opcode == Opcode::DmaLoad || gather;
   const int64_t eb = dtype_bytes(in.dtype);
   const int64_t R = in.rows, C = in.cols;
-  lmu_.check(in.lm_addr, static_cast<uint64_t>(R * C * 4), load ? "dma.load" : "dma.store");
+  lmu_.check(in.lm_addr, static_cast<uint64_t>(R * C * 4), gather ? "dma.gather" : load ? "dma.load" : "dma.store");
 
   // Runs: (first element row, first element col, element count) of contiguous HBM bytes.
   struct Run { int64_t r, c, n; };
   std::vector<Run> runs;
   bool row_contig = C == 1 || in.hbm_cs == 1;
-  if (row_contig && (R == 1 || in.hbm_rs == C)) {
+  // HBM element offset of each row: r * rs, or for a gather the row's table index * rs (the
+  // indices are only known in functional mode; timing assumes distinct consecutive rows).
+  std::vector<int64_t> row_base(static_cast<size_t>(R));
+  for (int64_t r = 0; r < R; ++r) {
+    int64_t row = r;
+    if (gather && ctx_.functional) {
+      const Operand& ix = in.srcs.at(0);
+      int64_t off = static_cast<int64_t>(ix.addr / 4) + r * ix.rs;
+      if (off < 0 || off >= static_cast<int64_t>(ctx_.lmu_data.size()))
+        throw InputError(strcat("device ", ctx_.device, ": ", print_instruction(in), " reads indices outside local memory"));
+      row = static_cast<int64_t>(ctx_.lmu_data[static_cast<size_t>(off)]);
+      if (row < 0) throw InputError(strcat("device ", ctx_.device, ": ", print_instruction(in), ": negative index ", row));
+    }
+    row_base[static_cast<size_t>(r)] = row * in.hbm_rs;
+  }
+  if (!gather && row_contig && (R == 1 || in.hbm_rs == C)) {
     runs.push_back({0, 0, R * C});
   } else if (row_contig) {
     for (int64_t r = 0; r < R; ++r) runs.push_back({r, 0, C});
@@ -33,7 +49,7 @@ double Dma::execute(size_t i, double start_ps) {
   double hbm_done = setup_end;
   auto& kc = ctx_.kernels[static_cast<size_t>(in.kernel < 0 ? 0 : in.kernel)];
   for (const Run& run : runs) {
-    int64_t elem = run.r * in.hbm_rs + run.c * in.hbm_cs;
+    int64_t elem = row_base[static_cast<size_t>(run.r)] + run.c * in.hbm_cs;
     uint64_t addr = in.hbm_addr + static_cast<uint64_t>(elem * eb);
     uint64_t len = static_cast<uint64_t>(run.n * eb);
     tlm::tlm_generic_payload trans;

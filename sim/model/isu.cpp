@@ -43,6 +43,14 @@ Footprint footprint(const Instruction& in) {
       f.hbm_reads.push_back(operand_range(in.hbm_addr, in.depth, C, in.hbm_rs, in.hbm_cs, dtype_bytes(in.dtype)));
       break;
     }
+    case Opcode::DmaGather: {
+      // Tables are weights, never written by a program: the first row stands for the read.
+      f.lm_writes.push_back({in.lm_addr, in.lm_addr + static_cast<uint64_t>(R * C * 4)});
+      const Operand& ix = in.srcs.at(0);
+      f.lm_reads.push_back(operand_range(ix.addr, R, 1, ix.rs, 0, 4));
+      f.hbm_reads.push_back(operand_range(in.hbm_addr, 1, C, 0, in.hbm_cs, dtype_bytes(in.dtype)));
+      break;
+    }
     case Opcode::Halt: break;
   }
   return f;
@@ -96,7 +104,7 @@ void Isu::run() {
       sc_core::sc_stop();
       return;
     }
-    auto it = engines_.find(in.opcode == Opcode::DmaStore ? Opcode::DmaLoad
+    auto it = engines_.find((in.opcode == Opcode::DmaStore || in.opcode == Opcode::DmaGather) ? Opcode::DmaLoad
                             : (in.opcode == Opcode::VxeReduce || in.opcode == Opcode::VxeMov) ? Opcode::VxeOp
                                                                                               : in.opcode);
     if (it == engines_.end()) throw InternalError(strcat("isu: no engine for ", opcode_name(in.opcode)));
