@@ -46,7 +46,33 @@ SimResult simulate(const Program& prog, const ArchConfig& arch, const SimOptions
   }
   SimResult res;
   {
-    auto dev = std::make_unique<sim::Device>("dev0", ctx);
+    // The top level is built for `devices` LPUs. Device 0 runs the program; the others run an
+    // empty one until programs are partitioned across devices (tensor parallelism, the ESL).
+    static const Program idle = [] {
+      Program p;
+      p.name = "idle";
+      Instruction halt;
+      halt.opcode = Opcode::Halt;
+      p.code.push_back(halt);
+      return p;
+    }();
+    int running = arch.devices;
+    ctx.devices_running = &running;
+    std::vector<std::unique_ptr<sim::DeviceContext>> others;
+    std::vector<std::unique_ptr<sim::Device>> devices;
+    devices.push_back(std::make_unique<sim::Device>("dev0", ctx));
+    for (int d = 1; d < arch.devices; ++d) {
+      auto c = std::make_unique<sim::DeviceContext>();
+      c->device = d;
+      c->program = &idle;
+      c->arch = &arch;
+      c->period = ctx.period;
+      c->kernels.resize(1);
+      c->devices_running = &running;
+      devices.push_back(std::make_unique<sim::Device>(strcat("dev", d).c_str(), *c));
+      others.push_back(std::move(c));
+    }
+    sim::Device* dev = devices.front().get();
     try {
       sc_core::sc_start();
     } catch (const sc_core::sc_report& r) {
@@ -77,6 +103,7 @@ SimResult simulate(const Program& prog, const ArchConfig& arch, const SimOptions
     EngineStats e;
     e.name = ctx.engine_names[i];
     e.busy_cycles = static_cast<uint64_t>(std::llround(ctx.engines[i].busy_ps / period));
+    e.stalled_cycles = static_cast<uint64_t>(std::llround(ctx.engines[i].stalled_ps / period));
     e.instructions = ctx.engines[i].instructions;
     int workers = e.name == "dma" ? arch.dma.engines : 1;
     e.utilization = s.cycles ? static_cast<double>(e.busy_cycles) / (static_cast<double>(s.cycles) * workers) : 0;
@@ -130,7 +157,10 @@ nlohmann::json stats_to_json(const SimStats& s) {
   j["isu_queue_stall_cycles"] = s.isu_queue_stall_cycles;
   nlohmann::json eng = nlohmann::json::object();
   for (const auto& e : s.engines)
-    eng[e.name] = {{"busy_cycles", e.busy_cycles}, {"instructions", e.instructions}, {"utilization", e.utilization}};
+    eng[e.name] = {{"busy_cycles", e.busy_cycles},
+                   {"stalled_cycles", e.stalled_cycles},
+                   {"instructions", e.instructions},
+                   {"utilization", e.utilization}};
   j["engines"] = eng;
   nlohmann::json ks = nlohmann::json::array();
   for (const auto& k : s.kernels)

@@ -20,6 +20,7 @@ struct SimOptions {
 struct EngineStats {
   std::string name;
   uint64_t busy_cycles = 0;
+  uint64_t stalled_cycles = 0;  // cycles its next instruction waited at the ISU for a hazard or queue slot
   uint64_t instructions = 0;
   double utilization = 0;
 };

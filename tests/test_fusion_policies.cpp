@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include "jobs.h"
+#include "support/error.h"
 #include "workload/workload.h"
 
 using namespace lpu;
@@ -69,4 +70,34 @@ TEST(FusionPolicies, ReportNamesAReasonForEveryRejection) {
       EXPECT_FALSE(d.reason.empty()) << d.producer << " + " << d.consumer;
     }
   EXPECT_GT(rejected, 0);
+}
+
+// Every built-in LLM decode step runs in timing mode on the ASIC preset (which holds the largest
+// ones), and a device too small for the weights says how many devices it would need.
+TEST(LlmWorkloads, EveryDecodeStepRunsOnTheAsicPreset) {
+  for (const char* m : {"gpt2", "opt-1.3b", "opt-6.7b", "opt-13b", "opt-30b", "opt-66b", "llama2-7b", "llama2-13b",
+                        "llama2-70b"}) {
+    RunOutcome o = run_job(file(std::string(m) + "-decode"), arch("lpu-asic"), "greedy", false);
+    EXPECT_GT(o.sim.stats.latency_us, 0) << m;
+    EXPECT_GT(o.sim.stats.hbm_bandwidth_utilization, 0.3) << m;
+    EXPECT_LE(ratio(o), 1.05) << m;
+  }
+  try {
+    run_job(file("opt-30b-decode"), arch("lpu-fpga-u55c"), "greedy", false);
+    FAIL();
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("needs 4 devices"), std::string::npos) << e.what();
+  }
+}
+
+// OPT-1.3B decode on the ASIC: latency per token and bandwidth utilisation are reported, and
+// the step is bounded below by (weights + KV cache) / peak bandwidth.
+TEST(LlmWorkloads, Opt13bDecodeReportsLatencyAndUtilisation) {
+  RunOutcome o = run_job(file("opt-1.3b-decode"), arch("lpu-asic"), "greedy", false);
+  nlohmann::json j = o.to_json();
+  double bytes = static_cast<double>(o.comp.compulsory_hbm_bytes);
+  double floor_us = bytes / (o.arch.hbm.bandwidth_gbps * 1e3);
+  EXPECT_GT(j["latency_us"].get<double>(), floor_us);
+  EXPECT_GT(j["hbm_bandwidth_utilization"].get<double>(), 0.3);
+  EXPECT_LE(j["hbm_bandwidth_utilization"].get<double>(), 1.0);
 }

@@ -3,6 +3,8 @@
 
 #include <cmath>
 
+#include <cmath>
+
 #include "config/arch_config.h"
 #include "isa/program.h"
 #include "simulator.h"
@@ -133,4 +135,25 @@ TEST(SimModel, TraceHasOneSlicePerInstruction) {
   EXPECT_EQ(r.trace.size(), 4u);
   auto j = trace_to_json(r.trace);
   EXPECT_EQ(j["traceEvents"].size(), 5u);  // 4 slices + 1 track name
+}
+
+// A GEMV of K x N takes the cycles implied by mac_trees, lanes and HBM bandwidth (within 5%):
+//   compute-bound: ceil(N / trees) * ceil(K / lanes) beats per tree (+ pipeline fill);
+//   memory-bound:  K * N * 2 bytes / (bandwidth x efficiency).
+TEST(SimModel, GemvMatchesClosedFormWithinFivePercent) {
+  struct Case { int64_t K, N; const char* bw; };
+  for (const Case& c : {Case{4096, 4096, "256"}, Case{2048, 8192, "256"}, Case{4096, 4096, "4096"},
+                        Case{1024, 16384, "4096"}, Case{8192, 1024, "64"}}) {
+    ArchConfig a = arch({std::string("hbm.bandwidth_gbps=") + c.bw, "hbm.capacity_gib=4"});
+    std::string text = strcat(".program g\n.buffer w hbm:0x0 f16[", c.N, ", ", c.K, "] weight\n.kernel 0 k\n",
+                              "sxe.gemm f16 [1, ", c.K, ", ", c.N, "] lm:0x0 <- lm:0x0 [0, 1], hbm:0x0 [1, ", c.K,
+                              "]\nhalt\n");
+    Program p = parse_program(text);
+    double cycles = static_cast<double>(simulate(p, a, {}).stats.cycles);
+    double compute = std::ceil(static_cast<double>(c.N) / a.sxe.mac_trees) * std::ceil(static_cast<double>(c.K) / a.sxe.lanes);
+    double memory = static_cast<double>(c.K * c.N * 2) / (a.hbm_bytes_per_cycle() * a.hbm.efficiency);
+    double expected = std::max(compute, memory);
+    EXPECT_NEAR(cycles / expected, 1.0, 0.05) << c.K << "x" << c.N << " at " << c.bw << " GB/s: " << cycles << " vs "
+                                              << expected;
+  }
 }

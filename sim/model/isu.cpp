@@ -99,9 +99,7 @@ void Isu::run() {
     const Instruction& in = code[i];
     if (in.opcode == Opcode::Halt) {
       while (!in_flight_.empty()) wait(retired_);
-      ctx_.finished = true;
-      ctx_.finish_ps = sc_core::sc_time_stamp().to_double();
-      sc_core::sc_stop();
+      finish();
       return;
     }
     auto it = engines_.find((in.opcode == Opcode::DmaStore || in.opcode == Opcode::DmaGather) ? Opcode::DmaLoad
@@ -117,6 +115,7 @@ void Isu::run() {
     double t2 = sc_core::sc_time_stamp().to_double();
     ctx_.isu_hazard_stall_ps += t1 - t0;
     ctx_.isu_queue_stall_ps += t2 - t1;
+    ctx_.engines[static_cast<size_t>(e->engine_index())].stalled_ps += t2 - t0;
     in_flight_.emplace(i, InFlight{std::move(f), e});
     auto& kc = ctx_.kernels[static_cast<size_t>(std::max(in.kernel, 0))];
     if (kc.first_issue_ps < 0) kc.first_issue_ps = t2;
@@ -126,9 +125,13 @@ void Isu::run() {
   }
   // A program without halt: finish when everything retires.
   while (!in_flight_.empty()) wait(retired_);
+  finish();
+}
+
+void Isu::finish() {
   ctx_.finished = true;
   ctx_.finish_ps = sc_core::sc_time_stamp().to_double();
-  sc_core::sc_stop();
+  if (!ctx_.devices_running || --*ctx_.devices_running == 0) sc_core::sc_stop();
 }
 
 }  // namespace lpu::sim

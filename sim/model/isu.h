@@ -25,6 +25,7 @@ class Isu : public sc_core::sc_module {
 
  private:
   void run();
+  void finish();
   std::string blocker(const Footprint& f, const Engine* e) const;
   bool hazard(const Footprint& f, const Engine* e) const;
 

@@ -32,6 +32,7 @@ struct TraceEvent {
 
 struct EngineCounters {
   double busy_ps = 0;
+  double stalled_ps = 0;  // its next instruction waited at the ISU (hazard or full queue)
   uint64_t instructions = 0;
 };
 
@@ -65,6 +66,8 @@ struct DeviceContext {
   // here and the simulation stopped; simulate() rethrows it as an InputError.
   std::string error;
   bool finished = false;
+  // Devices still running; the last one to halt stops the simulation (shared by all devices).
+  int* devices_running = nullptr;
   double finish_ps = 0;
 };
 
