@@ -3,7 +3,8 @@
 //      kernels, HBM bytes and cycles for each fusion policy;
 //   2. simulator speed on OPT-1.3B and OPT-30B decode steps: simulated cycles, wall time of
 //      the simulation alone, instructions and tile transactions per wall second, peak memory.
-// Usage: build/lpu-bench [policies|simulator|all] [--arch NAME]
+//   3. HBM calibration: achieved bandwidth by transfer size, access shape and DMA engines.
+// Usage: build/lpu-bench [policies|simulator|hbm|all] [--arch NAME]
 #include <sys/resource.h>
 
 #include <chrono>
@@ -72,6 +73,36 @@ void simulator(const ArchConfig& arch) {
             << "peak memory (whole process): " << ru.ru_maxrss / 1024 << " MiB\n";
 }
 
+// Achievable HBM bandwidth of the model (its calibration): a stream of DMA loads of one
+// transfer size and access shape, as achieved GB/s and % of the configured peak.
+void hbm(const ArchConfig& base) {
+  struct Shape { const char* what; int64_t rows, cols, rs; };  // fp16 elements
+  const Shape shapes[] = {{"contiguous 4 KiB", 1, 2048, 0},   {"contiguous 64 KiB", 16, 2048, 2048},
+                          {"contiguous 1 MiB", 256, 2048, 2048}, {"rows of 256 B, stride 4 KiB", 256, 128, 2048},
+                          {"rows of 64 B, stride 4 KiB", 256, 32, 2048}, {"rows of 16 B, stride 4 KiB", 256, 8, 2048}};
+  std::vector<std::vector<std::string>> rows;
+  for (int engines : {1, 2, 4}) {
+    ArchConfig a = base;
+    a.dma.engines = engines;
+    for (const Shape& s : shapes) {
+      int64_t n = 64, bytes_per = s.rows * s.cols * 2, span = std::max(s.rows * s.rs, s.cols) * 2;
+      std::string text = strcat(".program hbm\n.buffer src hbm:0x0 f16[", n * span / 2 + s.cols, "] input\n.kernel 0 k\n");
+      for (int64_t i = 0; i < n; ++i)
+        text += strcat("dma.load f16 [", s.rows, ", ", s.cols, "] lm:0x", std::hex, (i % 2) * bytes_per * 2, std::dec,
+                       " <- hbm:0x", std::hex, i * span, std::dec, " [", s.rs, ", 1]\n");
+      Program p = parse_program(text + "halt\n");
+      SimStats st = simulate(p, a, {}).stats;
+      double gbps = static_cast<double>(st.hbm_read_bytes) / (st.latency_us * 1e3);
+      rows.push_back({std::to_string(engines), s.what, fmt("%.1f", gbps), fmt("%.1f%%", 100 * gbps / a.hbm.bandwidth_gbps),
+                      fmt("%.2f", static_cast<double>(st.hbm_burst_bytes) / static_cast<double>(st.hbm_read_bytes))});
+    }
+  }
+  std::cout << "HBM calibration on " << base.name << " (peak " << base.hbm.bandwidth_gbps << " GB/s x efficiency "
+            << base.hbm.efficiency << ", " << base.hbm.channels << " channels, " << base.hbm.burst_bytes
+            << " B bursts; 64 DMA loads per point)\n"
+            << format_table({"dma_engines", "access", "achieved_GB/s", "of_peak", "burst_overhead"}, rows);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -81,6 +112,7 @@ int main(int argc, char** argv) {
     if (std::string(argv[i]) == "--arch") arch_name = argv[i + 1];
   try {
     ArchConfig arch = load_arch_config(resolve_config_path(arch_name));
+    if (what == "hbm" || what == "all") hbm(arch);
     if (what == "simulator" || what == "all") simulator(arch);
     if (what == "policies" || what == "all") policies(arch);
   } catch (const std::exception& e) {
