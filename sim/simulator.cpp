@@ -58,6 +58,16 @@ SimResult simulate(const Program& prog, const ArchConfig& arch, const SimOptions
     }();
     int running = arch.devices;
     ctx.devices_running = &running;
+    sim::SyncState sync;
+    sync.devices = arch.devices;
+    sync.tokens.resize(static_cast<size_t>(arch.devices));
+    sync.waiting.resize(static_cast<size_t>(arch.devices));
+    std::vector<std::unique_ptr<sc_core::sc_event>> token_events;
+    for (int d = 0; d < arch.devices; ++d) {
+      token_events.push_back(std::make_unique<sc_core::sc_event>());
+      sync.changed.push_back(token_events.back().get());
+    }
+    ctx.sync = &sync;
     std::vector<std::unique_ptr<sim::DeviceContext>> others;
     std::vector<std::unique_ptr<sim::Device>> devices;
     devices.push_back(std::make_unique<sim::Device>("dev0", ctx));
@@ -69,6 +79,7 @@ SimResult simulate(const Program& prog, const ArchConfig& arch, const SimOptions
       c->period = ctx.period;
       c->kernels.resize(1);
       c->devices_running = &running;
+      c->sync = &sync;
       devices.push_back(std::make_unique<sim::Device>(strcat("dev", d).c_str(), *c));
       others.push_back(std::move(c));
     }
@@ -79,6 +90,7 @@ SimResult simulate(const Program& prog, const ArchConfig& arch, const SimOptions
       throw InternalError(strcat("SystemC: ", r.what()));
     }
     if (!ctx.error.empty()) throw InputError(ctx.error);
+    if (!sync.deadlock.empty()) throw SimulationStuck(strcat("simulation of ", prog.name, ": ", sync.deadlock));
     if (!ctx.finished) {
       std::string report = strcat("simulation of ", prog.name, " did not finish within sim.max_us = ", arch.sim.max_us,
                                   " us; engines: ");

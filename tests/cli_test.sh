@@ -107,5 +107,12 @@ check graph_yaml 0 "wrote" -- "$LPU" compile "$TMP/g.yaml" --emit core -o "$TMP/
 printf 'graph: ok.json\nseq_len: 3\n' > "$TMP/g2.yaml"
 check graph_yaml_extra_key 2 "g2.yaml:2: seq_len: unknown key" -- "$LPU" run "$TMP/g2.yaml"
 
+printf '.program deadlock\n.kernel 0 k\nsync.wait 4\nhalt\n' > "$TMP/deadlock.s"
+check deadlock_exit3 3 "device 0 isu waits for token 4" -- "$LPU" sim "$TMP/deadlock.s"
+"$LPU" compile ln_gelu_add --emit asm -o "$TMP/prog" >/dev/null
+check sim_program 0 "cycles" -- "$LPU" sim "$TMP/prog/program.s" --json "$TMP/sim.json"
+printf '.program bad\nvxe.add [1, 1] lm:0x0 <- #1.0\n' > "$TMP/bad.s"
+check sim_bad_asm 2 "bad.s:2:" -- "$LPU" sim "$TMP/bad.s"
+
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]

@@ -157,8 +157,8 @@ TEST(Encoding, ErrorsSayWhatAndWhere) {
   constexpr size_t kRec = 44;  // instruction record bytes (format version 2)
   size_t code_at = bin.size() - 4 * 16 - p.code.size() * kRec;
   std::vector<uint8_t> opcode = bin;
-  opcode[code_at + 2 * kRec] = 9;  // instruction 2's opcode
-  EXPECT_NE(decode_error(opcode).find(strcat("byte ", code_at + 2 * kRec, ": instruction 2: unknown opcode code 9")),
+  opcode[code_at + 2 * kRec] = 99;  // instruction 2's opcode
+  EXPECT_NE(decode_error(opcode).find(strcat("byte ", code_at + 2 * kRec, ": instruction 2: unknown opcode code 99")),
             std::string::npos)
       << decode_error(opcode);
   std::vector<uint8_t> nsrc = bin;

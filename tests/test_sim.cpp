@@ -157,3 +157,36 @@ TEST(SimModel, GemvMatchesClosedFormWithinFivePercent) {
                                               << expected;
   }
 }
+
+// Tokens: a signal is a barrier after earlier work; a wait nobody can satisfy is reported
+// (which device waits for which token), not left to run into the time limit.
+TEST(SimModel, SignalWaitsForEarlierWorkAndWaitConsumesIt) {
+  Program p = parse_program(
+      ".program s\n.buffer src hbm:0x0 f32[16, 1024] input\n.kernel 0 k\n"
+      "dma.load f32 [16, 1024] lm:0x0 <- hbm:0x0 [1024, 1]\n"
+      "sync.signal 7\nsync.wait 7\nvxe.exp [1, 16] lm:0x20000 <- lm:0x30000 [16, 1]\nhalt\n");
+  Program q = parse_program(
+      ".program s\n.buffer src hbm:0x0 f32[16, 1024] input\n.kernel 0 k\n"
+      "dma.load f32 [16, 1024] lm:0x0 <- hbm:0x0 [1024, 1]\n"
+      "vxe.exp [1, 16] lm:0x20000 <- lm:0x30000 [16, 1]\nhalt\n");
+  uint64_t with = simulate(p, arch(), {}).stats.cycles, without = simulate(q, arch(), {}).stats.cycles;
+  EXPECT_GT(with, without);  // the exp no longer overlaps the load
+}
+
+TEST(SimModel, DeadlockIsReportedWithWhoWaitsForWhat) {
+  Program p = parse_program(".program d\n.kernel 0 k\nsync.signal 1\nsync.wait 1\nsync.wait 2\nhalt\n", "d.s");
+  try {
+    simulate(p, arch(), {});
+    FAIL();
+  } catch (const SimulationStuck& e) {
+    std::string m = e.what();
+    EXPECT_NE(m.find("device 0 isu waits for token 2"), std::string::npos) << m;
+    EXPECT_NE(m.find("line 5"), std::string::npos) << m;
+  }
+  // Two devices: device 1 halts at once, so device 0's wait can never be satisfied either.
+  EXPECT_THROW(simulate(p, arch({"devices=2"}), {}), SimulationStuck);
+  // A token sent to another device crosses the ESL; a target beyond the config is bad input.
+  Program q = parse_program(".program d\n.kernel 0 k\nsync.signal 1 dev:1\nhalt\n");
+  EXPECT_NO_THROW(simulate(q, arch({"devices=2"}), {}));
+  EXPECT_THROW(simulate(q, arch(), {}), InputError);
+}

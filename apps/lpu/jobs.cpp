@@ -201,6 +201,8 @@ nlohmann::json work_to_json(const Program& p) {
         sxe += static_cast<uint64_t>(2 * in.rows * in.depth * in.cols);
         break;
       case Opcode::VxeMov:
+      case Opcode::SyncSignal:
+      case Opcode::SyncWait:
       case Opcode::DmaGather:
       case Opcode::DmaLoad:
       case Opcode::DmaStore:

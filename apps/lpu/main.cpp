@@ -213,6 +213,35 @@ int cmd_ref(const std::string& path) {
   return 0;
 }
 
+// Simulates an LPU program given as assembly (.s) or the binary form (.lpubin), timing mode.
+int cmd_sim(const std::string& path, const ArchFlags& af, const std::string& json, const std::string& trace) {
+  std::ifstream f(path, std::ios::binary);
+  if (!f) throw InputError(path + ": cannot open file");
+  std::stringstream ss;
+  ss << f.rdbuf();
+  std::string bytes = ss.str();
+  Program p = fs::path(path).extension() == ".lpubin"
+                  ? decode_program(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size(), path)
+                  : parse_program(bytes, path);
+  ArchConfig arch = af.load();
+  SimOptions o;
+  o.record_trace = !trace.empty();
+  SimResult r = simulate(p, arch, o);
+  const auto& s = r.stats;
+  std::vector<std::vector<std::string>> rows = {{"program", p.name},
+                                                {"arch", arch.name},
+                                                {"instructions", std::to_string(s.instructions)},
+                                                {"cycles", std::to_string(s.cycles)},
+                                                {"latency", fmt("%.3f us", s.latency_us)},
+                                                {"HBM read", human_bytes(s.hbm_read_bytes)},
+                                                {"HBM written", human_bytes(s.hbm_write_bytes)}};
+  for (const auto& e : s.engines) rows.push_back({e.name + " utilisation", fmt("%.1f %%", 100 * e.utilization)});
+  std::cout << format_table({"metric", "value"}, rows);
+  if (!json.empty()) write_json(json, stats_to_json(s));
+  if (!trace.empty()) write_json(trace, trace_to_json(r.trace));
+  return 0;
+}
+
 int cmd_check_config(const std::vector<std::string>& files, const std::vector<std::string>& sets) {
   for (const auto& f : files) {
     ArchConfig a = load_arch_config(resolve_config_path(f), sets);
@@ -320,6 +349,13 @@ int main(int argc, char** argv) {
   ref->add_option("graph", graph_path, "graph file (.json) with a sidecar holding inputs, weights, expected outputs")
       ->required();
 
+  std::string program;
+  auto* sim = app.add_subcommand("sim", "simulate an LPU program (assembly .s or binary .lpubin)");
+  sim->add_option("program", program, "program file")->required();
+  af.add(sim);
+  sim->add_option("--json", json, "write statistics as JSON");
+  sim->add_option("--trace", trace, "write a Chrome/Perfetto trace-event timeline");
+
   auto* lst = app.add_subcommand("list", "list built-in workloads, configs or ops");
   lst->add_option("what", what, "workloads | configs | ops")->required();
 
@@ -346,6 +382,7 @@ int main(int argc, char** argv) {
     if (*chk) return cmd_check_config(cfg_files, cfg_sets);
     if (*ref) return cmd_ref(graph_path);
     if (*lst) return cmd_list(what);
+    if (*sim) return cmd_sim(program, af, json, trace);
   } catch (const InputError& e) {
     std::cerr << "error: " << e.what() << "\n";
     return 2;

@@ -19,7 +19,7 @@ constexpr uint8_t kNoOp = 0xFF;  // op-table index of instructions without a vec
 
 // Stable codes, independent of the C++ enum order (the file format must not move with it).
 constexpr Opcode kOpcodes[] = {Opcode::DmaLoad, Opcode::DmaStore, Opcode::VxeOp, Opcode::VxeReduce, Opcode::VxeMov, Opcode::Halt,
-                               Opcode::SxeGemm, Opcode::DmaGather};
+                               Opcode::SxeGemm, Opcode::DmaGather, Opcode::SyncSignal, Opcode::SyncWait};
 constexpr DType kDTypes[] = {DType::f32, DType::f16, DType::bf16, DType::i64, DType::i32, DType::boolean};
 constexpr BufferRole kRoles[] = {BufferRole::Input, BufferRole::Weight, BufferRole::Intermediate, BufferRole::Output};
 
@@ -215,8 +215,10 @@ std::vector<uint8_t> encode_program(const Program& p) {
     w.u8(static_cast<uint8_t>(in.srcs.size()));
     w.i32(Writer::narrow_i32(in.kernel, what("kernel")));
     if (in.rows < 0 || in.cols < 0) throw InputError(what("has a negative tile shape")());
-    w.u32(Writer::narrow_u32(static_cast<uint64_t>(in.rows), what("rows")));
-    w.u32(Writer::narrow_u32(static_cast<uint64_t>(in.cols), what("cols")));
+    bool sync = in.opcode == Opcode::SyncSignal || in.opcode == Opcode::SyncWait;
+    // Sync instructions carry the token in the rows field and peer + 1 in the cols field.
+    w.u32(Writer::narrow_u32(static_cast<uint64_t>(sync ? in.token : in.rows), what("rows")));
+    w.u32(Writer::narrow_u32(static_cast<uint64_t>(sync ? in.peer + 1 : in.cols), what("cols")));
     w.u64(in.hbm_addr);
     w.i32(Writer::narrow_i32(in.hbm_rs, what("hbm row stride")));
     w.i32(Writer::narrow_i32(in.hbm_cs, what("hbm column stride")));
@@ -373,7 +375,13 @@ Program decode_program(const uint8_t* data, size_t size, const std::string& sour
     if (nsrc != want_src) bad(3, strcat(static_cast<int>(nsrc), " source operands, ", opcode_name(in.opcode), " takes ", want_src));
     if (in.kernel < -1 || in.kernel >= static_cast<int64_t>(n_kernels))
       bad(4, strcat("kernel ", in.kernel, " outside -1 .. ", static_cast<int64_t>(n_kernels) - 1));
-    if (in.opcode != Opcode::Halt && (in.rows == 0 || in.cols == 0)) bad(8, "tile shape must be positive");
+    if (in.opcode == Opcode::SyncSignal || in.opcode == Opcode::SyncWait) {
+      in.token = in.rows;
+      in.peer = in.cols - 1;
+      in.rows = in.cols = 0;
+    } else if (in.opcode != Opcode::Halt && (in.rows == 0 || in.cols == 0)) {
+      bad(8, "tile shape must be positive");
+    }
     if (static_cast<uint64_t>(first) + nsrc > n_operands)
       bad(36, strcat("operands ", first, " .. ", static_cast<uint64_t>(first) + nsrc, " outside the pool (", n_operands, ")"));
     in.srcs.assign(pool.begin() + first, pool.begin() + first + nsrc);

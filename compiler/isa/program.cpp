@@ -20,6 +20,8 @@ const char* opcode_name(Opcode op) {
     case Opcode::VxeMov: return "vxe.mov";
     case Opcode::SxeGemm: return "sxe.gemm";
     case Opcode::DmaGather: return "dma.gather";
+    case Opcode::SyncSignal: return "sync.signal";
+    case Opcode::SyncWait: return "sync.wait";
     case Opcode::Halt: return "halt";
   }
   return "?";
@@ -28,7 +30,7 @@ const char* opcode_name(Opcode op) {
 bool Instruction::same_as(const Instruction& o) const {
   return opcode == o.opcode && vop == o.vop && rop == o.rop && dtype == o.dtype && rows == o.rows &&
          cols == o.cols && depth == o.depth && hbm_addr == o.hbm_addr && hbm_rs == o.hbm_rs && hbm_cs == o.hbm_cs &&
-         lm_addr == o.lm_addr && srcs == o.srcs && kernel == o.kernel;
+         lm_addr == o.lm_addr && srcs == o.srcs && kernel == o.kernel && token == o.token && peer == o.peer;
 }
 
 const BufferDecl* Program::find_buffer(const std::string& n) const {
@@ -72,6 +74,8 @@ std::string print_instruction(const Instruction& in) {
       return strcat("sxe.gemm ", dtype_name(in.dtype), " [", in.rows, ", ", in.depth, ", ", in.cols, "] lm:",
                     hex(in.lm_addr), " <- ", operand_str(in.srcs.at(0)), ", hbm:", hex(in.hbm_addr), " ",
                     shape2(in.hbm_rs, in.hbm_cs));
+    case Opcode::SyncSignal: return strcat("sync.signal ", in.token, in.peer >= 0 ? strcat(" dev:", in.peer) : "");
+    case Opcode::SyncWait: return strcat("sync.wait ", in.token);
     case Opcode::DmaGather:
       return strcat("dma.gather ", dtype_name(in.dtype), " ", shape2(in.rows, in.cols), " lm:", hex(in.lm_addr),
                     " <- hbm:", hex(in.hbm_addr), " ", shape2(in.hbm_rs, in.hbm_cs), ", ", operand_str(in.srcs.at(0)));
@@ -280,6 +284,14 @@ Program parse_program(const std::string& text, const std::string& filename) {
           lp.expect("<-");
           in.lm_addr = lp.address("lm");
         }
+      } else if (w == "sync.signal" || w == "sync.wait") {
+        in.opcode = w == "sync.wait" ? Opcode::SyncWait : Opcode::SyncSignal;
+        in.token = lp.integer();
+        if (in.token < 0) lp.fail("token ids are non-negative");
+        if (in.opcode == Opcode::SyncSignal && lp.accept("dev:")) {
+          in.peer = lp.integer();
+          if (in.peer < 0) lp.fail("device ids are non-negative");
+        }
       } else if (w == "dma.gather") {
         in.opcode = Opcode::DmaGather;
         in.dtype = lp.dtype();
@@ -331,7 +343,8 @@ Program parse_program(const std::string& text, const std::string& filename) {
       } else {
         lp.fail("unknown instruction '" + w + "'");
       }
-      if (in.opcode != Opcode::Halt && (in.rows <= 0 || in.cols <= 0)) lp.fail("tile shape must be positive");
+      bool sync = in.opcode == Opcode::SyncSignal || in.opcode == Opcode::SyncWait;
+      if (in.opcode != Opcode::Halt && !sync && (in.rows <= 0 || in.cols <= 0)) lp.fail("tile shape must be positive");
       p.code.push_back(in);
     }
     if (!lp.at_end()) lp.fail("unexpected trailing text");

@@ -19,6 +19,9 @@
 //             D[m, n] = sum_k A[m, k] * B[k, n]; B streams from HBM into the MAC trees
 //   dma.gather f16 [R, C] lm:0xD <- hbm:0xT [rs, cs], lm:0xI [irs, ics]
 //             row r of D = row LMU[I + r] of the table at T (embedding lookup)
+//   sync.signal T [dev:D]  once every earlier instruction has retired, add one to token T of
+//                          device D (default: this one; another device gets it after the ESL latency)
+//   sync.wait T            issue nothing further until token T is positive, then take one
 //   halt
 #pragma once
 #include <cstdint>
@@ -31,7 +34,7 @@
 
 namespace lpu {
 
-enum class Opcode { DmaLoad, DmaStore, VxeOp, VxeReduce, VxeMov, SxeGemm, DmaGather, Halt };
+enum class Opcode { DmaLoad, DmaStore, VxeOp, VxeReduce, VxeMov, SxeGemm, DmaGather, SyncSignal, SyncWait, Halt };
 const char* opcode_name(Opcode op);
 
 struct Operand {
@@ -53,6 +56,8 @@ struct Instruction {
   int64_t hbm_rs = 0, hbm_cs = 0;         // DMA, elements; SxeGemm: B's k and n strides
   uint64_t lm_addr = 0;                   // DMA: LMU side; VXE/SXE: destination
   std::vector<Operand> srcs;              // VXE sources; SxeGemm: A (rs, cs = row and k strides)
+  int64_t token = 0;                      // SyncSignal / SyncWait
+  int64_t peer = -1;                      // SyncSignal: target device (-1 = this one)
   int kernel = -1;                        // index into Program::kernels
   int line = 0;                           // source line when parsed (diagnostics)
 

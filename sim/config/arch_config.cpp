@@ -40,7 +40,7 @@ std::map<std::string, VxeOpTiming> default_vxe_ops() {
 ArchConfig resolve(YamlDoc& doc) {
   YamlReader r(doc);
   const YAML::Node& root = doc.root;
-  r.check_keys(root, "", {"name", "clock_ghz", "devices", "hbm", "dma", "lmu", "vxe", "sxe", "isu", "host", "sim"});
+  r.check_keys(root, "", {"name", "clock_ghz", "devices", "hbm", "dma", "lmu", "vxe", "sxe", "isu", "esl", "host", "sim"});
   ArchConfig a;
   a.file = doc.file;
   a.name = r.get_string(root, "name", "", std::filesystem::path(doc.file).stem().string());
@@ -135,6 +135,12 @@ ArchConfig resolve(YamlDoc& doc) {
   a.isu.issue_cycles = static_cast<int>(r.get_int(isu, "issue_cycles", "isu", a.isu.issue_cycles));
   r.check_range(isu, "issue_cycles", "isu", a.isu.issue_cycles, 0, 1024);
 
+  YAML::Node esl = section("esl", {"latency_ns", "bandwidth_gbps"}, false);
+  a.esl.latency_ns = r.get_double(esl, "latency_ns", "esl", a.esl.latency_ns);
+  r.check_range(esl, "latency_ns", "esl", a.esl.latency_ns, 0, 1e9);
+  a.esl.bandwidth_gbps = r.get_double(esl, "bandwidth_gbps", "esl", a.esl.bandwidth_gbps);
+  r.check_range(esl, "bandwidth_gbps", "esl", a.esl.bandwidth_gbps, 0.001, 1e6);
+
   YAML::Node host = section("host", {"link_gbps", "latency_us", "op_us"}, false);
   a.host.link_gbps = r.get_double(host, "link_gbps", "host", a.host.link_gbps);
   r.check_range(host, "link_gbps", "host", a.host.link_gbps, 0.001, 1e5);
@@ -197,6 +203,7 @@ nlohmann::json arch_to_json(const ArchConfig& a) {
   j["sxe"] = {{"mac_trees", a.sxe.mac_trees}, {"lanes", a.sxe.lanes}, {"pipeline_depth", a.sxe.pipeline_depth},
               {"queue_depth", a.sxe.queue_depth}, {"model", sxe_model_name(a.sxe.model)}};
   j["isu"] = {{"issue_cycles", a.isu.issue_cycles}};
+  j["esl"] = {{"latency_ns", a.esl.latency_ns}, {"bandwidth_gbps", a.esl.bandwidth_gbps}};
   j["host"] = {{"link_gbps", a.host.link_gbps}, {"latency_us", a.host.latency_us}, {"op_us", a.host.op_us}};
   j["sim"] = {{"max_us", a.sim.max_us}};
   return j;

@@ -67,6 +67,11 @@ struct ArchConfig {
     int issue_cycles = 1;        // cycles to decode and issue one instruction
   } isu;
 
+  struct Esl {
+    double latency_ns = 500;     // device-to-device sync link: one token or message
+    double bandwidth_gbps = 100; // GB/s per link
+  } esl;
+
   struct Host {
     double link_gbps = 32;       // host link bandwidth for graph breaks (GB/s)
     double latency_us = 5;       // one host round trip

@@ -51,12 +51,25 @@ Footprint footprint(const Instruction& in) {
       f.hbm_reads.push_back(operand_range(in.hbm_addr, 1, C, 0, in.hbm_cs, dtype_bytes(in.dtype)));
       break;
     }
+    case Opcode::SyncSignal:
+    case Opcode::SyncWait:
     case Opcode::Halt: break;
   }
   return f;
 }
 
-Isu::Isu(sc_core::sc_module_name name, DeviceContext& ctx) : sc_module(name), ctx_(ctx) { SC_THREAD(run); }
+Isu::Isu(sc_core::sc_module_name name, DeviceContext& ctx) : sc_module(name), ctx_(ctx) { SC_THREAD(guarded_run); }
+
+// Bad input found while running (a token for a device that does not exist) stops the
+// simulation with the message; simulate() rethrows it as an InputError.
+void Isu::guarded_run() {
+  try {
+    run();
+  } catch (const InputError& e) {
+    ctx_.error = e.what();
+    sc_core::sc_stop();
+  }
+}
 
 namespace {
 bool any_overlap(const std::vector<Range>& a, const std::vector<Range>& b) {
@@ -102,6 +115,15 @@ void Isu::run() {
       finish();
       return;
     }
+    if (in.opcode == Opcode::SyncSignal) {
+      signal(in, i);
+      continue;
+    }
+    if (in.opcode == Opcode::SyncWait) {
+      wait_token(in, i);
+      if (!ctx_.sync->deadlock.empty()) return;
+      continue;
+    }
     auto it = engines_.find((in.opcode == Opcode::DmaStore || in.opcode == Opcode::DmaGather) ? Opcode::DmaLoad
                             : (in.opcode == Opcode::VxeReduce || in.opcode == Opcode::VxeMov) ? Opcode::VxeOp
                                                                                               : in.opcode);
@@ -131,7 +153,66 @@ void Isu::run() {
 void Isu::finish() {
   ctx_.finished = true;
   ctx_.finish_ps = sc_core::sc_time_stamp().to_double();
+  if (ctx_.sync) {
+    ++ctx_.sync->finished;
+    check_deadlock();
+  }
   if (!ctx_.devices_running || --*ctx_.devices_running == 0) sc_core::sc_stop();
+}
+
+// A signal is a barrier: it fires once every earlier instruction of this device retired.
+void Isu::signal(const Instruction& in, size_t) {
+  while (!in_flight_.empty()) wait(retired_);
+  SyncState& s = *ctx_.sync;
+  int target = in.peer < 0 ? ctx_.device : static_cast<int>(in.peer);
+  if (target >= s.devices)
+    throw InputError(strcat("device ", ctx_.device, ": ", print_instruction(in), " (line ", in.line, ") targets device ",
+                            target, " but the config has ", s.devices));
+  if (target == ctx_.device) {
+    ++s.tokens[static_cast<size_t>(target)][in.token];
+    s.changed[static_cast<size_t>(target)]->notify(sc_core::SC_ZERO_TIME);
+    return;
+  }
+  // Over the ESL: the token arrives after the link latency.
+  ++s.in_transit;
+  int64_t token = in.token;
+  double latency_ps = ctx_.arch->esl.latency_ns * 1000.0;
+  SyncState* sp = &s;
+  sc_core::sc_spawn([sp, target, token, latency_ps] {
+    sc_core::wait(sc_core::sc_time(latency_ps, sc_core::SC_PS));
+    --sp->in_transit;
+    ++sp->tokens[static_cast<size_t>(target)][token];
+    sp->changed[static_cast<size_t>(target)]->notify(sc_core::SC_ZERO_TIME);
+  });
+}
+
+void Isu::wait_token(const Instruction& in, size_t i) {
+  SyncState& s = *ctx_.sync;
+  auto& count = s.tokens[static_cast<size_t>(ctx_.device)][in.token];
+  if (count == 0) {
+    ++s.blocked;
+    s.waiting[static_cast<size_t>(ctx_.device)] =
+        strcat("device ", ctx_.device, " isu waits for token ", in.token, " at instruction ", i,
+               in.line ? strcat(" (line ", in.line, ")") : "", " with ", in_flight_.size(), " instruction(s) in flight");
+    check_deadlock();
+    while (count == 0 && s.deadlock.empty()) wait(*s.changed[static_cast<size_t>(ctx_.device)]);
+    --s.blocked;
+    s.waiting[static_cast<size_t>(ctx_.device)].clear();
+    if (!s.deadlock.empty()) return;
+  }
+  --count;
+}
+
+// Every device is blocked on a token or halted and no token is on the way: nothing can ever
+// produce the awaited tokens. Report who waits for what and stop.
+void Isu::check_deadlock() {
+  SyncState& s = *ctx_.sync;
+  if (s.blocked == 0 || s.blocked + s.finished < s.devices || s.in_transit > 0 || !s.deadlock.empty()) return;
+  std::string r = "deadlock: ";
+  for (const auto& w : s.waiting)
+    if (!w.empty()) r += w + "; ";
+  s.deadlock = r + "no device can produce these tokens";
+  sc_core::sc_stop();
 }
 
 }  // namespace lpu::sim

@@ -25,7 +25,12 @@ class Isu : public sc_core::sc_module {
 
  private:
   void run();
+  void guarded_run();
   void finish();
+  void signal(const Instruction& in, size_t i);
+  void wait_token(const Instruction& in, size_t i);
+  void check_deadlock();
+  sc_core::sc_event token_arrived_;
   std::string blocker(const Footprint& f, const Engine* e) const;
   bool hazard(const Footprint& f, const Engine* e) const;
 

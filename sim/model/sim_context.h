@@ -4,6 +4,7 @@
 #include <systemc>
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -41,6 +42,18 @@ struct KernelCounters {
   uint64_t hbm_read = 0, hbm_write = 0, instructions = 0;
 };
 
+// Tokens of every device and what their ISUs are blocked on: shared by all devices, so a
+// program that can never finish is recognised (every device blocked or halted, no signal in
+// flight) and reported instead of running until the time limit.
+struct SyncState {
+  int devices = 1;
+  int blocked = 0, finished = 0, in_transit = 0;
+  std::vector<std::map<int64_t, int64_t>> tokens;  // per device: token -> count
+  std::vector<sc_core::sc_event*> changed;         // per device: a token arrived
+  std::vector<std::string> waiting;                // per device: what its ISU waits for ("" = running)
+  std::string deadlock;                            // the report, once recognised
+};
+
 struct DeviceContext {
   int device = 0;
   const Program* program = nullptr;
@@ -68,6 +81,7 @@ struct DeviceContext {
   bool finished = false;
   // Devices still running; the last one to halt stops the simulation (shared by all devices).
   int* devices_running = nullptr;
+  SyncState* sync = nullptr;
   double finish_ps = 0;
 };
 
