@@ -84,6 +84,29 @@ SimResult simulate(const Program& prog, const ArchConfig& arch, const SimOptions
       others.push_back(std::move(c));
     }
     sim::Device* dev = devices.front().get();
+    // VCD of the key occupancy signals of every device (sampled by SystemC as they change).
+    sc_core::sc_trace_file* vcd = nullptr;
+    if (!opts.vcd_path.empty()) {
+      std::string base = opts.vcd_path;
+      if (base.size() > 4 && base.substr(base.size() - 4) == ".vcd") base.resize(base.size() - 4);
+      vcd = sc_core::sc_create_vcd_trace_file(base.c_str());
+      if (!vcd) throw InputError("cannot create " + opts.vcd_path);
+      vcd->set_time_unit(1, sc_core::SC_NS);
+      for (const auto& d : devices) {
+        std::string p = d->basename();
+        for (const sim::Engine* e : std::initializer_list<const sim::Engine*>{&d->dma, &d->vxe, &d->sxe}) {
+          sc_core::sc_trace(vcd, e->traced_queue(), p + "." + e->basename() + ".queued");
+          sc_core::sc_trace(vcd, e->traced_busy(), p + "." + e->basename() + ".busy");
+        }
+        sc_core::sc_trace(vcd, d->isu.traced_in_flight(), p + ".isu.in_flight");
+      }
+    }
+    struct CloseVcd {
+      sc_core::sc_trace_file* f;
+      ~CloseVcd() {
+        if (f) sc_core::sc_close_vcd_trace_file(f);
+      }
+    } close_vcd{vcd};
     try {
       sc_core::sc_start();
     } catch (const sc_core::sc_report& r) {

@@ -15,6 +15,7 @@ namespace lpu {
 struct SimOptions {
   bool functional = false;   // move and compute real values
   bool record_trace = false; // keep one event per instruction (for --trace)
+  std::string vcd_path;      // write a VCD of queue occupancy, busy workers and in-flight count
 };
 
 struct EngineStats {

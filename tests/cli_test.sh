@@ -114,5 +114,8 @@ check sim_program 0 "cycles" -- "$LPU" sim "$TMP/prog/program.s" --json "$TMP/si
 printf '.program bad\nvxe.add [1, 1] lm:0x0 <- #1.0\n' > "$TMP/bad.s"
 check sim_bad_asm 2 "bad.s:2:" -- "$LPU" sim "$TMP/bad.s"
 
+check vcd_run 0 "" -- "$LPU" run softmax --vcd "$TMP/run.vcd"
+check vcd_file 0 "isu.*in_flight|in_flight" -- grep -E "var wire .* in_flight" "$TMP/run.vcd"
+
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]

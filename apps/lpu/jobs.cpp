@@ -137,7 +137,7 @@ ReferenceRun run_reference_check(const std::string& graph_path) {
 }
 
 RunOutcome run_job(const WorkloadSpec& w, const ArchConfig& arch, const std::string& fusion, bool functional,
-                   bool trace) {
+                   bool trace, const std::string& vcd_path) {
   RunOutcome o;
   o.workload = w;
   o.arch = arch;
@@ -167,6 +167,7 @@ RunOutcome run_job(const WorkloadSpec& w, const ArchConfig& arch, const std::str
   SimOptions so;
   so.functional = functional;
   so.record_trace = trace;
+  so.vcd_path = vcd_path;
   auto t0 = std::chrono::steady_clock::now();
   o.sim = simulate(o.comp.code.program, arch, so, functional ? &inputs : nullptr);
   o.wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();

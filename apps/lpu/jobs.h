@@ -57,7 +57,7 @@ CompileOptions compile_options_for(const ArchConfig& arch, const std::string& fu
 Compilation compile_with_search(const Graph& g, const ArchConfig& arch, SearchReport& report);
 
 RunOutcome run_job(const WorkloadSpec& w, const ArchConfig& arch, const std::string& fusion, bool functional,
-                   bool trace = false);
+                   bool trace = false, const std::string& vcd_path = "");
 
 // Tolerances by dtype: fp32 1e-4 (abs and rel), fp16/bf16 looser (their rounding).
 FunctionalCheck check_outputs(const std::vector<Tensor>& expected, const std::vector<std::string>& names,

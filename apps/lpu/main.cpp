@@ -86,10 +86,10 @@ void print_run(const RunOutcome& o) {
 }
 
 int cmd_run(const std::string& workload, const ArchFlags& af, const std::string& fusion, bool functional,
-            const std::string& json, const std::string& trace) {
+            const std::string& json, const std::string& trace, const std::string& vcd) {
   WorkloadSpec w = resolve_workload(workload);
   ArchConfig arch = af.load();
-  RunOutcome o = run_job(w, arch, fusion, functional, !trace.empty());
+  RunOutcome o = run_job(w, arch, fusion, functional, !trace.empty(), vcd);
   print_run(o);
   if (!json.empty()) write_json(json, o.to_json());
   if (!trace.empty()) write_json(trace, trace_json_for(o));
@@ -214,7 +214,8 @@ int cmd_ref(const std::string& path) {
 }
 
 // Simulates an LPU program given as assembly (.s) or the binary form (.lpubin), timing mode.
-int cmd_sim(const std::string& path, const ArchFlags& af, const std::string& json, const std::string& trace) {
+int cmd_sim(const std::string& path, const ArchFlags& af, const std::string& json, const std::string& trace,
+            const std::string& vcd) {
   std::ifstream f(path, std::ios::binary);
   if (!f) throw InputError(path + ": cannot open file");
   std::stringstream ss;
@@ -226,6 +227,7 @@ int cmd_sim(const std::string& path, const ArchFlags& af, const std::string& jso
   ArchConfig arch = af.load();
   SimOptions o;
   o.record_trace = !trace.empty();
+  o.vcd_path = vcd;
   SimResult r = simulate(p, arch, o);
   const auto& s = r.stats;
   std::vector<std::vector<std::string>> rows = {{"program", p.name},
@@ -290,6 +292,7 @@ int main(int argc, char** argv) {
 
   std::string workload, fusion = "greedy", json, trace, emit = "asm", outdir, policies = "none,greedy", what;
   bool functional = false;
+  std::string vcd;
   ArchFlags af;
 
   const char* workload_help = "workload YAML, name in workloads/, or graph file (.json, .txt)";
@@ -301,6 +304,7 @@ int main(int argc, char** argv) {
                 "simulate with real data and compare with the reference executor (graph files: with PyTorch's outputs)");
   run->add_option("--json", json, "write statistics as JSON");
   run->add_option("--trace", trace, "write a Chrome/Perfetto trace-event timeline");
+  run->add_option("--vcd", vcd, "write a VCD waveform of engine queue occupancy, busy workers, in-flight count");
 
   auto* cmp = app.add_subcommand("compare", "run one workload under several fusion policies, side by side");
   cmp->add_option("workload", workload, workload_help)->required();
@@ -355,6 +359,7 @@ int main(int argc, char** argv) {
   af.add(sim);
   sim->add_option("--json", json, "write statistics as JSON");
   sim->add_option("--trace", trace, "write a Chrome/Perfetto trace-event timeline");
+  sim->add_option("--vcd", vcd, "write a VCD waveform of engine queue occupancy, busy workers, in-flight count");
 
   auto* lst = app.add_subcommand("list", "list built-in workloads, configs or ops");
   lst->add_option("what", what, "workloads | configs | ops")->required();
@@ -371,7 +376,7 @@ int main(int argc, char** argv) {
   }
 
   try {
-    if (*run) return cmd_run(workload, af, fusion, functional, json, trace);
+    if (*run) return cmd_run(workload, af, fusion, functional, json, trace, vcd);
     if (*cmp) return cmd_compare(workload, af, policies, functional, json, report_dir);
     if (*swp) {
       so.progress_bar = isatty(STDOUT_FILENO);
@@ -382,7 +387,7 @@ int main(int argc, char** argv) {
     if (*chk) return cmd_check_config(cfg_files, cfg_sets);
     if (*ref) return cmd_ref(graph_path);
     if (*lst) return cmd_list(what);
-    if (*sim) return cmd_sim(program, af, json, trace);
+    if (*sim) return cmd_sim(program, af, json, trace, vcd);
   } catch (const InputError& e) {
     std::cerr << "error: " << e.what() << "\n";
     return 2;

@@ -15,6 +15,7 @@ Engine::Engine(sc_core::sc_module_name name, DeviceContext& ctx, int queue_depth
 
 void Engine::push(size_t instr) {
   queue_.push_back(instr);
+  queued_ = static_cast<int>(queue_.size());
   pushed_.notify(sc_core::SC_ZERO_TIME);
 }
 
@@ -23,6 +24,7 @@ void Engine::worker() {
     while (queue_.empty()) wait(pushed_);
     size_t i = queue_.front();
     queue_.pop_front();
+    queued_ = static_cast<int>(queue_.size());
     ++busy_;
     double start = sc_core::sc_time_stamp().to_double();
     double end;

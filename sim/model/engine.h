@@ -20,6 +20,9 @@ class Engine : public sc_core::sc_module {
   void push(size_t instr);
   size_t queued() const { return queue_.size(); }
   int busy_workers() const { return busy_; }
+  // Occupancy values for a VCD (sampled by the trace file whenever they change).
+  const int& traced_queue() const { return queued_; }
+  const int& traced_busy() const { return busy_; }
   int engine_index() const { return index_; }
   bool in_order() const { return workers_ == 1; }
 
@@ -35,6 +38,7 @@ class Engine : public sc_core::sc_module {
   Isu* isu_ = nullptr;
   int depth_;
   int busy_ = 0;
+  int queued_ = 0;
   int workers_;
   int index_;
 };

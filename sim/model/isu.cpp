@@ -100,6 +100,7 @@ std::string Isu::blocker(const Footprint& f, const Engine* e) const {
 
 void Isu::retire(size_t instr) {
   in_flight_.erase(instr);
+  in_flight_count_ = static_cast<int>(in_flight_.size());
   auto& kc = ctx_.kernels[static_cast<size_t>(std::max(ctx_.program->code[instr].kernel, 0))];
   kc.last_retire_ps = std::max(kc.last_retire_ps, sc_core::sc_time_stamp().to_double());
   retired_.notify(sc_core::SC_ZERO_TIME);
@@ -139,6 +140,7 @@ void Isu::run() {
     ctx_.isu_queue_stall_ps += t2 - t1;
     ctx_.engines[static_cast<size_t>(e->engine_index())].stalled_ps += t2 - t0;
     in_flight_.emplace(i, InFlight{std::move(f), e});
+    in_flight_count_ = static_cast<int>(in_flight_.size());
     auto& kc = ctx_.kernels[static_cast<size_t>(std::max(in.kernel, 0))];
     if (kc.first_issue_ps < 0) kc.first_issue_ps = t2;
     ++kc.instructions;

@@ -22,6 +22,7 @@ class Isu : public sc_core::sc_module {
   void attach(Opcode op, Engine* e) { engines_[op] = e; }
   void retire(size_t instr);
   const std::string& stuck_report() const { return stuck_; }
+  const int& traced_in_flight() const { return in_flight_count_; }
 
  private:
   void run();
@@ -43,6 +44,7 @@ class Isu : public sc_core::sc_module {
   std::map<size_t, InFlight> in_flight_;
   sc_core::sc_event retired_;
   std::string stuck_;
+  int in_flight_count_ = 0;
 };
 
 }  // namespace lpu::sim
