@@ -16,6 +16,8 @@ void fresh_systemc_context() {
   sc_core::sc_default_global_context = sc_core::sc_curr_simcontext;
   // Silences "Info: /OSCI/SystemC: Simulation stopped by user."
   sc_core::sc_report_handler::set_actions("/OSCI/SystemC", sc_core::SC_INFO, sc_core::SC_DO_NOTHING);
+  // Infos (e.g. the VCD timescale note) are not for the CLI's users.
+  sc_core::sc_report_handler::set_actions(sc_core::SC_INFO, sc_core::SC_DO_NOTHING);
 }
 
 }  // namespace lpu

@@ -91,7 +91,7 @@ SimResult simulate(const Program& prog, const ArchConfig& arch, const SimOptions
       if (base.size() > 4 && base.substr(base.size() - 4) == ".vcd") base.resize(base.size() - 4);
       vcd = sc_core::sc_create_vcd_trace_file(base.c_str());
       if (!vcd) throw InputError("cannot create " + opts.vcd_path);
-      vcd->set_time_unit(1, sc_core::SC_NS);
+      vcd->set_time_unit(1, sc_core::SC_PS);  // the kernel resolution: every time is representable
       for (const auto& d : devices) {
         std::string p = d->basename();
         for (const sim::Engine* e : std::initializer_list<const sim::Engine*>{&d->dma, &d->vxe, &d->sxe}) {
