@@ -91,6 +91,29 @@ class RegionAllocator {
   std::map<uint64_t, uint64_t> free_;  // start -> end
 };
 
+// Rows [r0, r0 + rows) of an access split into runs whose HBM offsets advance by one
+// stride: one DMA each (a single run when the rows are affine).
+struct RowRun {
+  int64_t row;     // first row, relative to r0
+  int64_t count;
+  int64_t first;   // element offset of the first row
+  int64_t stride;  // elements between consecutive rows of the run (0 for one row)
+};
+std::vector<RowRun> row_runs(const AccessPattern& ap, int64_t r0, int64_t rows) {
+  std::vector<RowRun> runs;
+  for (int64_t r = 0; r < rows;) {
+    RowRun run{r, 1, ap.row_offset(r0 + r), 0};
+    if (r + 1 < rows) {
+      run.stride = ap.row_offset(r0 + r + 1) - run.first;
+      run.count = 2;
+      while (r + run.count < rows && ap.row_offset(r0 + r + run.count) - run.first == run.stride * run.count) ++run.count;
+    }
+    runs.push_back(run);
+    r += run.count;
+  }
+  return runs;
+}
+
 // Emits one kernel: hoisted loads once, then one instruction block per tile.
 class KernelEmitter {
  public:
@@ -308,26 +331,17 @@ VReg KernelEmitter::load(const LoopNode& node, const ExprNode& e, const std::vec
   VReg v = alloc(rows_, ncols);
   v.owned = false;
   // One DMA per run of rows whose HBM offsets advance by one stride (all rows when affine).
-  int64_t r = 0;
-  while (r < rows_) {
-    int64_t first = ap.row_offset(r0_ + r);
-    int64_t n = 1, stride = 0;
-    if (r + 1 < rows_) {
-      stride = ap.row_offset(r0_ + r + 1) - first;
-      n = 2;
-      while (r + n < rows_ && ap.row_offset(r0_ + r + n) - first == stride * n) ++n;
-    }
-    check_bounds(first);
-    check_bounds(first + stride * (n - 1));
+  for (const RowRun& run : row_runs(ap, r0_, rows_)) {
+    check_bounds(run.first);
+    check_bounds(run.first + run.stride * (run.count - 1));
     Pending pd;
     pd.in = in;
-    pd.in.rows = n;
-    pd.in.hbm_addr = hbase + static_cast<uint64_t>(first * eb);
-    pd.in.hbm_rs = n > 1 ? stride : 0;
+    pd.in.rows = run.count;
+    pd.in.hbm_addr = hbase + static_cast<uint64_t>(run.first * eb);
+    pd.in.hbm_rs = run.count > 1 ? run.stride : 0;
     pd.def = v.vid;
-    pd.def_offset = static_cast<uint64_t>(r * ncols * kLmElem);
+    pd.def_offset = static_cast<uint64_t>(run.row * ncols * kLmElem);
     loads_.push_back(pd);
-    r += n;
   }
   tile_loads_[key] = v;
   return v;
@@ -461,22 +475,13 @@ int64_t KernelEmitter::emit_tile(int64_t r0, int64_t rows, uint64_t base, uint64
         continue;
       }
       // One DMA per run of rows whose HBM offsets advance by one stride.
-      int64_t r = 0;
-      while (r < rows) {
-        int64_t first = sp.row_offset(r0 + r);
-        int64_t cnt = 1, stride = 0;
-        if (r + 1 < rows) {
-          stride = sp.row_offset(r0 + r + 1) - first;
-          cnt = 2;
-          while (r + cnt < rows && sp.row_offset(r0 + r + cnt) - first == stride * cnt) ++cnt;
-        }
+      for (const RowRun& run : row_runs(sp, r0, rows)) {
         Pending part = st;
-        part.in.rows = cnt;
-        part.in.hbm_addr = hbm_base(n.out()) + static_cast<uint64_t>(first * eb);
-        part.in.hbm_rs = cnt > 1 ? stride : 0;
-        part.store_offset = static_cast<uint64_t>(r * n.out_cols() * kLmElem);
+        part.in.rows = run.count;
+        part.in.hbm_addr = hbm_base(n.out()) + static_cast<uint64_t>(run.first * eb);
+        part.in.hbm_rs = run.count > 1 ? run.stride : 0;
+        part.store_offset = static_cast<uint64_t>(run.row * n.out_cols() * kLmElem);
         body_.push_back(part);
-        r += cnt;
       }
     }
   }
