@@ -130,3 +130,34 @@ TEST(GraphBreaks, HostOpRoundTripsThroughTextAndBinary) {
     EXPECT_NE(std::string(e.what()).find("graph break"), std::string::npos) << e.what();
   }
 }
+
+// A host op whose operand is a view (a permute: copied into a contiguous buffer first) and
+// whose attributes matter (a sum over one dim, attributes through the .hostop JSON), feeding
+// LPU work and also being a graph output itself.
+TEST(GraphBreaks, ViewOperandAndAttributesOnTheHost) {
+  Graph g("host_view");
+  NodeId x = g.add_placeholder("x", TensorType{DType::f32, {4, 6}});
+  NodeId t = g.add_call("permute", {x}, {{"dims", std::vector<int64_t>{1, 0}}}, "t");
+  NodeId s = g.add_call("sum", {t}, {{"dims", std::vector<int64_t>{1}}, {"keepdim", true}}, "s");
+  NodeId y = g.add_call("mul", {s, t}, {}, "y");
+  g.set_output({y, s});
+  ArchConfig arch = small_arch();
+  for (const std::string policy : {"none", "greedy"}) {
+    Compilation c = compile_graph(g, compile_options_for(arch, policy, unsupported({"sum"}, true)));
+    ASSERT_EQ(c.code.program.host_ops.size(), 1u);
+    const HostOp& h = c.code.program.host_ops[0];
+    EXPECT_EQ(h.node, "s");
+    EXPECT_EQ(h.inputs, std::vector<std::string>{"s_arg0"});  // the permuted view, materialised
+    EXPECT_NE(h.attrs_json.find("\"dims\":[1]"), std::string::npos) << h.attrs_json;
+    TensorMap inputs = make_random_inputs(c.core, 5);
+    SimOptions so;
+    so.functional = true;
+    SimResult r = simulate(c.code.program, arch, so, &inputs);
+    std::vector<Tensor> ref = run_reference(c.core, inputs);
+    ASSERT_EQ(c.loop_ir.outputs.size(), 2u);
+    for (size_t i = 0; i < 2; ++i)
+      EXPECT_LE(compare_tensors(r.outputs.at(c.loop_ir.outputs[i]), ref[i]).max_abs_error, 1e-5) << policy << " output " << i;
+    ASSERT_EQ(r.stats.graph_breaks.size(), 1u);
+    EXPECT_EQ(r.stats.graph_breaks[0].bytes, (24 + 6) * 4);
+  }
+}
