@@ -117,7 +117,7 @@ SimResult simulate(const Program& prog, const ArchConfig& arch, const SimOptions
     if (!ctx.finished) {
       std::string report = strcat("simulation of ", prog.name, " did not finish within sim.max_us = ", arch.sim.max_us,
                                   " us; engines: ");
-      for (const auto* e : std::initializer_list<const sim::Engine*>{&dev->dma, &dev->vxe, &dev->sxe})
+      for (const auto* e : std::initializer_list<const sim::Engine*>{&dev->dma, &dev->vxe, &dev->sxe, &dev->host})
         report += strcat(e->basename(), " queued=", e->queued(), " busy=", e->busy_workers(), "; ");
       throw SimulationStuck(report);
     }
@@ -156,6 +156,10 @@ SimResult simulate(const Program& prog, const ArchConfig& arch, const SimOptions
     ks.hbm_write_bytes = c.hbm_write;
     ks.instructions = c.instructions;
     s.kernels.push_back(ks);
+  }
+  for (const auto& hc : ctx.host_calls) {
+    const HostOp& h = prog.host_ops[hc.host_op];
+    s.graph_breaks.push_back({h.node, h.op, hc.bytes, hc.host_us});
   }
   if (opts.functional) {
     for (const auto& b : prog.buffers) {
@@ -203,7 +207,18 @@ nlohmann::json stats_to_json(const SimStats& s) {
                   {"hbm_read_bytes", k.hbm_read_bytes}, {"hbm_write_bytes", k.hbm_write_bytes},
                   {"instructions", k.instructions}});
   j["kernels"] = ks;
+  nlohmann::json gb = nlohmann::json::array();
+  for (const auto& b : s.graph_breaks)
+    gb.push_back({{"node", b.node}, {"op", b.op}, {"bytes", b.bytes}, {"host_us", b.host_us}});
+  j["graph_breaks"] = gb;
+  j["graph_breaks_host_us"] = s.host_us();
   return j;
+}
+
+double SimStats::host_us() const {
+  double t = 0;
+  for (const auto& b : graph_breaks) t += b.host_us;
+  return t;
 }
 
 nlohmann::json trace_to_json(const std::vector<TraceRecord>& t) {

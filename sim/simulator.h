@@ -33,6 +33,14 @@ struct KernelStats {
   uint64_t instructions = 0;
 };
 
+// A graph break as run: the node the host computed, its op, bytes over the host link and
+// host time (latency + bytes / link + op time).
+struct GraphBreakStats {
+  std::string node, op;
+  int64_t bytes = 0;
+  double host_us = 0;
+};
+
 struct SimStats {
   uint64_t cycles = 0;
   double latency_us = 0;
@@ -43,6 +51,8 @@ struct SimStats {
   uint64_t isu_hazard_stall_cycles = 0, isu_queue_stall_cycles = 0;
   std::vector<EngineStats> engines;
   std::vector<KernelStats> kernels;
+  std::vector<GraphBreakStats> graph_breaks;  // in execution order
+  double host_us() const;                     // their total host time
 };
 
 struct TraceRecord {

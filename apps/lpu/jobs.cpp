@@ -5,13 +5,16 @@
 #include <cmath>
 #include <cstdio>
 
+#include "model/host.h"
 #include "ref/reference.h"
 #include "support/error.h"
 
 namespace lpu {
 
-CompileOptions compile_options_for(const ArchConfig& arch, const std::string& fusion) {
+CompileOptions compile_options_for(const ArchConfig& arch, const std::string& fusion, const BreakOptions& b) {
   CompileOptions o;
+  o.unsupported_ops = b.unsupported_ops;
+  o.break_on_unsupported = b.on_unsupported_break;
   o.fusion = fusion;
   o.codegen.lmu_bytes = arch.lmu_bytes();
   o.codegen.double_buffer = arch.lmu.double_buffer;
@@ -19,7 +22,7 @@ CompileOptions compile_options_for(const ArchConfig& arch, const std::string& fu
   return o;
 }
 
-Compilation compile_with_search(const Graph& g, const ArchConfig& arch, SearchReport& report) {
+Compilation compile_with_search(const Graph& g, const ArchConfig& arch, SearchReport& report, const BreakOptions& b) {
   auto t0 = std::chrono::steady_clock::now();
   struct Variant {
     std::string name;
@@ -39,7 +42,7 @@ Compilation compile_with_search(const Graph& g, const ArchConfig& arch, SearchRe
     SearchCandidate c;
     c.name = v.name;
     try {
-      CompileOptions o = compile_options_for(arch, v.fusion);
+      CompileOptions o = compile_options_for(arch, v.fusion, b);
       o.fusion_lmu_fraction = v.lmu_fraction;
       o.codegen.max_tile_rows = v.max_rows;
       o.codegen.double_buffer = v.double_buffer;
@@ -137,7 +140,7 @@ ReferenceRun run_reference_check(const std::string& graph_path) {
 }
 
 RunOutcome run_job(const WorkloadSpec& w, const ArchConfig& arch, const std::string& fusion, bool functional,
-                   bool trace, const std::string& vcd_path) {
+                   bool trace, const BreakOptions& b, const std::string& vcd_path) {
   RunOutcome o;
   o.workload = w;
   o.arch = arch;
@@ -157,10 +160,10 @@ RunOutcome run_job(const WorkloadSpec& w, const ArchConfig& arch, const std::str
                             static_cast<int64_t>(std::ceil(need / cap)), " devices (multi-device runs are not modelled yet)"));
   if (fusion == "search") {
     SearchReport rep;
-    o.comp = compile_with_search(g, arch, rep);
+    o.comp = compile_with_search(g, arch, rep, b);
     o.search = rep;
   } else {
-    o.comp = compile_graph(g, compile_options_for(arch, fusion));
+    o.comp = compile_graph(g, compile_options_for(arch, fusion, b));
   }
   TensorMap inputs;
   if (functional) inputs = file ? load_graph_inputs(*file, o.comp.core) : make_random_inputs(o.comp.core, w.seed);
@@ -205,6 +208,7 @@ nlohmann::json work_to_json(const Program& p) {
       case Opcode::SyncSignal:
       case Opcode::SyncWait:
       case Opcode::DmaGather:
+      case Opcode::HostCall:  // host work is not LPU arithmetic
       case Opcode::DmaLoad:
       case Opcode::DmaStore:
       case Opcode::Halt:
@@ -253,6 +257,19 @@ nlohmann::json RunOutcome::to_json() const {
     if (!check->rule.empty()) j["functional"]["rule"] = check->rule;
   }
   return j;
+}
+
+std::string describe_graph_breaks(const Program& p, const ArchConfig& arch) {
+  std::string s = strcat("graph breaks: ", p.host_ops.size(), " (each a host round trip: host.latency_us + bytes / host.link_gbps + host.op_us on ", arch.name, ")\n");
+  double total = 0;
+  for (const auto& h : p.host_ops) {
+    int64_t bytes = sim::host_op_bytes(p, h);
+    double us = sim::host_op_us(arch, bytes);
+    total += us;
+    s += strcat("  break ", h.node, " op=", h.op, " bytes=", bytes, " host_us=", us, "\n");
+  }
+  if (!p.host_ops.empty()) s += strcat("  total host_us=", total, "\n");
+  return s;
 }
 
 std::string format_table(const std::vector<std::string>& header, const std::vector<std::vector<std::string>>& rows) {

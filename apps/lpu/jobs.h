@@ -2,6 +2,7 @@
 // compile a workload for an architecture, simulate it, check it against the reference.
 #pragma once
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -51,13 +52,23 @@ struct RunOutcome {
   nlohmann::json to_json() const;
 };
 
-CompileOptions compile_options_for(const ArchConfig& arch, const std::string& fusion);
+// Graph breaks (--on-unsupported, --unsupported-ops): see CompileOptions.
+struct BreakOptions {
+  std::set<std::string> unsupported_ops;
+  bool on_unsupported_break = false;
+};
+
+CompileOptions compile_options_for(const ArchConfig& arch, const std::string& fusion, const BreakOptions& b = {});
 
 // Compiles `g` with the best candidate schedule found by simulating each (timing mode).
-Compilation compile_with_search(const Graph& g, const ArchConfig& arch, SearchReport& report);
+Compilation compile_with_search(const Graph& g, const ArchConfig& arch, SearchReport& report, const BreakOptions& b = {});
 
 RunOutcome run_job(const WorkloadSpec& w, const ArchConfig& arch, const std::string& fusion, bool functional,
-                   bool trace = false, const std::string& vcd_path = "");
+                   bool trace = false, const BreakOptions& b = {}, const std::string& vcd_path = "");
+
+// The graph breaks of a compiled program with their modelled cost on `arch` (the same model
+// as the simulator's host engine), one line each, for `lpu compile --emit schedule`.
+std::string describe_graph_breaks(const Program& p, const ArchConfig& arch);
 
 // Tolerances by dtype: fp32 1e-4 (abs and rel), fp16/bf16 looser (their rounding).
 FunctionalCheck check_outputs(const std::vector<Tensor>& expected, const std::vector<std::string>& names,

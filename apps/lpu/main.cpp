@@ -54,6 +54,29 @@ struct ArchFlags {
   ArchConfig load() const { return load_arch_config(resolve_config_path(arch), sets); }
 };
 
+std::vector<std::string> split_list(const std::string& s);
+
+// --on-unsupported / --unsupported-ops: graph breaks (README "Graph breaks").
+struct BreakFlags {
+  std::string on_unsupported = "error";
+  std::string unsupported_ops;
+  void add(CLI::App* app) {
+    app->add_option("--on-unsupported", on_unsupported,
+                    "an op the LPU back end does not support: error (exit 2) | break (run it on the host: a graph break)")
+        ->capture_default_str();
+    app->add_option("--unsupported-ops", unsupported_ops,
+                    "test switch: comma-separated core ops to treat as unsupported, e.g. erf,exp");
+  }
+  BreakOptions get() const {
+    if (on_unsupported != "error" && on_unsupported != "break")
+      throw InputError("--on-unsupported: expected error or break, got '" + on_unsupported + "'");
+    BreakOptions b;
+    b.on_unsupported_break = on_unsupported == "break";
+    for (const auto& op : split_list(unsupported_ops)) b.unsupported_ops.insert(op);
+    return b;
+  }
+};
+
 std::vector<std::string> split_list(const std::string& s) {
   std::vector<std::string> out;
   std::stringstream ss(s);
@@ -80,16 +103,19 @@ void print_run(const RunOutcome& o) {
                                    ", chose ", o.search->chosen)
                           : std::string("-")},
       {"HBM bandwidth utilisation", fmt("%.1f %%", 100 * s.hbm_bandwidth_utilization)},
+      {"graph breaks", strcat(s.graph_breaks.size(), s.graph_breaks.empty() ? "" : fmt(", host time %.3f us", s.host_us()))},
   };
+  for (const auto& b : s.graph_breaks)
+    rows.push_back({"  break " + b.node, strcat(b.op, ", ", human_bytes(static_cast<uint64_t>(b.bytes)), fmt(", %.3f us", b.host_us))});
   for (const auto& e : s.engines) rows.push_back({e.name + " utilisation", fmt("%.1f %%", 100 * e.utilization)});
   std::cout << format_table({"metric", "value"}, rows);
 }
 
-int cmd_run(const std::string& workload, const ArchFlags& af, const std::string& fusion, bool functional,
-            const std::string& json, const std::string& trace, const std::string& vcd) {
+int cmd_run(const std::string& workload, const ArchFlags& af, const BreakFlags& bf, const std::string& fusion,
+            bool functional, const std::string& json, const std::string& trace, const std::string& vcd) {
   WorkloadSpec w = resolve_workload(workload);
   ArchConfig arch = af.load();
-  RunOutcome o = run_job(w, arch, fusion, functional, !trace.empty(), vcd);
+  RunOutcome o = run_job(w, arch, fusion, functional, !trace.empty(), bf.get(), vcd);
   print_run(o);
   if (!json.empty()) write_json(json, o.to_json());
   if (!trace.empty()) write_json(trace, trace_json_for(o));
@@ -104,12 +130,12 @@ int cmd_run(const std::string& workload, const ArchFlags& af, const std::string&
   return 0;
 }
 
-int cmd_compare(const std::string& workload, const ArchFlags& af, const std::string& policies, bool functional,
-                const std::string& json, const std::string& report) {
+int cmd_compare(const std::string& workload, const ArchFlags& af, const BreakFlags& bf, const std::string& policies,
+                bool functional, const std::string& json, const std::string& report) {
   WorkloadSpec w = resolve_workload(workload);
   ArchConfig arch = af.load();
   std::vector<RunOutcome> runs;
-  for (const auto& p : split_list(policies)) runs.push_back(run_job(w, arch, p, functional, !report.empty()));
+  for (const auto& p : split_list(policies)) runs.push_back(run_job(w, arch, p, functional, !report.empty(), bf.get()));
   if (runs.empty()) throw InputError("--fusion: no policy given");
   double base = static_cast<double>(runs.front().sim.stats.cycles);
   std::vector<std::vector<std::string>> rows;
@@ -148,8 +174,8 @@ int cmd_compare(const std::string& workload, const ArchFlags& af, const std::str
   return 0;
 }
 
-int cmd_compile(const std::string& workload, const ArchFlags& af, const std::string& fusion, const std::string& emit,
-                const std::string& outdir) {
+int cmd_compile(const std::string& workload, const ArchFlags& af, const BreakFlags& bf, const std::string& fusion,
+                const std::string& emit, const std::string& outdir) {
   WorkloadSpec w = resolve_workload(workload);
   ArchConfig arch = af.load();
   Graph g = build_graph(w);
@@ -159,7 +185,7 @@ int cmd_compile(const std::string& workload, const ArchFlags& af, const std::str
   Compilation c;
   SearchReport rep;
   if (lower) {
-    c = fusion == "search" ? compile_with_search(g, arch, rep) : compile_graph(g, compile_options_for(arch, fusion));
+    c = fusion == "search" ? compile_with_search(g, arch, rep, bf.get()) : compile_graph(g, compile_options_for(arch, fusion, bf.get()));
   } else {
     c.captured = g;
     c.core = normalize_graph(g);
@@ -168,7 +194,7 @@ int cmd_compile(const std::string& workload, const ArchFlags& af, const std::str
       {"graph", {"graph.txt", [&] { return print_graph(c.captured); }}},
       {"core", {"core.txt", [&] { return print_graph(c.core); }}},
       {"loopir", {"loopir.txt", [&] { return print_loop_ir(c.loop_ir); }}},
-      {"schedule", {"schedule.txt", [&] { return print_schedule(c.loop_ir, c.schedule); }}},
+      {"schedule", {"schedule.txt", [&] { return print_schedule(c.loop_ir, c.schedule) + describe_graph_breaks(c.code.program, arch); }}},
       {"schedule-json", {"schedule.json", [&] { return schedule_to_json(c.loop_ir, c.schedule); }}},
       {"asm", {"program.s", [&] { return print_program(c.code.program); }}},
       {"cpp", {"kernels.cpp", [&] { return emit_cpp_source(c.loop_ir, c.schedule); }}},
@@ -294,11 +320,13 @@ int main(int argc, char** argv) {
   bool functional = false;
   std::string vcd;
   ArchFlags af;
+  BreakFlags bf;
 
   const char* workload_help = "workload YAML, name in workloads/, or graph file (.json, .txt)";
   auto* run = app.add_subcommand("run", "compile and simulate one workload");
   run->add_option("workload", workload, workload_help)->required();
   af.add(run);
+  bf.add(run);
   run->add_option("--fusion", fusion, "fusion policy: none | greedy | search")->capture_default_str();
   run->add_flag("--functional", functional,
                 "simulate with real data and compare with the reference executor (graph files: with PyTorch's outputs)");
@@ -309,6 +337,7 @@ int main(int argc, char** argv) {
   auto* cmp = app.add_subcommand("compare", "run one workload under several fusion policies, side by side");
   cmp->add_option("workload", workload, workload_help)->required();
   af.add(cmp);
+  bf.add(cmp);
   cmp->add_option("--fusion", policies, "comma-separated policies")->capture_default_str();
   cmp->add_flag("--functional", functional, "also check every policy's outputs against the reference");
   cmp->add_option("--json", json, "write all runs as JSON");
@@ -336,6 +365,7 @@ int main(int argc, char** argv) {
   auto* comp = app.add_subcommand("compile", "compile a workload and print or write its IRs");
   comp->add_option("workload", workload, workload_help)->required();
   af.add(comp);
+  bf.add(comp);
   comp->add_option("--fusion", fusion, "fusion policy: none | greedy | search")->capture_default_str();
   comp->add_option("--emit", emit,
                    "comma-separated: graph, core, loopir, schedule, schedule-json, asm, bin, cpp, counts, counts_json")
@@ -376,14 +406,14 @@ int main(int argc, char** argv) {
   }
 
   try {
-    if (*run) return cmd_run(workload, af, fusion, functional, json, trace, vcd);
-    if (*cmp) return cmd_compare(workload, af, policies, functional, json, report_dir);
+    if (*run) return cmd_run(workload, af, bf, fusion, functional, json, trace, vcd);
+    if (*cmp) return cmd_compare(workload, af, bf, policies, functional, json, report_dir);
     if (*swp) {
       so.progress_bar = isatty(STDOUT_FILENO);
       return sweep_command(sweep_file, so, json);
     }
     if (*rep) return report_command(ro);
-    if (*comp) return cmd_compile(workload, af, fusion, emit, outdir);
+    if (*comp) return cmd_compile(workload, af, bf, fusion, emit, outdir);
     if (*chk) return cmd_check_config(cfg_files, cfg_sets);
     if (*ref) return cmd_ref(graph_path);
     if (*lst) return cmd_list(what);

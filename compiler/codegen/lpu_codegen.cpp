@@ -5,6 +5,7 @@
 #include <set>
 
 #include "handlers/ops_handler.h"
+#include "ref/host_op.h"
 #include "support/error.h"
 
 namespace lpu {
@@ -557,6 +558,24 @@ CodegenResult generate_lpu_program(const LoopProgram& p, const Schedule& s, cons
     const Kernel& k = s.kernels[ki];
     prog.kernels.push_back(k.name);
     int id = static_cast<int>(ki);
+    const LoopNode& first = p.nodes[static_cast<size_t>(k.nodes.at(0))];
+    if (first.kind == LoopKind::Host) {  // a graph break: one host.call, no tiles
+      if (k.nodes.size() != 1) throw InternalError("codegen: host node " + first.name + " fused into a kernel");
+      HostOp h;
+      h.op = first.host_op;
+      h.node = first.origin;
+      h.inputs = first.host_inputs;
+      h.output = first.out();
+      h.attrs_json = attrs_to_json(first.host_attrs);
+      Instruction call;
+      call.opcode = Opcode::HostCall;
+      call.host_op = static_cast<int64_t>(prog.host_ops.size());
+      call.kernel = id;
+      prog.host_ops.push_back(std::move(h));
+      prog.code.push_back(call);
+      res.tiling.push_back({k.name, 0, 0, 0, 0});
+      continue;
+    }
     // Dry runs find the hoisted footprint and how tile bytes grow with rows.
     auto tile_bytes = [&](int64_t rows, int64_t* hoisted) {
       KernelEmitter e(p, k, id, hbm);

@@ -1,6 +1,8 @@
 #include "driver/compile.h"
 
+#include "graph/ops.h"
 #include "passes/passes.h"
+#include "support/error.h"
 
 namespace lpu {
 
@@ -10,7 +12,23 @@ Compilation compile_graph(const Graph& g, const CompileOptions& opts) {
   Compilation c;
   c.captured = g;
   c.core = normalize_graph(g);
-  c.loop_ir = lower_to_loop_ir(c.core);
+  LoweringOptions lo;
+  lo.unsupported_to_host = opts.break_on_unsupported;
+  for (const auto& op : opts.unsupported_ops) {
+    const OpInfo* info = find_op(op);
+    if (!info) throw InputError(strcat("--unsupported-ops: unknown op '", op, "' (see lpu list ops)"));
+    if (!info->core())
+      throw InputError(strcat("--unsupported-ops: '", op, "' is a composite op, decomposed before the back end sees it; "
+                              "name one of the core ops it becomes (lpu compile --emit core shows them)"));
+  }
+  for (const Node& n : c.core.nodes()) {
+    if (n.kind != NodeKind::Call || !opts.unsupported_ops.count(n.op)) continue;
+    if (!opts.break_on_unsupported)
+      throw InputError(strcat("node %", n.name, ": op '", n.op, "' is not supported by the LPU back end "
+                              "(--unsupported-ops); --on-unsupported=break runs it on the host as a graph break"));
+    lo.host_nodes.insert(n.name);
+  }
+  c.loop_ir = lower_to_loop_ir(c.core, lo);
   ScheduleOptions so;
   so.policy = opts.fusion;
   so.lmu_bytes = static_cast<int64_t>(static_cast<double>(opts.codegen.lmu_bytes) * opts.fusion_lmu_fraction);

@@ -1,6 +1,7 @@
 // The compiler driver: workload graph -> normalised core graph -> loop IR -> schedule ->
 // LPU program. Each stage's result is kept so it can be printed (`lpu compile --emit`).
 #pragma once
+#include <set>
 #include <string>
 
 #include "codegen/lpu_codegen.h"
@@ -17,6 +18,12 @@ struct CompileOptions {
   // Fraction of local memory a fused kernel may claim with one row per tile; below 1 the
   // greedy scheduler keeps kernels smaller so their tiles hold more rows (a search knob).
   double fusion_lmu_fraction = 1.0;
+  // Graph breaks. `unsupported_ops` (a test switch) removes core ops from what the back end
+  // supports: a core-graph node with such an op is unsupported (composite ops decompose
+  // first, so name their core ops: gelu -> erf). `break_on_unsupported` runs unsupported
+  // nodes, and ops without a lowering, on the host (LoopKind::Host) instead of failing.
+  std::set<std::string> unsupported_ops;
+  bool break_on_unsupported = false;
 };
 
 struct Compilation {

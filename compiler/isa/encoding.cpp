@@ -19,7 +19,7 @@ constexpr uint8_t kNoOp = 0xFF;  // op-table index of instructions without a vec
 
 // Stable codes, independent of the C++ enum order (the file format must not move with it).
 constexpr Opcode kOpcodes[] = {Opcode::DmaLoad, Opcode::DmaStore, Opcode::VxeOp, Opcode::VxeReduce, Opcode::VxeMov, Opcode::Halt,
-                               Opcode::SxeGemm, Opcode::DmaGather, Opcode::SyncSignal, Opcode::SyncWait};
+                               Opcode::SxeGemm, Opcode::DmaGather, Opcode::HostCall, Opcode::SyncSignal, Opcode::SyncWait};
 constexpr DType kDTypes[] = {DType::f32, DType::f16, DType::bf16, DType::i64, DType::i32, DType::boolean};
 constexpr BufferRole kRoles[] = {BufferRole::Input, BufferRole::Weight, BufferRole::Intermediate, BufferRole::Output};
 
@@ -202,6 +202,16 @@ std::vector<uint8_t> encode_program(const Program& p) {
   }
   for (const auto& k : p.kernels) w.str(k);
   for (const auto& o : ops) w.str(o);
+  // The host-op table (version 2): count, then per op its strings.
+  w.u32(Writer::narrow_u32(p.host_ops.size(), named("host-op count")));
+  for (const auto& h : p.host_ops) {
+    w.str(h.op);
+    w.str(h.node);
+    w.u32(Writer::narrow_u32(h.inputs.size(), named("host-op input count")));
+    for (const auto& in : h.inputs) w.str(in);
+    w.str(h.output);
+    w.str(h.attrs_json);
+  }
 
   uint32_t next_operand = 0;
   for (size_t i = 0; i < p.code.size(); ++i) {
@@ -224,8 +234,10 @@ std::vector<uint8_t> encode_program(const Program& p) {
     w.i32(Writer::narrow_i32(in.hbm_cs, what("hbm column stride")));
     w.u32(Writer::narrow_u32(in.lm_addr, what("lm address")));
     w.u32(next_operand);
-    if (in.depth < 0) throw InputError(what("has a negative depth")());
-    w.u32(Writer::narrow_u32(static_cast<uint64_t>(in.depth), what("depth")));
+    if (in.depth < 0 || in.host_op < 0) throw InputError(what("has a negative depth")());
+    // The depth field carries K for sxe.gemm and the host-op index for host.call.
+    int64_t depth = in.opcode == Opcode::HostCall ? in.host_op : in.depth;
+    w.u32(Writer::narrow_u32(static_cast<uint64_t>(depth), what("depth")));
     next_operand += static_cast<uint32_t>(in.srcs.size());
   }
   for (size_t i = 0; i < p.code.size(); ++i)
@@ -273,7 +285,7 @@ Program decode_program(const uint8_t* data, size_t size, const std::string& sour
   if (total != size) r.fail(32, strcat("header says the program is ", total, " bytes, the input has ", size, total > size ? " (truncated)" : ""));
   uint64_t checksum = r.u64("checksum");
   // Implausible counts are reported against the header, not wherever parsing would run dry.
-  uint64_t least = kHeaderBytes + 4 + uint64_t{16} * n_buffers + uint64_t{4} * (n_kernels + uint64_t{n_ops}) +
+  uint64_t least = kHeaderBytes + 8 + uint64_t{16} * n_buffers + uint64_t{4} * (n_kernels + uint64_t{n_ops}) +
                    uint64_t{kInstrBytes} * n_code + uint64_t{kOperandBytes} * n_operands;
   if (least > size)
     r.fail(12, strcat("the header's counts (", n_buffers, " buffers, ", n_kernels, " kernels, ", n_ops, " op names, ", n_code,
@@ -311,6 +323,18 @@ Program decode_program(const uint8_t* data, size_t size, const std::string& sour
     if (name.size() > 1 && name[0] == 'r' && parse_reduction_type(name.substr(1), o.rop)) o.reduce = true;
     else if (!parse_scalar_op(name, o.vop)) r.fail(at, "unknown vector op " + printable(name) + " in the op table");
     ops.push_back(o);
+  }
+  uint32_t n_host = r.u32("host-op count");
+  for (uint32_t i = 0; i < n_host; ++i) {
+    HostOp h;
+    h.op = r.str("host-op name");
+    h.node = r.str("host-op node");
+    uint32_t n_in = r.u32("host-op input count");
+    r.need(size_t{4} * n_in, "host-op inputs");
+    for (uint32_t k = 0; k < n_in; ++k) h.inputs.push_back(r.str("host-op input"));
+    h.output = r.str("host-op output");
+    h.attrs_json = r.str("host-op attributes");
+    p.host_ops.push_back(std::move(h));
   }
 
   size_t code_at = r.pos();
@@ -359,6 +383,12 @@ Program decode_program(const uint8_t* data, size_t size, const std::string& sour
     in.lm_addr = r.u32("lm address");
     uint32_t first = r.u32("first operand");
     in.depth = r.u32("depth");
+    if (in.opcode == Opcode::HostCall) {
+      in.host_op = in.depth;
+      in.depth = 0;
+      if (in.host_op >= static_cast<int64_t>(p.host_ops.size()))
+        bad(40, strcat("host.call ", in.host_op, " outside the host-op table (", p.host_ops.size(), " entries)"));
+    }
     size_t want_src = 0;
     bool wants_op = in.opcode == Opcode::VxeOp || in.opcode == Opcode::VxeReduce;
     if (wants_op) {
@@ -379,7 +409,7 @@ Program decode_program(const uint8_t* data, size_t size, const std::string& sour
       in.token = in.rows;
       in.peer = in.cols - 1;
       in.rows = in.cols = 0;
-    } else if (in.opcode != Opcode::Halt && (in.rows == 0 || in.cols == 0)) {
+    } else if (in.opcode != Opcode::Halt && in.opcode != Opcode::HostCall && (in.rows == 0 || in.cols == 0)) {
       bad(8, "tile shape must be positive");
     }
     if (static_cast<uint64_t>(first) + nsrc > n_operands)

@@ -21,7 +21,7 @@
 
 namespace lpu {
 
-inline constexpr uint16_t kLpuBinVersion = 2;  // 2: 44-byte records with sxe.gemm depth
+inline constexpr uint16_t kLpuBinVersion = 3;  // 2: 44-byte records with sxe.gemm depth; 3: host-op table
 
 // Throws InputError when a field does not fit its record (e.g. a tile dimension >= 2^32),
 // naming the instruction.

@@ -22,6 +22,7 @@ const char* opcode_name(Opcode op) {
     case Opcode::DmaGather: return "dma.gather";
     case Opcode::SyncSignal: return "sync.signal";
     case Opcode::SyncWait: return "sync.wait";
+    case Opcode::HostCall: return "host.call";
     case Opcode::Halt: return "halt";
   }
   return "?";
@@ -30,7 +31,8 @@ const char* opcode_name(Opcode op) {
 bool Instruction::same_as(const Instruction& o) const {
   return opcode == o.opcode && vop == o.vop && rop == o.rop && dtype == o.dtype && rows == o.rows &&
          cols == o.cols && depth == o.depth && hbm_addr == o.hbm_addr && hbm_rs == o.hbm_rs && hbm_cs == o.hbm_cs &&
-         lm_addr == o.lm_addr && srcs == o.srcs && kernel == o.kernel && token == o.token && peer == o.peer;
+         lm_addr == o.lm_addr && srcs == o.srcs && kernel == o.kernel && host_op == o.host_op && token == o.token &&
+         peer == o.peer;
 }
 
 const BufferDecl* Program::find_buffer(const std::string& n) const {
@@ -79,6 +81,7 @@ std::string print_instruction(const Instruction& in) {
     case Opcode::DmaGather:
       return strcat("dma.gather ", dtype_name(in.dtype), " ", shape2(in.rows, in.cols), " lm:", hex(in.lm_addr),
                     " <- hbm:", hex(in.hbm_addr), " ", shape2(in.hbm_rs, in.hbm_cs), ", ", operand_str(in.srcs.at(0)));
+    case Opcode::HostCall: return strcat("host.call ", in.host_op);
     case Opcode::Halt: return "halt";
   }
   s += " " + shape2(in.rows, in.cols) + " lm:" + hex(in.lm_addr) + " <-";
@@ -92,6 +95,7 @@ std::string print_program(const Program& p) {
   for (const auto& b : p.buffers)
     os << ".buffer " << b.name << " hbm:" << hex(b.hbm_addr) << " " << type_str(b.type) << " "
        << buffer_role_name(b.role) << "\n";
+  for (size_t i = 0; i < p.host_ops.size(); ++i) os << print_host_op(i, p.host_ops[i]) << "\n";
   int kernel = -1;
   for (const auto& in : p.code) {
     if (in.kernel != kernel && in.kernel >= 0) {
@@ -101,6 +105,16 @@ std::string print_program(const Program& p) {
     os << "  " << print_instruction(in) << "\n";
   }
   return os.str();
+}
+
+std::string print_host_op(size_t id, const HostOp& h) {
+  std::string ins;
+  for (size_t i = 0; i < h.inputs.size(); ++i) ins += (i ? "," : "") + h.inputs[i];
+  // The attributes go last (JSON may hold spaces); ';' starts a comment in assembly, so it
+  // is written as \u003b, which JSON reads back as the same character (only strings hold one).
+  std::string attrs;
+  for (char c : h.attrs_json.empty() ? std::string("{}") : h.attrs_json) attrs += c == ';' ? std::string("\\u003b") : std::string(1, c);
+  return strcat(".hostop ", id, " ", h.op, " ", h.node, " ", ins.empty() ? "-" : ins, " -> ", h.output, " ", attrs);
 }
 
 // ---------------------------------------------------------------------------------------
@@ -204,6 +218,14 @@ class LineParser {
     o.cs = cs;
     return o;
   }
+  // Everything left on the line, trimmed (consumed).
+  std::string rest() {
+    skip_ws();
+    size_t b = s_.find_last_not_of(" \t\r");
+    std::string r = b == std::string::npos || b < pos_ ? "" : s_.substr(pos_, b - pos_ + 1);
+    pos_ = s_.size();
+    return r;
+  }
   TensorType tensor_type() {
     skip_ws();
     size_t b = pos_;
@@ -257,6 +279,24 @@ Program parse_program(const std::string& text, const std::string& filename) {
       else if (role == "output") b.role = BufferRole::Output;
       else lp.fail("unknown buffer role '" + role + "' (input, weight, intermediate, output)");
       p.buffers.push_back(b);
+    } else if (w == ".hostop") {
+      int64_t id = lp.integer();
+      if (id != static_cast<int64_t>(p.host_ops.size())) lp.fail("host-op ids must count up from 0");
+      HostOp h;
+      h.op = lp.word();
+      h.node = lp.word();
+      std::string ins = lp.word();
+      while (ins != "-" && !ins.empty()) {  // word() stops at ',': read the rest of the list
+        h.inputs.push_back(ins);
+        ins = lp.accept(",") ? lp.word() : "";
+      }
+      lp.expect("->");
+      h.output = lp.word();
+      std::string attrs = lp.rest();
+      if (attrs.empty() || attrs.front() != '{' || attrs.back() != '}') lp.fail(".hostop: attributes must be a JSON object");
+      for (size_t at; (at = attrs.find("\\u003b")) != std::string::npos;) attrs.replace(at, 6, ";");
+      h.attrs_json = attrs;
+      p.host_ops.push_back(h);
     } else if (w == ".kernel") {
       int64_t id = lp.integer();
       if (id != static_cast<int64_t>(p.kernels.size())) lp.fail("kernel ids must count up from 0");
@@ -303,6 +343,11 @@ Program parse_program(const std::string& text, const std::string& filename) {
         lp.expect(",");
         in.srcs.push_back(lp.operand());
         if (in.srcs[0].immediate) lp.fail("dma.gather: the indices must be in local memory");
+      } else if (w == "host.call") {
+        in.opcode = Opcode::HostCall;
+        in.host_op = lp.integer();
+        if (in.host_op < 0 || in.host_op >= static_cast<int64_t>(p.host_ops.size()))
+          lp.fail(strcat("host.call ", in.host_op, ": no such .hostop (declare it before its call)"));
       } else if (w == "sxe.gemm") {
         in.opcode = Opcode::SxeGemm;
         in.dtype = lp.dtype();
@@ -344,7 +389,8 @@ Program parse_program(const std::string& text, const std::string& filename) {
         lp.fail("unknown instruction '" + w + "'");
       }
       bool sync = in.opcode == Opcode::SyncSignal || in.opcode == Opcode::SyncWait;
-      if (in.opcode != Opcode::Halt && !sync && (in.rows <= 0 || in.cols <= 0)) lp.fail("tile shape must be positive");
+      if (in.opcode != Opcode::Halt && in.opcode != Opcode::HostCall && !sync && (in.rows <= 0 || in.cols <= 0))
+        lp.fail("tile shape must be positive");
       p.code.push_back(in);
     }
     if (!lp.at_end()) lp.fail("unexpected trailing text");

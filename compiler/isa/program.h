@@ -22,7 +22,10 @@
 //   sync.signal T [dev:D]  once every earlier instruction has retired, add one to token T of
 //                          device D (default: this one; another device gets it after the ESL latency)
 //   sync.wait T            issue nothing further until token T is positive, then take one
+//   host.call 0                                       ; run host op 0 (a graph break)
 //   halt
+// and the host-op table (graph breaks: ops the LPU does not run, executed by the host):
+//   .hostop ID OP NODE IN1,IN2 -> OUT ATTRS_JSON
 #pragma once
 #include <cstdint>
 #include <string>
@@ -34,7 +37,7 @@
 
 namespace lpu {
 
-enum class Opcode { DmaLoad, DmaStore, VxeOp, VxeReduce, VxeMov, SxeGemm, DmaGather, SyncSignal, SyncWait, Halt };
+enum class Opcode { DmaLoad, DmaStore, VxeOp, VxeReduce, VxeMov, SxeGemm, DmaGather, HostCall, SyncSignal, SyncWait, Halt };
 const char* opcode_name(Opcode op);
 
 struct Operand {
@@ -52,6 +55,7 @@ struct Instruction {
   DType dtype = DType::f32;               // DMA: HBM element type
   int64_t rows = 0, cols = 0;
   int64_t depth = 0;                      // SxeGemm: K
+  int64_t host_op = 0;                    // HostCall: index into Program::host_ops
   uint64_t hbm_addr = 0;                  // DMA; SxeGemm: B
   int64_t hbm_rs = 0, hbm_cs = 0;         // DMA, elements; SxeGemm: B's k and n strides
   uint64_t lm_addr = 0;                   // DMA: LMU side; VXE/SXE: destination
@@ -71,10 +75,22 @@ struct BufferDecl {
   BufferRole role = BufferRole::Intermediate;
 };
 
+// A graph break: one core-graph node the host computes (reference semantics) from HBM
+// buffers into an HBM buffer; `host.call ID` runs entry ID of Program::host_ops.
+struct HostOp {
+  std::string op;                   // core op name (erf, softmax's exp, ...)
+  std::string node;                 // graph node it came from
+  std::vector<std::string> inputs;  // HBM buffers read, in the op's operand order
+  std::string output;               // HBM buffer written
+  std::string attrs_json;           // the node's attributes as compact JSON ({} when none)
+  bool operator==(const HostOp&) const = default;
+};
+
 struct Program {
   std::string name;
   std::vector<BufferDecl> buffers;
   std::vector<std::string> kernels;
+  std::vector<HostOp> host_ops;
   std::vector<Instruction> code;
 
   const BufferDecl* find_buffer(const std::string& name) const;
@@ -82,6 +98,7 @@ struct Program {
 };
 
 std::string print_instruction(const Instruction& in);
+std::string print_host_op(size_t id, const HostOp& h);  // the .hostop directive
 std::string print_program(const Program& p);
 // Parses the text form; throws InputError "FILE:LINE: message" on malformed input.
 Program parse_program(const std::string& text, const std::string& filename = "<asm>");

@@ -87,6 +87,8 @@ std::vector<Expr> LoopNode::loads() const {
   };
   if (body) walk(body);
   if (gather_index) walk(gather_index);
+  for (const auto& b : host_inputs)  // a host node reads each operand buffer whole
+    if (seen.insert(b + "[host]").second) out.push_back(make_load(b, Index(), dtype));
   if (!gather_table.empty() && seen.insert(gather_table + "[gather]").second)
     out.push_back(make_load(gather_table, Index(), dtype));  // the table, read indirectly
   return out;
@@ -312,7 +314,7 @@ std::vector<std::string> var_names(size_t n, const char* prefix) {
 
 }  // namespace
 
-LoopProgram lower_to_loop_ir(const Graph& core) {
+LoopProgram lower_to_loop_ir(const Graph& core, const LoweringOptions& opts) {
   LoopProgram p;
   p.name = core.name();
   auto outs = core.outputs();
@@ -395,7 +397,51 @@ LoopProgram lower_to_loop_ir(const Graph& core) {
     ln.output = n.name;
     ln.origin = n.name;
     ln.dtype = n.type.dtype;
-    if (info->category == OpCategory::Pointwise) {
+    // A graph break: the host computes the node from whole HBM buffers. An operand that is a
+    // view or a constant is first copied into a contiguous buffer of its own (on the LPU).
+    auto make_host = [&]() {
+      ln.kind = LoopKind::Host;
+      ln.ranges = n.type.shape;
+      ln.host_op = n.op;
+      ln.host_attrs = n.attrs;
+      auto vars = var_names(ln.ranges.size(), "i");
+      ln.store_index = contiguous_index(n.type.shape, vars).simplify(ranges_of(ln));
+      for (size_t j = 0; j < in.size(); ++j) {
+        const ValueAccess& a = *in[j];
+        const TensorType t{a.dtype, a.shape};
+        LoopNode c;
+        c.ranges = a.shape;
+        auto cv = var_names(c.ranges.size(), "i");
+        auto rng = ranges_of(c);
+        Idx idx;
+        for (const auto& v : cv) idx.push_back(Index::var(v));
+        Index contiguous = contiguous_index(a.shape, cv).simplify(rng);
+        bool plain = !a.constant && p.buffers.count(a.buffer) && p.buffers.at(a.buffer).type.shape == a.shape &&
+                     a.index(idx).simplify(rng) == contiguous;
+        if (plain) {
+          ln.host_inputs.push_back(a.buffer);
+          continue;
+        }
+        c.name = strcat(n.name, "_arg", j);
+        c.output = c.name;
+        c.origin = n.name;
+        c.dtype = a.dtype;
+        c.kind = LoopKind::Pointwise;
+        c.body = load(a, idx, rng);
+        c.store_index = contiguous;
+        add_buffer(c.name, t, BufferRole::Intermediate);
+        ln.host_inputs.push_back(c.name);
+        p.nodes.push_back(std::move(c));
+      }
+      finish(std::move(ln), n);
+    };
+    auto no_lowering = [&](const std::string& why) {
+      if (!opts.unsupported_to_host) throw InputError(why);
+      make_host();
+    };
+    if (opts.host_nodes.count(n.name)) {
+      make_host();
+    } else if (info->category == OpCategory::Pointwise) {
       ln.kind = LoopKind::Pointwise;
       ln.ranges = n.type.shape;
       auto vars = var_names(ln.ranges.size(), "i");
@@ -406,8 +452,11 @@ LoopProgram lower_to_loop_ir(const Graph& core) {
         ln.body = make_cast(args[0], n.type.dtype);
       } else {
         ScalarOp op;
-        if (!parse_scalar_op(n.op, op))
-          throw InputError(strcat("node %", n.name, ": pointwise op '", n.op, "' has no loop-IR lowering"));
+        if (!parse_scalar_op(n.op, op)) {
+          ln.ranges.clear();
+          no_lowering(strcat("node %", n.name, ": pointwise op '", n.op, "' has no loop-IR lowering"));
+          continue;
+        }
         ln.body = make_call(op, args, n.type.dtype);
       }
       ln.store_index = contiguous_index(n.type.shape, vars).simplify(rng);
@@ -521,8 +570,8 @@ LoopProgram lower_to_loop_ir(const Graph& core) {
       }
       access[n.name] = buffer_access(n.name, n.type);
     } else {
-      throw InputError(strcat("node %", n.name, ": op '", n.op, "' (", op_category_name(info->category),
-                              ") has no loop-IR lowering yet"));
+      no_lowering(strcat("node %", n.name, ": op '", n.op, "' (", op_category_name(info->category),
+                         ") has no loop-IR lowering yet"));
     }
   }
 
@@ -568,6 +617,11 @@ std::string print_loop_node(const LoopNode& n) {
   if (n.kind == LoopKind::Pointwise) {
     os << n.name << " = pointwise " << ranges(n.ranges, "i") << " " << dtype_name(n.dtype) << "\n";
     os << "  " << target << "[" << n.store_index.str() << "] = " << expr_str(n.body) << "\n";
+  } else if (n.kind == LoopKind::Host) {
+    os << n.name << " = host " << ranges(n.ranges, "i") << " " << dtype_name(n.dtype) << "   ; graph break\n";
+    os << "  " << target << " = " << n.host_op << "(";
+    for (size_t i = 0; i < n.host_inputs.size(); ++i) os << (i ? ", " : "") << n.host_inputs[i];
+    os << ")\n";
   } else if (n.kind == LoopKind::Gather) {
     os << n.name << " = gather " << ranges(n.ranges, "i") << " " << dtype_name(n.dtype) << "\n";
     os << "  " << target << "[" << n.store_index.str() << "] = " << n.gather_table << "[" << expr_str(n.gather_index)

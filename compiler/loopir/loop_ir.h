@@ -7,6 +7,7 @@
 // target comes from walking bodies with an ops handler (handlers/).
 #pragma once
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -45,7 +46,9 @@ bool parse_reduction_type(const std::string& name, ReductionType& out);
 // fused element-wise consumers form its epilogue, a fused producer of A its prologue.
 // Gather: out[row, c] = table[gather_index(row) * cols + c] (embedding lookup); the row's
 // table index is a loaded value, so the access is indirect (dma.gather on the LPU).
-enum class LoopKind { Pointwise, Reduction, Matmul, Gather };
+// Host: a graph break. The graph node runs on the host (reference semantics) reading its
+// inputs whole from HBM and writing its output to HBM; nothing fuses with it.
+enum class LoopKind { Pointwise, Reduction, Matmul, Gather, Host };
 
 struct LoopNode {
   std::string name;     // unique node name
@@ -62,6 +65,11 @@ struct LoopNode {
   std::string gather_table;  // Gather: the table buffer ([V, cols], row-major)
   Expr gather_index;         // Gather: load of the row's table index (over row variables)
   DType dtype = DType::f32;
+  // Host: the graph node's op and attributes, and the buffers of its operands in order
+  // (contiguous, materialised by the lowering when the operand was a view or a constant).
+  std::string host_op;
+  Attrs host_attrs;
+  std::vector<std::string> host_inputs;
 
   // Row/column view used by fusion legality and by tiling on the LPU: rows are the
   // flattened output dims except the innermost pointwise dim; columns are the innermost
@@ -111,9 +119,14 @@ struct LoopProgram {
   std::vector<const LoopNode*> writers(const std::string& buffer) const;  // empty for inputs
 };
 
+struct LoweringOptions {
+  std::set<std::string> host_nodes;  // graph nodes to run on the host (graph breaks)
+  bool unsupported_to_host = false;  // an op without a lowering becomes a host node, not an error
+};
+
 // Lower a core-op graph (after passes/) to loop IR. Throws InputError naming the node when an
-// op has no lowering.
-LoopProgram lower_to_loop_ir(const Graph& core);
+// op has no lowering (unless options turn it into a host node).
+LoopProgram lower_to_loop_ir(const Graph& core, const LoweringOptions& opts = {});
 
 std::string print_loop_node(const LoopNode& n);
 std::string print_loop_ir(const LoopProgram& p);

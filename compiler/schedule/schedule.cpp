@@ -75,6 +75,9 @@ struct Analysis {
 // Why the nodes of `merged` cannot run as one row-tiled kernel, or "" when they can.
 std::string illegal_reason(const Analysis& a, const std::vector<int>& merged) {
   const LoopProgram& p = a.p;
+  for (int i : merged)  // first: a break is the reason, whatever else would also be wrong
+    if (p.nodes[static_cast<size_t>(i)].kind == LoopKind::Host)
+      return strcat("graph break: ", p.nodes[static_cast<size_t>(i)].name, " runs on the host");
   int64_t rows = p.nodes[static_cast<size_t>(merged[0])].rows();
   for (int i : merged)
     if (p.nodes[static_cast<size_t>(i)].rows() != rows)
@@ -136,7 +139,8 @@ Kernel make_kernel(const Analysis& a, const std::vector<int>& nodes) {
   std::set<std::string> graph_outputs(a.p.outputs.begin(), a.p.outputs.end());
   for (int m : nodes) {
     const LoopNode& ln = a.p.nodes[static_cast<size_t>(m)];
-    bool external = graph_outputs.count(ln.out()) > 0 || a.writers.at(ln.out()).size() > 1;
+    // The host writes its result to HBM itself, so a host node's output always lives there.
+    bool external = graph_outputs.count(ln.out()) > 0 || a.writers.at(ln.out()).size() > 1 || ln.kind == LoopKind::Host;
     for (int su : a.succs[static_cast<size_t>(m)])
       if (!self.count(su)) external = true;
     if (external && std::find(k.hbm_outputs.begin(), k.hbm_outputs.end(), ln.out()) == k.hbm_outputs.end())

@@ -3,13 +3,15 @@
 namespace lpu::sim {
 
 Device::Device(sc_core::sc_module_name name, DeviceContext& c)
-    : sc_module(name), ctx(c), hbm("hbm", c), lmu("lmu", c), dma("dma", c, lmu), vxe("vxe", c, lmu), sxe("sxe", c, lmu), isu("isu", c) {
+    : sc_module(name), ctx(c), hbm("hbm", c), lmu("lmu", c), dma("dma", c, lmu), vxe("vxe", c, lmu), sxe("sxe", c, lmu), host("host", c), isu("isu", c) {
   // TLM sockets bind one initiator each: the HBM exposes one target socket per path, and
   // both land in the same channel model (so the streams contend).
   dma.hbm_socket.bind(hbm.socket);
   sxe.hbm_socket.bind(hbm.sxe_socket);
   sxe.attach(&isu);
   isu.attach(Opcode::SxeGemm, &sxe);
+  host.attach(&isu);
+  isu.attach(Opcode::HostCall, &host);
   dma.attach(&isu);
   vxe.attach(&isu);
   isu.attach(Opcode::DmaLoad, &dma);

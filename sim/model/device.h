@@ -4,6 +4,7 @@
 #include <memory>
 
 #include "model/dma.h"
+#include "model/host.h"
 #include "model/hbm.h"
 #include "model/isu.h"
 #include "model/lmu.h"
@@ -23,6 +24,7 @@ class Device : public sc_core::sc_module {
   Dma dma;
   Vxe vxe;
   Sxe sxe;
+  Host host;
   Isu isu;
 
  private:

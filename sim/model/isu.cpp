@@ -15,7 +15,7 @@ Range operand_range(uint64_t addr, int64_t R, int64_t C, int64_t rs, int64_t cs,
 }
 }  // namespace
 
-Footprint footprint(const Instruction& in) {
+Footprint footprint(const Instruction& in, const Program& p) {
   Footprint f;
   int64_t R = in.rows, C = in.cols;
   switch (in.opcode) {
@@ -49,6 +49,17 @@ Footprint footprint(const Instruction& in) {
       const Operand& ix = in.srcs.at(0);
       f.lm_reads.push_back(operand_range(ix.addr, R, 1, ix.rs, 0, 4));
       f.hbm_reads.push_back(operand_range(in.hbm_addr, 1, C, 0, in.hbm_cs, dtype_bytes(in.dtype)));
+      break;
+    }
+    case Opcode::HostCall: {
+      if (in.host_op < 0 || in.host_op >= static_cast<int64_t>(p.host_ops.size())) break;  // Host::execute reports it
+      const HostOp& h = p.host_ops[static_cast<size_t>(in.host_op)];
+      auto whole = [&p](const std::string& name) {
+        const BufferDecl* b = p.find_buffer(name);
+        return b ? Range{b->hbm_addr, b->hbm_addr + static_cast<uint64_t>(b->type.bytes())} : Range{};
+      };
+      for (const auto& name : h.inputs) f.hbm_reads.push_back(whole(name));
+      f.hbm_writes.push_back(whole(h.output));
       break;
     }
     case Opcode::SyncSignal:
@@ -130,7 +141,7 @@ void Isu::run() {
                                                                                               : in.opcode);
     if (it == engines_.end()) throw InternalError(strcat("isu: no engine for ", opcode_name(in.opcode)));
     Engine* e = it->second;
-    Footprint f = footprint(in);
+    Footprint f = footprint(in, *ctx_.program);
     double t0 = sc_core::sc_time_stamp().to_double();
     while (hazard(f, e)) wait(retired_);
     double t1 = sc_core::sc_time_stamp().to_double();

@@ -54,6 +54,13 @@ struct SyncState {
   std::string deadlock;                            // the report, once recognised
 };
 
+// One executed host.call (a graph break): its host-op index, link bytes and host time.
+struct HostCallRecord {
+  size_t host_op;
+  int64_t bytes;
+  double host_us;
+};
+
 struct DeviceContext {
   int device = 0;
   const Program* program = nullptr;
@@ -75,6 +82,7 @@ struct DeviceContext {
   std::vector<TraceEvent> trace;
   uint64_t hbm_read_bytes = 0, hbm_write_bytes = 0, hbm_burst_bytes = 0;
   double isu_hazard_stall_ps = 0, isu_queue_stall_ps = 0;
+  std::vector<HostCallRecord> host_calls;
   // An error raised inside a SystemC process (bad address, malformed operand...) is recorded
   // here and the simulation stopped; simulate() rethrows it as an InputError.
   std::string error;
@@ -85,6 +93,7 @@ struct DeviceContext {
   double finish_ps = 0;
 };
 
-Footprint footprint(const Instruction& in);
+// `p` resolves a host.call's buffers (it touches its inputs and output whole, in HBM).
+Footprint footprint(const Instruction& in, const Program& p);
 
 }  // namespace lpu::sim
