@@ -107,7 +107,13 @@ std::vector<KernelCounts> count_kernels(const LoopProgram& p, const Schedule& s)
       }
       produced.insert(n.out());
     }
-    for (const auto& o : k.hbm_outputs) c.hbm_write_bytes += p.buffers.at(o).bytes();
+    // Each node writing an HBM output stores its own elements (a concatenation's writers
+    // each fill their slice of the shared buffer).
+    std::set<std::string> hbm_out(k.hbm_outputs.begin(), k.hbm_outputs.end());
+    for (int idx : k.nodes) {
+      const LoopNode& n = p.nodes.at(static_cast<size_t>(idx));
+      if (hbm_out.count(n.out())) c.hbm_write_bytes += numel(n.ranges) * dtype_bytes(p.buffers.at(n.out()).type.dtype);
+    }
     out.push_back(std::move(c));
   }
   return out;

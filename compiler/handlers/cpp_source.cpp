@@ -142,6 +142,7 @@ class CppSourceHandler final : public OpsHandler<std::string> {
   }
 
   void emit() {
+    if (n_.kind == LoopKind::Gather) return emit_gather();
     bool reduces = node_reduces(n_);
     std::istringstream text(print_loop_node(n_));
     for (std::string l; std::getline(text, l);) w_.line("// " + l);
@@ -155,6 +156,22 @@ class CppSourceHandler final : public OpsHandler<std::string> {
     }
     std::string v = evaluate_node<std::string>(n_, *this);  // a reduction closes its own loops
     w_.line(buffer(n_.out()) + "[" + checked_index(n_.store_index, "store") + "] = " + v + ";");
+    for (size_t i = 0; i < n_.ranges.size(); ++i) w_.close();
+    w_.close();
+  }
+
+  // out[row..., c] = table[index(row...) * cols + c]: the index is a loaded value.
+  void emit_gather() {
+    std::istringstream text(print_loop_node(n_));
+    for (std::string l; std::getline(text, l);) w_.line("// " + l);
+    w_.open("");
+    for (size_t i = 0; i < n_.ranges.size(); ++i)
+      w_.open(strcat("for (int64_t i", i, " = 0; i", i, " < ", n_.ranges[i], "; ++i", i, ")"));
+    std::unordered_map<const ExprNode*, std::string> memo;
+    std::string idx = evaluate(n_.gather_index, *this, memo);
+    std::string col = "i" + std::to_string(n_.ranges.size() - 1);
+    w_.line(buffer(n_.out()) + "[" + checked_index(n_.store_index, "store") + "] = " + buffer(n_.gather_table) +
+            "[static_cast<int64_t>(" + idx + ") * " + std::to_string(n_.ranges.back()) + " + " + col + "];");
     for (size_t i = 0; i < n_.ranges.size(); ++i) w_.close();
     w_.close();
   }
