@@ -91,9 +91,9 @@ void Sxe::compute(const Instruction& in) {
 
 // sxe.model: rtl. The busiest tree's block (ceil(N / mac_trees) columns, all M rows as one
 // stream of M x cols dot products) runs through the verilated tree, its weight beats arriving
-// at the average rate the HBM reservation delivers them: the weight beats one tree needs
-// (cols x ceil(K / lanes), each reused for the M rows) over the cycles from the start to the
-// last byte, capped at one beat per cycle. So a memory-bound GEMV stalls the RTL just as the
+// at the average rate the HBM reservation delivers them: the tree's M x cols x ceil(K / lanes)
+// beats (each weight beat serves the M rows, so the stream needs to deliver only 1/M of them)
+// over the cycles from the start to the last weight byte, capped at one beat per cycle. So a memory-bound GEMV stalls the RTL just as the
 // stream throttles the closed form. The HBM latency is part of that average rather than a
 // delay of the first beat (same end time). Returns when the tree delivered its last result.
 double Sxe::rtl_end(const Instruction& in, double start_ps, double hbm_done) {
