@@ -134,6 +134,9 @@ SimResult simulate(const Program& prog, const ArchConfig& arch, const SimOptions
   s.hbm_bandwidth_utilization = peak_bytes > 0 ? static_cast<double>(s.hbm_read_bytes + s.hbm_write_bytes) / peak_bytes : 0;
   s.isu_hazard_stall_cycles = static_cast<uint64_t>(std::llround(ctx.isu_hazard_stall_ps / period));
   s.isu_queue_stall_cycles = static_cast<uint64_t>(std::llround(ctx.isu_queue_stall_ps / period));
+  s.sxe_rtl_gemms = ctx.sxe_rtl_gemms;
+  s.sxe_rtl_cycles = ctx.sxe_rtl_cycles;
+  s.sxe_rtl_stall_cycles = ctx.sxe_rtl_stall_cycles;
   for (size_t i = 0; i < ctx.engines.size(); ++i) {
     EngineStats e;
     e.name = ctx.engine_names[i];
@@ -194,6 +197,8 @@ nlohmann::json stats_to_json(const SimStats& s) {
   j["instructions"] = s.instructions;
   j["isu_hazard_stall_cycles"] = s.isu_hazard_stall_cycles;
   j["isu_queue_stall_cycles"] = s.isu_queue_stall_cycles;
+  if (s.sxe_rtl_gemms)
+    j["sxe_rtl"] = {{"gemms", s.sxe_rtl_gemms}, {"cycles", s.sxe_rtl_cycles}, {"stall_cycles", s.sxe_rtl_stall_cycles}};
   nlohmann::json eng = nlohmann::json::object();
   for (const auto& e : s.engines)
     eng[e.name] = {{"busy_cycles", e.busy_cycles},

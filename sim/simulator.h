@@ -49,6 +49,9 @@ struct SimStats {
   double hbm_bandwidth_utilization = 0;    // (read + write) / (peak bandwidth x latency)
   uint64_t instructions = 0;
   uint64_t isu_hazard_stall_cycles = 0, isu_queue_stall_cycles = 0;
+  // sxe.model: rtl only (JSON "sxe_rtl" when non-zero): sxe.gemm instructions the verilated
+  // tree ran, its cycles and its stall cycles (weight stream slower than the tree), summed.
+  uint64_t sxe_rtl_gemms = 0, sxe_rtl_cycles = 0, sxe_rtl_stall_cycles = 0;
   std::vector<EngineStats> engines;
   std::vector<KernelStats> kernels;
   std::vector<GraphBreakStats> graph_breaks;  // in execution order

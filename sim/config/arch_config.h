@@ -54,7 +54,8 @@ struct ArchConfig {
 
   struct Sxe {
     // Timing model of the matrix engine: the closed form (sim/model/sxe_timing.h) or the
-    // Verilator RTL of the MAC trees (sim/rtl/, builds with LPU_WITH_RTL only).
+    // Verilator RTL of a MAC tree inside the device simulation (sim/model/sxe_rtl.h; builds
+    // with LPU_WITH_RTL only, else simulate() says so with an InputError).
     enum class Model { Approx, Rtl };
     int mac_trees = 0;
     int lanes = 0;

@@ -35,7 +35,9 @@ void Engine::worker() {
       sc_core::sc_stop();
       return;
     }
-    if (end > start) wait(sc_core::sc_time(end - start, sc_core::SC_PS));
+    // execute() may itself have waited (the RTL SXE runs its clocked tree meanwhile).
+    double now = sc_core::sc_time_stamp().to_double();
+    if (end > now) wait(sc_core::sc_time(end - now, sc_core::SC_PS));
     --busy_;
     auto& c = ctx_.engines[static_cast<size_t>(index_)];
     c.busy_ps += end - start;

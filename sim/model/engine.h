@@ -27,7 +27,8 @@ class Engine : public sc_core::sc_module {
   bool in_order() const { return workers_ == 1; }
 
  protected:
-  // Executes instruction `i` starting at `start_ps`; returns its completion time (ps).
+  // Executes instruction `i` starting at `start_ps`; returns its completion time (ps). It
+  // may wait (SC_THREAD context), but the models other than the RTL SXE compute at once.
   virtual double execute(size_t i, double start_ps) = 0;
   DeviceContext& ctx_;
 

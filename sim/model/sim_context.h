@@ -83,6 +83,8 @@ struct DeviceContext {
   uint64_t hbm_read_bytes = 0, hbm_write_bytes = 0, hbm_burst_bytes = 0;
   double isu_hazard_stall_ps = 0, isu_queue_stall_ps = 0;
   std::vector<HostCallRecord> host_calls;
+  // sxe.model: rtl -- what the verilated tree did, summed over the sxe.gemm instructions.
+  uint64_t sxe_rtl_gemms = 0, sxe_rtl_cycles = 0, sxe_rtl_stall_cycles = 0;
   // An error raised inside a SystemC process (bad address, malformed operand...) is recorded
   // here and the simulation stopped; simulate() rethrows it as an InputError.
   std::string error;

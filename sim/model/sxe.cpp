@@ -1,5 +1,8 @@
 #include "model/sxe.h"
 
+#include <algorithm>
+#include <cmath>
+
 #include "model/numeric.h"
 #include "model/sxe_timing.h"
 #include "support/error.h"
@@ -7,7 +10,9 @@
 namespace lpu::sim {
 
 Sxe::Sxe(sc_core::sc_module_name name, DeviceContext& ctx, Lmu& lmu)
-    : Engine(name, ctx, ctx.arch->sxe.queue_depth, 1), hbm_socket("hbm_socket"), lmu_(lmu) {}
+    : Engine(name, ctx, ctx.arch->sxe.queue_depth, 1), hbm_socket("hbm_socket"), lmu_(lmu) {
+  if (ctx.arch->sxe.model == ArchConfig::Sxe::Model::Rtl) rtl_ = make_sxe_rtl_unit(ctx);
+}
 
 double Sxe::execute(size_t i, double start_ps) {
   const Instruction& in = ctx_.program->code[i];
@@ -55,9 +60,11 @@ double Sxe::execute(size_t i, double start_ps) {
   }
   double period = ctx_.period.to_double();
   int64_t cols_per_tree = (N + cfg.mac_trees - 1) / cfg.mac_trees;
-  double compute_end = start_ps + period * mac_tree_cycles(K, cols_per_tree, M, cfg.lanes, cfg.pipeline_depth);
   double stream_end = hbm_done + period * cfg.pipeline_depth;  // the last beat drains the adder tree
   double lmu_end = lmu_.reserve(start_ps, static_cast<uint64_t>(M * K * 4 + M * N * 4));
+  // The RTL reads its operands before compute() writes the destination (which may alias them).
+  double compute_end = rtl_ ? rtl_end(in, start_ps, hbm_done)
+                            : start_ps + period * mac_tree_cycles(K, cols_per_tree, M, cfg.lanes, cfg.pipeline_depth);
   if (ctx_.functional) compute(in);
   return std::max({compute_end, stream_end, lmu_end});
 }
@@ -80,6 +87,83 @@ void Sxe::compute(const Instruction& in) {
       out[static_cast<size_t>(m * N + n)] = static_cast<float>(acc);
     }
   std::copy(out.begin(), out.end(), lmu_.data(in.lm_addr));
+}
+
+// sxe.model: rtl. The busiest tree's block (ceil(N / mac_trees) columns, all M rows as one
+// stream of M x cols dot products) runs through the verilated tree, its weight beats arriving
+// at the average rate the HBM reservation delivers them: the tree's M x cols x ceil(K / lanes)
+// beats (each weight beat serves the M rows, so the stream needs to deliver only 1/M of them)
+// over the cycles from the start to the last weight byte, capped at one beat per cycle. So a memory-bound GEMV stalls the RTL just as the
+// stream throttles the closed form. The HBM latency is part of that average rather than a
+// delay of the first beat (same end time). Returns when the tree delivered its last result.
+double Sxe::rtl_end(const Instruction& in, double start_ps, double hbm_done) {
+  const auto& cfg = ctx_.arch->sxe;
+  const int64_t M = in.rows, K = in.depth;
+  const int64_t cols = (in.cols + cfg.mac_trees - 1) / cfg.mac_trees;
+  const double period = ctx_.period.to_double();
+  double beats = static_cast<double>(M * cols) * std::ceil(static_cast<double>(K) / cfg.lanes);
+  double stream_cycles = (hbm_done - start_ps) / period;
+  double rate = stream_cycles > 0 ? std::min(1.0, beats / stream_cycles) : 1.0;
+  SxeRtlRun r = ctx_.functional ? run_rtl_checked(in, cols, rate) : rtl_->run(M, K, cols, rate, nullptr, nullptr, nullptr);
+  ++ctx_.sxe_rtl_gemms;
+  ctx_.sxe_rtl_cycles += r.cycles;
+  ctx_.sxe_rtl_stall_cycles += r.stall_cycles;
+  return start_ps + period * static_cast<double>(r.cycles);
+}
+
+namespace {
+
+// Symmetric int16 quantisation of `v` by its largest magnitude.
+std::vector<int16_t> quantise(const std::vector<double>& v) {
+  double amax = 0;
+  for (double e : v) amax = std::max(amax, std::abs(e));
+  std::vector<int16_t> q(v.size(), 0);
+  if (amax == 0) return q;
+  for (size_t i = 0; i < v.size(); ++i) q[i] = static_cast<int16_t>(std::lround(v[i] / amax * 32767.0));
+  return q;
+}
+
+}  // namespace
+
+// Functional mode with sxe.model: rtl. The values the program sees come from compute()
+// (fp32): the RTL is an integer stand-in for FP16 arithmetic. But the tree is fed the real
+// operands, quantised to int16, and its exact integer results must equal a C++ reference:
+// a wrong beat order, lane mapping or lost result in the in-device driver fails the run.
+SxeRtlRun Sxe::run_rtl_checked(const Instruction& in, int64_t cols, double beats_per_cycle) {
+  const int64_t M = in.rows, K = in.depth;
+  cols = std::min(cols, in.cols);
+  const int64_t eb = dtype_bytes(in.dtype);
+  const Operand& a = in.srcs.at(0);
+  auto outside = [&] {
+    return InputError(strcat("device ", ctx_.device, ": ", print_instruction(in), " reads outside memory"));
+  };
+  std::vector<double> wv(static_cast<size_t>(K * cols)), xv(static_cast<size_t>(M * K));
+  for (int64_t k = 0; k < K; ++k) {
+    for (int64_t n = 0; n < cols; ++n) {
+      uint64_t bo = in.hbm_addr + static_cast<uint64_t>((k * in.hbm_rs + n * in.hbm_cs) * eb);
+      if (bo + static_cast<uint64_t>(eb) > ctx_.hbm_data.size()) throw outside();
+      wv[static_cast<size_t>(k * cols + n)] = load_element(&ctx_.hbm_data[bo], in.dtype);
+    }
+    for (int64_t m = 0; m < M; ++m) {
+      int64_t ao = static_cast<int64_t>(a.addr / 4) + m * a.rs + k * a.cs;
+      if (ao < 0 || ao >= static_cast<int64_t>(ctx_.lmu_data.size())) throw outside();
+      xv[static_cast<size_t>(m * K + k)] = ctx_.lmu_data[static_cast<size_t>(ao)];
+    }
+  }
+  std::vector<int16_t> W = quantise(wv), x = quantise(xv);
+  std::vector<int64_t> y;
+  SxeRtlRun run = rtl_->run(M, K, cols, beats_per_cycle, &W, &x, &y);
+  for (int64_t m = 0; m < M; ++m)
+    for (int64_t n = 0; n < cols; ++n) {
+      int64_t ref = 0;
+      for (int64_t k = 0; k < K; ++k)
+        ref += int64_t{W[static_cast<size_t>(k * cols + n)]} * x[static_cast<size_t>(m * K + k)];
+      if (y[static_cast<size_t>(m * cols + n)] != ref)
+        throw InternalError(strcat("sxe.model rtl: ", print_instruction(in), " (line ", in.line, "): the RTL gave ",
+                                   y[static_cast<size_t>(m * cols + n)], " for output [", m, ", ", n, "], expected ",
+                                   ref, " (int16-quantised operands)"));
+    }
+  return run;
 }
 
 }  // namespace lpu::sim

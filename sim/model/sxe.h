@@ -4,11 +4,15 @@
 // One sxe.gemm [M, K, N]: the weight runs are sent to the HBM model at the start (so they
 // contend with DMA traffic on the same channels); the trees finish when both the compute
 // (sxe_timing.h, full-rate stream) and the stream itself are done, plus the pipeline drain.
+// With sxe.model: rtl the compute part comes from a verilated MAC tree instead (sxe_rtl.h).
 #pragma once
+#include <memory>
+
 #include <tlm_utils/simple_initiator_socket.h>
 
 #include "model/engine.h"
 #include "model/lmu.h"
+#include "model/sxe_rtl.h"
 
 namespace lpu::sim {
 
@@ -22,7 +26,10 @@ class Sxe : public Engine {
 
  private:
   void compute(const Instruction& in);
+  double rtl_end(const Instruction& in, double start_ps, double hbm_done);
+  SxeRtlRun run_rtl_checked(const Instruction& in, int64_t cols, double beats_per_cycle);
   Lmu& lmu_;
+  std::unique_ptr<SxeRtlUnit> rtl_;  // sxe.model: rtl only
   std::vector<uint8_t> staging_;
 };
 

@@ -1,7 +1,8 @@
 // RTL co-simulation of the SXE (issue 8): a GEMV run through the Verilator model of the MAC
 // tree (sxe_mac_tree.sv) inside a clocked SystemC simulation. It is the ground truth the
-// closed-form timing (sim/model/sxe_timing.h) is checked against, and the backend of a future
-// `sxe.model: rtl` switch in the device model.
+// closed-form timing (sim/model/sxe_timing.h) is checked against. It runs its own SystemC
+// simulation; `sxe.model: rtl` uses the same tree driver (mac_tree_port.h) inside the device
+// simulation instead (sxe_rtl_unit.cpp).
 //
 // Arithmetic is the fixed-point stand-in documented in sxe_mac_tree.sv: int16 weights and
 // activations (FP16's width), exact 64-bit accumulation.
