@@ -250,7 +250,9 @@ SweepSummary run_sweep(const SweepSpec& spec, const SweepOptions& opts, std::ost
     double wall = seconds_since(r.start);
     nlohmann::json run;
     std::string error;
-    if (r.timed_out) {
+    // The poll loop checks timeouts every few ms; a point that overran but exited before the
+    // check (a busy machine) has still broken its limit.
+    if (r.timed_out || (opts.timeout_s > 0 && wall > opts.timeout_s)) {
       error = strcat("timed out after ", opts.timeout_s, " s (--timeout)");
     } else if (!ex.ok()) {
       error = error_message(read_text(r.err), ex.describe());
