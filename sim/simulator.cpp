@@ -177,10 +177,9 @@ SimResult simulate(const Program& prog, const ArchConfig& arch, const SimOptions
   }
   if (opts.record_trace) {
     for (const auto& ev : ctx.trace) {
-      const Instruction& in = prog.code[ev.instr];
       res.trace.push_back({ctx.engine_names[static_cast<size_t>(ev.engine)],
-                           in.kernel >= 0 ? prog.kernels[static_cast<size_t>(in.kernel)] : "",
-                           print_instruction(in), ev.start_ps * 1e-6, (ev.end_ps - ev.start_ps) * 1e-6});
+                           ev.kernel >= 0 ? prog.kernels[static_cast<size_t>(ev.kernel)] : "", ev.text,
+                           ev.start_ps * 1e-6, (ev.end_ps - ev.start_ps) * 1e-6});
     }
   }
   return res;

@@ -154,7 +154,7 @@ TEST(Encoding, ErrorsSayWhatAndWhere) {
   magic[0] = 'X';
   EXPECT_NE(decode_error(magic).find("byte 0: not an LPU program"), std::string::npos) << decode_error(magic);
   // The instruction records sit before the operand pool (2 + 1 + 1 operands, 16 bytes each).
-  constexpr size_t kRec = 44;  // instruction record bytes (format version 2)
+  constexpr size_t kRec = 56;  // instruction record bytes (format version 4)
   size_t code_at = bin.size() - 4 * 16 - p.code.size() * kRec;
   std::vector<uint8_t> opcode = bin;
   opcode[code_at + 2 * kRec] = 99;  // instruction 2's opcode

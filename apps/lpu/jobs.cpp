@@ -195,14 +195,19 @@ namespace {
 // opcode (the SXE's, say) must decide here how it counts, or the build warns.
 nlohmann::json work_to_json(const Program& p) {
   uint64_t vxe = 0, sxe = 0;
+  std::vector<uint64_t> times{1};  // iterations of the enclosing loops, multiplied
   for (const auto& in : p.code) {
     switch (in.opcode) {
+      case Opcode::LoopBegin: times.push_back(times.back() * static_cast<uint64_t>(in.token)); break;
+      case Opcode::LoopEnd:
+        if (times.size() > 1) times.pop_back();
+        break;
       case Opcode::VxeOp:
       case Opcode::VxeReduce:
-        vxe += static_cast<uint64_t>(in.rows * in.cols);
+        vxe += times.back() * static_cast<uint64_t>(in.rows * in.cols);
         break;
       case Opcode::SxeGemm:  // a multiply and an add per MAC
-        sxe += static_cast<uint64_t>(2 * in.rows * in.depth * in.cols);
+        sxe += times.back() * static_cast<uint64_t>(2 * in.rows * in.depth * in.cols);
         break;
       case Opcode::VxeMov:
       case Opcode::SyncSignal:

@@ -523,6 +523,68 @@ int64_t KernelEmitter::emit_tile(int64_t r0, int64_t rows, uint64_t base, uint64
 
 }  // namespace
 
+// Folds tiles into a loop: groups of `group` consecutive tiles (one per local-memory buffer)
+// that differ from the first group only by HBM addresses advancing linearly become one loop
+// body with hbm steps; the tiles after the longest such run stay unrolled.
+std::vector<Instruction> fold_tiles(const std::vector<std::vector<Instruction>>& tiles, size_t group, int kernel) {
+  std::vector<Instruction> out;
+  auto flat = [&](size_t g) {
+    std::vector<const Instruction*> v;
+    for (size_t t = g * group; t < (g + 1) * group && t < tiles.size(); ++t)
+      for (const auto& in : tiles[t]) v.push_back(&in);
+    return v;
+  };
+  size_t groups = tiles.size() / group;
+  size_t n = 0;
+  std::vector<int64_t> step;
+  if (groups >= 2) {
+    auto g0 = flat(0), g1 = flat(1);
+    bool same = g0.size() == g1.size();
+    for (size_t i = 0; same && i < g0.size(); ++i) {
+      Instruction b = *g1[i];
+      step.push_back(static_cast<int64_t>(b.hbm_addr) - static_cast<int64_t>(g0[i]->hbm_addr));
+      b.hbm_addr = g0[i]->hbm_addr;
+      same = b.same_as(*g0[i]);
+    }
+    if (same) {
+      n = 2;
+      for (; n < groups; ++n) {
+        auto gj = flat(n);
+        bool ok = gj.size() == g0.size();
+        for (size_t i = 0; ok && i < g0.size(); ++i) {
+          Instruction b = *gj[i];
+          ok = static_cast<int64_t>(b.hbm_addr) ==
+               static_cast<int64_t>(g0[i]->hbm_addr) + step[i] * static_cast<int64_t>(n);
+          b.hbm_addr = g0[i]->hbm_addr;
+          ok = ok && b.same_as(*g0[i]);
+        }
+        if (!ok) break;
+      }
+    }
+  }
+  size_t unrolled_from = 0;
+  if (n >= 2) {
+    Instruction begin;
+    begin.opcode = Opcode::LoopBegin;
+    begin.token = static_cast<int64_t>(n);
+    begin.kernel = kernel;
+    out.push_back(begin);
+    auto g0 = flat(0);
+    for (size_t i = 0; i < g0.size(); ++i) {
+      Instruction in = *g0[i];
+      in.hbm_step = step[i];
+      out.push_back(in);
+    }
+    Instruction end;
+    end.opcode = Opcode::LoopEnd;
+    end.kernel = kernel;
+    out.push_back(end);
+    unrolled_from = n * group;
+  }
+  for (size_t t = unrolled_from; t < tiles.size(); ++t) out.insert(out.end(), tiles[t].begin(), tiles[t].end());
+  return out;
+}
+
 int64_t kernel_min_lmu_bytes(const LoopProgram& p, const Kernel& k, bool double_buffer) {
   static const std::map<std::string, uint64_t> no_addresses;  // addresses do not matter for sizing
   KernelEmitter e(p, k, 0, no_addresses);
@@ -600,14 +662,21 @@ CodegenResult generate_lpu_program(const LoopProgram& p, const Schedule& s, cons
     int64_t tb = align_up(tile_bytes(rows, nullptr), kLmAlign);
 
     KernelEmitter e(p, k, id, hbm);
-    std::vector<Instruction> body;
+    std::vector<std::vector<Instruction>> tile_code;
     int64_t tiles = 0;
     uint64_t region0 = static_cast<uint64_t>(align_up(hoisted, kLmAlign));
     for (int64_t r0 = 0; r0 < k.rows; r0 += rows, ++tiles) {
       uint64_t base = region0 + static_cast<uint64_t>((tiles % nbuf) * tb);
-      e.emit_tile(r0, std::min(rows, k.rows - r0), base, static_cast<uint64_t>(tb), body);
+      tile_code.emplace_back();
+      e.emit_tile(r0, std::min(rows, k.rows - r0), base, static_cast<uint64_t>(tb), tile_code.back());
     }
     prog.code.insert(prog.code.end(), e.hoisted_code.begin(), e.hoisted_code.end());
+    std::vector<Instruction> body;
+    if (opts.fold_loops) {
+      body = fold_tiles(tile_code, static_cast<size_t>(nbuf), id);
+    } else {
+      for (const auto& t : tile_code) body.insert(body.end(), t.begin(), t.end());
+    }
     prog.code.insert(prog.code.end(), body.begin(), body.end());
     res.tiling.push_back({k.name, rows, tiles, hoisted, tb});
   }

@@ -16,6 +16,9 @@ struct CodegenOptions {
   bool double_buffer = true;
   int64_t hbm_alignment = 256;     // buffer base alignment in HBM
   int64_t max_tile_rows = 0;       // 0 = as many as fit
+  // Fold a kernel's repeating tiles into `loop N ... endloop` with per-iteration HBM address
+  // steps (the same execution, a program a fraction of the size).
+  bool fold_loops = true;
 };
 
 struct KernelTiling {

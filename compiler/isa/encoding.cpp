@@ -13,13 +13,14 @@ namespace {
 
 constexpr char kMagic[4] = {'L', 'P', 'U', 'B'};
 constexpr size_t kHeaderBytes = 48;
-constexpr size_t kInstrBytes = 44;
+constexpr size_t kInstrBytes = 56;
 constexpr size_t kOperandBytes = 16;
 constexpr uint8_t kNoOp = 0xFF;  // op-table index of instructions without a vector op
 
 // Stable codes, independent of the C++ enum order (the file format must not move with it).
 constexpr Opcode kOpcodes[] = {Opcode::DmaLoad, Opcode::DmaStore, Opcode::VxeOp, Opcode::VxeReduce, Opcode::VxeMov, Opcode::Halt,
-                               Opcode::SxeGemm, Opcode::DmaGather, Opcode::HostCall, Opcode::SyncSignal, Opcode::SyncWait};
+                               Opcode::SxeGemm, Opcode::DmaGather, Opcode::HostCall, Opcode::SyncSignal, Opcode::SyncWait,
+                               Opcode::LoopBegin, Opcode::LoopEnd};
 constexpr DType kDTypes[] = {DType::f32, DType::f16, DType::bf16, DType::i64, DType::i32, DType::boolean};
 constexpr BufferRole kRoles[] = {BufferRole::Input, BufferRole::Weight, BufferRole::Intermediate, BufferRole::Output};
 
@@ -225,7 +226,8 @@ std::vector<uint8_t> encode_program(const Program& p) {
     w.u8(static_cast<uint8_t>(in.srcs.size()));
     w.i32(Writer::narrow_i32(in.kernel, what("kernel")));
     if (in.rows < 0 || in.cols < 0) throw InputError(what("has a negative tile shape")());
-    bool sync = in.opcode == Opcode::SyncSignal || in.opcode == Opcode::SyncWait;
+    // Sync and loop instructions carry their token / count in the rows field.
+    bool sync = in.opcode == Opcode::SyncSignal || in.opcode == Opcode::SyncWait || in.opcode == Opcode::LoopBegin;
     // Sync instructions carry the token in the rows field and peer + 1 in the cols field.
     w.u32(Writer::narrow_u32(static_cast<uint64_t>(sync ? in.token : in.rows), what("rows")));
     w.u32(Writer::narrow_u32(static_cast<uint64_t>(sync ? in.peer + 1 : in.cols), what("cols")));
@@ -238,6 +240,8 @@ std::vector<uint8_t> encode_program(const Program& p) {
     // The depth field carries K for sxe.gemm and the host-op index for host.call.
     int64_t depth = in.opcode == Opcode::HostCall ? in.host_op : in.depth;
     w.u32(Writer::narrow_u32(static_cast<uint64_t>(depth), what("depth")));
+    w.i64(in.hbm_step);
+    w.i32(Writer::narrow_i32(in.lm_step, what("lm step")));
     next_operand += static_cast<uint32_t>(in.srcs.size());
   }
   for (size_t i = 0; i < p.code.size(); ++i)
@@ -383,6 +387,8 @@ Program decode_program(const uint8_t* data, size_t size, const std::string& sour
     in.lm_addr = r.u32("lm address");
     uint32_t first = r.u32("first operand");
     in.depth = r.u32("depth");
+    in.hbm_step = r.i64("hbm step");
+    in.lm_step = r.i32("lm step");
     if (in.opcode == Opcode::HostCall) {
       in.host_op = in.depth;
       in.depth = 0;
@@ -405,11 +411,12 @@ Program decode_program(const uint8_t* data, size_t size, const std::string& sour
     if (nsrc != want_src) bad(3, strcat(static_cast<int>(nsrc), " source operands, ", opcode_name(in.opcode), " takes ", want_src));
     if (in.kernel < -1 || in.kernel >= static_cast<int64_t>(n_kernels))
       bad(4, strcat("kernel ", in.kernel, " outside -1 .. ", static_cast<int64_t>(n_kernels) - 1));
-    if (in.opcode == Opcode::SyncSignal || in.opcode == Opcode::SyncWait) {
+    if (in.opcode == Opcode::SyncSignal || in.opcode == Opcode::SyncWait || in.opcode == Opcode::LoopBegin) {
       in.token = in.rows;
       in.peer = in.cols - 1;
       in.rows = in.cols = 0;
-    } else if (in.opcode != Opcode::Halt && in.opcode != Opcode::HostCall && (in.rows == 0 || in.cols == 0)) {
+    } else if (in.opcode != Opcode::Halt && in.opcode != Opcode::HostCall && in.opcode != Opcode::LoopEnd &&
+               (in.rows == 0 || in.cols == 0)) {
       bad(8, "tile shape must be positive");
     }
     if (static_cast<uint64_t>(first) + nsrc > n_operands)

@@ -21,7 +21,7 @@
 
 namespace lpu {
 
-inline constexpr uint16_t kLpuBinVersion = 3;  // 2: 44-byte records with sxe.gemm depth; 3: host-op table
+inline constexpr uint16_t kLpuBinVersion = 4;  // 4: loops, 56-byte records with address steps;  // 2: 44-byte records with sxe.gemm depth; 3: host-op table
 
 // Throws InputError when a field does not fit its record (e.g. a tile dimension >= 2^32),
 // naming the instruction.

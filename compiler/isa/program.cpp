@@ -23,6 +23,8 @@ const char* opcode_name(Opcode op) {
     case Opcode::SyncSignal: return "sync.signal";
     case Opcode::SyncWait: return "sync.wait";
     case Opcode::HostCall: return "host.call";
+    case Opcode::LoopBegin: return "loop";
+    case Opcode::LoopEnd: return "endloop";
     case Opcode::Halt: return "halt";
   }
   return "?";
@@ -32,7 +34,8 @@ bool Instruction::same_as(const Instruction& o) const {
   return opcode == o.opcode && vop == o.vop && rop == o.rop && dtype == o.dtype && rows == o.rows &&
          cols == o.cols && depth == o.depth && hbm_addr == o.hbm_addr && hbm_rs == o.hbm_rs && hbm_cs == o.hbm_cs &&
          lm_addr == o.lm_addr && srcs == o.srcs && kernel == o.kernel && host_op == o.host_op && token == o.token &&
-         peer == o.peer;
+         peer == o.peer && hbm_step == o.hbm_step &&
+         lm_step == o.lm_step;
 }
 
 const BufferDecl* Program::find_buffer(const std::string& n) const {
@@ -60,7 +63,7 @@ std::string operand_str(const Operand& o) {
 }
 }  // namespace
 
-std::string print_instruction(const Instruction& in) {
+std::string print_instruction_body(const Instruction& in) {
   std::string s;
   switch (in.opcode) {
     case Opcode::DmaLoad:
@@ -86,6 +89,18 @@ std::string print_instruction(const Instruction& in) {
   }
   s += " " + shape2(in.rows, in.cols) + " lm:" + hex(in.lm_addr) + " <-";
   for (size_t i = 0; i < in.srcs.size(); ++i) s += (i ? ", " : " ") + operand_str(in.srcs[i]);
+  return s;
+}
+
+std::string print_instruction(const Instruction& in) {
+  if (in.opcode == Opcode::LoopBegin) return strcat("loop ", in.token);
+  if (in.opcode == Opcode::LoopEnd) return "endloop";
+  std::string s = print_instruction_body(in);
+  if (in.hbm_step || in.lm_step) {
+    s += " step";
+    if (in.hbm_step) s += strcat(" hbm:", in.hbm_step < 0 ? "-" : "+", hex(static_cast<uint64_t>(in.hbm_step < 0 ? -in.hbm_step : in.hbm_step)));
+    if (in.lm_step) s += strcat(" lm:", in.lm_step < 0 ? "-" : "+", hex(static_cast<uint64_t>(in.lm_step < 0 ? -in.lm_step : in.lm_step)));
+  }
   return s;
 }
 
@@ -257,6 +272,7 @@ Program parse_program(const std::string& text, const std::string& filename) {
   std::string line;
   int lineno = 0;
   int kernel = -1;
+  int loop_depth = 0;
   bool have_program = false;
   while (std::getline(is, line)) {
     ++lineno;
@@ -324,6 +340,14 @@ Program parse_program(const std::string& text, const std::string& filename) {
           lp.expect("<-");
           in.lm_addr = lp.address("lm");
         }
+      } else if (w == "loop") {
+        in.opcode = Opcode::LoopBegin;
+        in.token = lp.integer();
+        if (in.token < 1) lp.fail("a loop runs at least once");
+        ++loop_depth;
+      } else if (w == "endloop") {
+        in.opcode = Opcode::LoopEnd;
+        if (loop_depth-- == 0) lp.fail("endloop without loop");
       } else if (w == "sync.signal" || w == "sync.wait") {
         in.opcode = w == "sync.wait" ? Opcode::SyncWait : Opcode::SyncSignal;
         in.token = lp.integer();
@@ -388,14 +412,27 @@ Program parse_program(const std::string& text, const std::string& filename) {
       } else {
         lp.fail("unknown instruction '" + w + "'");
       }
+      if (lp.accept("step")) {
+        if (loop_depth == 0) lp.fail("address steps are only meaningful inside a loop");
+        auto signed_step = [&]() -> int64_t {
+          bool neg = lp.accept("-");
+          if (!neg) lp.expect("+");
+          int64_t v = lp.integer();
+          return neg ? -v : v;
+        };
+        if (lp.accept("hbm:")) in.hbm_step = signed_step();
+        if (lp.accept("lm:")) in.lm_step = signed_step();
+      }
       bool sync = in.opcode == Opcode::SyncSignal || in.opcode == Opcode::SyncWait;
-      if (in.opcode != Opcode::Halt && in.opcode != Opcode::HostCall && !sync && (in.rows <= 0 || in.cols <= 0))
+      bool control = sync || in.opcode == Opcode::LoopBegin || in.opcode == Opcode::LoopEnd;
+      if (in.opcode != Opcode::Halt && in.opcode != Opcode::HostCall && !control && (in.rows <= 0 || in.cols <= 0))
         lp.fail("tile shape must be positive");
       p.code.push_back(in);
     }
     if (!lp.at_end()) lp.fail("unexpected trailing text");
   }
   if (!have_program) throw InputError(filename + ":1: missing .program directive");
+  if (loop_depth != 0) throw InputError(strcat(filename, ":", lineno, ": ", loop_depth, " loop(s) without endloop"));
   return p;
 }
 

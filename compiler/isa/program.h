@@ -23,6 +23,8 @@
 //                          device D (default: this one; another device gets it after the ESL latency)
 //   sync.wait T            issue nothing further until token T is positive, then take one
 //   host.call 0                                       ; run host op 0 (a graph break)
+//   loop N ... endloop    repeat the body N times; instructions inside may carry
+//                         "step hbm:+S lm:+T": per-iteration address increments
 //   halt
 // and the host-op table (graph breaks: ops the LPU does not run, executed by the host):
 //   .hostop ID OP NODE IN1,IN2 -> OUT ATTRS_JSON
@@ -37,7 +39,8 @@
 
 namespace lpu {
 
-enum class Opcode { DmaLoad, DmaStore, VxeOp, VxeReduce, VxeMov, SxeGemm, DmaGather, HostCall, SyncSignal, SyncWait, Halt };
+enum class Opcode { DmaLoad, DmaStore, VxeOp, VxeReduce, VxeMov, SxeGemm, DmaGather, HostCall, SyncSignal, SyncWait,
+                    LoopBegin, LoopEnd, Halt };
 const char* opcode_name(Opcode op);
 
 struct Operand {
@@ -60,7 +63,10 @@ struct Instruction {
   int64_t hbm_rs = 0, hbm_cs = 0;         // DMA, elements; SxeGemm: B's k and n strides
   uint64_t lm_addr = 0;                   // DMA: LMU side; VXE/SXE: destination
   std::vector<Operand> srcs;              // VXE sources; SxeGemm: A (rs, cs = row and k strides)
-  int64_t token = 0;                      // SyncSignal / SyncWait
+  int64_t token = 0;                      // SyncSignal / SyncWait; LoopBegin: iteration count
+  // Inside a loop: added per iteration of the innermost enclosing loop to the HBM address
+  // (DMA, gather, SXE B) and to the LMU destination and every LMU source operand.
+  int64_t hbm_step = 0, lm_step = 0;
   int64_t peer = -1;                      // SyncSignal: target device (-1 = this one)
   int kernel = -1;                        // index into Program::kernels
   int line = 0;                           // source line when parsed (diagnostics)

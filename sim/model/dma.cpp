@@ -9,7 +9,7 @@ Dma::Dma(sc_core::sc_module_name name, DeviceContext& ctx, Lmu& lmu)
     : Engine(name, ctx, ctx.arch->dma.queue_depth, ctx.arch->dma.engines), hbm_socket("hbm_socket"), lmu_(lmu) {}
 
 double Dma::execute(size_t i, double start_ps) {
-  const Instruction& in = ctx_.program->code[i];
+  const Instruction& in = ctx_.instr(i);
   const bool gather = in.opcode == Opcode::DmaGather;
   const bool load = in.opcode == Opcode::DmaLoad || gather;
   const int64_t eb = dtype_bytes(in.dtype);

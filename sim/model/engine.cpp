@@ -43,8 +43,8 @@ void Engine::worker() {
     c.busy_ps += end - start;
     ++c.instructions;
     if (ctx_.record_trace) {
-      const Instruction& in = ctx_.program->code[i];
-      ctx_.trace.push_back({index_, in.kernel, i, start, end});
+      const Instruction& in = ctx_.instr(i);
+      ctx_.trace.push_back({index_, in.kernel, i, start, end, print_instruction(in)});
     }
     isu_->retire(i);
   }

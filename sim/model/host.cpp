@@ -28,7 +28,7 @@ Host::Host(sc_core::sc_module_name name, DeviceContext& ctx) : Engine(name, ctx,
 
 double Host::execute(size_t i, double start_ps) {
   const Program& p = *ctx_.program;
-  const Instruction& in = p.code[i];
+  const Instruction& in = ctx_.instr(i);
   if (in.host_op < 0 || in.host_op >= static_cast<int64_t>(p.host_ops.size()))
     throw InputError(strcat("device ", ctx_.device, ": host.call ", in.host_op, " has no .hostop"));
   const HostOp& h = p.host_ops[static_cast<size_t>(in.host_op)];

@@ -64,6 +64,8 @@ Footprint footprint(const Instruction& in, const Program& p) {
     }
     case Opcode::SyncSignal:
     case Opcode::SyncWait:
+    case Opcode::LoopBegin:
+    case Opcode::LoopEnd:
     case Opcode::Halt: break;
   }
   return f;
@@ -105,23 +107,57 @@ bool Isu::hazard(const Footprint& f, const Engine* e) const {
 std::string Isu::blocker(const Footprint& f, const Engine* e) const {
   for (const auto& [i, g] : in_flight_)
     if (!(g.engine == e && e->in_order()) && conflicts(f, g.f))
-      return strcat("instruction ", i, " (", print_instruction(ctx_.program->code[i]), ")");
+      return strcat("instruction ", i, " (", print_instruction(ctx_.instr(i)), ")");
   return "nothing";
 }
 
 void Isu::retire(size_t instr) {
   in_flight_.erase(instr);
   in_flight_count_ = static_cast<int>(in_flight_.size());
-  auto& kc = ctx_.kernels[static_cast<size_t>(std::max(ctx_.program->code[instr].kernel, 0))];
+  auto& kc = ctx_.kernels[static_cast<size_t>(std::max(ctx_.instr(instr).kernel, 0))];
   kc.last_retire_ps = std::max(kc.last_retire_ps, sc_core::sc_time_stamp().to_double());
+  if (instr >= ctx_.program->code.size()) ctx_.instances.erase(instr);
   retired_.notify(sc_core::SC_ZERO_TIME);
 }
 
 void Isu::run() {
   const auto& code = ctx_.program->code;
   const sc_core::sc_time issue = ctx_.cycles(ctx_.arch->isu.issue_cycles);
-  for (size_t i = 0; i < code.size(); ++i) {
-    const Instruction& in = code[i];
+  // Loops are expanded at fetch: an instruction issued in a later iteration is a fresh
+  // instance (its own issue id) with its addresses advanced by iteration x step.
+  struct LoopFrame {
+    size_t begin;
+    int64_t count, iter;
+  };
+  std::vector<LoopFrame> loops;
+  size_t next_instance = code.size();
+  for (size_t pc = 0; pc < code.size(); ++pc) {
+    const Instruction& base = code[pc];
+    if (base.opcode == Opcode::LoopBegin) {
+      loops.push_back({pc, base.token, 0});
+      continue;
+    }
+    if (base.opcode == Opcode::LoopEnd) {
+      if (loops.empty()) throw InputError(strcat("device ", ctx_.device, ": endloop without loop at instruction ", pc));
+      if (++loops.back().iter < loops.back().count)
+        pc = loops.back().begin;
+      else
+        loops.pop_back();
+      continue;
+    }
+    size_t i = pc;
+    if (!loops.empty() && loops.back().iter > 0) {
+      Instruction inst = base;
+      int64_t k = loops.back().iter;
+      inst.hbm_addr = static_cast<uint64_t>(static_cast<int64_t>(inst.hbm_addr) + inst.hbm_step * k);
+      inst.lm_addr = static_cast<uint64_t>(static_cast<int64_t>(inst.lm_addr) + inst.lm_step * k);
+      for (auto& s : inst.srcs)
+        if (!s.immediate) s.addr = static_cast<uint64_t>(static_cast<int64_t>(s.addr) + inst.lm_step * k);
+      inst.hbm_step = inst.lm_step = 0;
+      i = next_instance++;
+      ctx_.instances.emplace(i, std::move(inst));
+    }
+    const Instruction& in = ctx_.instr(i);
     if (in.opcode == Opcode::Halt) {
       while (!in_flight_.empty()) wait(retired_);
       finish();

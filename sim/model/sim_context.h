@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <map>
+#include <unordered_map>
 #include <string>
 #include <vector>
 
@@ -29,6 +30,7 @@ struct TraceEvent {
   int kernel;
   size_t instr;
   double start_ps, end_ps;
+  std::string text;  // the instruction as executed (loop instances differ from the program text)
 };
 
 struct EngineCounters {
@@ -64,6 +66,12 @@ struct HostCallRecord {
 struct DeviceContext {
   int device = 0;
   const Program* program = nullptr;
+  // Instances of instructions issued inside loops (their addresses advanced per iteration),
+  // by issue id >= program->code.size(); released when they retire.
+  std::unordered_map<size_t, Instruction> instances;
+  const Instruction& instr(size_t id) const {
+    return id < program->code.size() ? program->code[id] : instances.at(id);
+  }
   const ArchConfig* arch = nullptr;
   bool functional = false;
   bool record_trace = false;

@@ -15,7 +15,7 @@ Sxe::Sxe(sc_core::sc_module_name name, DeviceContext& ctx, Lmu& lmu)
 }
 
 double Sxe::execute(size_t i, double start_ps) {
-  const Instruction& in = ctx_.program->code[i];
+  const Instruction& in = ctx_.instr(i);
   const auto& cfg = ctx_.arch->sxe;
   const int64_t M = in.rows, K = in.depth, N = in.cols;
   const int64_t eb = dtype_bytes(in.dtype);

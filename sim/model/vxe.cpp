@@ -21,7 +21,7 @@ std::string timing_key(const Instruction& in) {
 }  // namespace
 
 double Vxe::execute(size_t i, double start_ps) {
-  const Instruction& in = ctx_.program->code[i];
+  const Instruction& in = ctx_.instr(i);
   const int64_t R = in.rows, C = in.cols;
   const int64_t out_elems = in.opcode == Opcode::VxeReduce ? R : R * C;
   lmu_.check(in.lm_addr, static_cast<uint64_t>(out_elems * 4), "vxe destination");
