@@ -45,6 +45,7 @@ SimResult simulate(const Program& prog, const ArchConfig& arch, const SimOptions
     }
   }
   SimResult res;
+  std::vector<double> device_finish_ps;
   {
     // The top level is built for `devices` LPUs. Device 0 runs the program; the others run an
     // empty one until programs are partitioned across devices (tensor parallelism, the ESL).
@@ -68,18 +69,26 @@ SimResult simulate(const Program& prog, const ArchConfig& arch, const SimOptions
       sync.changed.push_back(token_events.back().get());
     }
     ctx.sync = &sync;
+    sync.contexts.push_back(&ctx);
     std::vector<std::unique_ptr<sim::DeviceContext>> others;
     std::vector<std::unique_ptr<sim::Device>> devices;
     devices.push_back(std::make_unique<sim::Device>("dev0", ctx));
     for (int d = 1; d < arch.devices; ++d) {
       auto c = std::make_unique<sim::DeviceContext>();
       c->device = d;
-      c->program = &idle;
+      size_t k = static_cast<size_t>(d - 1);
+      c->program = k < opts.other_devices.size() && opts.other_devices[k] ? opts.other_devices[k] : &idle;
+      c->functional = opts.functional;
+      if (opts.functional) {  // their own memories (no input data: they start from zeros)
+        c->hbm_data.assign(c->program->hbm_bytes_allocated(), 0);
+        c->lmu_data.assign(static_cast<size_t>(arch.lmu_bytes() / 4), 0.0f);
+      }
       c->arch = &arch;
       c->period = ctx.period;
       c->kernels.resize(1);
       c->devices_running = &running;
       c->sync = &sync;
+      sync.contexts.push_back(c.get());
       devices.push_back(std::make_unique<sim::Device>(strcat("dev", d).c_str(), *c));
       others.push_back(std::move(c));
     }
@@ -114,6 +123,7 @@ SimResult simulate(const Program& prog, const ArchConfig& arch, const SimOptions
     }
     if (!ctx.error.empty()) throw InputError(ctx.error);
     if (!sync.deadlock.empty()) throw SimulationStuck(strcat("simulation of ", prog.name, ": ", sync.deadlock));
+    for (const auto* c : sync.contexts) device_finish_ps.push_back(c->finish_ps);
     if (!ctx.finished) {
       std::string report = strcat("simulation of ", prog.name, " did not finish within sim.max_us = ", arch.sim.max_us,
                                   " us; engines: ");
@@ -126,6 +136,7 @@ SimResult simulate(const Program& prog, const ArchConfig& arch, const SimOptions
   SimStats& s = res.stats;
   double period = arch.period_ps();
   s.cycles = static_cast<uint64_t>(std::llround(ctx.finish_ps / period));
+  for (double f : device_finish_ps) s.device_cycles.push_back(static_cast<uint64_t>(std::llround(f / period)));
   s.latency_us = ctx.finish_ps * 1e-6;
   s.hbm_read_bytes = ctx.hbm_read_bytes;
   s.hbm_write_bytes = ctx.hbm_write_bytes;
@@ -188,6 +199,7 @@ SimResult simulate(const Program& prog, const ArchConfig& arch, const SimOptions
 nlohmann::json stats_to_json(const SimStats& s) {
   nlohmann::json j;
   j["cycles"] = s.cycles;
+  if (s.device_cycles.size() > 1) j["device_cycles"] = s.device_cycles;
   j["latency_us"] = s.latency_us;
   j["hbm_read_bytes"] = s.hbm_read_bytes;
   j["hbm_write_bytes"] = s.hbm_write_bytes;

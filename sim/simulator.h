@@ -16,6 +16,8 @@ struct SimOptions {
   bool functional = false;   // move and compute real values
   bool record_trace = false; // keep one event per instruction (for --trace)
   std::string vcd_path;      // write a VCD of queue occupancy, busy workers and in-flight count
+  // Programs of devices 1, 2, ... (device 0 runs `prog`); devices without one stay idle.
+  std::vector<const Program*> other_devices;
 };
 
 struct EngineStats {
@@ -42,7 +44,8 @@ struct GraphBreakStats {
 };
 
 struct SimStats {
-  uint64_t cycles = 0;
+  uint64_t cycles = 0;                     // device 0
+  std::vector<uint64_t> device_cycles;     // when each device halted
   double latency_us = 0;
   uint64_t hbm_read_bytes = 0, hbm_write_bytes = 0;
   uint64_t hbm_burst_bytes = 0;            // bytes the channels actually moved (burst-rounded)

@@ -212,6 +212,7 @@ nlohmann::json work_to_json(const Program& p) {
       case Opcode::VxeMov:
       case Opcode::SyncSignal:
       case Opcode::SyncWait:
+      case Opcode::EslSend:
       case Opcode::DmaGather:
       case Opcode::HostCall:  // host work is not LPU arithmetic
       case Opcode::DmaLoad:

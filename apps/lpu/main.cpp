@@ -240,18 +240,29 @@ int cmd_ref(const std::string& path) {
 }
 
 // Simulates an LPU program given as assembly (.s) or the binary form (.lpubin), timing mode.
-int cmd_sim(const std::string& path, const ArchFlags& af, const std::string& json, const std::string& trace,
-            const std::string& vcd) {
+Program load_program_file(const std::string& path) {
   std::ifstream f(path, std::ios::binary);
   if (!f) throw InputError(path + ": cannot open file");
   std::stringstream ss;
   ss << f.rdbuf();
   std::string bytes = ss.str();
-  Program p = fs::path(path).extension() == ".lpubin"
-                  ? decode_program(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size(), path)
-                  : parse_program(bytes, path);
+  return fs::path(path).extension() == ".lpubin"
+             ? decode_program(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size(), path)
+             : parse_program(bytes, path);
+}
+
+// Device i runs paths[i]; the config must have at least that many devices.
+int cmd_sim(const std::vector<std::string>& paths, const ArchFlags& af, const std::string& json,
+            const std::string& trace, const std::string& vcd) {
+  std::vector<Program> progs;
+  for (const auto& path : paths) progs.push_back(load_program_file(path));
   ArchConfig arch = af.load();
+  if (static_cast<int>(progs.size()) > arch.devices)
+    throw InputError(strcat(progs.size(), " programs but ", arch.name, " has devices = ", arch.devices,
+                            " (use --set devices=", progs.size(), ")"));
+  const Program& p = progs.front();
   SimOptions o;
+  for (size_t d = 1; d < progs.size(); ++d) o.other_devices.push_back(&progs[d]);
   o.record_trace = !trace.empty();
   o.vcd_path = vcd;
   SimResult r = simulate(p, arch, o);
@@ -260,6 +271,11 @@ int cmd_sim(const std::string& path, const ArchFlags& af, const std::string& jso
                                                 {"arch", arch.name},
                                                 {"instructions", std::to_string(s.instructions)},
                                                 {"cycles", std::to_string(s.cycles)},
+                                                {"device cycles", [&] {
+                                                   std::string d;
+                                                   for (auto c : s.device_cycles) d += (d.empty() ? "" : " ") + std::to_string(c);
+                                                   return d;
+                                                 }()},
                                                 {"latency", fmt("%.3f us", s.latency_us)},
                                                 {"HBM read", human_bytes(s.hbm_read_bytes)},
                                                 {"HBM written", human_bytes(s.hbm_write_bytes)}};
@@ -383,9 +399,9 @@ int main(int argc, char** argv) {
   ref->add_option("graph", graph_path, "graph file (.json) with a sidecar holding inputs, weights, expected outputs")
       ->required();
 
-  std::string program;
-  auto* sim = app.add_subcommand("sim", "simulate an LPU program (assembly .s or binary .lpubin)");
-  sim->add_option("program", program, "program file")->required();
+  std::vector<std::string> programs;
+  auto* sim = app.add_subcommand("sim", "simulate LPU programs (assembly .s or binary .lpubin), one per device");
+  sim->add_option("programs", programs, "program files: device 0, 1, ...")->required();
   af.add(sim);
   sim->add_option("--json", json, "write statistics as JSON");
   sim->add_option("--trace", trace, "write a Chrome/Perfetto trace-event timeline");
@@ -417,7 +433,7 @@ int main(int argc, char** argv) {
     if (*chk) return cmd_check_config(cfg_files, cfg_sets);
     if (*ref) return cmd_ref(graph_path);
     if (*lst) return cmd_list(what);
-    if (*sim) return cmd_sim(program, af, json, trace, vcd);
+    if (*sim) return cmd_sim(programs, af, json, trace, vcd);
   } catch (const InputError& e) {
     std::cerr << "error: " << e.what() << "\n";
     return 2;

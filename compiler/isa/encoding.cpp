@@ -20,7 +20,7 @@ constexpr uint8_t kNoOp = 0xFF;  // op-table index of instructions without a vec
 // Stable codes, independent of the C++ enum order (the file format must not move with it).
 constexpr Opcode kOpcodes[] = {Opcode::DmaLoad, Opcode::DmaStore, Opcode::VxeOp, Opcode::VxeReduce, Opcode::VxeMov, Opcode::Halt,
                                Opcode::SxeGemm, Opcode::DmaGather, Opcode::HostCall, Opcode::SyncSignal, Opcode::SyncWait,
-                               Opcode::LoopBegin, Opcode::LoopEnd};
+                               Opcode::LoopBegin, Opcode::LoopEnd, Opcode::EslSend};
 constexpr DType kDTypes[] = {DType::f32, DType::f16, DType::bf16, DType::i64, DType::i32, DType::boolean};
 constexpr BufferRole kRoles[] = {BufferRole::Input, BufferRole::Weight, BufferRole::Intermediate, BufferRole::Output};
 
@@ -232,13 +232,14 @@ std::vector<uint8_t> encode_program(const Program& p) {
     w.u32(Writer::narrow_u32(static_cast<uint64_t>(sync ? in.token : in.rows), what("rows")));
     w.u32(Writer::narrow_u32(static_cast<uint64_t>(sync ? in.peer + 1 : in.cols), what("cols")));
     w.u64(in.hbm_addr);
-    w.i32(Writer::narrow_i32(in.hbm_rs, what("hbm row stride")));
+    w.i32(Writer::narrow_i32(in.opcode == Opcode::EslSend ? in.peer : in.hbm_rs, what("hbm row stride")));
     w.i32(Writer::narrow_i32(in.hbm_cs, what("hbm column stride")));
     w.u32(Writer::narrow_u32(in.lm_addr, what("lm address")));
     w.u32(next_operand);
     if (in.depth < 0 || in.host_op < 0) throw InputError(what("has a negative depth")());
     // The depth field carries K for sxe.gemm and the host-op index for host.call.
-    int64_t depth = in.opcode == Opcode::HostCall ? in.host_op : in.depth;
+    // esl.send: the token in the depth field and the target device in the hbm row stride.
+    int64_t depth = in.opcode == Opcode::HostCall ? in.host_op : in.opcode == Opcode::EslSend ? in.token : in.depth;
     w.u32(Writer::narrow_u32(static_cast<uint64_t>(depth), what("depth")));
     w.i64(in.hbm_step);
     w.i32(Writer::narrow_i32(in.lm_step, what("lm step")));
@@ -388,6 +389,12 @@ Program decode_program(const uint8_t* data, size_t size, const std::string& sour
     uint32_t first = r.u32("first operand");
     in.depth = r.u32("depth");
     in.hbm_step = r.i64("hbm step");
+    if (in.opcode == Opcode::EslSend) {
+      in.token = in.depth;
+      in.depth = 0;
+      in.peer = in.hbm_rs;
+      in.hbm_rs = 0;
+    }
     in.lm_step = r.i32("lm step");
     if (in.opcode == Opcode::HostCall) {
       in.host_op = in.depth;
@@ -406,7 +413,10 @@ Program decode_program(const uint8_t* data, size_t size, const std::string& sour
       want_src = in.opcode == Opcode::VxeOp ? static_cast<size_t>(scalar_op_arity(in.vop)) : 1;
     } else {
       if (op != kNoOp) bad(2, strcat(opcode_name(in.opcode), " carries op index ", static_cast<int>(op)));
-      want_src = in.opcode == Opcode::VxeMov || in.opcode == Opcode::SxeGemm || in.opcode == Opcode::DmaGather ? 1 : 0;
+      want_src = in.opcode == Opcode::VxeMov || in.opcode == Opcode::SxeGemm || in.opcode == Opcode::DmaGather ||
+                         in.opcode == Opcode::EslSend
+                     ? 1
+                     : 0;
     }
     if (nsrc != want_src) bad(3, strcat(static_cast<int>(nsrc), " source operands, ", opcode_name(in.opcode), " takes ", want_src));
     if (in.kernel < -1 || in.kernel >= static_cast<int64_t>(n_kernels))

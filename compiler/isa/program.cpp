@@ -25,6 +25,7 @@ const char* opcode_name(Opcode op) {
     case Opcode::HostCall: return "host.call";
     case Opcode::LoopBegin: return "loop";
     case Opcode::LoopEnd: return "endloop";
+    case Opcode::EslSend: return "esl.send";
     case Opcode::Halt: return "halt";
   }
   return "?";
@@ -81,6 +82,9 @@ std::string print_instruction_body(const Instruction& in) {
                     shape2(in.hbm_rs, in.hbm_cs));
     case Opcode::SyncSignal: return strcat("sync.signal ", in.token, in.peer >= 0 ? strcat(" dev:", in.peer) : "");
     case Opcode::SyncWait: return strcat("sync.wait ", in.token);
+    case Opcode::EslSend:
+      return strcat("esl.send ", shape2(in.rows, in.cols), " dev:", in.peer, " lm:", hex(in.lm_addr), " <- ",
+                    operand_str(in.srcs.at(0)), " token:", in.token);
     case Opcode::DmaGather:
       return strcat("dma.gather ", dtype_name(in.dtype), " ", shape2(in.rows, in.cols), " lm:", hex(in.lm_addr),
                     " <- hbm:", hex(in.hbm_addr), " ", shape2(in.hbm_rs, in.hbm_cs), ", ", operand_str(in.srcs.at(0)));
@@ -348,6 +352,18 @@ Program parse_program(const std::string& text, const std::string& filename) {
       } else if (w == "endloop") {
         in.opcode = Opcode::LoopEnd;
         if (loop_depth-- == 0) lp.fail("endloop without loop");
+      } else if (w == "esl.send") {
+        in.opcode = Opcode::EslSend;
+        std::tie(in.rows, in.cols) = lp.pair();
+        lp.expect("dev:");
+        in.peer = lp.integer();
+        in.lm_addr = lp.address("lm");
+        lp.expect("<-");
+        in.srcs.push_back(lp.operand());
+        if (in.srcs[0].immediate) lp.fail("esl.send: the source must be in local memory");
+        lp.expect("token:");
+        in.token = lp.integer();
+        if (in.peer < 0 || in.token < 0) lp.fail("device and token ids are non-negative");
       } else if (w == "sync.signal" || w == "sync.wait") {
         in.opcode = w == "sync.wait" ? Opcode::SyncWait : Opcode::SyncSignal;
         in.token = lp.integer();

@@ -23,6 +23,9 @@
 //                          device D (default: this one; another device gets it after the ESL latency)
 //   sync.wait T            issue nothing further until token T is positive, then take one
 //   host.call 0                                       ; run host op 0 (a graph break)
+//   esl.send [R, C] dev:D lm:0xDST <- lm:0xSRC [rs, cs] token:T
+//                          copy a tile into device D's local memory over the ESL, then add
+//                          one to D's token T (the receiver waits on it: sync.wait T)
 //   loop N ... endloop    repeat the body N times; instructions inside may carry
 //                         "step hbm:+S lm:+T": per-iteration address increments
 //   halt
@@ -40,7 +43,7 @@
 namespace lpu {
 
 enum class Opcode { DmaLoad, DmaStore, VxeOp, VxeReduce, VxeMov, SxeGemm, DmaGather, HostCall, SyncSignal, SyncWait,
-                    LoopBegin, LoopEnd, Halt };
+                    LoopBegin, LoopEnd, EslSend, Halt };
 const char* opcode_name(Opcode op);
 
 struct Operand {

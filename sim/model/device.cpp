@@ -3,7 +3,8 @@
 namespace lpu::sim {
 
 Device::Device(sc_core::sc_module_name name, DeviceContext& c)
-    : sc_module(name), ctx(c), hbm("hbm", c), lmu("lmu", c), dma("dma", c, lmu), vxe("vxe", c, lmu), sxe("sxe", c, lmu), host("host", c), isu("isu", c) {
+    : sc_module(name), ctx(c), hbm("hbm", c), lmu("lmu", c), dma("dma", c, lmu), vxe("vxe", c, lmu), sxe("sxe", c, lmu), host("host", c), esl("esl", c),
+      isu("isu", c) {
   // TLM sockets bind one initiator each: the HBM exposes one target socket per path, and
   // both land in the same channel model (so the streams contend).
   dma.hbm_socket.bind(hbm.socket);
@@ -16,6 +17,8 @@ Device::Device(sc_core::sc_module_name name, DeviceContext& c)
   vxe.attach(&isu);
   isu.attach(Opcode::DmaLoad, &dma);
   isu.attach(Opcode::VxeOp, &vxe);
+  esl.attach(&isu);
+  isu.attach(Opcode::EslSend, &esl);
   SC_THREAD(watchdog);
 }
 

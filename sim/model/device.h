@@ -4,6 +4,7 @@
 #include <memory>
 
 #include "model/dma.h"
+#include "model/esl.h"
 #include "model/host.h"
 #include "model/hbm.h"
 #include "model/isu.h"
@@ -25,6 +26,7 @@ class Device : public sc_core::sc_module {
   Vxe vxe;
   Sxe sxe;
   Host host;
+  Esl esl;
   Isu isu;
 
  private:

@@ -64,6 +64,11 @@ Footprint footprint(const Instruction& in, const Program& p) {
     }
     case Opcode::SyncSignal:
     case Opcode::SyncWait:
+    case Opcode::EslSend: {
+      const Operand& s = in.srcs.at(0);
+      f.lm_reads.push_back(operand_range(s.addr, R, C, s.rs, s.cs, 4));
+      break;
+    }
     case Opcode::LoopBegin:
     case Opcode::LoopEnd:
     case Opcode::Halt: break;

@@ -54,6 +54,7 @@ struct SyncState {
   std::vector<sc_core::sc_event*> changed;         // per device: a token arrived
   std::vector<std::string> waiting;                // per device: what its ISU waits for ("" = running)
   std::string deadlock;                            // the report, once recognised
+  std::vector<struct DeviceContext*> contexts;     // every device (ESL transfers write into them)
 };
 
 // One executed host.call (a graph break): its host-op index, link bytes and host time.

@@ -1,0 +1,51 @@
+#include "model/esl.h"
+
+#include "support/error.h"
+
+namespace lpu::sim {
+
+Esl::Esl(sc_core::sc_module_name name, DeviceContext& ctx) : Engine(name, ctx, 4, 1) {}
+
+double Esl::execute(size_t i, double start_ps) {
+  const Instruction& in = ctx_.instr(i);
+  SyncState& s = *ctx_.sync;
+  int target = static_cast<int>(in.peer);
+  if (target < 0 || target >= s.devices)
+    throw InputError(strcat("device ", ctx_.device, ": ", print_instruction(in), " (line ", in.line, ") targets device ",
+                            target, " but the config has ", s.devices));
+  const int64_t R = in.rows, C = in.cols;
+  uint64_t bytes = static_cast<uint64_t>(R * C * 4);  // LMU tiles are fp32
+  if (in.lm_addr + bytes > static_cast<uint64_t>(ctx_.arch->lmu_bytes()))
+    throw InputError(strcat("device ", ctx_.device, ": ", print_instruction(in), " writes beyond the receiver's local memory"));
+  double link_end = start_ps + static_cast<double>(bytes) / (ctx_.arch->esl.bandwidth_gbps * 1e-3);
+  double arrive = link_end + ctx_.arch->esl.latency_ns * 1000.0;
+  // Functional: the tile as it is now, written into the receiver when it arrives.
+  std::vector<float> tile;
+  if (ctx_.functional) {
+    const Operand& src = in.srcs.at(0);
+    tile.resize(static_cast<size_t>(R * C));
+    for (int64_t r = 0; r < R; ++r)
+      for (int64_t c = 0; c < C; ++c) {
+        int64_t off = static_cast<int64_t>(src.addr / 4) + r * src.rs + c * src.cs;
+        if (off < 0 || off >= static_cast<int64_t>(ctx_.lmu_data.size()))
+          throw InputError(strcat("device ", ctx_.device, ": ", print_instruction(in), " reads outside local memory"));
+        tile[static_cast<size_t>(r * C + c)] = ctx_.lmu_data[static_cast<size_t>(off)];
+      }
+  }
+  ++s.in_transit;
+  SyncState* sp = &s;
+  uint64_t dst = in.lm_addr;
+  int64_t token = in.token;
+  double now = sc_core::sc_time_stamp().to_double();
+  sc_core::sc_spawn([sp, target, token, dst, tile = std::move(tile), wait_ps = arrive - now] {
+    sc_core::wait(sc_core::sc_time(wait_ps, sc_core::SC_PS));
+    DeviceContext* rx = sp->contexts[static_cast<size_t>(target)];
+    if (!tile.empty() && !rx->lmu_data.empty()) std::copy(tile.begin(), tile.end(), rx->lmu_data.begin() + static_cast<long>(dst / 4));
+    --sp->in_transit;
+    ++sp->tokens[static_cast<size_t>(target)][token];
+    sp->changed[static_cast<size_t>(target)]->notify(sc_core::SC_ZERO_TIME);
+  });
+  return link_end;
+}
+
+}  // namespace lpu::sim

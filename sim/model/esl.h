@@ -1,0 +1,18 @@
+// ESL: the expandable synchronisation link between devices. esl.send copies a local-memory
+// tile to another device's local memory: the sender's link is busy for bytes / bandwidth; the
+// tile and a token arrive at the receiver after the link latency on top (the receiver waits
+// on the token with sync.wait). Tokens without data use sync.signal dev:D.
+#pragma once
+#include "model/engine.h"
+
+namespace lpu::sim {
+
+class Esl : public Engine {
+ public:
+  Esl(sc_core::sc_module_name name, DeviceContext& ctx);
+
+ protected:
+  double execute(size_t i, double start_ps) override;
+};
+
+}  // namespace lpu::sim
