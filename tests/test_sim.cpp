@@ -226,3 +226,20 @@ TEST(SimModel, EslSendDeliversATileAndATokenToAnotherDevice) {
     EXPECT_TRUE(r.code[i].same_as(p.code[i])) << print_instruction(p.code[i]);
   }
 }
+
+// Chaining: with isu.chaining a VXE op consuming an sxe.gemm's output starts on its first
+// results, overlapping the gemm; it still ends after the gemm's last result plus its latency.
+TEST(SimModel, ChainingOverlapsAVxeConsumerWithItsGemm) {
+  Program p = parse_program(
+      ".program c\n.buffer w hbm:0x0 f16[4096, 1024] weight\n.kernel 0 k\n"
+      "sxe.gemm f16 [1, 1024, 4096] lm:0x10000 <- lm:0x0 [0, 1], hbm:0x0 [1, 1024]\n"
+      "vxe.exp [1, 4096] lm:0x20000 <- lm:0x10000 [4096, 1]\nhalt\n");
+  ArchConfig off = arch({"vxe.lanes=4"}), on = arch({"vxe.lanes=4", "isu.chaining=true"});
+  uint64_t c_off = simulate(p, off, {}).stats.cycles, c_on = simulate(p, on, {}).stats.cycles;
+  Program gemm_only = parse_program(
+      ".program c\n.buffer w hbm:0x0 f16[4096, 1024] weight\n.kernel 0 k\n"
+      "sxe.gemm f16 [1, 1024, 4096] lm:0x10000 <- lm:0x0 [0, 1], hbm:0x0 [1, 1024]\nhalt\n");
+  uint64_t g = simulate(gemm_only, on, {}).stats.cycles;
+  EXPECT_LT(c_on, c_off);
+  EXPECT_GE(c_on, g + static_cast<uint64_t>(on.vxe.timing("exp").latency));
+}

@@ -66,6 +66,7 @@ struct ArchConfig {
 
   struct Isu {
     int issue_cycles = 1;        // cycles to decode and issue one instruction
+    bool chaining = false;       // a VXE consumer may start on an SXE producer's first results
   } isu;
 
   struct Esl {

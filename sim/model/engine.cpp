@@ -35,6 +35,7 @@ void Engine::worker() {
       sc_core::sc_stop();
       return;
     }
+    ctx_.expected_end_ps[i] = end;
     // execute() may itself have waited (the RTL SXE runs its clocked tree meanwhile).
     double now = sc_core::sc_time_stamp().to_double();
     if (end > now) wait(sc_core::sc_time(end - now, sc_core::SC_PS));

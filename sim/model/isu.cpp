@@ -122,6 +122,7 @@ void Isu::retire(size_t instr) {
   auto& kc = ctx_.kernels[static_cast<size_t>(std::max(ctx_.instr(instr).kernel, 0))];
   kc.last_retire_ps = std::max(kc.last_retire_ps, sc_core::sc_time_stamp().to_double());
   if (instr >= ctx_.program->code.size()) ctx_.instances.erase(instr);
+  ctx_.expected_end_ps.erase(instr);
   retired_.notify(sc_core::SC_ZERO_TIME);
 }
 
@@ -184,13 +185,36 @@ void Isu::run() {
     Engine* e = it->second;
     Footprint f = footprint(in, *ctx_.program);
     double t0 = sc_core::sc_time_stamp().to_double();
-    while (hazard(f, e)) wait(retired_);
+    // Chaining: a VXE op reading what a running sxe.gemm writes (and nothing else in conflict)
+    // may issue now; it cannot finish before the producer's last result plus its own latency.
+    double chain = 0;
+    for (;;) {
+      chain = 0;
+      bool blocked = false;
+      for (const auto& [j, g] : in_flight_) {
+        if ((g.engine == e && e->in_order()) || !conflicts(f, g.f)) continue;
+        auto end = ctx_.expected_end_ps.find(j);
+        bool raw_only = !any_overlap(f.lm_writes, g.f.lm_reads) && !any_overlap(f.lm_writes, g.f.lm_writes) &&
+                        !any_overlap(f.hbm_reads, g.f.hbm_writes) && !any_overlap(f.hbm_writes, g.f.hbm_reads) &&
+                        !any_overlap(f.hbm_writes, g.f.hbm_writes);
+        if (ctx_.arch->isu.chaining && e == engines_[Opcode::VxeOp] && g.engine == engines_[Opcode::SxeGemm] &&
+            raw_only && end != ctx_.expected_end_ps.end()) {
+          chain = std::max(chain, end->second);
+          continue;
+        }
+        blocked = true;
+        break;
+      }
+      if (!blocked) break;
+      wait(retired_);
+    }
     double t1 = sc_core::sc_time_stamp().to_double();
     while (e->full()) wait(retired_);
     double t2 = sc_core::sc_time_stamp().to_double();
     ctx_.isu_hazard_stall_ps += t1 - t0;
     ctx_.isu_queue_stall_ps += t2 - t1;
     ctx_.engines[static_cast<size_t>(e->engine_index())].stalled_ps += t2 - t0;
+    if (chain > 0) ctx_.chain_after_ps[i] = chain;
     in_flight_.emplace(i, InFlight{std::move(f), e});
     in_flight_count_ = static_cast<int>(in_flight_.size());
     auto& kc = ctx_.kernels[static_cast<size_t>(std::max(in.kernel, 0))];

@@ -70,6 +70,9 @@ struct DeviceContext {
   // Instances of instructions issued inside loops (their addresses advanced per iteration),
   // by issue id >= program->code.size(); released when they retire.
   std::unordered_map<size_t, Instruction> instances;
+  // Chaining (isu.chaining): when each running instruction will finish, and for a consumer
+  // issued on a running producer's first results, the time its last input is ready.
+  std::unordered_map<size_t, double> expected_end_ps, chain_after_ps;
   const Instruction& instr(size_t id) const {
     return id < program->code.size() ? program->code[id] : instances.at(id);
   }
