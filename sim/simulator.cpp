@@ -187,8 +187,14 @@ SimResult simulate(const Program& prog, const ArchConfig& arch, const SimOptions
     }
   }
   if (opts.record_trace) {
+    int nch = arch.hbm.channels, groups = std::min(nch, 8), per_group = (nch + groups - 1) / groups;
+    auto track = [&](int engine) -> std::string {
+      if (engine >= 0) return ctx.engine_names[static_cast<size_t>(engine)];
+      int g = -1 - engine;
+      return strcat("hbm ch", g * per_group, "-", std::min(nch, (g + 1) * per_group) - 1);
+    };
     for (const auto& ev : ctx.trace) {
-      res.trace.push_back({ctx.engine_names[static_cast<size_t>(ev.engine)],
+      res.trace.push_back({track(ev.engine),
                            ev.kernel >= 0 ? prog.kernels[static_cast<size_t>(ev.kernel)] : "", ev.text,
                            ev.start_ps * 1e-6, (ev.end_ps - ev.start_ps) * 1e-6});
     }

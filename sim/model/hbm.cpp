@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <ios>
 
 #include "support/error.h"
 
@@ -48,13 +49,24 @@ void Hbm::b_transport(tlm::tlm_generic_payload& trans, sc_core::sc_time& delay) 
     pos += chunk;
   }
   double done = start;
+  // For the trace: the busy window of each group of channels (8 groups at most).
+  size_t groups = std::min<size_t>(nch, 8), per_group = (nch + groups - 1) / groups;
+  std::vector<double> g_start(groups, -1), g_end(groups, 0);
   for (size_t c = 0; c < nch; ++c) {
     if (!bytes[c]) continue;
     double s = std::max(start, channel_free_ps_[c]);
     double e = s + static_cast<double>(bytes[c]) / per_channel_bytes_per_ps_;
     channel_free_ps_[c] = e;
     done = std::max(done, e);
+    size_t g = c / per_group;
+    g_start[g] = g_start[g] < 0 ? s : std::min(g_start[g], s);
+    g_end[g] = std::max(g_end[g], e);
   }
+  if (ctx_.record_trace)
+    for (size_t g = 0; g < groups; ++g)
+      if (g_start[g] >= 0)
+        ctx_.trace.push_back({-1 - static_cast<int>(g), -1, 0, g_start[g], g_end[g],
+                              strcat(trans.is_read() ? "read " : "write ", len, " B @0x", std::hex, addr)});
   done += latency_ps_;
 
   // Functional data.

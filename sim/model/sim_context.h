@@ -26,7 +26,7 @@ struct Footprint {
 };
 
 struct TraceEvent {
-  int engine;      // index into DeviceContext::engine_names
+  int engine;      // index into DeviceContext::engine_names; -1 - g for HBM channel group g
   int kernel;
   size_t instr;
   double start_ps, end_ps;
