@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <set>
 
 #include <cmath>
 
@@ -129,13 +130,24 @@ TEST(SimModel, OutOfRangeLocalMemoryIsAnInputError) {
   EXPECT_THROW(simulate(p, arch(), {}), InputError);
 }
 
-TEST(SimModel, TraceHasOneSlicePerInstruction) {
+// One slice per instruction on its engine's track, and the busy window of every HBM channel
+// group each transfer used on that group's track.
+TEST(SimModel, TraceHasOneSlicePerInstructionAndHbmChannelTracks) {
   SimOptions o;
   o.record_trace = true;
-  SimResult r = simulate(dma_stream(4, 4), arch(), o);
-  EXPECT_EQ(r.trace.size(), 4u);
+  SimResult r = simulate(dma_stream(4, 4), arch(), o);  // 4 loads of 16 KiB: all 8 channels each
+  size_t dma = 0, hbm = 0;
+  std::set<std::string> tracks;
+  for (const auto& t : r.trace) {
+    tracks.insert(t.engine);
+    if (t.engine == "dma") ++dma;
+    if (t.engine.rfind("hbm ch", 0) == 0) ++hbm;
+  }
+  EXPECT_EQ(dma, 4u);
+  EXPECT_EQ(hbm, 4u * 8);
+  EXPECT_EQ(tracks.size(), 9u);
   auto j = trace_to_json(r.trace);
-  EXPECT_EQ(j["traceEvents"].size(), 5u);  // 4 slices + 1 track name
+  EXPECT_EQ(j["traceEvents"].size(), r.trace.size() + tracks.size());  // slices + track names
 }
 
 // A GEMV of K x N takes the cycles implied by mac_trees, lanes and HBM bandwidth (within 5%):
