@@ -176,6 +176,10 @@ class CliTest(unittest.TestCase):
         self.assertEqual(r.returncode, 1, r.stdout + r.stderr)
         self.assertRegex(r.stdout, r"max abs error 0\.01")
         self.assertIn("output0[0]", r.stderr)
+        # The same through the whole back end: compiled, simulated, compared with "PyTorch".
+        r = lpu("run", self.path("corrupt/linear.json"), "--functional")
+        self.assertEqual(r.returncode, 1, r.stdout + r.stderr)
+        self.assertIn("FAIL", r.stdout)
 
     def test_unsupported_op_is_an_input_error_naming_op_and_node(self):
         for cmd in (["ref"], ["compile", "--emit", "core"], ["run"]):
