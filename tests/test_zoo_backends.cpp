@@ -7,6 +7,8 @@
 // Usage: test_zoo_backends EXPORT_DIR (written by tests/frontend/export_models.py).
 #include <gtest/gtest.h>
 
+#include "zoo_main.h"
+
 #include <filesystem>
 #include <iostream>
 
@@ -61,21 +63,5 @@ class ZooBackends : public testing::Test {
 }  // namespace
 
 int main(int argc, char** argv) {
-  testing::InitGoogleTest(&argc, argv);
-  if (argc != 2 || !fs::is_directory(argv[1])) {
-    std::cerr << "usage: test_zoo_backends EXPORT_DIR\n";
-    return 2;
-  }
-  std::vector<fs::path> files;
-  for (const auto& e : fs::directory_iterator(argv[1]))
-    if (e.path().extension() == ".json") files.push_back(e.path());
-  std::sort(files.begin(), files.end());
-  if (files.empty()) {
-    std::cerr << "no exported graphs in " << argv[1] << "\n";
-    return 1;
-  }
-  for (const auto& p : files)
-    testing::RegisterTest("ZooBackends", p.stem().string().c_str(), nullptr, nullptr, __FILE__, __LINE__,
-                          [p]() -> testing::Test* { return new ZooBackends(p); });
-  return RUN_ALL_TESTS();
+  return run_per_exported_graph(argc, argv, "ZooBackends", [](fs::path p) -> testing::Test* { return new ZooBackends(p); });
 }

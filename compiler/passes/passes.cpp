@@ -10,6 +10,16 @@ NodeId copy_input_node(Graph& out, const Node& n) {
   return id;
 }
 
+NodeId copy_node(Graph& out, const Node& n, const std::vector<NodeId>& in) {
+  switch (n.kind) {
+    case NodeKind::Placeholder:
+    case NodeKind::Parameter: return copy_input_node(out, n);
+    case NodeKind::Call: return out.add_call_typed(n.op, in, n.attrs, n.name, n.type);
+    case NodeKind::Output: return out.set_output(in);
+  }
+  throw InternalError("copy_node: unknown node kind");
+}
+
 Graph verify_graph(const Graph& g) {
   g.verify();
   return g;
@@ -29,14 +39,7 @@ Graph eliminate_dead_code(const Graph& g) {
     if (!live[static_cast<size_t>(n.id)]) continue;
     std::vector<NodeId> in;
     for (NodeId i : n.inputs) in.push_back(map[static_cast<size_t>(i)]);
-    NodeId id = -1;
-    switch (n.kind) {
-      case NodeKind::Placeholder:
-      case NodeKind::Parameter: id = copy_input_node(out, n); break;
-      case NodeKind::Call: id = out.add_call_typed(n.op, in, n.attrs, n.name, n.type); break;
-      case NodeKind::Output: id = out.set_output(in); break;
-    }
-    map[static_cast<size_t>(n.id)] = id;
+    map[static_cast<size_t>(n.id)] = copy_node(out, n, in);
   }
   return out;
 }

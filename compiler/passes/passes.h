@@ -30,6 +30,9 @@ Graph split_reductions(const Graph& g);
 
 // Copies a placeholder or parameter (name, type and attrs) into `out`.
 NodeId copy_input_node(Graph& out, const Node& n);
+// Copies any node into `out` unchanged, its inputs already mapped to `in` (passes that rebuild
+// a graph copy every node they do not rewrite).
+NodeId copy_node(Graph& out, const Node& n, const std::vector<NodeId>& in);
 
 struct Pass {
   std::string name;

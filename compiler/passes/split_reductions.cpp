@@ -13,7 +13,6 @@ Graph split_reductions(const Graph& g) {
   for (const Node& n : g.nodes()) {
     std::vector<NodeId> in;
     for (NodeId i : n.inputs) in.push_back(map[static_cast<size_t>(i)]);
-    NodeId id = -1;
     const OpInfo* info = n.kind == NodeKind::Call ? find_op(n.op) : nullptr;
     if (info && info->category == OpCategory::Reduction) {
       auto dims = normalize_dims(n.attr_ints("dims"), g.node(n.inputs[0]).type.rank(), n);
@@ -31,13 +30,7 @@ Graph split_reductions(const Graph& g) {
         continue;
       }
     }
-    switch (n.kind) {
-      case NodeKind::Placeholder:
-      case NodeKind::Parameter: id = copy_input_node(out, n); break;
-      case NodeKind::Call: id = out.add_call_typed(n.op, in, n.attrs, n.name, n.type); break;
-      case NodeKind::Output: id = out.set_output(in); break;
-    }
-    map[static_cast<size_t>(n.id)] = id;
+    map[static_cast<size_t>(n.id)] = copy_node(out, n, in);
   }
   return out;
 }
