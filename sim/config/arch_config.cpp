@@ -131,8 +131,9 @@ ArchConfig resolve(YamlDoc& doc) {
   else if (model == "rtl") a.sxe.model = ArchConfig::Sxe::Model::Rtl;
   else r.fail(sxe["model"], "sxe.model", "expected approx or rtl, got '" + model + "'");
 
-  YAML::Node isu = section("isu", {"issue_cycles", "chaining"}, false);
+  YAML::Node isu = section("isu", {"issue_cycles", "chaining", "weight_prefetch"}, false);
   a.isu.chaining = r.get_bool(isu, "chaining", "isu", a.isu.chaining);
+  a.isu.weight_prefetch = r.get_bool(isu, "weight_prefetch", "isu", a.isu.weight_prefetch);
   a.isu.issue_cycles = static_cast<int>(r.get_int(isu, "issue_cycles", "isu", a.isu.issue_cycles));
   r.check_range(isu, "issue_cycles", "isu", a.isu.issue_cycles, 0, 1024);
 
@@ -203,7 +204,8 @@ nlohmann::json arch_to_json(const ArchConfig& a) {
   j["vxe"] = {{"lanes", a.vxe.lanes}, {"queue_depth", a.vxe.queue_depth}, {"ops", ops}};
   j["sxe"] = {{"mac_trees", a.sxe.mac_trees}, {"lanes", a.sxe.lanes}, {"pipeline_depth", a.sxe.pipeline_depth},
               {"queue_depth", a.sxe.queue_depth}, {"model", sxe_model_name(a.sxe.model)}};
-  j["isu"] = {{"issue_cycles", a.isu.issue_cycles}, {"chaining", a.isu.chaining}};
+  j["isu"] = {{"issue_cycles", a.isu.issue_cycles}, {"chaining", a.isu.chaining},
+              {"weight_prefetch", a.isu.weight_prefetch}};
   j["esl"] = {{"latency_ns", a.esl.latency_ns}, {"bandwidth_gbps", a.esl.bandwidth_gbps}};
   j["host"] = {{"link_gbps", a.host.link_gbps}, {"latency_us", a.host.latency_us}, {"op_us", a.host.op_us}};
   j["sim"] = {{"max_us", a.sim.max_us}};

@@ -67,6 +67,7 @@ struct ArchConfig {
   struct Isu {
     int issue_cycles = 1;        // cycles to decode and issue one instruction
     bool chaining = false;       // a VXE consumer may start on an SXE producer's first results
+    bool weight_prefetch = false;  // an sxe.gemm may stream its weights before its activation is ready
   } isu;
 
   struct Esl {

@@ -202,6 +202,13 @@ void Isu::run() {
           chain = std::max(chain, end->second);
           continue;
         }
+        // Weight prefetch: an sxe.gemm whose activation is still being produced (by a running
+        // instruction) may start streaming its weights; its MAC work waits for the activation.
+        if (ctx_.arch->isu.weight_prefetch && e == engines_[Opcode::SxeGemm] && raw_only &&
+            end != ctx_.expected_end_ps.end()) {
+          chain = std::max(chain, end->second);
+          continue;
+        }
         blocked = true;
         break;
       }

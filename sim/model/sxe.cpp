@@ -63,8 +63,15 @@ double Sxe::execute(size_t i, double start_ps) {
   double stream_end = hbm_done + period * cfg.pipeline_depth;  // the last beat drains the adder tree
   double lmu_end = lmu_.reserve(start_ps, static_cast<uint64_t>(M * K * 4 + M * N * 4));
   // The RTL reads its operands before compute() writes the destination (which may alias them).
-  double compute_end = rtl_ ? rtl_end(in, start_ps, hbm_done)
-                            : start_ps + period * mac_tree_cycles(K, cols_per_tree, M, cfg.lanes, cfg.pipeline_depth);
+  // Weight prefetch (isu.weight_prefetch): the stream started at issue; the MAC work starts
+  // when the activation is ready.
+  double compute_start = start_ps;
+  if (auto it = ctx_.chain_after_ps.find(i); it != ctx_.chain_after_ps.end()) {
+    compute_start = std::max(start_ps, it->second);
+    ctx_.chain_after_ps.erase(it);
+  }
+  double compute_end = rtl_ ? std::max(rtl_end(in, start_ps, hbm_done), compute_start)
+                            : compute_start + period * mac_tree_cycles(K, cols_per_tree, M, cfg.lanes, cfg.pipeline_depth);
   if (ctx_.functional) compute(in);
   return std::max({compute_end, stream_end, lmu_end});
 }
