@@ -3,22 +3,15 @@
 #include <gtest/gtest.h>
 
 #include "jobs.h"
+#include "test_util.h"
 #include "ref/reference.h"
 #include "workload/workload.h"
 
 using namespace lpu;
 
 namespace {
-ArchConfig small_arch() { return load_arch_config(std::string(LPU_SOURCE_DIR) + "/configs/lpu-small.yaml"); }
-
-WorkloadSpec builtin(const std::string& model, int64_t tokens, int64_t width) {
-  WorkloadSpec w;
-  w.name = model;
-  w.model = model;
-  w.seq_len = tokens;
-  for (const auto& [k, v] : find_model_builder(model)->params) w.params[k] = width;
-  return w;
-}
+using testutil::builtin;
+using testutil::small_arch;
 }  // namespace
 
 // Functional mode: simulated outputs of both schedules equal the reference executor.

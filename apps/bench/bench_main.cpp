@@ -19,11 +19,7 @@ using namespace lpu;
 
 namespace {
 
-std::string fmt(const char* f, double v) {
-  char b[64];
-  std::snprintf(b, sizeof b, f, v);
-  return b;
-}
+std::string fmt(const char* f, double v) { return format_number(f, v); }
 
 void policies(const ArchConfig& arch) {
   const char* models[] = {"gpt2", "opt-1.3b", "opt-6.7b", "opt-13b", "opt-30b", "opt-66b",

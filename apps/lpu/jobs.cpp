@@ -301,6 +301,12 @@ std::string format_table(const std::vector<std::string>& header, const std::vect
   return out;
 }
 
+std::string format_number(const char* format, double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, format, v);
+  return buf;
+}
+
 std::string human_bytes(uint64_t b) {
   char buf[64];
   double v = static_cast<double>(b);

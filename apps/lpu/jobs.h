@@ -91,5 +91,7 @@ ReferenceRun run_reference_check(const std::string& graph_path);
 // Aligned text table.
 std::string format_table(const std::vector<std::string>& header, const std::vector<std::vector<std::string>>& rows);
 std::string human_bytes(uint64_t b);
+// printf-style formatting of one number: format_number("%.3f us", 1.5).
+std::string format_number(const char* format, double v);
 
 }  // namespace lpu

@@ -28,11 +28,7 @@ using namespace lpu;
 
 namespace {
 
-std::string fmt(const char* f, double v) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, f, v);
-  return buf;
-}
+std::string fmt(const char* f, double v) { return format_number(f, v); }
 
 void write_file(const std::string& path, const std::string& text) {
   fs::path p(path);
