@@ -21,6 +21,8 @@
 #include "passes/passes.h"
 #include "report.h"
 #include "sweep.h"
+#include "sweep_merge.h"
+#include "sweep_slurm.h"
 #include "support/error.h"
 
 namespace fs = std::filesystem;
@@ -360,12 +362,27 @@ int main(int argc, char** argv) {
   std::string sweep_file;
   so.jobs = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   auto* swp = app.add_subcommand("sweep", "run a design-space sweep (docs/sweeps.md), N processes at a time");
-  swp->add_option("file", sweep_file, "sweep YAML (see configs/sweeps/)")->required();
+  swp->add_option("file", sweep_file, "sweep YAML (see configs/sweeps/)");
   swp->add_option("-j,--jobs", so.jobs, "points simulated at once (child processes; default: the CPU count)")->capture_default_str();
-  swp->add_option("-o,--out", so.out_dir, "results directory: results.csv, results.jsonl, traces/")->required();
+  auto* swp_out = swp->add_option("-o,--out", so.out_dir, "results directory: results.csv, results.jsonl, traces/");
   swp->add_flag("--resume", so.resume, "continue a sweep in -o: skip the points it already finished");
   swp->add_option("--timeout", so.timeout_s, "fail a point that runs longer than this many seconds (0: no limit)");
   swp->add_option("--json", json, "write a summary (counts, failures, fastest points) as JSON");
+  std::string shard, backend = "local";
+  SlurmOptions slo;
+  swp->add_option("--shard", shard, "run only shard I of N (I/N, from 0), into DIR/results-I-of-N.*");
+  swp->add_option("--backend", backend, "local (child processes here) or slurm (one job array)")->capture_default_str();
+  swp->add_option("--array-size", slo.array_size, "slurm: array tasks (shards; default min(points, 100))");
+  swp->add_option("--partition", slo.partition, "slurm: partition");
+  swp->add_option("--time", slo.time, "slurm: time limit per task (sbatch --time)");
+  swp->add_option("--mem", slo.mem, "slurm: memory per task (sbatch --mem)");
+  swp->add_flag("--dry-run", slo.dry_run, "slurm: print the sbatch script, submit nothing");
+  std::vector<std::string> merge_dirs;
+  std::string merge_out;
+  auto* mrg = swp->add_subcommand("merge", "join the shard results of one sweep into results.csv/results.jsonl");
+  mrg->add_option("dirs", merge_dirs, "results directories holding results-I-of-N.jsonl")->required();
+  mrg->add_option("-o,--out", merge_out, "where to write results.{csv,jsonl} (default: the first directory)");
+  mrg->add_option("--json", json, "write what was merged and what is missing as JSON");
 
   ReportOptions ro;
   auto* rep = app.add_subcommand("report", "write an HTML report with plots (docs/reports.md)");
@@ -420,8 +437,20 @@ int main(int argc, char** argv) {
   try {
     if (*run) return cmd_run(workload, af, bf, fusion, functional, json, trace, vcd);
     if (*cmp) return cmd_compare(workload, af, bf, policies, functional, json, report_dir);
+    if (*mrg) return merge_command(merge_dirs, merge_out, json);
     if (*swp) {
+      if (sweep_file.empty()) throw InputError("sweep: a sweep file is required (lpu sweep FILE -o DIR)");
+      if (swp_out->count() == 0) throw InputError("sweep: -o DIR is required");
       so.progress_bar = isatty(STDOUT_FILENO);
+      if (!shard.empty()) so.shard = parse_shard(shard);
+      if (backend == "slurm") {
+        if (so.shard.active()) throw InputError("--shard runs one shard here; --backend slurm submits all of them");
+        if (swp->get_option("-j")->count() == 0) so.jobs = 1;  // a task's CPUs: one unless asked
+        return slurm_sweep_command(sweep_file, so, slo, json);
+      }
+      if (backend != "local") throw InputError("--backend " + backend + ": expected local or slurm");
+      for (const char* o : {"--array-size", "--partition", "--time", "--mem", "--dry-run"})
+        if (swp->get_option(o)->count()) throw InputError(std::string(o) + " applies to --backend slurm only");
       return sweep_command(sweep_file, so, json);
     }
     if (*rep) return report_command(ro);

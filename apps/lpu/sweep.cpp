@@ -51,16 +51,6 @@ std::string read_text(const std::string& path) {
   return ss.str();
 }
 
-void write_atomically(const std::string& path, const std::string& text) {
-  std::string tmp = path + ".tmp";
-  {
-    std::ofstream f(tmp, std::ios::binary);
-    if (!f) throw InputError("cannot write " + tmp);
-    f << text;
-  }
-  fs::rename(tmp, path);
-}
-
 // The child's stderr as one line: the reason a point failed.
 std::string error_message(const std::string& stderr_text, const std::string& fallback) {
   std::string msg;
@@ -152,13 +142,14 @@ struct Running {
 // Holds DIR/.lock so two sweeps never append to the same files.
 class DirLock {
  public:
-  explicit DirLock(const std::string& dir) {
-    std::string p = dir + "/.lock";
+  DirLock(const std::string& dir, const Shard& shard) {
+    std::string p = dir + "/.lock" + shard.suffix();
     fd_ = ::open(p.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
     if (fd_ < 0) throw InputError(strcat("cannot create ", p, ": ", std::strerror(errno)));
     if (::flock(fd_, LOCK_EX | LOCK_NB) != 0) {
       ::close(fd_);
-      throw InputError(strcat(dir, " is in use by another running sweep"));
+      throw InputError(strcat(dir, " is in use by another running sweep",
+                              shard.active() ? " (shard " + shard.text() + ")" : std::string()));
     }
   }
   ~DirLock() { ::close(fd_); }
@@ -178,35 +169,52 @@ nlohmann::json SweepSummary::to_json() const {
   for (const auto& r : best) b.push_back(nlohmann::json::parse(r.dump()));
   return {{"sweep", name},   {"dir", dir},         {"points", points},
           {"skipped", skipped}, {"ran", ran},      {"ok", ok},
-          {"failed", failed}, {"wall_s", wall_s},  {"results_csv", dir + "/results.csv"},
-          {"results_jsonl", dir + "/results.jsonl"}, {"failures", f}, {"fastest", b}};
+          {"failed", failed}, {"wall_s", wall_s},  {"results_csv", dir + "/" + stem + ".csv"},
+          {"results_jsonl", dir + "/" + stem + ".jsonl"}, {"failures", f}, {"fastest", b}};
 }
 
 SweepSummary run_sweep(const SweepSpec& spec, const SweepOptions& opts, std::ostream& out) {
   if (opts.jobs < 1) throw InputError("-j: need at least 1 job");
   auto t0 = Clock::now();
   const std::string dir = opts.out_dir;
+  const Shard& shard = opts.shard;
+  const nlohmann::json manifest = sweep_manifest(spec);
+  const std::string hash = manifest["sweep_hash"];
+  // Shards of one sweep may share DIR; shards of another sweep may not (their rows could
+  // never be merged). A whole sweep may still resume after an edit (docs/sweeps.md).
+  if (shard.active()) {
+    std::string had = manifest_hash(dir);
+    if (!had.empty() && had != hash)
+      throw InputError(strcat(dir, " holds results of sweep ", had, "; ", spec.file, " is sweep ", hash,
+                              " (a different sweep, or the file changed): use another -o directory"));
+  }
   fs::create_directories(dir);
-  DirLock lock(dir);
+  DirLock lock(dir, shard);
 
-  std::vector<std::string> fixed = {"point_id", "status", "exit_code", "error", "workload", "fusion"};
-  for (const auto& a : spec.axes) fixed.push_back(a.key);
-  fixed.push_back("wall_s");
-  fixed.push_back("trace");
-  ResultStore store(dir, fixed, opts.resume);
+  std::vector<std::string> axis_keys;
+  for (const auto& a : spec.axes) axis_keys.push_back(a.key);
+  ResultStore store(dir, identity_columns(axis_keys), opts.resume, "results" + shard.suffix());
   for (const auto& n : store.notes()) out << "note: " << n << "\n";
+  if (shard.active())
+    for (const auto& row : store.all_rows())
+      if (row.value("sweep_hash", "") != hash)
+        throw InputError(strcat(store.jsonl_path(), ": holds rows of sweep ", row.value("sweep_hash", "(none)"),
+                                "; this is sweep ", hash, ": use another -o directory"));
 
-  write_atomically(dir + "/manifest.json", sweep_manifest(spec).dump(2) + "\n");
+  write_atomically(dir + "/manifest.json", manifest.dump(2) + "\n");
   if (fs::absolute(spec.file) != fs::absolute(dir + "/sweep.yaml")) write_atomically(dir + "/sweep.yaml", read_text(spec.file));
   // Children write here, and the parent moves what it keeps. Leftovers are from a killed
   // sweep (its children died with it: die_with_parent), so with the lock held they can go.
-  const std::string tmp = dir + "/.tmp";
+  const std::string tmp = dir + "/.tmp" + shard.suffix();
   fs::remove_all(tmp);
   fs::create_directories(tmp);
   if (spec.traces != "none") fs::create_directories(dir + "/traces");
 
-  std::vector<SweepPoint> points = expand_points(spec);
   std::vector<size_t> pending;
+  std::vector<SweepPoint> all_points = expand_points(spec);
+  std::vector<SweepPoint> points;  // this shard's (all of them when not sharded)
+  for (size_t i = 0; i < all_points.size(); ++i)
+    if (shard.owns(i)) points.push_back(std::move(all_points[i]));
   for (size_t i = 0; i < points.size(); ++i)
     if (!store.finished().count(points[i].id)) pending.push_back(i);
 
@@ -214,6 +222,8 @@ SweepSummary run_sweep(const SweepSpec& spec, const SweepOptions& opts, std::ost
   sum.name = spec.name;
   sum.dir = dir;
   sum.points = points.size();
+  sum.stem = "results" + shard.suffix();
+  if (shard.active()) sum.shard = shard.text();
   sum.skipped = points.size() - pending.size();
   if (sum.skipped) out << "resuming: " << sum.skipped << " of " << points.size() << " points already in " << dir << "\n";
   const std::string exe = opts.exe.empty() ? self_exe() : opts.exe;
@@ -279,6 +289,7 @@ SweepSummary run_sweep(const SweepSpec& spec, const SweepOptions& opts, std::ost
     for (size_t i = 0; i < spec.axes.size(); ++i) id.push_back({spec.axes[i].key, scalar_to_json(p.values[i])});
     id.push_back({"wall_s", std::round(wall * 1000) / 1000});
     id.push_back({"trace", trace});
+    id.push_back({"sweep_hash", hash});
     store.append(make_row(id, ok ? &run : nullptr));
     for (const auto& f : {r.json, r.err, r.trace_tmp})
       if (!f.empty()) fs::remove(f);
@@ -349,7 +360,7 @@ int sweep_command(const std::string& file, const SweepOptions& opts, const std::
   SweepSummary s = run_sweep(spec, opts, std::cout);
   char wall[32];
   std::snprintf(wall, sizeof wall, "%.1f", s.wall_s);
-  std::cout << "sweep " << s.name << ": " << s.points << " points, " << s.ok << " ok, " << s.failed << " failed ("
+  std::cout << "sweep " << s.name << (s.shard.empty() ? "" : " shard " + s.shard) << ": " << s.points << " points, " << s.ok << " ok, " << s.failed << " failed ("
             << s.ran << " run now, " << s.skipped << " done before) in " << wall << " s with -j " << opts.jobs << "\n";
   if (!s.best.empty()) {
     std::vector<std::string> header = {"workload", "fusion", "fastest latency_us"};
@@ -364,7 +375,7 @@ int sweep_command(const std::string& file, const SweepOptions& opts, const std::
     }
     std::cout << format_table(header, rows);
   }
-  std::cout << "results: " << s.dir << "/results.csv, " << s.dir << "/results.jsonl\n";
+  std::cout << "results: " << s.dir << "/" << s.stem << ".csv, " << s.dir << "/" << s.stem << ".jsonl\n";
   if (!json.empty()) {
     fs::path p(json);
     if (p.has_parent_path()) fs::create_directories(p.parent_path());

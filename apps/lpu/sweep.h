@@ -8,6 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "sweep_layout.h"
 #include "sweep_spec.h"
 
 namespace lpu {
@@ -19,11 +20,14 @@ struct SweepOptions {
   double timeout_s = 0;     // per point wall-clock limit (0: none); a point over it fails
   std::string exe;          // the lpu binary the children run ("" : this one)
   bool progress_bar = false;  // redraw one line (a terminal); else plain periodic lines
+  Shard shard;              // run only this shard's points, into DIR/results-I-of-N.* (sweep_layout.h)
 };
 
 struct SweepSummary {
   std::string name, dir;
-  size_t points = 0;        // points of the sweep file
+  std::string stem = "results";  // the result files: DIR/STEM.csv, DIR/STEM.jsonl
+  std::string shard;        // "I/N" or ""
+  size_t points = 0;        // points of the sweep file (of the shard, with --shard)
   size_t skipped = 0;       // already in DIR (--resume)
   size_t ran = 0;           // run now
   size_t ok = 0, failed = 0;  // over all points of the sweep, including skipped ones

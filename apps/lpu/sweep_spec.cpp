@@ -386,8 +386,36 @@ nlohmann::json sweep_manifest(const SweepSpec& s) {
           {"reference", reference},
           {"traces", s.traces},
           {"points", expand_points(s).size()},
+          {"sweep_hash", sweep_hash(s)},
           // The config before the axes: the yardstick of the report's hardware-cost proxy.
           {"base_arch", arch_to_json(load_arch_config(s.base, s.base_sets))}};
+}
+
+std::string sweep_hash(const SweepSpec& s) {
+  auto fnv = [](const std::string& text) {
+    uint64_t h = 1469598103934665603ull;  // FNV-1a 64: a fingerprint, not a security measure
+    for (unsigned char c : text) h = (h ^ c) * 1099511628211ull;
+    char hex[17];
+    std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(h));
+    return std::string(hex);
+  };
+  nlohmann::json arch = arch_to_json(load_arch_config(s.base, s.base_sets));
+  arch.erase("file");  // where the config lies is not what it says
+  nlohmann::json wl = nlohmann::json::array();
+  for (const auto& w : s.workloads) {
+    std::ifstream f(w.file, std::ios::binary);
+    std::stringstream text;
+    text << f.rdbuf();
+    wl.push_back({{"name", w.name}, {"content", fnv(text.str())}});
+  }
+  nlohmann::json axes = nlohmann::json::array();
+  for (const auto& a : s.axes) axes.push_back({{"key", a.key}, {"values", a.values}});
+  // nlohmann::json keeps object keys sorted, so the dump is canonical.
+  // The name and description are left out: they do not change what a point computes.
+  nlohmann::json resolved = {{"arch", arch},         {"set", s.base_sets}, {"workloads", wl},
+                             {"fusion", s.policies}, {"combine", s.zip ? "zip" : "product"},
+                             {"axes", axes},         {"traces", s.traces}};
+  return fnv(resolved.dump());
 }
 
 }  // namespace lpu

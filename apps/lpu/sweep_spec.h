@@ -65,4 +65,11 @@ nlohmann::json scalar_to_json(const std::string& scalar);
 // What reports need to know about the sweep (axes, reference point, workloads, ...).
 nlohmann::json sweep_manifest(const SweepSpec& s);
 
+// 16 hex digits identifying the resolved sweep: the base config after `set:` (its content,
+// not its path), the workloads' names and file contents, policies, axes and their values,
+// combine and traces (not the sweep's name or description). The same sweep checked out at another path (a cluster node) has the
+// same hash; any change to what the points compute gives another. Every result row carries
+// it, so shards of different sweeps are never merged.
+std::string sweep_hash(const SweepSpec& s);
+
 }  // namespace lpu

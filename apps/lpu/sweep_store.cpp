@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
@@ -19,12 +20,6 @@ namespace lpu {
 namespace {
 
 using ojson = nlohmann::ordered_json;
-
-// Error messages come from child stderr and may hold invalid UTF-8; never let that abort
-// the sweep.
-std::string dump_line(const ojson& j) {
-  return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
-}
 
 void flatten(const nlohmann::json& j, const std::string& prefix, ojson& out) {
   for (const auto& [k, v] : j.items()) {
@@ -101,6 +96,29 @@ std::string csv_cell(const ojson& v) {
   return v.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
+// Error messages come from child stderr and may hold invalid UTF-8; never let that abort
+// the sweep.
+std::string jsonl_line(const ojson& row) {
+  return row.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
+}
+
+std::vector<std::string> csv_header(const std::vector<std::string>& fixed, const std::vector<ojson>& rows) {
+  std::vector<std::string> header = fixed;
+  for (const auto& r : rows) {
+    if (r.value("status", "") != "ok") continue;
+    for (const auto& [k, v] : r.items())
+      if (!v.is_structured() && std::find(fixed.begin(), fixed.end(), k) == fixed.end()) header.push_back(k);
+    break;
+  }
+  return header;
+}
+
+std::string csv_row(const std::vector<std::string>& header, const ojson& row) {
+  std::vector<std::string> cells;
+  for (const auto& col : header) cells.push_back(row.contains(col) ? csv_cell(row[col]) : "");
+  return csv_line(cells);
+}
+
 std::string csv_line(const std::vector<std::string>& cells) {
   std::string out;
   for (size_t i = 0; i < cells.size(); ++i) {
@@ -137,8 +155,8 @@ std::vector<std::string> parse_csv_line(const std::string& line) {
   return cells;
 }
 
-ResultStore::ResultStore(const std::string& dir, std::vector<std::string> fixed, bool resume)
-    : dir_(dir), fixed_(std::move(fixed)) {
+ResultStore::ResultStore(const std::string& dir, std::vector<std::string> fixed, bool resume, const std::string& stem)
+    : dir_(dir), stem_(stem), fixed_(std::move(fixed)) {
   fs::create_directories(dir_);
   bool have = (fs::exists(jsonl_path()) && fs::file_size(jsonl_path()) > 0) ||
               (fs::exists(csv_path()) && fs::file_size(csv_path()) > 0);
@@ -200,7 +218,7 @@ ResultStore::~ResultStore() {
 }
 
 void ResultStore::append(const ojson& row) {
-  append_durably(jsonl_fd_, dump_line(row));
+  append_durably(jsonl_fd_, jsonl_line(row));
   finished_.insert(row["point_id"].get<std::string>());
   rows_.push_back(row);
   sync_csv();
@@ -210,16 +228,8 @@ void ResultStore::append(const ojson& row) {
 // so rows wait here, safe in the JSONL, until one exists.
 void ResultStore::sync_csv() {
   if (header_.empty()) {
-    const ojson* ok = nullptr;
-    for (const auto& r : rows_)
-      if (r.value("status", "") == "ok") {
-        ok = &r;
-        break;
-      }
-    if (!ok) return;
-    header_ = fixed_;
-    for (const auto& [k, v] : ok->items())
-      if (!v.is_structured() && std::find(fixed_.begin(), fixed_.end(), k) == fixed_.end()) header_.push_back(k);
+    if (!std::any_of(rows_.begin(), rows_.end(), [](const ojson& r) { return r.value("status", "") == "ok"; })) return;
+    header_ = csv_header(fixed_, rows_);
     if (csv_fd_ < 0) csv_fd_ = open_append(csv_path());
     append_durably(csv_fd_, csv_line(header_));
   }
@@ -228,13 +238,11 @@ void ResultStore::sync_csv() {
 }
 
 void ResultStore::write_csv_row(const ojson& row) {
-  std::vector<std::string> cells;
-  for (const auto& col : header_) cells.push_back(row.contains(col) ? csv_cell(row[col]) : "");
   for (const auto& [k, v] : row.items())
     if (!v.is_structured() && std::find(header_.begin(), header_.end(), k) == header_.end() && warned_.insert(k).second)
       std::cerr << "note: " << k << " is not a column of " << csv_path()
                 << " (the first successful point lacked it); it is in results.jsonl\n";
-  append_durably(csv_fd_, csv_line(cells));
+  append_durably(csv_fd_, csv_row(header_, row));
   in_csv_.insert(row["point_id"].get<std::string>());
 }
 

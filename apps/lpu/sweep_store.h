@@ -30,11 +30,20 @@ std::vector<std::string> parse_csv_line(const std::string& line);
 // A scalar JSON value as CSV text (strings unquoted, numbers as JSON prints them).
 std::string csv_cell(const nlohmann::ordered_json& v);
 
+// The CSV header for `rows`: the identity columns, then the scalar statistics of the first
+// successful row (identity columns only when none succeeded).
+std::vector<std::string> csv_header(const std::vector<std::string>& fixed, const std::vector<nlohmann::ordered_json>& rows);
+// A row as a CSV line under `header` (missing cells empty).
+std::string csv_row(const std::vector<std::string>& header, const nlohmann::ordered_json& row);
+// A row as one JSONL line (invalid UTF-8 from a child's stderr replaced, never fatal).
+std::string jsonl_line(const nlohmann::ordered_json& row);
+
 class ResultStore {
  public:
   // `fixed`: the identity columns every row starts with (the CSV header begins with them).
   // Reopens existing files (after an interruption), or refuses them unless `resume`.
-  ResultStore(const std::string& dir, std::vector<std::string> fixed, bool resume);
+  // `stem`: the files are DIR/STEM.jsonl and DIR/STEM.csv (shards: results-I-of-N).
+  ResultStore(const std::string& dir, std::vector<std::string> fixed, bool resume, const std::string& stem = "results");
   ~ResultStore();
   ResultStore(const ResultStore&) = delete;
   ResultStore& operator=(const ResultStore&) = delete;
@@ -49,14 +58,14 @@ class ResultStore {
   // Writes the CSV header even if no point succeeded (it then has the identity columns only).
   void close();
 
-  std::string jsonl_path() const { return dir_ + "/results.jsonl"; }
-  std::string csv_path() const { return dir_ + "/results.csv"; }
+  std::string jsonl_path() const { return dir_ + "/" + stem_ + ".jsonl"; }
+  std::string csv_path() const { return dir_ + "/" + stem_ + ".csv"; }
 
  private:
   void sync_csv();
   void write_csv_row(const nlohmann::ordered_json& row);
 
-  std::string dir_;
+  std::string dir_, stem_;
   std::vector<std::string> fixed_;
   std::vector<std::string> header_;       // empty until written
   std::vector<nlohmann::ordered_json> rows_;
