@@ -1,7 +1,8 @@
 """Loading report inputs into one shape.
 
 Inputs, told apart by content (not by file name):
-  * a sweep directory: results.jsonl + manifest.json, as written by `lpu sweep`;
+  * a sweep directory: results.jsonl (or shard files results-I-of-N.jsonl) + manifest.json,
+    as written by `lpu sweep`;
   * compare JSON (`lpu compare --json`): {"workload", "arch", "runs": [run, ...]};
   * run JSON (`lpu run --json`): one run's statistics;
   * trace JSON (`lpu run --trace`): {"traceEvents": [...]}, optionally with "otherData"
@@ -12,6 +13,7 @@ CSV columns: latency_us, engines.vxe.utilization, arch.hbm.bandwidth_gbps, work.
 the kernel list, and the architecture as nested JSON. Nothing here assumes a fixed set of
 statistics or engines: plots look keys up and say so when one is missing.
 """
+import glob
 import json
 import os
 
@@ -125,21 +127,30 @@ def load_json(path):
 
 
 def load_sweep_dir(path, inputs):
-    results = os.path.join(path, "results.jsonl")
+    # A whole or merged sweep's results.jsonl, and shard files (`lpu sweep --shard I/N`,
+    # Slurm tasks) not merged yet: each point once.
+    files = [os.path.join(path, "results.jsonl")] + sorted(glob.glob(os.path.join(path, "results-*-of-*.jsonl")))
+    files = [f for f in files if os.path.exists(f)]
     manifest_path = os.path.join(path, "manifest.json")
-    if not os.path.exists(results) or not os.path.exists(manifest_path):
-        raise InputProblem("%s: not a sweep directory (needs results.jsonl and manifest.json from `lpu sweep`)" % path)
+    if not files or not os.path.exists(manifest_path):
+        raise InputProblem("%s: not a sweep directory (needs results.jsonl or shard results-I-of-N.jsonl, and "
+                           "manifest.json from `lpu sweep`)" % path)
     manifest = load_json(manifest_path)
     axes = [a["key"] for a in manifest.get("axes", [])]
-    rows = []
-    with open(results) as f:
-        for n, line in enumerate(f, 1):
-            if not line.endswith("\n"):
-                break  # a row torn by a killed sweep; `lpu sweep --resume` removes it
-            try:
-                rows.append(json.loads(line))
-            except ValueError as e:
-                raise InputProblem("%s:%d: not a JSON row: %s" % (results, n, e))
+    rows, seen = [], set()
+    for results in files:
+        with open(results) as f:
+            for n, line in enumerate(f, 1):
+                if not line.endswith("\n"):
+                    break  # a row torn by a killed sweep; `lpu sweep --resume` removes it
+                try:
+                    row = json.loads(line)
+                except ValueError as e:
+                    raise InputProblem("%s:%d: not a JSON row: %s" % (results, n, e))
+                if row.get("point_id") not in seen:
+                    seen.add(row.get("point_id"))
+                    rows.append(row)
+    results = os.path.join(path, "results.jsonl")  # the runs' source: the sweep, merged or not
     rows = [r for r in rows if in_sweep(r, manifest)]
     sweep = Sweep(path, manifest, rows)
     for r in rows:

@@ -15,6 +15,8 @@ PACKAGES=(
   verilator
   # reports and the PyTorch frontend (run with /usr/bin/python3)
   python3 python3-matplotlib python3-numpy python3-torch
+  # a single-node Slurm for the tests of `lpu sweep --backend slurm` (scripts/slurm-local.sh)
+  slurmctld slurmd slurm-client munge
 )
 
 missing=()

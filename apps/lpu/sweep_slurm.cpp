@@ -367,8 +367,7 @@ int slurm_sweep_command(const std::string& file, const SweepOptions& so, const S
   // Progress: rows in the shard files, tasks from squeue. Waits as long as the cluster needs
   // (Ctrl-C stops watching; the jobs go on, and --resume watches them again).
   auto t0 = Clock::now();
-  RowCounter rows;
-  size_t before = points - missing;
+  RowCounter rows;  // every row of the shard files, earlier submissions' included
   auto last_line_at = Clock::now() - std::chrono::hours(1);
   size_t last_rows = static_cast<size_t>(-1);
   bool drawn = false;
@@ -398,7 +397,7 @@ int slurm_sweep_command(const std::string& file, const SweepOptions& so, const S
     }
     watch = still;
     rows.scan(dir, shards);
-    size_t n = before + rows.rows;
+    size_t n = rows.rows;
     double el = seconds_since(t0);
     if (so.progress_bar) {
       constexpr int kWidth = 30;
