@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "support/error.h"
+#include "sweep_layout.h"
 #include "sweep_spec.h"
 #include "sweep_store.h"
 
@@ -212,4 +213,45 @@ TEST(SweepStore, AllFailedSweepsStillGetACsvHeaderThatResumeReplaces) {
   }
   EXPECT_EQ(slurp(d.str() + "/results.csv"),
             "point_id,status,engines.vxe.utilization,latency_us\nbad,failed,,\np1,ok,0.5,2.0\n");
+}
+
+// Shards: I/N parsing and the assignment (index modulo N: disjoint, together the sweep).
+TEST(SweepShard, ParsesIOfNAndRejectsTheRest) {
+  Shard s = parse_shard("2/5");
+  EXPECT_EQ(s.index, 2);
+  EXPECT_EQ(s.count, 5);
+  EXPECT_EQ(s.suffix(), "-2-of-5");
+  for (const char* bad : {"3/2", "2/2", "0/0", "-1/2", "1", "1/", "/2", "a/b", "1/2/3", "1 /2", "99999999999/1"})
+    EXPECT_THROW(parse_shard(bad), InputError) << bad;
+  EXPECT_THAT([] {
+    try {
+      parse_shard("3/2");
+    } catch (const InputError& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  }(), HasSubstr("below the count"));
+}
+
+TEST(SweepShard, ShardsPartitionThePoints) {
+  SweepSpec s = load("axes:\n  hbm.bandwidth_gbps: [128, 256, 512]\n  lmu.capacity_kib: [64, 128, 256]\n");
+  size_t n = expand_points(s).size();
+  ASSERT_EQ(n, 18u);
+  for (int count : {1, 4, 18, 25}) {
+    std::vector<int> owners(n, 0);
+    for (int i = 0; i < count; ++i)
+      for (size_t p = 0; p < n; ++p) owners[p] += Shard{i, count}.owns(p);
+    for (size_t p = 0; p < n; ++p) EXPECT_EQ(owners[p], 1) << "point " << p << " of " << count << " shards";
+  }
+}
+
+// The sweep hash names what the points compute, not where the file lies.
+TEST(SweepHash, DependsOnContentNotOnNameOrPath) {
+  std::string body = "axes:\n  hbm.bandwidth_gbps: [128, 256]\n";
+  std::string h = sweep_hash(load(body));
+  EXPECT_EQ(h.size(), 16u);
+  EXPECT_EQ(h, sweep_hash(load_sweep_string(std::string("name: other\n") + kHead + body, "elsewhere/t.yaml")));
+  EXPECT_NE(h, sweep_hash(load("axes:\n  hbm.bandwidth_gbps: [128, 512]\n")));
+  EXPECT_NE(h, sweep_hash(load("set: {hbm.latency_ns: 80}\n" + body)));
+  EXPECT_NE(h, sweep_hash(load("combine: zip\n" + body)));
 }
