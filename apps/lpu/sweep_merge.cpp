@@ -78,6 +78,7 @@ class ExpansionOrder {
 MergeSummary merge_shards(const std::vector<std::string>& dirs, const std::string& out_arg) {
   if (dirs.empty()) throw InputError("sweep merge: no directory given");
   const std::string out = out_arg.empty() ? dirs.front() : out_arg;
+  if (fs::exists(out) && !fs::is_directory(out)) throw InputError("sweep merge: -o " + out + ": exists and is not a directory");
   MergeSummary sum;
   sum.out_dir = out;
 

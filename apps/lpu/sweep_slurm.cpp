@@ -219,6 +219,7 @@ int slurm_sweep_command(const std::string& file, const SweepOptions& so, const S
   if (dir.find_first_of(" \t\n'\"\\$`") != std::string::npos)
     throw InputError("-o " + so.out_dir + ": a Slurm results directory may not contain spaces, quotes, $ or backslashes "
                      "(it goes into #SBATCH lines)");
+  if (fs::exists(dir) && !fs::is_directory(dir)) throw InputError("-o " + so.out_dir + ": exists and is not a directory");
   std::string sbatch;
   if (!sl.dry_run) {
     sbatch = find_program("sbatch");
