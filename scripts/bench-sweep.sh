@@ -2,6 +2,7 @@
 # Benchmark (not a test): the 1000-point OPT-1.3B decode sweep (configs/sweeps/opt13b_decode_1000.yaml)
 # with the local backend at -j 2 and as a Slurm job array on 2 CPUs. Prints wall time,
 # overhead per point and parallel efficiency against a serial sample (20 points at -j 1).
+# The machine should be otherwise idle: efficiency compares wall times.
 #   scripts/bench-sweep.sh [BUILD_DIR] [OUT_DIR] [local|slurm|all]
 # Slurm: uses $SLURM_CONF's cluster if set, else starts scripts/slurm-local.sh (root) and
 # stops it afterwards. ARRAY_SIZE (default 2) sets the number of array tasks.
@@ -15,48 +16,45 @@ LPU="$BUILD/lpu"
 JOBS=2
 ARRAY_SIZE=${ARRAY_SIZE:-2}
 
-now() { date +%s.%N; }
+# Wall and CPU seconds (user + sys of the command and all its children) of a command.
+timed() { /usr/bin/time -f "%e %U %S" -o "$OUT/time.txt" "$@" >/dev/null || true; read -r WALL U S < "$OUT/time.txt"; CPU=$(python3 -c "print($U + $S)"); }
 
 # Serial cost of a point: shard 0 of 50 (20 points) run one at a time.
 rm -rf "$OUT/serial"
-t0=$(now)
-"$LPU" sweep "$SWEEP" --shard 0/50 -j 1 -o "$OUT/serial" >/dev/null
-t1=$(now)
-serial=$(python3 -c "print(($t1 - $t0) / 20)")
-printf 'serial: %.3f s per point (20 points, -j 1)\n' "$serial"
+timed "$LPU" sweep "$SWEEP" --shard 0/50 -j 1 -o "$OUT/serial"
+SERIAL_WALL=$(python3 -c "print($WALL / 20)")
+SERIAL_CPU=$(python3 -c "print($CPU / 20)")
+printf 'serial: %.3f s wall, %.3f s CPU per point (20 points, -j 1)\n' "$SERIAL_WALL" "$SERIAL_CPU"
 
-report() {  # name wall_s cpus
-  /usr/bin/python3 - "$1" "$2" "$3" "$serial" "$OUT/$1/results.jsonl" <<'EOF'
+report() {  # name cpus wall cpu|-
+  /usr/bin/python3 - "$1" "$2" "$3" "$4" "$SERIAL_WALL" "$SERIAL_CPU" "$OUT/$1/results.jsonl" <<'EOF2'
 import json, sys
-name, wall, cpus, serial, path = sys.argv[1], float(sys.argv[2]), int(sys.argv[3]), float(sys.argv[4]), sys.argv[5]
+name, cpus, wall, cpu, s_wall, s_cpu, path = sys.argv[1], int(sys.argv[2]), float(sys.argv[3]), sys.argv[4], \
+    float(sys.argv[5]), float(sys.argv[6]), sys.argv[7]
 rows = [json.loads(l) for l in open(path)]
-ok = sum(r["status"] == "ok" for r in rows)
-ideal = len(rows) * serial / cpus
-print("%-6s %4d points (%d ok) on %d CPUs: wall %.1f s, %.3f s per point; overhead per point vs serial %.3f s; "
-      "parallel efficiency %.2f" % (name, len(rows), ok, cpus, wall, wall / len(rows),
-                                     (wall * cpus - len(rows) * serial) / len(rows), ideal / wall))
-EOF
+n, ok = len(rows), sum(r["status"] == "ok" for r in rows)
+line = ("%-6s %d points (%d ok) on %d CPUs: wall %.1f s; parallel efficiency %.2f (serial wall x points / (CPUs x wall)); "
+        "wall overhead per point %.3f s (CPUs x wall / points - serial wall)" %
+        (name, n, ok, cpus, wall, n * s_wall / (cpus * wall), cpus * wall / n - s_wall))
+if cpu != "-":
+    line += "; CPU overhead per point %.3f s (sweep CPU / points - serial CPU)" % (float(cpu) / n - s_cpu)
+print(line)
+EOF2
 }
 
 if [ "$MODE" = local ] || [ "$MODE" = all ]; then
   rm -rf "$OUT/local"
-  t0=$(now)
-  "$LPU" sweep "$SWEEP" -j $JOBS -o "$OUT/local" >/dev/null
-  t1=$(now)
-  report local "$(python3 -c "print($t1 - $t0)")" $JOBS
+  timed "$LPU" sweep "$SWEEP" -j $JOBS -o "$OUT/local"
+  report local $JOBS "$WALL" "$CPU"
 fi
 
 if [ "$MODE" = slurm ] || [ "$MODE" = all ]; then
-  started=""
   if [ -z "${SLURM_CONF:-}" ]; then
     eval "$(scripts/slurm-local.sh start "$OUT/slurm-local")"
-    started=1
     trap 'scripts/slurm-local.sh stop "$OUT/slurm-local"' EXIT
   fi
   cpus=$(sinfo -h -o %C | awk -F/ '{print $4}')
   rm -rf "$OUT/slurm"
-  t0=$(now)
-  "$LPU" sweep "$SWEEP" --backend slurm --array-size "$ARRAY_SIZE" -o "$OUT/slurm" >/dev/null
-  t1=$(now)
-  report slurm "$(python3 -c "print($t1 - $t0)")" "$cpus"
+  timed "$LPU" sweep "$SWEEP" --backend slurm --array-size "$ARRAY_SIZE" -o "$OUT/slurm"
+  report slurm "$cpus" "$WALL" -   # the tasks' CPU is not ours to measure (no accounting here)
 fi

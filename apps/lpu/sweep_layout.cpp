@@ -89,6 +89,13 @@ std::vector<std::string> identity_columns(const std::vector<std::string>& axis_k
   return c;
 }
 
+std::string read_text_file(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
 void write_atomically(const std::string& path, const std::string& text) {
   std::string tmp = strcat(path, ".tmp", ::getpid());
   {

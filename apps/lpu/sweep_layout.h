@@ -39,6 +39,9 @@ std::vector<nlohmann::ordered_json> read_result_rows(const std::string& path);
 // The identity columns every row starts with, in order (docs/sweeps.md, Rows).
 std::vector<std::string> identity_columns(const std::vector<std::string>& axis_keys);
 
+// The whole file as text ("" when it cannot be read).
+std::string read_text_file(const std::string& path);
+
 // Writes `text` to a temporary file next to `path` (unique per process) and renames it over
 // `path`: readers see the old or the new file, never half of one.
 void write_atomically(const std::string& path, const std::string& text);

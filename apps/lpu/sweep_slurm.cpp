@@ -1,9 +1,5 @@
 #include "sweep_slurm.h"
 
-#include <signal.h>
-#include <sys/wait.h>
-#include <unistd.h>
-
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -19,6 +15,7 @@
 #include <thread>
 
 #include "proc.h"
+#include "slurm_client.h"
 #include "support/error.h"
 #include "sweep_layout.h"
 #include "sweep_merge.h"
@@ -33,75 +30,11 @@ using Clock = std::chrono::steady_clock;
 
 double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
-std::string read_text(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
-}
-
 std::string trim(std::string s) {
   while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.pop_back();
   size_t i = 0;
   while (i < s.size() && std::isspace(static_cast<unsigned char>(s[i]))) ++i;
   return s.substr(i);
-}
-
-std::string one_line(const std::string& text) {
-  std::string out;
-  std::stringstream in(text);
-  for (std::string line; std::getline(in, line);)
-    if (!trim(line).empty()) out += (out.empty() ? "" : " | ") + trim(line);
-  return out;
-}
-
-// The program's path in PATH, or "".
-std::string find_program(const std::string& name) {
-  const char* path = std::getenv("PATH");
-  std::stringstream in(path ? path : "");
-  for (std::string d; std::getline(in, d, ':');) {
-    fs::path p = fs::path(d.empty() ? "." : d) / name;
-    if (::access(p.c_str(), X_OK) == 0 && fs::is_regular_file(p)) return p.string();
-  }
-  return "";
-}
-
-struct Captured {
-  ChildExit exit;
-  std::string out, err;
-  bool timed_out = false;
-};
-
-// Runs a Slurm client command, its output through files in `scratch`; killed after `limit_s`
-// (a controller that does not answer must not hang the sweep).
-Captured capture(const std::vector<std::string>& argv, const std::string& scratch, double limit_s = 60) {
-  static int seq = 0;
-  std::string stem = strcat(scratch, "/.cmd-", ::getpid(), "-", seq++);
-  ChildSpec c;
-  c.argv = argv;
-  c.stdout_path = stem + ".out";
-  c.stderr_path = stem + ".err";
-  c.die_with_parent = true;
-  Captured r;
-  pid_t pid = spawn_child(c);
-  auto t0 = Clock::now();
-  int status = 0;
-  while (true) {
-    pid_t w = ::waitpid(pid, &status, WNOHANG);
-    if (w == pid) break;
-    if (w < 0 && errno != EINTR) break;
-    if (!r.timed_out && seconds_since(t0) > limit_s) {
-      ::kill(pid, SIGKILL);
-      r.timed_out = true;
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
-  r.exit = decode_wait_status(status);
-  r.out = read_text(c.stdout_path);
-  r.err = read_text(c.stderr_path);
-  fs::remove(c.stdout_path);
-  fs::remove(c.stderr_path);
-  return r;
 }
 
 std::string shell_quote(const std::string& s) {
@@ -115,18 +48,6 @@ void check_token(const std::string& flag, const std::string& v) {
   static const std::regex ok(R"([A-Za-z0-9_.:,+=@%/-]+)");
   if (!std::regex_match(v, ok))
     throw InputError(strcat(flag, " '", v, "': expected one word of letters, digits and _.:,+=@%/- (it goes into an #SBATCH line)"));
-}
-
-// Array indices as Slurm writes them: 0-3,7,9-10.
-std::string array_list(const std::vector<int>& idx) {
-  std::string out;
-  for (size_t i = 0; i < idx.size();) {
-    size_t j = i;
-    while (j + 1 < idx.size() && idx[j + 1] == idx[j] + 1) ++j;
-    out += (out.empty() ? "" : ",") + (j > i ? strcat(idx[i], "-", idx[j]) : strcat(idx[i]));
-    i = j + 1;
-  }
-  return out;
 }
 
 std::string hms(double s) {
@@ -166,40 +87,8 @@ class RowCounter {
   std::map<std::string, State> files_;
 };
 
-struct TaskState {
-  int task = -1;
-  std::string state, exit_code;  // COMPLETED, FAILED, CANCELLED, TIMEOUT, ...; "2:0"
-};
-
-// The final state of every array task of `job`: sacct where accounting is on, else scontrol
-// (which remembers finished jobs for MinJobAge seconds).
-std::vector<TaskState> task_states(const std::string& job, const std::string& scratch) {
-  std::vector<TaskState> out;
-  if (!find_program("sacct").empty()) {
-    Captured c = capture({"sacct", "-n", "-P", "-X", "-j", job, "-o", "JobID,State,ExitCode"}, scratch);
-    if (c.exit.ok()) {
-      std::stringstream in(c.out);
-      for (std::string line; std::getline(in, line);) {
-        std::smatch m;
-        static const std::regex re(R"((\d+)_(\d+)\|([A-Z_]+)[^|]*\|(\S+))");
-        if (std::regex_match(line, m, re) && m[1] == job) out.push_back({std::stoi(m[2]), m[3], m[4]});
-      }
-      if (!out.empty()) return out;
-    }
-  }
-  Captured c = capture({"scontrol", "show", "job", "-o", job}, scratch);
-  std::stringstream in(c.out);
-  static const std::regex task(R"(ArrayTaskId=(\d+))"), state(R"(JobState=([A-Z_]+))"), code(R"(ExitCode=(\S+))");
-  for (std::string line; std::getline(in, line);) {
-    std::smatch a, s, e;
-    if (std::regex_search(line, a, task) && std::regex_search(line, s, state) && std::regex_search(line, e, code))
-      out.push_back({std::stoi(a[1]), s[1], e[1]});
-  }
-  return out;
-}
-
 std::string last_line(const std::string& path) {
-  std::string text = read_text(path), last;
+  std::string text = read_text_file(path), last;
   std::stringstream in(text);
   for (std::string line; std::getline(in, line);)
     if (!trim(line).empty()) last = trim(line);
@@ -246,7 +135,7 @@ int slurm_sweep_command(const std::string& file, const SweepOptions& so, const S
   nlohmann::json jobs = {{"sweep_hash", hash}, {"shards", 0}, {"submissions", nlohmann::json::array()}};
   if (fs::exists(jobs_path)) {
     try {
-      jobs = nlohmann::json::parse(read_text(jobs_path));
+      jobs = nlohmann::json::parse(read_text_file(jobs_path));
     } catch (const nlohmann::json::exception& e) {
       throw InputError(strcat(jobs_path, ": not JSON (", e.what(), ")"));
     }
@@ -345,7 +234,7 @@ int slurm_sweep_command(const std::string& file, const SweepOptions& so, const S
     std::string job = m[1];
     // The manifest and a copy of the sweep, as a local sweep writes them (reports need them).
     write_atomically(dir + "/manifest.json", manifest.dump(2) + "\n");
-    write_atomically(dir + "/sweep.yaml", read_text(file));
+    write_atomically(dir + "/sweep.yaml", read_text_file(file));
     jobs["sweep_hash"] = hash;
     jobs["shards"] = shards;
     jobs["submissions"].push_back({{"job_id", job},
@@ -422,7 +311,7 @@ int slurm_sweep_command(const std::string& file, const SweepOptions& so, const S
 
   // Failed tasks, from every submission of this run.
   nlohmann::json failed_tasks = nlohmann::json::array();
-  if (fs::exists(jobs_path)) jobs = nlohmann::json::parse(read_text(jobs_path));
+  if (fs::exists(jobs_path)) jobs = nlohmann::json::parse(read_text_file(jobs_path));
   for (const auto& s : jobs["submissions"]) {
     std::string job = s.value("job_id", "");
     if (std::find(watch.begin(), watch.end(), job) != watch.end()) continue;
