@@ -155,7 +155,21 @@ SimResult simulate(const Program& prog, const ArchConfig& arch, const SimOptions
     e.stalled_cycles = static_cast<uint64_t>(std::llround(ctx.engines[i].stalled_ps / period));
     e.instructions = ctx.engines[i].instructions;
     int workers = e.name == "dma" ? arch.dma.engines : 1;
-    e.utilization = s.cycles ? static_cast<double>(e.busy_cycles) / (static_cast<double>(s.cycles) * workers) : 0;
+    e.busy_fraction = s.cycles ? static_cast<double>(e.busy_cycles) / (static_cast<double>(s.cycles) * workers) : 0;
+    e.work = ctx.engines[i].work;
+    if (e.name == "sxe") {
+      e.work_unit = "MACs";
+      e.peak_work_per_cycle = static_cast<double>(arch.sxe.mac_trees) * arch.sxe.lanes;
+    } else if (e.name == "vxe") {
+      e.work_unit = "element_ops";
+      e.peak_work_per_cycle = arch.vxe.lanes;
+    } else if (e.name == "dma") {
+      e.work_unit = "bytes";
+      e.peak_work_per_cycle = arch.hbm_bytes_per_cycle();
+    }
+    e.utilization = e.peak_work_per_cycle > 0
+                        ? (s.cycles ? e.work / (e.peak_work_per_cycle * static_cast<double>(s.cycles)) : 0)
+                        : e.busy_fraction;
     s.instructions += e.instructions;
     s.engines.push_back(e);
   }
@@ -221,6 +235,10 @@ nlohmann::json stats_to_json(const SimStats& s) {
     eng[e.name] = {{"busy_cycles", e.busy_cycles},
                    {"stalled_cycles", e.stalled_cycles},
                    {"instructions", e.instructions},
+                   {"work", e.work},
+                   {"work_unit", e.work_unit},
+                   {"peak_work_per_cycle", e.peak_work_per_cycle},
+                   {"busy_fraction", e.busy_fraction},
                    {"utilization", e.utilization}};
   j["engines"] = eng;
   nlohmann::json ks = nlohmann::json::array();

@@ -81,11 +81,26 @@ std::vector<std::string> split_list(const std::string& s) {
   return out;
 }
 
-void print_run(const RunOutcome& o) {
+// The architecture as run: the config's name, and the --set overrides when there were any.
+std::string effective_arch(const ArchConfig& a, const std::vector<std::string>& sets) {
+  std::string s = a.name;
+  for (size_t i = 0; i < sets.size(); ++i) s += (i ? ", " : " (overridden: ") + sets[i];
+  return sets.empty() ? s : s + ")";
+}
+
+// Utilisation (useful work over peak work) with what it counts, then busy time apart.
+std::vector<std::string> engine_row(const EngineStats& e) {
+  std::string what = e.work_unit == "MACs" ? " of peak MACs" : e.work_unit == "element_ops" ? " of peak element ops"
+                     : e.work_unit == "bytes" ? " of peak HBM bytes" : " busy";
+  std::string busy = e.work_unit.empty() ? "" : fmt(" (busy %.1f %%)", 100 * e.busy_fraction);
+  return {e.name + " utilisation", fmt("%.1f %%", 100 * e.utilization) + what + busy};
+}
+
+void print_run(const RunOutcome& o, const std::vector<std::string>& sets) {
   const auto& s = o.sim.stats;
   std::vector<std::vector<std::string>> rows = {
       {"workload", o.workload.name},
-      {"arch", o.arch.name},
+      {"arch", effective_arch(o.arch, sets)},
       {"fusion", o.fusion},
       {"kernels", std::to_string(o.comp.schedule.kernels.size())},
       {"instructions", std::to_string(s.instructions)},
@@ -103,7 +118,7 @@ void print_run(const RunOutcome& o) {
   };
   for (const auto& b : s.graph_breaks)
     rows.push_back({"  break " + b.node, strcat(b.op, ", ", human_bytes(static_cast<uint64_t>(b.bytes)), fmt(", %.3f us", b.host_us))});
-  for (const auto& e : s.engines) rows.push_back({e.name + " utilisation", fmt("%.1f %%", 100 * e.utilization)});
+  for (const auto& e : s.engines) rows.push_back(engine_row(e));
   std::cout << format_table({"metric", "value"}, rows);
 }
 
@@ -112,7 +127,7 @@ int cmd_run(const std::string& workload, const ArchFlags& af, const BreakFlags& 
   WorkloadSpec w = resolve_workload(workload);
   ArchConfig arch = af.load();
   RunOutcome o = run_job(w, arch, fusion, functional, !trace.empty(), bf.get(), vcd);
-  print_run(o);
+  print_run(o, af.sets);
   if (!json.empty()) write_json(json, o.to_json());
   if (!trace.empty()) write_json(trace, trace_json_for(o));
   if (o.check) {
@@ -264,7 +279,7 @@ int cmd_sim(const std::vector<std::string>& paths, const ArchFlags& af, const st
   SimResult r = simulate(p, arch, o);
   const auto& s = r.stats;
   std::vector<std::vector<std::string>> rows = {{"program", p.name},
-                                                {"arch", arch.name},
+                                                {"arch", effective_arch(arch, af.sets)},
                                                 {"instructions", std::to_string(s.instructions)},
                                                 {"cycles", std::to_string(s.cycles)},
                                                 {"device cycles", [&] {
@@ -275,7 +290,7 @@ int cmd_sim(const std::vector<std::string>& paths, const ArchFlags& af, const st
                                                 {"latency", fmt("%.3f us", s.latency_us)},
                                                 {"HBM read", human_bytes(s.hbm_read_bytes)},
                                                 {"HBM written", human_bytes(s.hbm_write_bytes)}};
-  for (const auto& e : s.engines) rows.push_back({e.name + " utilisation", fmt("%.1f %%", 100 * e.utilization)});
+  for (const auto& e : s.engines) rows.push_back(engine_row(e));
   std::cout << format_table({"metric", "value"}, rows);
   if (!json.empty()) write_json(json, stats_to_json(s));
   if (!trace.empty()) write_json(trace, trace_to_json(r.trace));
