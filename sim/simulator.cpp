@@ -10,6 +10,7 @@
 #include "model/numeric.h"
 #include "sc_kernel.h"
 #include "support/error.h"
+#include "support/units.h"
 
 namespace lpu {
 
@@ -18,8 +19,11 @@ SimResult simulate(const Program& prog, const ArchConfig& arch, const SimOptions
   double cap = arch.hbm.capacity_gib * 1024.0 * 1024.0 * 1024.0;
   if (static_cast<double>(need) > cap) {
     int64_t devices = static_cast<int64_t>(std::ceil(static_cast<double>(need) / cap));
-    throw InputError(strcat("program ", prog.name, " needs ", need, " bytes of HBM but one device of ", arch.name,
-                            " has ", arch.hbm.capacity_gib, " GiB: it needs ", devices, " devices"));
+    throw InputError(strcat("program ", prog.name, " needs ", format_bytes(static_cast<double>(need)), " (",
+                            format_binary_bytes(static_cast<double>(need)), ") of HBM but one device of ", arch.name, " has ",
+                            arch.hbm.capacity_gib, " GiB: it would need ", devices,
+                            " devices, and splitting a program across devices (tensor parallelism) is not implemented yet; "
+                            "use a config with more HBM per device (e.g. --arch lpu-asic)"));
   }
   fresh_systemc_context();
   sim::DeviceContext ctx;

@@ -116,7 +116,7 @@ TEST(SimModel, WeightsLargerThanHbmSayHowManyDevices) {
     simulate(p, arch(), {});
     FAIL();
   } catch (const InputError& e) {
-    EXPECT_NE(std::string(e.what()).find("needs 2 devices"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("would need 2 devices"), std::string::npos) << e.what();
   }
 }
 
