@@ -102,10 +102,29 @@ void hbm(const ArchConfig& base) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::string what = argc > 1 ? argv[1] : "all";
+  const char* usage =
+      "usage: lpu-bench [policies|simulator|hbm|all] [--arch NAME]\n"
+      "  policies   every LLM decode step under none, greedy and search (minutes)\n"
+      "  simulator  simulator speed on OPT-1.3B and OPT-30B decode steps\n"
+      "  hbm        HBM calibration: bandwidth by transfer size, shape and DMA engines\n"
+      "  all        all three (the default)\n";
+  std::string what = "all";
   std::string arch_name = "lpu-asic";
-  for (int i = 1; i + 1 < argc; ++i)
-    if (std::string(argv[i]) == "--arch") arch_name = argv[i + 1];
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    if (a == "-h" || a == "--help") {
+      std::cout << usage;
+      return 0;
+    }
+    if (a == "--arch" && i + 1 < argc) {
+      arch_name = argv[++i];
+    } else if (a == "policies" || a == "simulator" || a == "hbm" || a == "all") {
+      what = a;
+    } else {
+      std::cerr << "error: unexpected argument '" << a << "'\n" << usage;
+      return 2;
+    }
+  }
   try {
     ArchConfig arch = load_arch_config(resolve_config_path(arch_name));
     if (what == "hbm" || what == "all") hbm(arch);

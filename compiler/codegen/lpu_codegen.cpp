@@ -589,10 +589,16 @@ namespace {
 // How a kernel is tiled: as many rows per tile as fit local memory (hoisted operands stay
 // resident below the tile regions, one region per buffer). Dry runs of the emitter find the
 // hoisted footprint and how tile bytes grow with rows.
+// A kernel whose one-row tile fits local memory only once (a wide LM head row on a small
+// LMU) runs single-buffered rather than not at all: slower (no DMA/compute overlap), but
+// it runs. min_lmu_bytes stays the requirement with the configured buffering, which is what
+// the scheduler checks, so no fusion produces such a kernel.
 struct TilePlan {
-  bool fits = false;          // one row per tile fits local memory
-  int64_t min_lmu_bytes = 0;  // hoisted + one row per tile (x2 double-buffered)
+  bool fits = false;          // one row per tile fits local memory (single-buffered if need be)
+  int64_t min_lmu_bytes = 0;  // hoisted + one row per tile (x2 when lmu.double_buffer)
+  int64_t buffers = 1;        // tile regions: 2 double-buffered
   int64_t rows = 1, hoisted = 0, tile_bytes = 0;
+  int64_t one_row_bytes = 0;  // hoisted + one row per tile, single-buffered
 };
 TilePlan plan_tiles(const LoopProgram& p, const Kernel& k, int id, const std::map<std::string, uint64_t>& hbm,
                     const CodegenOptions& opts, bool size_only = false) {
@@ -610,8 +616,11 @@ TilePlan plan_tiles(const LoopProgram& p, const Kernel& k, int id, const std::ma
   int64_t one = tile_bytes(1, &t.hoisted);
   int64_t avail = opts.lmu_bytes - align_up(t.hoisted, kLmAlign);
   t.min_lmu_bytes = align_up(t.hoisted, kLmAlign) + one * nbuf;
+  t.one_row_bytes = align_up(t.hoisted, kLmAlign) + one;
+  if (one * nbuf > avail) nbuf = 1;
   if (one * nbuf > avail) return t;
   t.fits = true;
+  t.buffers = nbuf;
   if (size_only) return t;
   int64_t two = k.rows > 1 ? tile_bytes(2, nullptr) : one;
   int64_t per_row = std::max<int64_t>(two - one, 1);
@@ -650,7 +659,7 @@ KernelCost kernel_cost(const LoopProgram& p, const Kernel& k, const CodegenOptio
   TilePlan plan = plan_tiles(p, k, 0, no_addresses, opts, !with_traffic);
   c.lmu_bytes = plan.min_lmu_bytes;
   c.fits = plan.fits && plan.min_lmu_bytes <= opts.lmu_bytes;
-  if (!c.fits || !with_traffic) return c;
+  if (!plan.fits || !with_traffic) return c;
   c.tile_rows = plan.rows;
   KernelEmitter e(p, k, 0, no_addresses);
   // Tiles differ only in their HBM addresses, except where rows sharing a matmul B block
@@ -697,7 +706,6 @@ CodegenResult generate_lpu_program(const LoopProgram& p, const Schedule& s, cons
   for (const auto& k : s.kernels)
     for (const auto& o : k.hbm_outputs) place(o);
 
-  int64_t nbuf = opts.double_buffer ? 2 : 1;
   for (size_t ki = 0; ki < s.kernels.size(); ++ki) {
     const Kernel& k = s.kernels[ki];
     prog.kernels.push_back(k.name);
@@ -722,10 +730,10 @@ CodegenResult generate_lpu_program(const LoopProgram& p, const Schedule& s, cons
     }
     TilePlan plan = plan_tiles(p, k, id, hbm, opts);
     if (!plan.fits)
-      throw InputError(strcat("kernel ", k.name, " needs ", plan.min_lmu_bytes,
-                              " bytes of local memory for one row per tile", opts.double_buffer ? " (double-buffered)" : "",
+      throw InputError(strcat("kernel ", k.name, " needs ", plan.one_row_bytes,
+                              " bytes of local memory for one row per tile, even single-buffered",
                               "; the config has lmu.capacity_kib = ", opts.lmu_bytes / 1024, " (", opts.lmu_bytes, " bytes)"));
-    int64_t rows = plan.rows, hoisted = plan.hoisted, tb = plan.tile_bytes;
+    int64_t rows = plan.rows, hoisted = plan.hoisted, tb = plan.tile_bytes, nbuf = plan.buffers;
     KernelEmitter e(p, k, id, hbm);
     std::vector<std::vector<Instruction>> tile_code;
     int64_t tiles = 0;
