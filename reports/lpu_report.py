@@ -76,12 +76,13 @@ def runs_table(rep, runs, extra_keys=()):
 
 
 def per_run_sections(rep, runs, subtitle=""):
-    rep.section("Fusion: latency and HBM traffic", "fusion")
-    rep.attempt("Fused vs unfused", lambda: plots_runs.fusion_bars(runs, rep.out_dir, subtitle=subtitle))
+    several = len({r.fusion for r in runs}) > 1
+    rep.section("Fusion: latency and HBM traffic" if several else "Latency and HBM traffic", "fusion")
+    rep.attempt("Fused vs unfused" if several else "Latency and HBM traffic", lambda: plots_runs.fusion_bars(runs, rep.out_dir, subtitle=subtitle))
     rep.section("Engine utilisation", "engines")
     rep.attempt("Per-engine utilisation", lambda: plots_runs.engine_utilisation(runs, rep.out_dir, subtitle=subtitle))
-    rep.section("Time per kernel", "kernels")
-    rep.attempt("Time breakdown per kernel", lambda: plots_runs.kernel_breakdown(runs, rep.out_dir, subtitle=subtitle))
+    rep.section("Time per op class", "kernels")
+    rep.attempt("Time per op class", lambda: plots_runs.kernel_breakdown(runs, rep.out_dir, subtitle=subtitle))
 
 
 def sweep_report(rep, inputs, cost):

@@ -15,6 +15,8 @@ PACKAGES=(
   verilator
   # reports and the PyTorch frontend (run with /usr/bin/python3)
   python3 python3-matplotlib python3-numpy python3-torch
+  # report pages rendered in a real browser (tests/report_render_test.py)
+  chromium
 )
 
 missing=()

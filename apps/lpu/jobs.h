@@ -23,7 +23,7 @@ struct FunctionalCheck {
   double atol = 0, rtol = 0;   // pass iff |sim - ref| <= atol + rtol * |ref| everywhere
   bool ok = false;
   std::string worst;           // "output[index]: sim vs ref"
-  std::string rule;            // the pass condition, as printed ("" = the atol/rtol one)
+  std::string rule;            // the pass condition: the one description printed and written to JSON
   std::vector<double> max_abs_per_output;  // graph-file checks: one per graph output
 };
 
