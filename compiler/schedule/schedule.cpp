@@ -74,15 +74,42 @@ struct Analysis {
   std::vector<std::set<std::string>> reads;            // buffers read by each node
   std::set<std::string> graph_outputs;
   bool topological = true;                             // every node after its producers
+  std::vector<std::vector<Expr>> loads;                // LoopNode::loads() of each node, once
+  // Access patterns depend on one node and one load only, not on the group being judged:
+  // computed once, on first use (illegal_reason asks for them on every candidate).
+  mutable std::map<int, AccessPattern> store_patterns;
+  mutable std::map<std::pair<int, const ExprNode*>, AccessPattern> read_patterns;
+
+  const AccessPattern& store_pattern(int i) const {
+    auto it = store_patterns.find(i);
+    if (it == store_patterns.end()) {
+      const LoopNode& n = p.nodes[static_cast<size_t>(i)];
+      it = store_patterns.emplace(i, analyze_access(n, n.store_index)).first;
+    }
+    return it->second;
+  }
+  const AccessPattern& read_pattern(int i, const Expr& l) const {
+    auto key = std::make_pair(i, l.get());
+    auto it = read_patterns.find(key);
+    if (it == read_patterns.end()) {
+      const LoopNode& c = p.nodes[static_cast<size_t>(i)];
+      AccessPattern ap = c.kind == LoopKind::Matmul ? analyze_access(c, l->index, {"r0"}, c.reduction_ranges)
+                                                    : analyze_access(c, l->index);
+      it = read_patterns.emplace(key, std::move(ap)).first;
+    }
+    return it->second;
+  }
 
   explicit Analysis(const LoopProgram& prog) : p(prog), graph_outputs(prog.outputs.begin(), prog.outputs.end()) {
     size_t n = p.nodes.size();
     preds.resize(n);
     succs.resize(n);
     reads.resize(n);
+    loads.resize(n);
+    for (size_t i = 0; i < n; ++i) loads[i] = p.nodes[i].loads();
     for (size_t i = 0; i < n; ++i) writers[p.nodes[i].out()].push_back(static_cast<int>(i));
     for (size_t i = 0; i < n; ++i) {
-      for (const auto& l : p.nodes[i].loads()) {
+      for (const auto& l : loads[i]) {
         if (!reads[i].insert(l->buffer).second) continue;
         auto it = writers.find(l->buffer);
         if (it == writers.end()) continue;
@@ -113,7 +140,7 @@ std::string illegal_reason(const Analysis& a, const std::vector<int>& merged) {
   std::set<int> in(merged.begin(), merged.end());
   for (int i : merged) {
     const LoopNode& c = p.nodes[static_cast<size_t>(i)];
-    for (const auto& l : c.loads()) {
+    for (const auto& l : a.loads[static_cast<size_t>(i)]) {
       auto it = a.writers.find(l->buffer);
       if (it == a.writers.end()) continue;
       bool inside = false;
@@ -123,22 +150,19 @@ std::string illegal_reason(const Analysis& a, const std::vector<int>& merged) {
         return strcat("concatenation: ", l->buffer, " is written by ", it->second.size(),
                       " nodes and is read from HBM");
       const LoopNode& prod = p.nodes[static_cast<size_t>(it->second[0])];
-      AccessPattern sp = analyze_access(prod, prod.store_index);
+      const AccessPattern& sp = a.store_pattern(it->second[0]);
       // With a single row the row stride is irrelevant (size-1 variables are folded away).
       bool one_row = prod.rows() == 1;
       if (!sp.ok || !sp.row_affine || sp.base != 0 || (sp.col_split && sp.col_split < prod.out_cols()) || (!one_row && sp.row_stride != prod.out_cols()) ||
           (prod.out_cols() > 1 && sp.col_stride != 1))
         return strcat("index mismatch: ", prod.name, " is not stored row by row (", prod.store_index.str(), ")");
-      AccessPattern rp;
       int64_t width = c.cols();
       if (c.kind == LoopKind::Matmul) {
         if (l.get() == c.body->args[1].get() || l->buffer == c.body->args[1]->buffer)
           return strcat("matrix-engine operand: ", c.name, " streams ", prod.name, " as its B operand from HBM");
-        rp = analyze_access(c, l->index, {"r0"}, c.reduction_ranges);
         width = c.reduction_ranges[0];
-      } else {
-        rp = analyze_access(c, l->index);
       }
+      const AccessPattern& rp = a.read_pattern(i, l);
       if (!rp.ok) return strcat("index mismatch: ", c.name, " reads ", prod.name, ": ", rp.why_not);
       if (rp.col_split && rp.col_split < width)
         return strcat("index mismatch: ", c.name, " reads ", prod.name, "[", l->index.str(), "] in ", width / rp.col_split,
