@@ -76,12 +76,13 @@ def runs_table(rep, runs, extra_keys=()):
 
 
 def per_run_sections(rep, runs, subtitle=""):
-    rep.section("Fusion: latency and HBM traffic", "fusion")
-    rep.attempt("Fused vs unfused", lambda: plots_runs.fusion_bars(runs, rep.out_dir, subtitle=subtitle))
+    several = len({r.fusion for r in runs}) > 1
+    rep.section("Fusion: latency and HBM traffic" if several else "Latency and HBM traffic", "fusion")
+    rep.attempt("Fused vs unfused" if several else "Latency and HBM traffic", lambda: plots_runs.fusion_bars(runs, rep.out_dir, subtitle=subtitle))
     rep.section("Engine utilisation", "engines")
     rep.attempt("Per-engine utilisation", lambda: plots_runs.engine_utilisation(runs, rep.out_dir, subtitle=subtitle))
-    rep.section("Time per kernel", "kernels")
-    rep.attempt("Time breakdown per kernel", lambda: plots_runs.kernel_breakdown(runs, rep.out_dir, subtitle=subtitle))
+    rep.section("Time per op class", "kernels")
+    rep.attempt("Time per op class", lambda: plots_runs.kernel_breakdown(runs, rep.out_dir, subtitle=subtitle))
 
 
 def sweep_report(rep, inputs, cost):
@@ -121,7 +122,7 @@ def sweep_report(rep, inputs, cost):
     rep.section("Roofline", "roofline")
     rep.attempt("Roofline", lambda: plots_runs.roofline(runs, rep.out_dir))
     rep.section("Timeline", "timeline")
-    rep.attempt("Timeline", lambda: plots_trace.timeline(inputs.traces, rep.out_dir) if inputs.traces else no_data(
+    rep.attempt("Timeline", lambda: plots_trace.timeline(inputs.traces, rep.out_dir, kernel_classes(runs)) if inputs.traces else no_data(
         "the sweep has no trace of a successful point (the sweep file says traces: %s; with 'reference' only "
         "the reference point's runs are traced)" % m.get("traces", "?")))
     rep.section("All points", "points")
@@ -129,6 +130,12 @@ def sweep_report(rep, inputs, cost):
     runs_table(rep, runs[:limit], sweep.axes)
     if len(runs) > limit:
         rep.page.p("First %d of %d successful points; all are in results.csv." % (limit, len(runs)), "note")
+
+
+def kernel_classes(runs):
+    """Kernel name -> op class from the runs' kernel lists (their graph nodes), so a timeline
+    colours a fused kernel as the time-per-op-class plot counts it."""
+    return {k["name"]: plots_runs.kernel_op_class(k) for r in runs for k in (r.kernels or []) if "name" in k}
 
 
 def runs_report(rep, inputs):
@@ -142,7 +149,7 @@ def runs_report(rep, inputs):
     rep.section("Roofline", "roofline")
     rep.attempt("Roofline", lambda: plots_runs.roofline(runs, rep.out_dir))
     rep.section("Timeline", "timeline")
-    rep.attempt("Timeline", lambda: plots_trace.timeline(inputs.traces, rep.out_dir))
+    rep.attempt("Timeline", lambda: plots_trace.timeline(inputs.traces, rep.out_dir, kernel_classes(runs)))
     rep.page.p("Sweep plots (metric vs swept key, heatmap, Pareto front) need a sweep directory "
                "(`lpu sweep FILE -o DIR`, then `lpu report DIR -o ...`).", "note")
 

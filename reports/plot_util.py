@@ -30,6 +30,26 @@ def colour_map(names):
     return out
 
 
+# Fusion policies keep their colour in every plot of every report (PALETTE order otherwise).
+POLICY_COLOURS = {"none": PALETTE[0], "greedy": PALETTE[1], "search": PALETTE[2]}
+
+
+def policy_colours(names):
+    """Colours for fusion policies: the fixed ones above, the next free palette colours after."""
+    out = {}
+    free = [c for c in PALETTE if c not in POLICY_COLOURS.values()]
+    for n in names:
+        if n not in out:
+            out[n] = POLICY_COLOURS.get(n) or free[len([k for k in out if k not in POLICY_COLOURS]) % len(free)]
+    return out
+
+
+def legend_outside(ax, **kw):
+    """A legend right of the axes, so it never covers bars, points or labels."""
+    kw.setdefault("fontsize", 8)
+    return ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0, **kw)
+
+
 def marker_map(names):
     out = {}
     for n in names:

@@ -1,7 +1,7 @@
 """Plots of individual runs: fusion comparison, engine utilisation, kernel time, roofline."""
 import re
 
-from plot_util import NoData, colour_map, marker_map, number, plt, save, unique
+from plot_util import NoData, colour_map, legend_outside, marker_map, number, plt, policy_colours, save, unique
 
 MB = 1e6
 
@@ -13,9 +13,9 @@ def fusion_bars(runs, out_dir, name="fusion.png", subtitle=""):
         raise NoData("no run has latency_us")
     workloads = unique(r.workload for r in runs)
     policies = unique(r.fusion for r in runs)
-    colours = colour_map(policies)
+    colours = policy_colours(policies)
     width = 0.8 / len(policies)
-    fig, (ax_l, ax_t) = plt.subplots(1, 2, figsize=(12, 4.5))
+    fig, (ax_l, ax_t) = plt.subplots(1, 2, figsize=(13, 4.5))
     for wi, w in enumerate(workloads):
         first = None
         for pi, p in enumerate(policies):
@@ -40,14 +40,17 @@ def fusion_bars(runs, out_dir, name="fusion.png", subtitle=""):
         ax.set_xlabel("workload")
         ax.grid(axis="y", alpha=0.3)
     ax_l.set_ylabel("latency (µs)")
-    ax_l.set_title("Latency per fusion policy (label: speedup vs %s)" % policies[0])
-    ax_l.legend(title="fusion")
+    ax_l.set_title("Latency per fusion policy (label: speedup vs %s)" % policies[0] if len(policies) > 1
+                   else "Latency (%s)" % policies[0])
+    ax_l.margins(y=0.12)  # room for the speedup labels above the bars
     ax_t.set_ylabel("HBM traffic (MB, 1e6 bytes)")
     ax_t.set_title("HBM traffic: read (solid) + write (hatched)")
-    ax_t.legend(title="fusion")
+    legend_outside(ax_t, title="fusion")
     if subtitle:
         fig.suptitle(subtitle, fontsize=10)
-    return save(fig, out_dir, name, "Fused vs unfused: latency and HBM traffic",
+    fig.tight_layout()
+    title = "Fused vs unfused: latency and HBM traffic" if len(policies) > 1 else "Latency and HBM traffic"
+    return save(fig, out_dir, name, title,
                 "Bars per workload and fusion policy. The black line is the compulsory traffic "
                 "(each input read once, each output written once)." + (" " + subtitle if subtitle else ""))
 
@@ -78,47 +81,64 @@ def engine_utilisation(runs, out_dir, name="engines.png", subtitle=""):
         ax.bar(xs, ys, width, color=colours[label], label=label)
     ax.set_xticks(range(len(runs)))
     ax.set_xticklabels([r.label.replace(" / ", "\n") for r in runs], fontsize=8)
-    ax.set_ylabel("busy time / latency (%)")
+    ax.set_ylabel("useful work / peak work (%)")
     ax.set_ylim(0, 105)
     ax.set_title("Engine utilisation per run" + (" (" + subtitle + ")" if subtitle else ""))
-    ax.legend(title="engine", fontsize=8)
+    legend_outside(ax, title="engine")
     ax.grid(axis="y", alpha=0.3)
     return save(fig, out_dir, name, "Per-engine utilisation",
-                "Busy cycles / total cycles per engine (DMA: per DMA engine), and HBM bandwidth "
-                "utilisation ((read + write) / (peak x latency)).")
+                "Useful work over what the engine could do at its peak in the run's time: SXE MACs / "
+                "(mac_trees x lanes x cycles), VXE element operations / (lanes x cycles), DMA bytes / HBM peak "
+                "bytes; HBM bandwidth utilisation is (read + write) / (peak x latency). Busy time is in the JSON "
+                "(engines.*.busy_fraction).")
 
 
-def kernel_class(kernel):
-    """k12_gelu_erf_1 -> gelu_erf: index and numbering dropped, so the same op in different
-    runs shares a colour. A fused kernel (several graph nodes) keeps its full name."""
-    name = re.sub(r"^k\d+_", "", kernel["name"])
-    if len(kernel.get("nodes", [])) > 1:
-        return name
-    return re.sub(r"(_\d+)+$", "", name)
+# Op classes, heaviest first: a fused kernel counts under the heaviest class among its graph
+# nodes (matrix work dominates a kernel's time, and FFN matrices outweigh the projections).
+OP_CLASSES = ["LM head", "FFN", "projection", "attention", "norm", "activation", "residual", "embedding", "other"]
+OP_CLASS_RULES = [  # (class, pattern on the node name without its layer prefix), first match wins
+    ("LM head", r"lm_head"),
+    ("norm", r"norm|^ln(_|$)|rms"),
+    ("FFN", r"^(fc\d|gate|up_proj|down_proj|glu|act|mlp|ffn)"),
+    ("projection", r"^(q|k|v|o|qkv|out)_proj"),
+    ("attention", r"attn|score|prob|rope|q_scaled|mask|heads_out|cache|softmax"),
+    ("activation", r"gelu|relu|silu|sigmoid|tanh"),
+    ("residual", r"residual|^add"),
+    ("embedding", r"embed|tok|pos"),
+]
+
+
+def node_class(node):
+    name = re.sub(r"^(l\d+\.|layers?\.\d+\.)", "", node)
+    for cls, pat in OP_CLASS_RULES:
+        if re.search(pat, name):
+            return cls
+    return "other"
+
+
+def kernel_op_class(kernel):
+    nodes = kernel.get("nodes") or [re.sub(r"^k\d+_", "", kernel["name"])]
+    return min((node_class(n) for n in nodes), key=OP_CLASSES.index)
 
 
 def kernel_breakdown(runs, out_dir, name="kernels.png", subtitle=""):
     runs = [r for r in runs if r.kernels]
     if not runs:
         raise NoData("no run has a kernel list")
-    # One segment per kernel, coloured by class; too many classes fold into "other".
-    totals = {}
-    for r in runs:
-        for k in r.kernels:
-            c = kernel_class(k)
-            totals[c] = totals.get(c, 0) + k.get("cycles", 0)
-    classes = sorted(totals, key=lambda c: -totals[c])
-    keep = set(classes[:12])
-    colours = colour_map([c for c in classes if c in keep] + ["other"])
-    colours = {c: plt.get_cmap("tab20").colors[i % 20] for i, c in enumerate(list(colours))}
+    colours = {c: plt.get_cmap("tab10").colors[i % 10] for i, c in enumerate(OP_CLASSES)}
     fig, ax = plt.subplots(figsize=(11, 0.6 * len(runs) + 2.5))
     labelled = set()
     for i, r in enumerate(runs):
         clock = r.arch_value("clock_ghz", 1.0) or 1.0
-        left = 0.0
+        per_class = {}
         for k in r.kernels:
-            c = kernel_class(k) if kernel_class(k) in keep else "other"
-            us = k.get("cycles", 0) / clock / 1e3
+            c = kernel_op_class(k)
+            per_class[c] = per_class.get(c, 0.0) + k.get("cycles", 0) / clock / 1e3
+        left = 0.0
+        for c in OP_CLASSES:
+            us = per_class.get(c, 0.0)
+            if us <= 0:
+                continue
             ax.barh(i, us, left=left, color=colours[c], edgecolor="white", linewidth=0.5,
                     label=c if c not in labelled else None)
             labelled.add(c)
@@ -126,13 +146,15 @@ def kernel_breakdown(runs, out_dir, name="kernels.png", subtitle=""):
     ax.set_yticks(range(len(runs)))
     ax.set_yticklabels([r.label for r in runs], fontsize=8)
     ax.invert_yaxis()
-    ax.set_xlabel("kernel time (µs), kernels in program order")
-    ax.set_title("Time per kernel" + (" (" + subtitle + ")" if subtitle else ""))
-    ax.legend(title="kernel class", fontsize=7, loc="center left", bbox_to_anchor=(1.01, 0.5))
+    ax.set_xlabel("kernel time (µs)")
+    ax.set_title("Time per op class" + (" (" + subtitle + ")" if subtitle else ""))
+    legend_outside(ax, title="op class")
     ax.grid(axis="x", alpha=0.3)
-    return save(fig, out_dir, name, "Time breakdown per kernel",
-                "Each bar is one run; each segment one kernel (first issue to last retirement), "
-                "coloured by kernel class (the kernel's name without its index).")
+    return save(fig, out_dir, name, "Time per op class",
+                "Each bar is one run; each segment the time of its kernels of one op class (attention, FFN, norm, "
+                "projection, LM head, ...), from each kernel's first issue to its last retirement, summed over the "
+                "layers. A fused kernel counts under the heaviest class among its nodes, in the order "
+                + ", ".join(OP_CLASSES) + ".")
 
 
 def work_keys(runs):
@@ -177,9 +199,16 @@ def roofline(runs, out_dir, name="roofline.png", colour_by="workload"):
     grid = [lo * (hi / lo) ** (i / 200) for i in range(201)]
     roof_colours = plt.get_cmap("Greys")
     shown = mem[:8]
+    top = max(peaks)
     for i, (bw, peak) in enumerate(shown):
-        ax.plot(grid, [min(bw * x, peak) for x in grid], color=roof_colours(0.45 + 0.5 * i / max(1, len(shown) - 1)),
+        col = roof_colours(0.45 + 0.5 * i / max(1, len(shown) - 1))
+        ax.plot(grid, [min(bw * x, peak) for x in grid], color=col,
                 lw=1.5, label="roof: HBM %g GB/s, VXE %g elem-op/ns" % (bw, peak))
+        # The memory slope continues up to the highest roof (the SXE's), so SXE points sit
+        # under a drawn memory roof rather than above every solid line.
+        if top > peak:
+            ax.plot([x for x in grid if peak <= bw * x <= top], [bw * x for x in grid if peak <= bw * x <= top],
+                    color=col, lw=1.5, ls=":")
     for i, peak in enumerate(sxe[:4]):
         ax.axhline(peak, color="tab:purple", ls="--", lw=1, label="SXE peak %g FLOP/ns" % peak)
     groups = unique(getattr(p[0], colour_by) for p in pts)
@@ -200,7 +229,7 @@ def roofline(runs, out_dir, name="roofline.png", colour_by="workload"):
     ax.set_ylabel("achieved throughput (operations / ns = Gop/s)")
     ax.set_title("Roofline (%s)" % ", ".join(k.replace("work.", "") for k in keys))
     ax.grid(True, which="both", alpha=0.2)
-    ax.legend(fontsize=7, loc="center left", bbox_to_anchor=(1.01, 0.5))
+    legend_outside(ax, fontsize=7)
     return save(fig, out_dir, name, "Roofline",
                 "Each point is one run: its operations (%s) per HBM byte moved against operations per ns "
                 "achieved. Roofs: peak HBM bandwidth (arch.hbm.bandwidth_gbps) times intensity; VXE peak "

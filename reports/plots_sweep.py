@@ -1,5 +1,7 @@
 """Plots across the points of a sweep: metric vs swept key, heatmap, Pareto front."""
-from plot_util import NoData, colour_map, fmt_value, marker_map, number, plt, save, unique
+import matplotlib.ticker as ticker
+
+from plot_util import NoData, colour_map, fmt_value, legend_outside, marker_map, number, plt, policy_colours, save, unique
 from report_data import InputProblem
 
 LATENCY = ("latency_us", "latency (µs)")
@@ -37,7 +39,7 @@ def metric_vs_axis(sweep, runs, key, out_dir, name):
         held = "others at the reference: " + ", ".join("%s=%s" % (a, fmt_value(v)) for a, v in zip(others, ref))
     values = _axis_order(sweep, key, [r.point[key] for r in runs])
     numeric = all(number(v) for v in values)
-    colours = colour_map(policies)
+    colours = policy_colours(policies)
     styles = ["-", "--", ":", "-."]
     fig, axes = plt.subplots(2, len(workloads), figsize=(4.5 * len(workloads) + 1.5, 7), squeeze=False)
     for wi, w in enumerate(workloads):
@@ -114,12 +116,15 @@ def heatmap(sweep, runs, out_dir, name="heatmap.png"):
     label_in = 0.07 * max(len(fmt_value(y)) for y in ys)  # room for long y tick labels
     fig, axes = plt.subplots(rows, cols, figsize=((4.8 + label_in) * cols + 1, 0.45 * len(ys) * rows + 2.8 * rows),
                              squeeze=False)
+    # One colour scale for every panel, so equal colours mean equal latency across panels.
+    grids = [[[cell(w, p, x, y) for x in xs] for y in ys] for (w, p) in panels]
+    vals = [v for g in grids for row in g for v in row if v is not None]
+    vmin, vmax = (min(vals), max(vals)) if vals else (0, 1)
     for i, (w, p) in enumerate(panels):
         ax = axes[i // cols, i % cols]
-        grid = [[cell(w, p, x, y) for x in xs] for y in ys]
-        vals = [v for row in grid for v in row if v is not None]
+        grid = grids[i]
         masked = [[float("nan") if v is None else v for v in row] for row in grid]
-        im = ax.imshow(masked, cmap="viridis_r", aspect="auto", origin="lower")
+        im = ax.imshow(masked, cmap="viridis_r", aspect="auto", origin="lower", vmin=vmin, vmax=vmax)
         for yi, row in enumerate(grid):
             for xi, v in enumerate(row):
                 if v is not None:
@@ -139,7 +144,8 @@ def heatmap(sweep, runs, out_dir, name="heatmap.png"):
     fig.suptitle("Latency heatmap" + (" (" + held + ")" if held else ""))
     fig.tight_layout()
     return save(fig, out_dir, name, "Latency heatmap",
-                "Latency in µs (darker is slower) over %s and %s%s." % (xlabel, ylabel, "; " + held if held else ""))
+                "Latency in µs (darker is slower; one colour scale for every panel) over %s and %s%s."
+                % (xlabel, ylabel, "; " + held if held else ""))
 
 
 COST_RESOURCES = [
@@ -204,11 +210,16 @@ def pareto(sweep, runs, out_dir, cost_key="", name="pareto.png"):
         ax.annotate("every point has the same cost; choose another with --cost", (0.5, 0.95),
                     xycoords="axes fraction", ha="center", fontsize=9)
     ax.set_yscale("log")
+    # A log axis spanning less than a decade gets one major tick at most: label the minor
+    # ticks too (plain numbers), so the axis can be read.
+    ax.yaxis.set_major_formatter(ticker.FuncFormatter(lambda v, _: "%g" % v))
+    ax.yaxis.set_minor_formatter(ticker.FuncFormatter(lambda v, _: "%g" % v))
+    ax.tick_params(axis="y", which="minor", labelsize=7)
     ax.set_xlabel(xlabel)
     ax.set_ylabel("latency (µs)")
     ax.set_title("Pareto front: latency vs cost (lower left is better)")
     ax.grid(True, which="both", alpha=0.2)
-    ax.legend(fontsize=8, loc="center left", bbox_to_anchor=(1.01, 0.5))
+    legend_outside(ax)
     return save(fig, out_dir, name, "Pareto front (latency vs cost)",
                 "Every successful point; outlined points are Pareto-optimal per workload (no cheaper point "
                 "is as fast). Cost: %s." % what)

@@ -17,6 +17,8 @@ PACKAGES=(
   python3 python3-matplotlib python3-numpy python3-torch
   # a single-node Slurm for the tests of `lpu sweep --backend slurm` (scripts/slurm-local.sh)
   slurmctld slurmd slurm-client munge
+  # report pages rendered in a real browser (tests/report_render_test.py)
+  chromium
 )
 
 missing=()

@@ -1,5 +1,6 @@
 #include "simulator.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -10,6 +11,7 @@
 #include "model/numeric.h"
 #include "sc_kernel.h"
 #include "support/error.h"
+#include "support/units.h"
 
 namespace lpu {
 
@@ -18,8 +20,11 @@ SimResult simulate(const Program& prog, const ArchConfig& arch, const SimOptions
   double cap = arch.hbm.capacity_gib * 1024.0 * 1024.0 * 1024.0;
   if (static_cast<double>(need) > cap) {
     int64_t devices = static_cast<int64_t>(std::ceil(static_cast<double>(need) / cap));
-    throw InputError(strcat("program ", prog.name, " needs ", need, " bytes of HBM but one device of ", arch.name,
-                            " has ", arch.hbm.capacity_gib, " GiB: it needs ", devices, " devices"));
+    throw InputError(strcat("program ", prog.name, " needs ", format_bytes(static_cast<double>(need)), " (",
+                            format_binary_bytes(static_cast<double>(need)), ") of HBM but one device of ", arch.name, " has ",
+                            arch.hbm.capacity_gib, " GiB: it would need ", devices,
+                            " devices, and splitting a program across devices (tensor parallelism) is not implemented yet; "
+                            "use a config with more HBM per device (e.g. --arch lpu-asic)"));
   }
   fresh_systemc_context();
   sim::DeviceContext ctx;
@@ -155,7 +160,21 @@ SimResult simulate(const Program& prog, const ArchConfig& arch, const SimOptions
     e.stalled_cycles = static_cast<uint64_t>(std::llround(ctx.engines[i].stalled_ps / period));
     e.instructions = ctx.engines[i].instructions;
     int workers = e.name == "dma" ? arch.dma.engines : 1;
-    e.utilization = s.cycles ? static_cast<double>(e.busy_cycles) / (static_cast<double>(s.cycles) * workers) : 0;
+    e.busy_fraction = s.cycles ? static_cast<double>(e.busy_cycles) / (static_cast<double>(s.cycles) * workers) : 0;
+    e.work = ctx.engines[i].work;
+    if (e.name == "sxe") {
+      e.work_unit = "MACs";
+      e.peak_work_per_cycle = static_cast<double>(arch.sxe.mac_trees) * arch.sxe.lanes;
+    } else if (e.name == "vxe") {
+      e.work_unit = "element_ops";
+      e.peak_work_per_cycle = arch.vxe.lanes;
+    } else if (e.name == "dma") {
+      e.work_unit = "bytes";
+      e.peak_work_per_cycle = arch.hbm_bytes_per_cycle();
+    }
+    e.utilization = e.peak_work_per_cycle > 0
+                        ? (s.cycles ? e.work / (e.peak_work_per_cycle * static_cast<double>(s.cycles)) : 0)
+                        : e.busy_fraction;
     s.instructions += e.instructions;
     s.engines.push_back(e);
   }
@@ -221,6 +240,10 @@ nlohmann::json stats_to_json(const SimStats& s) {
     eng[e.name] = {{"busy_cycles", e.busy_cycles},
                    {"stalled_cycles", e.stalled_cycles},
                    {"instructions", e.instructions},
+                   {"work", e.work},
+                   {"work_unit", e.work_unit},
+                   {"peak_work_per_cycle", e.peak_work_per_cycle},
+                   {"busy_fraction", e.busy_fraction},
                    {"utilization", e.utilization}};
   j["engines"] = eng;
   nlohmann::json ks = nlohmann::json::array();
@@ -243,14 +266,53 @@ double SimStats::host_us() const {
   return t;
 }
 
+// Trace-event JSON. Slices on one thread must nest, but an engine with several workers (DMA)
+// or a pipelined one runs overlapping instructions: each engine gets one track per in-flight
+// slot ("dma #0", "dma #1", ...), a slice going to the lowest slot free at its start. Tracks
+// are numbered in a fixed engine order (ISU-fed engines, then the host link, then HBM
+// channel groups), so lanes keep their order from trace to trace.
 nlohmann::json trace_to_json(const std::vector<TraceRecord>& t) {
+  static const std::vector<std::string> order = {"sxe", "vxe", "dma", "host", "esl"};
+  auto rank = [&](const std::string& engine) {
+    auto it = std::find(order.begin(), order.end(), engine);
+    if (it != order.end()) return static_cast<int>(it - order.begin());
+    return static_cast<int>(order.size()) + (engine.rfind("hbm", 0) == 0 ? 1 : 0);
+  };
+  std::vector<size_t> by_start(t.size());
+  for (size_t i = 0; i < t.size(); ++i) by_start[i] = i;
+  std::stable_sort(by_start.begin(), by_start.end(), [&](size_t a, size_t b) { return t[a].start_us < t[b].start_us; });
+  std::map<std::string, std::vector<double>> slot_end;  // engine -> when each slot is free
+  std::vector<int> slot(t.size(), 0);
+  for (size_t i : by_start) {
+    auto& ends = slot_end[t[i].engine];
+    size_t s = 0;
+    while (s < ends.size() && ends[s] > t[i].start_us + 1e-9) ++s;  // 1e-9 us: rounding of start + dur
+    if (s == ends.size()) ends.push_back(0);
+    ends[s] = t[i].start_us + t[i].dur_us;
+    slot[i] = static_cast<int>(s);
+  }
+  // Track ids: engines by rank, then name; slots in order.
+  std::vector<std::string> engines;
+  for (const auto& [e, ends] : slot_end) engines.push_back(e);
+  std::stable_sort(engines.begin(), engines.end(), [&](const std::string& a, const std::string& b) {
+    return rank(a) != rank(b) ? rank(a) < rank(b) : a < b;
+  });
+  std::map<std::pair<std::string, int>, int> tid;
   nlohmann::json events = nlohmann::json::array();
-  std::map<std::string, int> tid;
-  for (const auto& r : t) {
-    auto [it, added] = tid.emplace(r.engine, static_cast<int>(tid.size()) + 1);
-    if (added)
-      events.push_back({{"ph", "M"}, {"pid", 0}, {"tid", it->second}, {"name", "thread_name"}, {"args", {{"name", r.engine}}}});
-    events.push_back({{"ph", "X"}, {"pid", 0}, {"tid", it->second}, {"name", r.text.substr(0, r.text.find(' '))},
+  events.push_back({{"ph", "M"}, {"pid", 0}, {"name", "process_name"}, {"args", {{"name", "LPU device 0"}}}});
+  for (const auto& e : engines) {
+    size_t n = slot_end[e].size();
+    for (size_t s = 0; s < n; ++s) {
+      int id = static_cast<int>(tid.size()) + 1;
+      tid[{e, static_cast<int>(s)}] = id;
+      std::string name = n > 1 ? strcat(e, " #", s) : e;
+      events.push_back({{"ph", "M"}, {"pid", 0}, {"tid", id}, {"name", "thread_name"}, {"args", {{"name", name}}}});
+      events.push_back({{"ph", "M"}, {"pid", 0}, {"tid", id}, {"name", "thread_sort_index"}, {"args", {{"sort_index", id}}}});
+    }
+  }
+  for (size_t i = 0; i < t.size(); ++i) {
+    const auto& r = t[i];
+    events.push_back({{"ph", "X"}, {"pid", 0}, {"tid", tid.at({r.engine, slot[i]})}, {"name", r.text.substr(0, r.text.find(' '))},
                       {"cat", r.kernel}, {"ts", r.start_us}, {"dur", r.dur_us}, {"args", {{"kernel", r.kernel}, {"instr", r.text}}}});
   }
   return {{"traceEvents", events}, {"displayTimeUnit", "ns"}};

@@ -20,12 +20,23 @@ struct SimOptions {
   std::vector<const Program*> other_devices;
 };
 
+// Utilisation is useful work over the work the engine could have done at its peak in the
+// run's cycles: SXE MACs / (mac_trees x lanes x cycles); VXE element operations / (lanes x
+// cycles); DMA bytes / (HBM peak bytes per cycle x cycles) (the SXE streams its weights
+// itself, so DMA bytes are a part of the HBM traffic). Busy time is reported separately:
+// an engine can be busy all the time and still use a small part of its peak (a GEMV with
+// half the MAC trees idle). The host and ESL have no peak rate: their utilisation is their
+// busy fraction.
 struct EngineStats {
   std::string name;
   uint64_t busy_cycles = 0;
   uint64_t stalled_cycles = 0;  // cycles its next instruction waited at the ISU for a hazard or queue slot
   uint64_t instructions = 0;
-  double utilization = 0;
+  double work = 0;              // useful work done, in `work_unit`
+  std::string work_unit;        // "MACs" | "element_ops" | "bytes" | "" (no peak rate)
+  double peak_work_per_cycle = 0;
+  double utilization = 0;       // work / (peak_work_per_cycle x cycles)
+  double busy_fraction = 0;     // busy_cycles / (cycles x workers)
 };
 
 struct KernelStats {
@@ -49,7 +60,7 @@ struct SimStats {
   double latency_us = 0;
   uint64_t hbm_read_bytes = 0, hbm_write_bytes = 0;
   uint64_t hbm_burst_bytes = 0;            // bytes the channels actually moved (burst-rounded)
-  double hbm_bandwidth_utilization = 0;    // (read + write) / (peak bandwidth x latency)
+  double hbm_bandwidth_utilization = 0;    // (read + write) / (peak bandwidth x latency): bytes over peak bytes
   uint64_t instructions = 0;
   uint64_t isu_hazard_stall_cycles = 0, isu_queue_stall_cycles = 0;
   // sxe.model: rtl only (JSON "sxe_rtl" when non-zero): sxe.gemm instructions the verilated

@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <map>
 #include <set>
 
 #include <cmath>
@@ -116,7 +117,7 @@ TEST(SimModel, WeightsLargerThanHbmSayHowManyDevices) {
     simulate(p, arch(), {});
     FAIL();
   } catch (const InputError& e) {
-    EXPECT_NE(std::string(e.what()).find("needs 2 devices"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("would need 2 devices"), std::string::npos) << e.what();
   }
 }
 
@@ -146,8 +147,30 @@ TEST(SimModel, TraceHasOneSlicePerInstructionAndHbmChannelTracks) {
   EXPECT_EQ(dma, 4u);
   EXPECT_EQ(hbm, 4u * 8);
   EXPECT_EQ(tracks.size(), 9u);
+  // In the trace-event file: every slice, a named process, at least one named track per
+  // engine (one per in-flight slot), and no two slices overlapping on one track.
   auto j = trace_to_json(r.trace);
-  EXPECT_EQ(j["traceEvents"].size(), r.trace.size() + tracks.size());  // slices + track names
+  size_t slices = 0, names = 0;
+  bool process = false;
+  std::map<int, std::vector<std::pair<double, double>>> by_tid;
+  for (const auto& e : j["traceEvents"]) {
+    if (e["ph"] == "X") {
+      ++slices;
+      by_tid[e["tid"].get<int>()].push_back({e["ts"].get<double>(), e["dur"].get<double>()});
+    } else if (e["name"] == "thread_name") {
+      ++names;
+    } else if (e["name"] == "process_name") {
+      process = true;
+    }
+  }
+  EXPECT_EQ(slices, r.trace.size());
+  EXPECT_TRUE(process);
+  EXPECT_GE(names, tracks.size());
+  for (auto& [tid, spans] : by_tid) {
+    std::sort(spans.begin(), spans.end());
+    for (size_t i = 1; i < spans.size(); ++i)
+      EXPECT_LE(spans[i - 1].first + spans[i - 1].second, spans[i].first + 1e-6) << "track " << tid;
+  }
 }
 
 // A GEMV of K x N takes the cycles implied by mac_trees, lanes and HBM bandwidth (within 5%):

@@ -4,7 +4,8 @@
 //   2. simulator speed on OPT-1.3B and OPT-30B decode steps: simulated cycles, wall time of
 //      the simulation alone, instructions and tile transactions per wall second, peak memory.
 //   3. HBM calibration: achieved bandwidth by transfer size, access shape and DMA engines.
-// Usage: build/lpu-bench [policies|simulator|hbm|all] [--arch NAME]
+//   4. compile time of long relu chains, greedy vs none (scheduling must stay near-linear).
+// Usage: build/lpu-bench [policies|simulator|hbm|schedule|all] [--arch NAME]
 #include <sys/resource.h>
 
 #include <chrono>
@@ -12,6 +13,7 @@
 #include <iostream>
 #include <string>
 
+#include "graph/graph.h"
 #include "jobs.h"
 #include "support/error.h"
 
@@ -69,6 +71,28 @@ void simulator(const ArchConfig& arch) {
             << "peak memory (whole process): " << ru.ru_maxrss / 1024 << " MiB\n";
 }
 
+// Scheduling time against graph size: chains of relu nodes ([64, 256] fp32 each), compiled
+// with greedy fusion and with none (issue 13: greedy must stay near-linear in the node count).
+void schedule_scaling(const ArchConfig& arch) {
+  std::vector<std::vector<std::string>> rows;
+  for (int n : {1000, 3000, 10000, 30000}) {
+    std::string text = "graph chain {\n  %x0: f32[64, 256] = placeholder\n";
+    for (int i = 1; i <= n; ++i) text += strcat("  %x", i, ": f32[64, 256] = relu(%x", i - 1, ")\n");
+    text += strcat("  output(%x", n, ")\n}\n");
+    Graph g = parse_graph(text, "chain");
+    std::vector<std::string> row = {std::to_string(n)};
+    for (const char* policy : {"greedy", "none"}) {
+      auto t0 = std::chrono::steady_clock::now();
+      Compilation c = compile_graph(g, compile_options_for(arch, policy));
+      row.push_back(fmt("%.2f", std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count()));
+      if (std::string(policy) == "greedy") row.push_back(std::to_string(c.schedule.kernels.size()));
+    }
+    rows.push_back(row);
+  }
+  std::cout << "compile time of relu chains on " << arch.name << " (whole compile: passes, schedule, codegen)\n"
+            << format_table({"nodes", "greedy_s", "greedy_kernels", "none_s"}, rows);
+}
+
 // Achievable HBM bandwidth of the model (its calibration): a stream of DMA loads of one
 // transfer size and access shape, as achieved GB/s and % of the configured peak.
 void hbm(const ArchConfig& base) {
@@ -102,15 +126,36 @@ void hbm(const ArchConfig& base) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::string what = argc > 1 ? argv[1] : "all";
+  const char* usage =
+      "usage: lpu-bench [policies|simulator|hbm|schedule|all] [--arch NAME]\n"
+      "  policies   every LLM decode step under none, greedy and search (minutes)\n"
+      "  simulator  simulator speed on OPT-1.3B and OPT-30B decode steps\n"
+      "  hbm        HBM calibration: bandwidth by transfer size, shape and DMA engines\n"
+      "  schedule   compile time of relu chains of 1,000 to 30,000 nodes, greedy vs none\n"
+      "  all        hbm, simulator and policies (the default)\n";
+  std::string what = "all";
   std::string arch_name = "lpu-asic";
-  for (int i = 1; i + 1 < argc; ++i)
-    if (std::string(argv[i]) == "--arch") arch_name = argv[i + 1];
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    if (a == "-h" || a == "--help") {
+      std::cout << usage;
+      return 0;
+    }
+    if (a == "--arch" && i + 1 < argc) {
+      arch_name = argv[++i];
+    } else if (a == "policies" || a == "simulator" || a == "hbm" || a == "schedule" || a == "all") {
+      what = a;
+    } else {
+      std::cerr << "error: unexpected argument '" << a << "'\n" << usage;
+      return 2;
+    }
+  }
   try {
     ArchConfig arch = load_arch_config(resolve_config_path(arch_name));
     if (what == "hbm" || what == "all") hbm(arch);
     if (what == "simulator" || what == "all") simulator(arch);
     if (what == "policies" || what == "all") policies(arch);
+    if (what == "schedule") schedule_scaling(arch);
   } catch (const std::exception& e) {
     std::cerr << "error: " << e.what() << "\n";
     return 2;

@@ -5,9 +5,12 @@
 #include <cmath>
 #include <cstdio>
 
+#include <unistd.h>
+
 #include "model/host.h"
 #include "ref/reference.h"
 #include "support/error.h"
+#include "workload/transformer.h"
 
 namespace lpu {
 
@@ -38,9 +41,12 @@ Compilation compile_with_search(const Graph& g, const ArchConfig& arch, SearchRe
   variants.push_back({"none", "none", 1.0, 0, arch.lmu.double_buffer});
   std::optional<Compilation> best;
   uint64_t best_cycles = 0;
+  bool progress = isatty(STDERR_FILENO);  // a long search says what it is doing, on a terminal only
   for (const auto& v : variants) {
     SearchCandidate c;
     c.name = v.name;
+    if (progress)
+      std::fprintf(stderr, "\r[search %zu/%zu] %s\x1b[K", report.candidates.size() + 1, variants.size(), v.name.c_str());
     try {
       CompileOptions o = compile_options_for(arch, v.fusion, b);
       o.fusion_lmu_fraction = v.lmu_fraction;
@@ -59,6 +65,7 @@ Compilation compile_with_search(const Graph& g, const ArchConfig& arch, SearchRe
     }
     report.candidates.push_back(c);
   }
+  if (progress) std::fprintf(stderr, "\r\x1b[K");
   report.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   best->schedule.policy = "search";
   return std::move(*best);
@@ -71,6 +78,7 @@ FunctionalCheck check_outputs(const std::vector<Tensor>& expected, const std::ve
   // reference keeps fp32, so errors compound along a layer; 5e-2 covers a few layers.
   c.atol = dtype == DType::f32 ? 1e-4 : 5e-2;
   c.rtol = dtype == DType::f32 ? 1e-4 : 5e-2;
+  c.rule = strcat("|sim-ref| <= ", c.atol, " + ", c.rtol, "*|ref| against the reference executor (", dtype_name(dtype), ")");
   c.ok = true;
   double worst_excess = -1;
   for (size_t i = 0; i < expected.size(); ++i) {
@@ -100,7 +108,7 @@ FunctionalCheck check_against_expected(const std::vector<Tensor>& actual, const 
   if (actual.size() != expected.size())
     throw InternalError(strcat(actual.size(), " outputs to check against ", expected.size(), " expected"));
   FunctionalCheck c;
-  c.rule = "|out-torch| <= tol*max(1,|torch|), tol f32 1e-4, f16/bf16 2e-2, integer/bool exact";
+  c.rule = "|sim-torch| <= tol*max(1,|torch|) against PyTorch's outputs, tol f32 1e-4, f16/bf16 2e-2, integer/bool exact";
   c.ok = true;
   double worst_excess = -INFINITY;
   for (size_t i = 0; i < expected.size(); ++i) {
@@ -155,9 +163,11 @@ RunOutcome run_job(const WorkloadSpec& w, const ArchConfig& arch, const std::str
     if (n.kind == NodeKind::Placeholder || n.kind == NodeKind::Parameter) need += static_cast<double>(n.type.bytes());
   double cap = arch.hbm.capacity_gib * 1024.0 * 1024.0 * 1024.0;
   if (need > cap)
-    throw InputError(strcat("workload ", w.name, " needs ", static_cast<int64_t>(need), " bytes of weights and inputs but ",
-                            arch.name, " has ", arch.hbm.capacity_gib, " GiB of HBM per device: it needs ",
-                            static_cast<int64_t>(std::ceil(need / cap)), " devices (multi-device runs are not modelled yet)"));
+    throw InputError(strcat("workload ", w.name, " needs ", format_bytes(need), " (", format_binary_bytes(need),
+                            ") of weights and inputs but ", arch.name, " has ", arch.hbm.capacity_gib,
+                            " GiB of HBM per device: it would need ", static_cast<int64_t>(std::ceil(need / cap)),
+                            " devices, and splitting a model across devices (tensor parallelism) is not implemented yet; "
+                            "use a config with more HBM per device (e.g. --arch lpu-asic)"));
   if (fusion == "search") {
     SearchReport rep;
     o.comp = compile_with_search(g, arch, rep, b);
@@ -247,6 +257,11 @@ nlohmann::json RunOutcome::to_json() const {
     for (int n : comp.schedule.kernels[k].nodes) nodes.push_back(comp.loop_ir.nodes[static_cast<size_t>(n)].origin);
     j["kernels"][k]["nodes"] = nodes;
   }
+  if (int64_t t = llm_tokens_per_step(workload); t > 0 && sim.stats.latency_us > 0) {
+    double ms = sim.stats.latency_us / 1e3;
+    j["llm"] = {{"tokens_per_step", t}, {"ms_per_token", ms / static_cast<double>(t)},
+                {"tokens_per_s", static_cast<double>(t) / (ms / 1e3)}};
+  }
   if (search) {
     nlohmann::json cands = nlohmann::json::array();
     for (const auto& c : search->candidates) {
@@ -260,9 +275,14 @@ nlohmann::json RunOutcome::to_json() const {
   if (check) {
     j["functional"] = {{"max_abs_error", check->max_abs_error}, {"max_rel_error", check->max_rel_error},
                        {"atol", check->atol}, {"rtol", check->rtol}, {"ok", check->ok}};
-    if (!check->rule.empty()) j["functional"]["rule"] = check->rule;
+    j["functional"]["rule"] = check->rule;
   }
   return j;
+}
+
+int64_t llm_tokens_per_step(const WorkloadSpec& w) {
+  if (!w.graph.empty() || !find_transformer(w.model)) return 0;
+  return w.phase == "prefill" ? w.tokens() : w.batch;
 }
 
 std::string describe_graph_breaks(const Program& p, const ArchConfig& arch) {
@@ -299,22 +319,6 @@ std::string format_table(const std::vector<std::string>& header, const std::vect
   out += rule + "\n";
   for (const auto& r : rows) out += line(r);
   return out;
-}
-
-std::string format_number(const char* format, double v) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, format, v);
-  return buf;
-}
-
-std::string human_bytes(uint64_t b) {
-  char buf[64];
-  double v = static_cast<double>(b);
-  if (v >= 1e9) std::snprintf(buf, sizeof buf, "%.2f GB", v / 1e9);
-  else if (v >= 1e6) std::snprintf(buf, sizeof buf, "%.2f MB", v / 1e6);
-  else if (v >= 1e3) std::snprintf(buf, sizeof buf, "%.1f kB", v / 1e3);
-  else std::snprintf(buf, sizeof buf, "%llu B", static_cast<unsigned long long>(b));
-  return buf;
 }
 
 }  // namespace lpu

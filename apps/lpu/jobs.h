@@ -12,6 +12,7 @@
 #include "driver/compile.h"
 #include "io/graph_file.h"
 #include "simulator.h"
+#include "support/units.h"
 #include "workload/workload.h"
 
 namespace lpu {
@@ -22,7 +23,7 @@ struct FunctionalCheck {
   double atol = 0, rtol = 0;   // pass iff |sim - ref| <= atol + rtol * |ref| everywhere
   bool ok = false;
   std::string worst;           // "output[index]: sim vs ref"
-  std::string rule;            // the pass condition, as printed ("" = the atol/rtol one)
+  std::string rule;            // the pass condition: the one description printed and written to JSON
   std::vector<double> max_abs_per_output;  // graph-file checks: one per graph output
 };
 
@@ -88,10 +89,11 @@ struct ReferenceRun {
 };
 ReferenceRun run_reference_check(const std::string& graph_path);
 
+// Tokens one step of a built-in LLM workload produces (decode: one per sequence) or takes in
+// (prefill: every prompt token); 0 when the workload is not a built-in LLM.
+int64_t llm_tokens_per_step(const WorkloadSpec& w);
+
 // Aligned text table.
 std::string format_table(const std::vector<std::string>& header, const std::vector<std::vector<std::string>>& rows);
-std::string human_bytes(uint64_t b);
-// printf-style formatting of one number: format_number("%.3f us", 1.5).
-std::string format_number(const char* format, double v);
 
 }  // namespace lpu

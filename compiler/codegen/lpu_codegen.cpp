@@ -585,12 +585,103 @@ std::vector<Instruction> fold_tiles(const std::vector<std::vector<Instruction>>&
   return out;
 }
 
-int64_t kernel_min_lmu_bytes(const LoopProgram& p, const Kernel& k, bool double_buffer) {
-  static const std::map<std::string, uint64_t> no_addresses;  // addresses do not matter for sizing
+namespace {
+// How a kernel is tiled: as many rows per tile as fit local memory (hoisted operands stay
+// resident below the tile regions, one region per buffer). Dry runs of the emitter find the
+// hoisted footprint and how tile bytes grow with rows.
+// A kernel whose one-row tile fits local memory only once (a wide LM head row on a small
+// LMU) runs single-buffered rather than not at all: slower (no DMA/compute overlap), but
+// it runs. min_lmu_bytes stays the requirement with the configured buffering, which is what
+// the scheduler checks, so no fusion produces such a kernel.
+struct TilePlan {
+  bool fits = false;          // one row per tile fits local memory (single-buffered if need be)
+  int64_t min_lmu_bytes = 0;  // hoisted + one row per tile (x2 when lmu.double_buffer)
+  int64_t buffers = 1;        // tile regions: 2 double-buffered
+  int64_t rows = 1, hoisted = 0, tile_bytes = 0;
+  int64_t one_row_bytes = 0;  // hoisted + one row per tile, single-buffered
+};
+TilePlan plan_tiles(const LoopProgram& p, const Kernel& k, int id, const std::map<std::string, uint64_t>& hbm,
+                    const CodegenOptions& opts, bool size_only = false) {
+  int64_t nbuf = opts.double_buffer ? 2 : 1;
+  std::map<int64_t, int64_t> measured;  // rows -> tile bytes
+  auto tile_bytes = [&](int64_t rows, int64_t* hoisted) {
+    if (auto it = measured.find(rows); it != measured.end() && !hoisted) return it->second;
+    KernelEmitter e(p, k, id, hbm);
+    std::vector<Instruction> scratch;
+    int64_t b = e.emit_tile(0, rows, 0, UINT64_MAX / 2, scratch);
+    if (hoisted) *hoisted = e.hoisted_bytes;
+    return measured[rows] = b;
+  };
+  TilePlan t;
+  int64_t one = tile_bytes(1, &t.hoisted);
+  int64_t avail = opts.lmu_bytes - align_up(t.hoisted, kLmAlign);
+  t.min_lmu_bytes = align_up(t.hoisted, kLmAlign) + one * nbuf;
+  t.one_row_bytes = align_up(t.hoisted, kLmAlign) + one;
+  if (one * nbuf > avail) nbuf = 1;
+  if (one * nbuf > avail) return t;
+  t.fits = true;
+  t.buffers = nbuf;
+  if (size_only) return t;
+  int64_t two = k.rows > 1 ? tile_bytes(2, nullptr) : one;
+  int64_t per_row = std::max<int64_t>(two - one, 1);
+  int64_t rows = std::min<int64_t>(k.rows, 1 + (avail / nbuf - one) / per_row);
+  if (opts.max_tile_rows > 0) rows = std::min(rows, opts.max_tile_rows);
+  rows = std::max<int64_t>(rows, 1);
+  while (rows > 1 && tile_bytes(rows, nullptr) * nbuf > avail) --rows;
+  t.rows = rows;
+  t.tile_bytes = align_up(tile_bytes(rows, nullptr), kLmAlign);
+  return t;
+}
+
+// HBM bytes one instruction moves, as the simulator counts them (DMA: every element; the
+// SXE streams its whole B block once per instruction, whatever the number of A rows).
+int64_t instruction_hbm_bytes(const Instruction& in) {
+  switch (in.opcode) {
+    case Opcode::DmaLoad:
+    case Opcode::DmaStore:
+    case Opcode::DmaGather:
+      return in.rows * in.cols * dtype_bytes(in.dtype);
+    case Opcode::SxeGemm:
+      return in.depth * in.cols * dtype_bytes(in.dtype);
+    default:
+      return 0;
+  }
+}
+}  // namespace
+
+KernelCost kernel_cost(const LoopProgram& p, const Kernel& k, const CodegenOptions& opts, bool with_traffic) {
+  static const std::map<std::string, uint64_t> no_addresses;  // addresses do not change byte counts
+  KernelCost c;
+  if (p.nodes[static_cast<size_t>(k.nodes.at(0))].kind == LoopKind::Host) {  // a graph break: never fused
+    c.hbm_bytes = untiled_hbm_bytes(p, k);
+    return c;
+  }
+  TilePlan plan = plan_tiles(p, k, 0, no_addresses, opts, !with_traffic);
+  c.lmu_bytes = plan.min_lmu_bytes;
+  c.fits = plan.fits && plan.min_lmu_bytes <= opts.lmu_bytes;
+  if (!plan.fits || !with_traffic) return c;
+  c.tile_rows = plan.rows;
   KernelEmitter e(p, k, 0, no_addresses);
-  std::vector<Instruction> scratch;
-  int64_t one = e.emit_tile(0, 1, 0, UINT64_MAX / 2, scratch);
-  return align_up(e.hoisted_bytes, kLmAlign) + align_up(one, kLmAlign) * (double_buffer ? 2 : 1);
+  // Tiles differ only in their HBM addresses, except where rows sharing a matmul B block
+  // (attention groups) or row runs fall differently: the first tiles are emitted exactly and
+  // the rest of the full tiles extrapolated from their mean; the last tile is exact.
+  constexpr int64_t kExactTiles = 8;
+  int64_t full = k.rows / plan.rows, rem = k.rows % plan.rows;
+  int64_t exact = std::min(full, kExactTiles), exact_bytes = 0;
+  std::vector<Instruction> code;
+  for (int64_t t = 0; t < exact; ++t) {
+    code.clear();
+    e.emit_tile(t * plan.rows, plan.rows, 0, UINT64_MAX / 2, code);
+    for (const auto& in : code) exact_bytes += instruction_hbm_bytes(in);
+  }
+  c.hbm_bytes = exact_bytes + (exact ? (full - exact) * exact_bytes / exact : 0);
+  if (rem) {
+    code.clear();
+    e.emit_tile(full * plan.rows, rem, 0, UINT64_MAX / 2, code);
+    for (const auto& in : code) c.hbm_bytes += instruction_hbm_bytes(in);
+  }
+  for (const auto& in : e.hoisted_code) c.hbm_bytes += instruction_hbm_bytes(in);
+  return c;
 }
 
 CodegenResult generate_lpu_program(const LoopProgram& p, const Schedule& s, const CodegenOptions& opts) {
@@ -615,7 +706,6 @@ CodegenResult generate_lpu_program(const LoopProgram& p, const Schedule& s, cons
   for (const auto& k : s.kernels)
     for (const auto& o : k.hbm_outputs) place(o);
 
-  int64_t nbuf = opts.double_buffer ? 2 : 1;
   for (size_t ki = 0; ki < s.kernels.size(); ++ki) {
     const Kernel& k = s.kernels[ki];
     prog.kernels.push_back(k.name);
@@ -638,29 +728,12 @@ CodegenResult generate_lpu_program(const LoopProgram& p, const Schedule& s, cons
       res.tiling.push_back({k.name, 0, 0, 0, 0});
       continue;
     }
-    // Dry runs find the hoisted footprint and how tile bytes grow with rows.
-    auto tile_bytes = [&](int64_t rows, int64_t* hoisted) {
-      KernelEmitter e(p, k, id, hbm);
-      std::vector<Instruction> scratch;
-      int64_t b = e.emit_tile(0, rows, 0, UINT64_MAX / 2, scratch);
-      if (hoisted) *hoisted = e.hoisted_bytes;
-      return b;
-    };
-    int64_t hoisted = 0;
-    int64_t one = tile_bytes(1, &hoisted);
-    int64_t avail = opts.lmu_bytes - align_up(hoisted, kLmAlign);
-    if (one * nbuf > avail)
-      throw InputError(strcat("kernel ", k.name, " needs ", align_up(hoisted, kLmAlign) + one * nbuf,
-                              " bytes of local memory for one row per tile", opts.double_buffer ? " (double-buffered)" : "",
+    TilePlan plan = plan_tiles(p, k, id, hbm, opts);
+    if (!plan.fits)
+      throw InputError(strcat("kernel ", k.name, " needs ", plan.one_row_bytes,
+                              " bytes of local memory for one row per tile, even single-buffered",
                               "; the config has lmu.capacity_kib = ", opts.lmu_bytes / 1024, " (", opts.lmu_bytes, " bytes)"));
-    int64_t two = k.rows > 1 ? tile_bytes(2, nullptr) : one;
-    int64_t per_row = std::max<int64_t>(two - one, 1);
-    int64_t rows = std::min<int64_t>(k.rows, 1 + (avail / nbuf - one) / per_row);
-    if (opts.max_tile_rows > 0) rows = std::min(rows, opts.max_tile_rows);
-    rows = std::max<int64_t>(rows, 1);
-    while (rows > 1 && tile_bytes(rows, nullptr) * nbuf > avail) --rows;
-    int64_t tb = align_up(tile_bytes(rows, nullptr), kLmAlign);
-
+    int64_t rows = plan.rows, hoisted = plan.hoisted, tb = plan.tile_bytes, nbuf = plan.buffers;
     KernelEmitter e(p, k, id, hbm);
     std::vector<std::vector<Instruction>> tile_code;
     int64_t tiles = 0;

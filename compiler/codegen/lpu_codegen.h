@@ -34,9 +34,12 @@ struct CodegenResult {
   std::vector<KernelTiling> tiling;
 };
 
-// Local memory one row per tile of `k` needs: hoisted operands + tile registers (x2 when
-// double-buffered). The scheduler asks this before accepting a fusion.
-int64_t kernel_min_lmu_bytes(const LoopProgram& p, const Kernel& k, bool double_buffer);
+// The fusion cost model's measure of a kernel: the HBM bytes it moves when tiled as
+// generate_lpu_program tiles it (a matmul's B block is streamed once per tile, so a kernel
+// whose tiles hold fewer rows re-reads its weights more often) and the local memory one row
+// per tile needs. The scheduler compares these before fusing (schedule.h). Without
+// `with_traffic` only the local memory is measured (hbm_bytes stays 0).
+KernelCost kernel_cost(const LoopProgram& p, const Kernel& k, const CodegenOptions& opts, bool with_traffic = true);
 
 // Throws InputError when a kernel cannot fit local memory even with one row per tile,
 // naming the kernel and the bytes it needs.

@@ -1,6 +1,9 @@
 #include "schedule/schedule.h"
 
 #include <algorithm>
+#include <array>
+#include <iterator>
+#include <queue>
 #include <functional>
 #include <map>
 #include <numeric>
@@ -28,22 +31,40 @@ int64_t compulsory_hbm_bytes(const LoopProgram& p) {
 namespace {
 
 // Union-find over node indices; the representative is the group's smallest node index.
+// Each representative keeps its members (sorted) and a version bumped on every merge, so a
+// decision about two unchanged groups is not re-evaluated.
 struct Groups {
   std::vector<int> parent;
-  explicit Groups(size_t n) : parent(n) { std::iota(parent.begin(), parent.end(), 0); }
-  int find(int x) { return parent[static_cast<size_t>(x)] == x ? x : parent[static_cast<size_t>(x)] = find(parent[static_cast<size_t>(x)]); }
+  std::vector<std::vector<int>> list;  // members, valid at representatives
+  std::vector<int> version;
+  explicit Groups(size_t n) : parent(n), list(n), version(n, 0) {
+    std::iota(parent.begin(), parent.end(), 0);
+    for (size_t i = 0; i < n; ++i) list[i] = {static_cast<int>(i)};
+  }
+  int find(int x) {
+    while (parent[static_cast<size_t>(x)] != x) {
+      parent[static_cast<size_t>(x)] = parent[static_cast<size_t>(parent[static_cast<size_t>(x)])];
+      x = parent[static_cast<size_t>(x)];
+    }
+    return x;
+  }
   void merge(int a, int b) {
     a = find(a);
     b = find(b);
+    if (a == b) return;
     if (a > b) std::swap(a, b);
     parent[static_cast<size_t>(b)] = a;
-  }
-  std::vector<int> members(int g) {
+    auto& la = list[static_cast<size_t>(a)];
+    auto& lb = list[static_cast<size_t>(b)];
     std::vector<int> m;
-    for (size_t i = 0; i < parent.size(); ++i)
-      if (find(static_cast<int>(i)) == g) m.push_back(static_cast<int>(i));
-    return m;
+    m.reserve(la.size() + lb.size());
+    std::merge(la.begin(), la.end(), lb.begin(), lb.end(), std::back_inserter(m));
+    la = std::move(m);
+    lb.clear();
+    lb.shrink_to_fit();
+    ++version[static_cast<size_t>(a)];
   }
+  const std::vector<int>& members(int g) { return list[static_cast<size_t>(find(g))]; }
 };
 
 struct Analysis {
@@ -51,21 +72,51 @@ struct Analysis {
   std::map<std::string, std::vector<int>> writers;     // buffer -> nodes writing it
   std::vector<std::vector<int>> preds, succs;          // data dependencies between nodes
   std::vector<std::set<std::string>> reads;            // buffers read by each node
+  std::set<std::string> graph_outputs;
+  bool topological = true;                             // every node after its producers
+  std::vector<std::vector<Expr>> loads;                // LoopNode::loads() of each node, once
+  // Access patterns depend on one node and one load only, not on the group being judged:
+  // computed once, on first use (illegal_reason asks for them on every candidate).
+  mutable std::map<int, AccessPattern> store_patterns;
+  mutable std::map<std::pair<int, const ExprNode*>, AccessPattern> read_patterns;
 
-  explicit Analysis(const LoopProgram& prog) : p(prog) {
+  const AccessPattern& store_pattern(int i) const {
+    auto it = store_patterns.find(i);
+    if (it == store_patterns.end()) {
+      const LoopNode& n = p.nodes[static_cast<size_t>(i)];
+      it = store_patterns.emplace(i, analyze_access(n, n.store_index)).first;
+    }
+    return it->second;
+  }
+  const AccessPattern& read_pattern(int i, const Expr& l) const {
+    auto key = std::make_pair(i, l.get());
+    auto it = read_patterns.find(key);
+    if (it == read_patterns.end()) {
+      const LoopNode& c = p.nodes[static_cast<size_t>(i)];
+      AccessPattern ap = c.kind == LoopKind::Matmul ? analyze_access(c, l->index, {"r0"}, c.reduction_ranges)
+                                                    : analyze_access(c, l->index);
+      it = read_patterns.emplace(key, std::move(ap)).first;
+    }
+    return it->second;
+  }
+
+  explicit Analysis(const LoopProgram& prog) : p(prog), graph_outputs(prog.outputs.begin(), prog.outputs.end()) {
     size_t n = p.nodes.size();
     preds.resize(n);
     succs.resize(n);
     reads.resize(n);
+    loads.resize(n);
+    for (size_t i = 0; i < n; ++i) loads[i] = p.nodes[i].loads();
     for (size_t i = 0; i < n; ++i) writers[p.nodes[i].out()].push_back(static_cast<int>(i));
     for (size_t i = 0; i < n; ++i) {
-      for (const auto& l : p.nodes[i].loads()) {
+      for (const auto& l : loads[i]) {
         if (!reads[i].insert(l->buffer).second) continue;
         auto it = writers.find(l->buffer);
         if (it == writers.end()) continue;
         for (int w : it->second) {
           preds[i].push_back(w);
           succs[static_cast<size_t>(w)].push_back(static_cast<int>(i));
+          if (w >= static_cast<int>(i)) topological = false;
         }
       }
     }
@@ -89,7 +140,7 @@ std::string illegal_reason(const Analysis& a, const std::vector<int>& merged) {
   std::set<int> in(merged.begin(), merged.end());
   for (int i : merged) {
     const LoopNode& c = p.nodes[static_cast<size_t>(i)];
-    for (const auto& l : c.loads()) {
+    for (const auto& l : a.loads[static_cast<size_t>(i)]) {
       auto it = a.writers.find(l->buffer);
       if (it == a.writers.end()) continue;
       bool inside = false;
@@ -99,22 +150,19 @@ std::string illegal_reason(const Analysis& a, const std::vector<int>& merged) {
         return strcat("concatenation: ", l->buffer, " is written by ", it->second.size(),
                       " nodes and is read from HBM");
       const LoopNode& prod = p.nodes[static_cast<size_t>(it->second[0])];
-      AccessPattern sp = analyze_access(prod, prod.store_index);
+      const AccessPattern& sp = a.store_pattern(it->second[0]);
       // With a single row the row stride is irrelevant (size-1 variables are folded away).
       bool one_row = prod.rows() == 1;
       if (!sp.ok || !sp.row_affine || sp.base != 0 || (sp.col_split && sp.col_split < prod.out_cols()) || (!one_row && sp.row_stride != prod.out_cols()) ||
           (prod.out_cols() > 1 && sp.col_stride != 1))
         return strcat("index mismatch: ", prod.name, " is not stored row by row (", prod.store_index.str(), ")");
-      AccessPattern rp;
       int64_t width = c.cols();
       if (c.kind == LoopKind::Matmul) {
         if (l.get() == c.body->args[1].get() || l->buffer == c.body->args[1]->buffer)
           return strcat("matrix-engine operand: ", c.name, " streams ", prod.name, " as its B operand from HBM");
-        rp = analyze_access(c, l->index, {"r0"}, c.reduction_ranges);
         width = c.reduction_ranges[0];
-      } else {
-        rp = analyze_access(c, l->index);
       }
+      const AccessPattern& rp = a.read_pattern(i, l);
       if (!rp.ok) return strcat("index mismatch: ", c.name, " reads ", prod.name, ": ", rp.why_not);
       if (rp.col_split && rp.col_split < width)
         return strcat("index mismatch: ", c.name, " reads ", prod.name, "[", l->index.str(), "] in ", width / rp.col_split,
@@ -136,11 +184,10 @@ Kernel make_kernel(const Analysis& a, const std::vector<int>& nodes) {
   const LoopNode& first = a.p.nodes[static_cast<size_t>(nodes[0])];
   k.rows = first.rows();
   std::set<int> self(nodes.begin(), nodes.end());
-  std::set<std::string> graph_outputs(a.p.outputs.begin(), a.p.outputs.end());
   for (int m : nodes) {
     const LoopNode& ln = a.p.nodes[static_cast<size_t>(m)];
     // The host writes its result to HBM itself, so a host node's output always lives there.
-    bool external = graph_outputs.count(ln.out()) > 0 || a.writers.at(ln.out()).size() > 1 || ln.kind == LoopKind::Host;
+    bool external = a.graph_outputs.count(ln.out()) > 0 || a.writers.at(ln.out()).size() > 1 || ln.kind == LoopKind::Host;
     for (int su : a.succs[static_cast<size_t>(m)])
       if (!self.count(su)) external = true;
     if (external && std::find(k.hbm_outputs.begin(), k.hbm_outputs.end(), ln.out()) == k.hbm_outputs.end())
@@ -148,6 +195,94 @@ Kernel make_kernel(const Analysis& a, const std::vector<int>& nodes) {
   }
   k.name = strcat(first.name, nodes.size() > 1 ? strcat("_x", nodes.size()) : "");
   return k;
+}
+
+}  // namespace
+
+int64_t untiled_hbm_bytes(const LoopProgram& p, const Kernel& k) {
+  std::set<std::string> produced, read;
+  for (int i : k.nodes) produced.insert(p.nodes[static_cast<size_t>(i)].out());
+  int64_t b = 0;
+  for (int i : k.nodes) {
+    const LoopNode& n = p.nodes[static_cast<size_t>(i)];
+    for (const auto& l : n.loads())
+      if (!produced.count(l->buffer) && read.insert(l->buffer).second) b += p.buffers.at(l->buffer).bytes();
+    if (n.kind == LoopKind::Gather && read.insert(n.gather_table).second)  // upper bound: the whole table
+      b += p.buffers.at(n.gather_table).bytes();
+  }
+  for (const auto& o : k.hbm_outputs) b += p.buffers.at(o).bytes();
+  return b;
+}
+
+namespace {
+
+struct Candidate {
+  int x, y;
+  std::string kind;
+  int64_t score;
+};
+
+// Candidate pairs, best first: vertical (producer -> consumer: saves the producer's write and
+// the consumer's read) and horizontal (siblings reading the same buffers: saves one read).
+// Siblings are paired through the buffers they read, so the cost is in the number of readers,
+// not nodes squared; a buffer read by very many nodes (a mask every layer reads) pairs each
+// reader with the next only.
+std::vector<Candidate> fusion_candidates(const Analysis& a) {
+  const LoopProgram& p = a.p;
+  size_t n = p.nodes.size();
+  std::vector<Candidate> cands;
+  for (size_t c = 0; c < n; ++c) {
+    std::set<int> seen;
+    for (int pr : a.preds[c])
+      if (seen.insert(pr).second)
+        cands.push_back({pr, static_cast<int>(c), "vertical", 2 * p.buffers.at(p.nodes[static_cast<size_t>(pr)].out()).bytes()});
+  }
+  constexpr size_t kAllPairsReaders = 64;
+  std::map<std::string, std::vector<int>> readers;
+  for (size_t i = 0; i < n; ++i)
+    for (const auto& b : a.reads[i]) readers[b].push_back(static_cast<int>(i));
+  std::map<std::pair<int, int>, int64_t> shared;
+  for (const auto& [b, rs] : readers) {
+    int64_t bytes = p.buffers.at(b).bytes();
+    if (rs.size() <= kAllPairsReaders) {
+      for (size_t i = 0; i < rs.size(); ++i)
+        for (size_t j = i + 1; j < rs.size(); ++j) shared[{rs[i], rs[j]}] += bytes;
+    } else {
+      for (size_t i = 0; i + 1 < rs.size(); ++i) shared[{rs[i], rs[i + 1]}] += bytes;
+    }
+  }
+  for (const auto& [xy, bytes] : shared)
+    if (bytes > 0) cands.push_back({xy.first, xy.second, "horizontal", bytes});
+  std::stable_sort(cands.begin(), cands.end(), [](const Candidate& l, const Candidate& r) {
+    if (l.score != r.score) return l.score > r.score;
+    if (l.x != r.x) return l.x < r.x;
+    if (l.y != r.y) return l.y < r.y;
+    return l.kind > r.kind;  // vertical first
+  });
+  return cands;
+}
+
+// A path from `merged` through a node outside it back into it would make the fused kernel
+// both depend on and feed that node. Nodes are in topological order, so a path back into the
+// group never passes a node after the group's last one: the search stops there.
+std::string cycle_reason(const Analysis& a, const std::vector<int>& merged) {
+  std::set<int> in(merged.begin(), merged.end());
+  int last = merged.back();
+  std::vector<int> stack;
+  std::set<int> seen;
+  for (int m : merged)
+    for (int s : a.succs[static_cast<size_t>(m)])
+      if (!in.count(s)) stack.push_back(s);
+  while (!stack.empty()) {
+    int v = stack.back();
+    stack.pop_back();
+    if ((a.topological && v > last) || !seen.insert(v).second) continue;
+    for (int s : a.succs[static_cast<size_t>(v)]) {
+      if (in.count(s)) return strcat("would create a cycle through ", a.p.nodes[static_cast<size_t>(v)].name);
+      stack.push_back(s);
+    }
+  }
+  return "";
 }
 
 }  // namespace
@@ -163,88 +298,83 @@ Schedule schedule_program(const LoopProgram& p, const ScheduleOptions& opts) {
   Groups groups(n);
 
   if (opts.policy == "greedy") {
-    struct Candidate {
-      int x, y;
-      std::string kind;
-      int64_t score;
+    std::vector<Candidate> cands = fusion_candidates(a);
+    s.decisions.resize(cands.size());
+    for (size_t ci = 0; ci < cands.size(); ++ci) {
+      FusionDecision& d = s.decisions[ci];
+      d.producer = p.nodes[static_cast<size_t>(cands[ci].x)].name;
+      d.consumer = p.nodes[static_cast<size_t>(cands[ci].y)].name;
+      d.kind = cands[ci].kind;
+      d.score_bytes = cands[ci].score;
+    }
+    // The cost of each current group's kernel, recomputed only after the group changed.
+    std::map<int, std::pair<int, KernelCost>> cost_cache;
+    auto cost_of = [&](const std::vector<int>& nodes, bool with_traffic) {
+      Kernel k = make_kernel(a, nodes);
+      if (opts.kernel_cost) return opts.kernel_cost(k, with_traffic);
+      KernelCost c;
+      c.hbm_bytes = untiled_hbm_bytes(p, k);
+      return c;
     };
-    std::vector<Candidate> cands;
-    // Vertical: producer -> consumer; saves the producer's write and the consumer's read.
-    for (size_t c = 0; c < n; ++c)
-      for (int pr : a.preds[c]) {
-        int64_t bytes = 2 * p.buffers.at(p.nodes[static_cast<size_t>(pr)].out()).bytes();
-        cands.push_back({pr, static_cast<int>(c), "vertical", bytes});
-      }
-    // Horizontal: siblings reading the same buffer; saves one read of it.
-    for (size_t i = 0; i < n; ++i)
-      for (size_t j = i + 1; j < n; ++j) {
-        int64_t shared = 0;
-        for (const auto& b : a.reads[i])
-          if (a.reads[j].count(b)) shared += p.buffers.at(b).bytes();
-        if (shared > 0) cands.push_back({static_cast<int>(i), static_cast<int>(j), "horizontal", shared});
-      }
-    std::stable_sort(cands.begin(), cands.end(), [](const Candidate& l, const Candidate& r) {
-      if (l.score != r.score) return l.score > r.score;
-      if (l.x != r.x) return l.x < r.x;
-      return l.y < r.y;
-    });
-    // Dedupe exact repeats (a consumer reading a producer twice).
-    std::set<std::tuple<int, int, std::string>> seen;
-    std::vector<Candidate> unique;
-    for (const auto& c : cands)
-      if (seen.insert({c.x, c.y, c.kind}).second) unique.push_back(c);
-    s.decisions.resize(unique.size());
+    auto group_cost = [&](int g) -> const KernelCost& {
+      auto it = cost_cache.find(g);
+      if (it == cost_cache.end() || it->second.first != groups.version[static_cast<size_t>(g)])
+        it = cost_cache.insert_or_assign(g, std::make_pair(groups.version[static_cast<size_t>(g)], cost_of(groups.members(g), true))).first;
+      return it->second.second;
+    };
+    // The groups (and their versions) each candidate was last rejected for: every rejection
+    // depends only on the members of the two groups, so it stands until one of them changes.
+    std::vector<std::array<int, 4>> judged(cands.size(), {-1, -1, -1, -1});
     // Rounds until nothing changes: a pair rejected because it would close a cycle through a
     // third group can become legal once that group has joined (as in Inductor's scheduler).
     bool changed = true;
     for (int round = 0; round < 10 && changed; ++round) {
       changed = false;
-      for (size_t ci = 0; ci < unique.size(); ++ci) {
-        const Candidate& c = unique[ci];
+      for (size_t ci = 0; ci < cands.size(); ++ci) {
+        const Candidate& c = cands[ci];
         FusionDecision& d = s.decisions[ci];
         if (d.fused) continue;
-        d.producer = p.nodes[static_cast<size_t>(c.x)].name;
-        d.consumer = p.nodes[static_cast<size_t>(c.y)].name;
-        d.kind = c.kind;
-        d.score_bytes = c.score;
         int gx = groups.find(c.x), gy = groups.find(c.y);
-        if (gx == gy) {
+        if (gx == gy) {  // joined through other pairs
           d.fused = true;
           d.reason = "";
           continue;
         }
-        std::vector<int> merged = groups.members(gx);
-        auto my = groups.members(gy);
-        merged.insert(merged.end(), my.begin(), my.end());
-        std::sort(merged.begin(), merged.end());
-        std::string why = illegal_reason(a, merged);
-        // Cycle: a path from the merged group through another group back into it would make
-        // the fused kernel both depend on and feed that group.
+        std::array<int, 4> key = {gx, gy, groups.version[static_cast<size_t>(gx)], groups.version[static_cast<size_t>(gy)]};
+        if (judged[ci] == key) continue;
+        judged[ci] = key;
+        const auto& mx = groups.members(gx);
+        const auto& my = groups.members(gy);
+        std::string why;
+        if (opts.max_kernel_nodes > 0 && mx.size() + my.size() > static_cast<size_t>(opts.max_kernel_nodes))
+          why = strcat("kernel size limit: ", mx.size() + my.size(), " loop nodes, at most ", opts.max_kernel_nodes);
+        std::vector<int> merged;
         if (why.empty()) {
-          std::set<int> in(merged.begin(), merged.end());
-          std::vector<int> stack;
-          std::set<int> seen_nodes;
-          for (int m : merged)
-            for (int s2 : a.succs[static_cast<size_t>(m)])
-              if (!in.count(s2)) stack.push_back(s2);
-          while (!stack.empty() && why.empty()) {
-            int v = stack.back();
-            stack.pop_back();
-            if (!seen_nodes.insert(v).second) continue;
-            for (int s2 : a.succs[static_cast<size_t>(v)]) {
-              if (in.count(s2)) {
-                why = strcat("would create a cycle through ", p.nodes[static_cast<size_t>(v)].name);
-                break;
-              }
-              stack.push_back(s2);
-            }
-          }
+          merged.reserve(mx.size() + my.size());
+          std::merge(mx.begin(), mx.end(), my.begin(), my.end(), std::back_inserter(merged));
+          why = illegal_reason(a, merged);
         }
-        if (why.empty() && opts.lmu_bytes > 0 && opts.lmu_need) {
-          int64_t need = opts.lmu_need(make_kernel(a, merged));
-          if (need > opts.lmu_bytes)
-            why = strcat("local-memory overflow: one row per tile needs ", need, " bytes, local memory has ",
+        if (why.empty()) why = cycle_reason(a, merged);
+        // Traffic can grow only through a matmul: its B block streams from HBM once per tile, so
+        // a kernel with fewer rows per tile re-reads its weights more often. Every other load
+        // and store moves each row's data once whatever the tiling, and fusing removes the
+        // stores and loads of the intermediates, so without a matmul only the local memory
+        // needs measuring (which keeps long element-wise chains cheap to schedule).
+        bool has_matmul = false;
+        for (int m : merged) has_matmul |= p.nodes[static_cast<size_t>(m)].kind == LoopKind::Matmul;
+        if (why.empty()) {
+          KernelCost fused = cost_of(merged, has_matmul);
+          if (!fused.fits || (opts.lmu_bytes > 0 && fused.lmu_bytes > opts.lmu_bytes)) {
+            why = strcat("local-memory overflow: one row per tile needs ", fused.lmu_bytes, " bytes, local memory has ",
                          opts.lmu_bytes);
+          } else if (has_matmul) {
+            int64_t apart = group_cost(gx).hbm_bytes + group_cost(gy).hbm_bytes;
+            d.apart_bytes = apart;
+            d.fused_bytes = fused.hbm_bytes;
+            if (fused.hbm_bytes > apart)
+              why = strcat("adds traffic: the fused kernel moves ", fused.hbm_bytes, " HBM bytes (", fused.tile_rows,
+                           " rows per tile), the two kernels apart ", apart);
+          }
         }
         if (why.empty()) {
           groups.merge(gx, gy);
@@ -258,33 +388,35 @@ Schedule schedule_program(const LoopProgram& p, const ScheduleOptions& opts) {
     }
   }
 
-  // Kernels in topological order: repeatedly take the ready group with the smallest index.
-  std::map<int, std::vector<int>> members;
-  for (size_t i = 0; i < n; ++i) members[groups.find(static_cast<int>(i))].push_back(static_cast<int>(i));
-  std::set<int> done_groups;
-  std::set<int> done_nodes;
-  std::vector<int> order;
-  while (order.size() < members.size()) {
-    bool progressed = false;
-    for (const auto& [g, ms] : members) {
-      if (done_groups.count(g)) continue;
-      std::set<int> self(ms.begin(), ms.end());
-      bool ready = true;
-      for (int m : ms)
-        for (int pr : a.preds[static_cast<size_t>(m)])
-          if (!self.count(pr) && !done_nodes.count(pr)) ready = false;
-      if (!ready) continue;
-      order.push_back(g);
-      done_groups.insert(g);
-      done_nodes.insert(ms.begin(), ms.end());
-      progressed = true;
-      break;
+  // Kernels in topological order: repeatedly take the ready group with the smallest index
+  // (Kahn's algorithm over groups, a min-heap of the ready ones).
+  std::map<int, int> unmet;                  // group -> producer edges from other groups not yet done
+  std::map<int, std::vector<int>> consumers;  // group -> consumer groups, one entry per edge
+  for (size_t i = 0; i < n; ++i) {
+    int g = groups.find(static_cast<int>(i));
+    unmet.emplace(g, 0);
+    for (int pr : a.preds[i]) {
+      int gp = groups.find(pr);
+      if (gp == g) continue;
+      ++unmet[g];
+      consumers[gp].push_back(g);
     }
-    if (!progressed) throw InternalError("schedule: kernel graph has a cycle");
   }
+  std::priority_queue<int, std::vector<int>, std::greater<int>> ready;
+  for (const auto& [g, k] : unmet)
+    if (k == 0) ready.push(g);
+  std::vector<int> order;
+  while (!ready.empty()) {
+    int g = ready.top();
+    ready.pop();
+    order.push_back(g);
+    for (int c : consumers[g])
+      if (--unmet[c] == 0) ready.push(c);
+  }
+  if (order.size() != unmet.size()) throw InternalError("schedule: kernel graph has a cycle");
 
   for (int g : order) {
-    Kernel k = make_kernel(a, members[g]);
+    Kernel k = make_kernel(a, groups.members(g));
     k.name = strcat("k", s.kernels.size(), "_", k.name);
     s.kernels.push_back(std::move(k));
   }
@@ -304,7 +436,9 @@ std::string print_schedule(const LoopProgram& p, const Schedule& s) {
   if (!s.decisions.empty()) os << "candidates (score = HBM bytes saved):\n";
   for (const auto& d : s.decisions)
     os << "  " << (d.fused ? "fused   " : "rejected") << " " << d.kind << " " << d.producer << " + " << d.consumer
-       << " score=" << d.score_bytes << (d.reason.empty() ? "" : " reason: " + d.reason) << "\n";
+       << " score=" << d.score_bytes
+       << (d.apart_bytes || d.fused_bytes ? strcat(" hbm_apart=", d.apart_bytes, " hbm_fused=", d.fused_bytes) : "")
+       << (d.reason.empty() ? "" : " reason: " + d.reason) << "\n";
   return os.str();
 }
 
@@ -331,7 +465,7 @@ std::string schedule_to_json(const LoopProgram& p, const Schedule& s) {
   nlohmann::json ds = nlohmann::json::array();
   for (const auto& d : s.decisions)
     ds.push_back({{"producer", d.producer}, {"consumer", d.consumer}, {"kind", d.kind}, {"score_bytes", d.score_bytes},
-                  {"fused", d.fused}, {"reason", d.reason}});
+                  {"hbm_apart_bytes", d.apart_bytes}, {"hbm_fused_bytes", d.fused_bytes}, {"fused", d.fused}, {"reason", d.reason}});
   j["candidates"] = ds;
   return j.dump(2) + "\n";
 }

@@ -1,6 +1,8 @@
 // Scheduling: grouping loop-IR nodes into kernels (fusion).
 //   none    one kernel per loop-IR node; every intermediate goes through HBM
 //   greedy  Inductor-like: candidate pairs ranked by HBM bytes saved, fused greedily when legal
+//           and when the cost model says the fused kernel moves no more HBM bytes than the two
+//           kernels it replaces (so no policy built on it can add traffic)
 // Every candidate pair considered is recorded with its score, the decision and, for a
 // rejection, the reason (the "why not fused" log).
 #pragma once
@@ -24,18 +26,40 @@ struct FusionDecision {
   std::string producer;   // first node of each group (names)
   std::string consumer;
   std::string kind;       // "vertical" | "horizontal"
-  int64_t score_bytes = 0;
+  int64_t score_bytes = 0;   // ranking: bytes the pair would save before tiling is considered
+  // The cost model's verdict (when it was asked): HBM bytes of the two kernels apart and of
+  // the fused kernel, as tiled by the code generator. saved = apart - fused.
+  int64_t apart_bytes = 0, fused_bytes = 0;
   bool fused = false;
   std::string reason;     // why rejected (empty when fused)
 };
 
+// What a kernel costs: HBM bytes moved and local memory needed with one row per tile.
+struct KernelCost {
+  int64_t hbm_bytes = 0;
+  int64_t lmu_bytes = 0;
+  int64_t tile_rows = 0;
+  bool fits = true;  // one row per tile fits local memory
+};
+
+// Without a code generator to ask: each buffer the kernel reads from HBM read once, each
+// buffer it writes to HBM written once (no tiling, so no re-reads).
+int64_t untiled_hbm_bytes(const LoopProgram& p, const Kernel& k);
+
 struct ScheduleOptions {
   std::string policy = "greedy";
-  // Local-memory capacity (0 = unlimited) and the measure of what a candidate kernel needs
-  // with one row per tile (set by the driver from the code generator). Fusions that would
-  // not fit are declined with reason "local-memory overflow".
+  // Local memory a fused kernel may claim (0 = unlimited): fusions that would need more with
+  // one row per tile are declined with reason "local-memory overflow".
   int64_t lmu_bytes = 0;
-  std::function<int64_t(const struct Kernel&)> lmu_need;
+  // The cost model (set by the driver from the code generator: codegen/kernel_cost). Every
+  // fusion is checked against it: a fused kernel that would move more HBM bytes than the two
+  // kernels it replaces is declined ("adds traffic"). Unset: untiled_hbm_bytes, no LMU limit.
+  // `with_traffic` false: only the local memory is wanted (see schedule.cpp for when).
+  std::function<KernelCost(const struct Kernel&, bool with_traffic)> kernel_cost;
+  // Most loop nodes in one fused kernel (0 = no limit). Like Inductor's max_fusion_size, it
+  // bounds what each fusion decision costs (the cost model emits the candidate kernel), so
+  // scheduling stays near-linear in the graph size.
+  int max_kernel_nodes = 64;
 };
 
 struct Schedule {

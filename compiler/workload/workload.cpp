@@ -175,6 +175,19 @@ WorkloadSpec resolve_workload(const std::string& name_or_path) {
   if (std::filesystem::is_regular_file(name_or_path)) return load_workload_file(name_or_path);
   std::string cand = workloads_dir() + "/" + name_or_path + ".yaml";
   if (std::filesystem::is_regular_file(cand)) return load_workload_file(cand);
+  if (const ModelBuilder* mb = find_model_builder(name_or_path)) {
+    // A built-in model by name (`lpu list workloads` lists them): its builder's defaults; an
+    // LLM runs one decode step at batch 1 against 2048 cached tokens in fp16, as the
+    // workloads/*-decode.yaml files do.
+    WorkloadSpec w;
+    w.name = w.model = name_or_path;
+    for (const auto& [k, dflt] : mb->params) w.params[k] = dflt;
+    if (find_transformer(name_or_path)) {
+      w.context = 2048;
+      w.dtype = DType::f16;
+    }
+    return w;
+  }
   throw InputError(strcat("workload '", name_or_path, "': no such file, and no ", cand, " (see `lpu list workloads`)"));
 }
 

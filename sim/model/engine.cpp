@@ -5,6 +5,22 @@
 
 namespace lpu::sim {
 
+// The useful work of an instruction, in its engine's unit (simulator.h: EngineStats): a
+// matrix multiply's MACs, a vector instruction's element operations, the bytes a DMA moves.
+double useful_work(const Instruction& in) {
+  double rows = static_cast<double>(in.rows), cols = static_cast<double>(in.cols);
+  switch (in.opcode) {
+    case Opcode::SxeGemm: return rows * static_cast<double>(in.depth) * cols;
+    case Opcode::VxeOp:
+    case Opcode::VxeReduce:
+    case Opcode::VxeMov: return rows * cols;
+    case Opcode::DmaLoad:
+    case Opcode::DmaStore:
+    case Opcode::DmaGather: return rows * cols * static_cast<double>(dtype_bytes(in.dtype));
+    default: return 0;
+  }
+}
+
 Engine::Engine(sc_core::sc_module_name name, DeviceContext& ctx, int queue_depth, int workers)
     : sc_module(name), ctx_(ctx), depth_(queue_depth), workers_(workers) {
   index_ = static_cast<int>(ctx.engine_names.size());
@@ -42,6 +58,7 @@ void Engine::worker() {
     --busy_;
     auto& c = ctx_.engines[static_cast<size_t>(index_)];
     c.busy_ps += end - start;
+    c.work += useful_work(ctx_.instr(i));
     ++c.instructions;
     if (ctx_.record_trace) {
       const Instruction& in = ctx_.instr(i);

@@ -9,6 +9,9 @@
 
 namespace lpu::sim {
 
+// Useful work of one instruction: MACs (sxe.gemm), element operations (vxe.*), bytes (dma.*).
+double useful_work(const Instruction& in);
+
 class Isu;
 
 class Engine : public sc_core::sc_module {

@@ -35,6 +35,7 @@ struct TraceEvent {
 
 struct EngineCounters {
   double busy_ps = 0;
+  double work = 0;        // useful work done: MACs (SXE), element operations (VXE), bytes (DMA)
   double stalled_ps = 0;  // its next instruction waited at the ISU (hazard or full queue)
   uint64_t instructions = 0;
 };

@@ -19,8 +19,15 @@ import models  # noqa: E402
 
 
 def main(argv):
+    if "-h" in argv[1:] or "--help" in argv[1:]:
+        print(__doc__)
+        return 0
     clean = "--clean" in argv
     argv = [a for a in argv if a != "--clean"]
+    unknown = [a for a in argv[1:] if a.startswith("-")]
+    if unknown:  # never export into a folder named like an option
+        print(f"unknown option {unknown[0]}\n{__doc__}", file=sys.stderr)
+        return 2
     if len(argv) < 2:
         print(__doc__, file=sys.stderr)
         return 2
