@@ -132,6 +132,12 @@ TensorType reduction(const Graph& g, const Node& n) {
   return t;
 }
 
+// any / all: a bool reduction of any input dtype.
+TensorType any_all(const Graph& g, const Node& n) {
+  const TensorType& x = in(g, n, 0);
+  return {DType::boolean, reduced_shape(x.shape, reduce_dims(n, "dim", x.rank()), n.attr_bool("keepdim", false))};
+}
+
 // ---- shapes -------------------------------------------------------------------------------
 
 TensorType view(const Graph& g, const Node& n) {
@@ -449,6 +455,8 @@ const Entry kEntries[] = {
     {"aten.reciprocal", 1, 1, unary_float, "1 / self"},
     {"aten.erf", 1, 1, unary_float, "error function"},
     {"aten.tanh", 1, 1, unary_float, "tanh"},
+    {"aten.sin", 1, 1, unary_float, "sine"},
+    {"aten.cos", 1, 1, unary_float, "cosine"},
     {"aten.sigmoid", 1, 1, unary_float, "1 / (1 + exp(-self))"},
     {"aten.gelu", 1, 1, unary_floating_only, "gelu {approximate = \"none\" | \"tanh\"}"},
     {"aten.silu", 1, 1, unary_floating_only, "self * sigmoid(self)"},
@@ -463,6 +471,8 @@ const Entry kEntries[] = {
     {"aten.mean", 1, 1, reduction, "mean over {dim}, {keepdim}, {dtype}"},
     {"aten.amax", 1, 1, reduction, "max over {dim}, {keepdim}"},
     {"aten.amin", 1, 1, reduction, "min over {dim}, {keepdim}"},
+    {"aten.any", 1, 1, any_all, "any element != 0 over {dim} (all if absent), {keepdim} -> bool"},
+    {"aten.all", 1, 1, any_all, "every element != 0 over {dim} (all if absent), {keepdim} -> bool"},
     {"aten.var", 1, 1, reduction, "variance over {dim}, {correction} or {unbiased}, {keepdim}"},
     // shapes and indexing
     {"aten.view", 1, 1, view, "reshape to {size}"},

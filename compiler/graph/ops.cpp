@@ -311,7 +311,7 @@ std::vector<OpInfo> make_registry() {
     ops.push_back({std::move(name), c, lo, hi, std::move(f), std::move(doc)});
   };
   using C = OpCategory;
-  for (const char* u : {"neg", "exp", "log", "tanh", "erf", "rsqrt", "sqrt", "sigmoid", "relu", "abs", "reciprocal"})
+  for (const char* u : {"neg", "exp", "log", "tanh", "erf", "sin", "cos", "rsqrt", "sqrt", "sigmoid", "relu", "abs", "reciprocal"})
     add(u, C::Pointwise, 1, 1, unary, "element-wise unary");
   for (const char* b : {"add", "sub", "mul", "div", "maximum", "minimum", "pow"})
     add(b, C::Pointwise, 2, 2, binary, "element-wise binary, numpy broadcasting");

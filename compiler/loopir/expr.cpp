@@ -58,6 +58,8 @@ float eval_scalar_op(ScalarOp op, const float* a) {
     case ScalarOp::log: return std::log(a[0]);
     case ScalarOp::tanh: return std::tanh(a[0]);
     case ScalarOp::erf: return std::erf(a[0]);
+    case ScalarOp::sin: return std::sin(a[0]);
+    case ScalarOp::cos: return std::cos(a[0]);
     case ScalarOp::sigmoid: return 1.0f / (1.0f + std::exp(-a[0]));
     case ScalarOp::rsqrt: return 1.0f / std::sqrt(a[0]);
     case ScalarOp::sqrt: return std::sqrt(a[0]);

@@ -21,6 +21,8 @@ namespace lpu {
   X(log, 1, transcendental)       \
   X(tanh, 1, transcendental)      \
   X(erf, 1, transcendental)       \
+  X(sin, 1, transcendental)       \
+  X(cos, 1, transcendental)       \
   X(sigmoid, 1, transcendental)   \
   X(rsqrt, 1, transcendental)     \
   X(sqrt, 1, transcendental)      \

@@ -137,6 +137,16 @@ Expander reduction(const std::string& core) {
   };
 }
 
+// any = amax(x != 0), all = amin(x != 0), reduced in f32 (0/1) and converted back to bool.
+Expander any_all(const std::string& core) {
+  return [core](Builder& b, const In& in) {
+    NodeId nz = b.call("ne", {in[0], b.scalar(0, b.type(in[0]).dtype)}, {}, "nonzero");
+    auto dims = aten::reduce_dims(b.src, "dim", b.type(in[0]).rank());
+    NodeId r = b.call(core, {b.cast(nz, DType::f32)}, reduce_attrs(dims, b.src.attr_bool("keepdim", false)));
+    return b.cast(r, DType::boolean);
+  };
+}
+
 // var = sum((x - mean)^2) / (N - correction); correction defaults to 1 (unbiased).
 NodeId var(Builder& b, const In& in) {
   NodeId x = b.cast(in[0], out_dtype(b));
@@ -377,6 +387,8 @@ const std::map<std::string, Expander>& aten_decompositions() {
       {"aten.reciprocal", unary("reciprocal")},
       {"aten.erf", unary("erf")},
       {"aten.tanh", unary("tanh")},
+      {"aten.sin", unary("sin")},
+      {"aten.cos", unary("cos")},
       {"aten.sigmoid", unary("sigmoid")},
       {"aten.gelu", gelu},
       {"aten.silu", silu},
@@ -391,6 +403,8 @@ const std::map<std::string, Expander>& aten_decompositions() {
       {"aten.mean", reduction("mean")},
       {"aten.amax", reduction("amax")},
       {"aten.amin", reduction("amin")},
+      {"aten.any", any_all("amax")},
+      {"aten.all", any_all("amin")},
       {"aten.var", var},
       // shapes and indexing
       {"aten.view", to_shape},

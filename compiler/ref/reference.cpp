@@ -219,6 +219,8 @@ const std::map<std::string, Fn>& pointwise_table() {
       {"log", [](auto& a) { return std::log(a[0]); }},
       {"tanh", [](auto& a) { return std::tanh(a[0]); }},
       {"erf", [](auto& a) { return std::erf(a[0]); }},
+      {"sin", [](auto& a) { return std::sin(a[0]); }},
+      {"cos", [](auto& a) { return std::cos(a[0]); }},
       {"rsqrt", [](auto& a) { return 1.0f / std::sqrt(a[0]); }},
       {"sqrt", [](auto& a) { return std::sqrt(a[0]); }},
       {"sigmoid", [](auto& a) { return 1.0f / (1.0f + std::exp(-a[0])); }},
