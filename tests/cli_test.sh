@@ -94,7 +94,9 @@ check graph_run_timing_needs_no_sidecar 0 "cycles" -- "$LPU" run "$TMP/ok.json"
 check graph_run_functional_needs_data 2 "no input data for %x|sidecar index has no input data for %x" -- "$LPU" run "$TMP/ok.json" --functional
 check graph_missing 2 "no such file" -- "$LPU" run "$TMP/nope.json"
 graph_json "$TMP/unknown_op.json" '{"name": "y", "kind": "call", "op": "aten.frobnicate", "inputs": ["x"], "dtype": "f32", "shape": [4, 8]}'
-one_line graph_unknown_op "unknown_op.json: node %y: unknown op 'aten.frobnicate'" "$LPU" run "$TMP/unknown_op.json"
+one_line graph_unknown_op "unknown_op.json: node %y: unknown op 'aten.frobnicate'.*--on-unsupported=break" "$LPU" run "$TMP/unknown_op.json"
+check list_ops_core_aten 0 "160 of 160 ops handled" -- "$LPU" list ops --aten
+check list_aten_needs_ops 2 "--aten goes with" -- "$LPU" list workloads --aten
 graph_json "$TMP/shape.json" '{"name": "y", "kind": "call", "op": "add", "inputs": ["x", "w"], "dtype": "f32", "shape": [4, 9]}'
 one_line graph_shape_mismatch "node %y \(add\): declared type f32\[4, 9\] but inputs give f32\[4, 8\]" "$LPU" compile "$TMP/shape.json" --emit core
 graph_json "$TMP/dangling.json" '{"name": "y", "kind": "call", "op": "add", "inputs": ["x", "v"], "dtype": "f32", "shape": [4, 8]}'

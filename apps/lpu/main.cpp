@@ -9,11 +9,13 @@
 #include <fstream>
 #include <functional>
 #include <iostream>
+#include <map>
 #include <sstream>
 #include <thread>
 
 #include <unistd.h>
 
+#include "driver/aten_coverage.h"
 #include "driver/compile.h"
 #include "graph/ops.h"
 #include "handlers/counting.h"
@@ -358,7 +360,29 @@ int cmd_check_config(const std::vector<std::string>& files, const std::vector<st
   return 0;
 }
 
-int cmd_list(const std::string& what) {
+// `lpu list ops --aten`: the core ATen opset and how each op is handled, with the counts.
+int cmd_list_aten() {
+  CoreAtenSet set = core_aten_coverage();
+  std::map<std::string, int> count;
+  std::vector<std::vector<std::string>> rows;
+  for (const auto& op : set.ops) {
+    std::string ov;
+    for (const auto& o : op.overloads) ov += (ov.empty() ? "" : ",") + o;
+    rows.push_back({"aten." + op.name, ov, op.handling});
+    ++count[op.handling];
+  }
+  std::cout << format_table({"op", "overloads", "handling"}, rows);
+  auto n = static_cast<int>(set.ops.size());
+  std::cout << "core ATen opset of PyTorch " << set.torch_version << ": " << n - count["missing"] << " of " << n
+            << " ops handled (" << count["lowered"] << " lowered, " << count["decomposed"] << " decomposed, "
+            << count["host"] + count["host (timing only)"] << " on the host, " << count["host (timing only)"]
+            << " of them timing only); " << count["missing"] << " missing\n";
+  return count["missing"] ? 1 : 0;
+}
+
+int cmd_list(const std::string& what, bool aten) {
+  if (aten && what != "ops") throw InputError("list: --aten goes with `list ops`");
+  if (aten) return cmd_list_aten();
   if (what == "ops") {
     std::vector<std::vector<std::string>> rows;
     for (const auto& op : all_ops()) rows.push_back({op.name, op_category_name(op.category), op.doc});
@@ -486,6 +510,8 @@ int main(int argc, char** argv) {
 
   auto* lst = app.add_subcommand("list", "list built-in workloads, configs or ops");
   lst->add_option("what", what, "workloads | configs | ops")->required();
+  bool list_aten = false;
+  lst->add_flag("--aten", list_aten, "with ops: coverage of PyTorch's core ATen opset (exit 1 if any op is missing)");
 
   try {
     app.parse(argc, argv);
@@ -521,7 +547,7 @@ int main(int argc, char** argv) {
     if (*comp) return cmd_compile(workload, af, bf, fusion, emit, outdir);
     if (*chk) return cmd_check_config(cfg_files, cfg_sets);
     if (*ref) return cmd_ref(graph_path);
-    if (*lst) return cmd_list(what);
+    if (*lst) return cmd_list(what, list_aten);
     if (*sim) return cmd_sim(programs, af, json, trace, vcd);
   } catch (const InputError& e) {
     std::cerr << "error: " << e.what() << "\n";

@@ -59,6 +59,9 @@ std::optional<DType> dtype_attr(const Node& n);
 // attr "result" for multi-result ops, checked against `count`.
 int64_t result_index(const Node& n, int64_t count);
 
+// clamp / clamp_min / clamp_max / hardtanh: (self, min, max); an absent bound has input -2.
+std::vector<Operand> clamp_operands(const Node& n);
+
 std::vector<OpInfo> registry();  // the aten.* entries of the op registry
 
 }  // namespace aten

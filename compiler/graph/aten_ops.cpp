@@ -57,9 +57,12 @@ TensorType binary_arith(const Graph& g, const Node& n) {
   TensorType t{result_type(ops), broadcast_operands(ops, n)};
   if (t.dtype == DType::boolean) bad(n, "arithmetic on bool tensors is not supported");
   if (n.op == "aten.div") {
-    if (n.has_attr("rounding_mode")) bad(n, strcat("rounding_mode \"", n.attr_str("rounding_mode", ""), "\" is not supported"));
-    if (!is_floating(t.dtype)) t.dtype = DType::f32;  // true division
+    std::string mode = n.attr_str("rounding_mode", "");
+    if (!mode.empty() && mode != "floor" && mode != "trunc")
+      bad(n, strcat("rounding_mode \"", mode, "\" is not one of \"floor\", \"trunc\""));
+    if (mode.empty() && !is_floating(t.dtype)) t.dtype = DType::f32;  // true division
   }
+  if ((n.op == "aten.atan2") && !is_floating(t.dtype)) t.dtype = DType::f32;
   if (n.has_attr("alpha") && !is_floating(t.dtype) && std::holds_alternative<double>(n.attrs.at("alpha")))
     bad(n, "a float alpha needs a floating result");
   return t;
@@ -132,6 +135,184 @@ TensorType reduction(const Graph& g, const Node& n) {
   return t;
 }
 
+// any / all: a bool reduction of any input dtype.
+TensorType any_all(const Graph& g, const Node& n) {
+  const TensorType& x = in(g, n, 0);
+  return {DType::boolean, reduced_shape(x.shape, reduce_dims(n, "dim", x.rank()), n.attr_bool("keepdim", false))};
+}
+
+// ---- more pointwise (the core ATen set) -------------------------------------------------
+
+// floor, ceil, round, trunc, sign: the input's dtype (integers pass through).
+TensorType rounding(const Graph& g, const Node& n) {
+  const TensorType& t = in(g, n, 0);
+  if (t.dtype == DType::boolean) bad(n, "bool input is not supported");
+  return t;
+}
+
+TensorType is_test(const Graph& g, const Node& n) { return {DType::boolean, in(g, n, 0).shape}; }
+
+// bitwise_and/or/xor: bool or integer operands, promoted.
+TensorType bitwise(const Graph& g, const Node& n) {
+  auto ops = operand_types(g, n.inputs, bind(n, {"self", "other"}));
+  TensorType t{result_type(ops), broadcast_operands(ops, n)};
+  if (is_floating(t.dtype)) bad(n, "expects bool or integer operands");
+  return t;
+}
+
+TensorType logical(const Graph& g, const Node& n) {
+  auto ops = operand_types(g, n.inputs, bind(n, {"self", "other"}));
+  return {DType::boolean, broadcast_operands(ops, n)};
+}
+
+}  // namespace
+
+// clamp(self, min?, max?): each bound a number attr or, in order, a tensor input.
+std::vector<Operand> clamp_operands(const Node& n) {
+  std::vector<Operand> ops(3);
+  ops[0].input = 0;
+  int next = 1;
+  const char* keys[2] = {n.op == "aten.hardtanh" ? "min_val" : "min", n.op == "aten.hardtanh" ? "max_val" : "max"};
+  bool want[2] = {n.op != "aten.clamp_max", n.op != "aten.clamp_min"};
+  for (int k = 0; k < 2; ++k) {
+    if (!want[k]) continue;
+    auto it = n.attrs.find(keys[k]);
+    if (it != n.attrs.end()) ops[static_cast<size_t>(k + 1)].scalar = it->second;
+    else if (next < static_cast<int>(n.inputs.size())) ops[static_cast<size_t>(k + 1)].input = next++;
+    else if (n.op == "aten.hardtanh") ops[static_cast<size_t>(k + 1)].scalar = k == 0 ? -1.0 : 1.0;
+    else ops[static_cast<size_t>(k + 1)].input = -2;  // absent
+  }
+  if (next != static_cast<int>(n.inputs.size())) bad(n, "more tensor inputs than bounds");
+  return ops;
+}
+
+namespace {
+
+TensorType clamp(const Graph& g, const Node& n) {
+  auto ops = clamp_operands(n);
+  std::vector<Operand> present;
+  for (const auto& o : ops)
+    if (o.input != -2) present.push_back(o);
+  auto types = operand_types(g, n.inputs, present);
+  TensorType t{result_type(types), broadcast_operands(types, n)};
+  if (t.dtype == DType::boolean) bad(n, "bool clamp is not supported");
+  return t;
+}
+
+TensorType floating_same(const Graph& g, const Node& n) {
+  const TensorType& t = in(g, n, 0);
+  if (!is_floating(t.dtype)) bad(n, strcat("expects a floating input, got ", dtype_name(t.dtype)));
+  return t;
+}
+
+// full_like / zeros_like / ones_like / empty_like: self's shape, {dtype} or self's dtype.
+TensorType like(const Graph& g, const Node& n) {
+  TensorType t = in(g, n, 0);
+  if (auto d = dtype_attr(n)) t.dtype = *d;
+  return t;
+}
+
+// empty / empty_strided: zeros of {size} (the values are unspecified in torch).
+TensorType empty(const Graph&, const Node& n) {
+  TensorType t{dtype_attr(n).value_or(DType::f32), n.attr_ints("size")};
+  for (auto d : t.shape)
+    if (d < 1) bad(n, "empty or negative size");
+  return t;
+}
+
+// copy(self, src): src converted to self's dtype and broadcast to its shape.
+TensorType copy(const Graph& g, const Node& n) {
+  if (broadcast_shapes(in(g, n, 1).shape, in(g, n, 0).shape, n) != in(g, n, 0).shape)
+    bad(n, strcat("src ", shape_str(in(g, n, 1).shape), " does not broadcast to ", shape_str(in(g, n, 0).shape)));
+  return in(g, n, 0);
+}
+
+// native_dropout (eval): result 0 the input, result 1 an all-true mask.
+TensorType native_dropout(const Graph& g, const Node& n) {
+  if (n.attr_bool("train", false) && n.attr_float("p", 0) > 0)
+    bad(n, "dropout in training mode is not supported (export the model in eval mode)");
+  TensorType t = in(g, n, 0);
+  if (result_index(n, 2) == 1) t.dtype = DType::boolean;
+  return t;
+}
+
+// Batch norm over dim 1 of [N, C, *]: _native_batch_norm_legit_no_training (running stats),
+// _native_batch_norm_legit (running stats or, training, batch stats; no_stats: batch stats).
+// Result 0 the output; 1 and 2 (batch stats only) the mean and rstd per channel [C].
+TensorType batch_norm(const Graph& g, const Node& n) {
+  const TensorType& x = in(g, n, 0);
+  if (x.rank() < 2) bad(n, "expects [N, C, *]");
+  if (!is_floating(x.dtype)) bad(n, "expects a floating input");
+  int64_t r = result_index(n, 3);
+  if (r == 0) return x;
+  return {x.dtype, {x.shape[1]}};
+}
+
+// native_group_norm(input [N, C, *], weight?, bias?, N, C, HxW, group, eps): result 0 the
+// output, 1 mean and 2 rstd of shape [N, group].
+TensorType group_norm(const Graph& g, const Node& n) {
+  const TensorType& x = in(g, n, 0);
+  int64_t groups = n.attr_int("group");
+  if (x.rank() < 2 || groups < 1 || x.shape[1] % groups) bad(n, strcat("C = ", x.rank() > 1 ? x.shape[1] : 0, " is not a multiple of group = ", groups));
+  if (!is_floating(x.dtype)) bad(n, "expects a floating input");
+  if (result_index(n, 3) == 0) return x;
+  return {x.dtype, {x.shape[0], groups}};
+}
+
+// repeat(self, repeats): tile; repeat_interleave(self, {repeats} int, {dim}?): each element
+// (of the flattened self when dim is absent) `repeats` times.
+TensorType repeat(const Graph& g, const Node& n) {
+  const TensorType& x = in(g, n, 0);
+  auto reps = n.attr_ints("repeats");
+  if (reps.size() < x.shape.size()) bad(n, "repeats has fewer entries than self has dims");
+  Shape s(reps.size());
+  size_t lead = reps.size() - x.shape.size();
+  for (size_t i = 0; i < reps.size(); ++i) {
+    s[i] = reps[i] * (i < lead ? 1 : x.shape[i - lead]);
+    if (s[i] < 1) bad(n, "empty results are not supported");
+  }
+  return {x.dtype, s};
+}
+
+TensorType repeat_interleave(const Graph& g, const Node& n) {
+  const TensorType& x = in(g, n, 0);
+  if (n.inputs.size() > 1) bad(n, "a tensor of repeats is not supported (the result shape depends on its values)");
+  int64_t r = n.attr_int("repeats");
+  if (r < 1) bad(n, "repeats must be >= 1");
+  if (!n.has_attr("dim")) return {x.dtype, {x.numel() * r}};
+  TensorType t = x;
+  t.shape[static_cast<size_t>(normalize_dim(n.attr_int("dim"), x.rank(), n))] *= r;
+  return t;
+}
+
+// Scaled dot-product attention: query [..., L, E], key [..., S, E], value [..., S, Ev] ->
+// [..., L, Ev]; with enable_gqa the key/value heads (dim -3) repeat to the query's.
+// Variants: scaled_dot_product_attention, _scaled_dot_product_flash_attention_for_cpu
+// (result 1: logsumexp [..., L]), _scaled_dot_product_efficient_attention and
+// _scaled_dot_product_flash_attention (result 0 only).
+TensorType sdpa(const Graph& g, const Node& n) {
+  const TensorType& q = in(g, n, 0);
+  const TensorType& k = in(g, n, 1);
+  const TensorType& v = in(g, n, 2);
+  if (q.rank() < 2 || k.rank() != q.rank() || v.rank() != q.rank() || q.shape.back() != k.shape.back() ||
+      k.shape[k.shape.size() - 2] != v.shape[v.shape.size() - 2])
+    bad(n, strcat("expects query [..., L, E], key [..., S, E], value [..., S, Ev], got ", shape_str(q.shape), ", ",
+                  shape_str(k.shape), ", ", shape_str(v.shape)));
+  if (!is_floating(q.dtype) || k.dtype != q.dtype || v.dtype != q.dtype) bad(n, "expects floating q, k, v of one dtype");
+  if (n.attr_float("dropout_p", 0) > 0) bad(n, "dropout in attention is not supported (export in eval mode)");
+  int64_t r = n.attr_int("result", 0);
+  bool lse = n.op == "aten._scaled_dot_product_flash_attention_for_cpu";
+  if (r < 0 || r > (lse ? 1 : 0)) bad(n, strcat("result ", r, " is not supported (the output", lse ? " and logsumexp" : "", " only)"));
+  TensorType t{q.dtype, q.shape};
+  if (r == 1) {
+    t.shape.pop_back();
+    t.dtype = DType::f32;
+    return t;
+  }
+  t.shape.back() = v.shape.back();
+  return t;
+}
+
 // ---- shapes -------------------------------------------------------------------------------
 
 TensorType view(const Graph& g, const Node& n) {
@@ -201,8 +382,7 @@ TensorType slice(const Graph& g, const Node& n) {
   TensorType t = in(g, n, 0);
   if (t.rank() == 0) bad(n, "cannot slice a zero-dimensional tensor");
   auto d = static_cast<size_t>(normalize_dim(n.attr_int("dim", 0), t.rank(), n));
-  t.shape[d] = slice_range(n, t.shape[d]).length();
-  if (t.shape[d] == 0) bad(n, "empty slices are not supported");
+  t.shape[d] = slice_range(n, t.shape[d]).length();  // may be 0: only cat may use it (passes/decompose.cpp)
   return t;
 }
 
@@ -382,7 +562,7 @@ TensorType layer_norm(const Graph& g, const Node& n) {
 TensorType softmax(const Graph& g, const Node& n) {
   TensorType t = in(g, n, 0);
   normalize_dim(n.attr_int("dim"), std::max(t.rank(), 1), n);
-  if (n.op == "aten._softmax" && n.attr_bool("half_to_float", false)) {
+  if (n.attr_bool("half_to_float", false)) {
     if (t.dtype != DType::f16) bad(n, "half_to_float needs an f16 input");
     t.dtype = DType::f32;
   }
@@ -449,9 +629,54 @@ const Entry kEntries[] = {
     {"aten.reciprocal", 1, 1, unary_float, "1 / self"},
     {"aten.erf", 1, 1, unary_float, "error function"},
     {"aten.tanh", 1, 1, unary_float, "tanh"},
+    {"aten.sin", 1, 1, unary_float, "sine"},
+    {"aten.cos", 1, 1, unary_float, "cosine"},
     {"aten.sigmoid", 1, 1, unary_float, "1 / (1 + exp(-self))"},
     {"aten.gelu", 1, 1, unary_floating_only, "gelu {approximate = \"none\" | \"tanh\"}"},
     {"aten.silu", 1, 1, unary_floating_only, "self * sigmoid(self)"},
+    {"aten.tan", 1, 1, unary_float, "tangent"},
+    {"aten.asin", 1, 1, unary_float, "arc sine"},
+    {"aten.acos", 1, 1, unary_float, "arc cosine"},
+    {"aten.atan", 1, 1, unary_float, "arc tangent"},
+    {"aten.sinh", 1, 1, unary_float, "hyperbolic sine"},
+    {"aten.cosh", 1, 1, unary_float, "hyperbolic cosine"},
+    {"aten.asinh", 1, 1, unary_float, "inverse hyperbolic sine"},
+    {"aten.acosh", 1, 1, unary_float, "inverse hyperbolic cosine"},
+    {"aten.atanh", 1, 1, unary_float, "inverse hyperbolic tangent"},
+    {"aten.expm1", 1, 1, unary_float, "exp(x) - 1"},
+    {"aten.log1p", 1, 1, unary_float, "log(1 + x)"},
+    {"aten.log2", 1, 1, unary_float, "base-2 log"},
+    {"aten.log10", 1, 1, unary_float, "base-10 log"},
+    {"aten.floor", 1, 1, rounding, "round down (integers unchanged)"},
+    {"aten.ceil", 1, 1, rounding, "round up (integers unchanged)"},
+    {"aten.round", 1, 1, rounding, "round half to even (integers unchanged)"},
+    {"aten.trunc", 1, 1, rounding, "round toward zero (integers unchanged)"},
+    {"aten.sign", 1, 1, rounding, "-1, 0 or 1"},
+    {"aten.isnan", 1, 1, is_test, "self is NaN -> bool"},
+    {"aten.isinf", 1, 1, is_test, "self is +-inf -> bool"},
+    {"aten.atan2", 1, 2, binary_arith, "atan2(self, other)"},
+    {"aten.fmod", 1, 2, binary_arith, "C fmod: remainder with the sign of self"},
+    {"aten.remainder", 1, 2, binary_arith, "Python %: remainder with the sign of other"},
+    {"aten.bitwise_and", 1, 2, bitwise, "self & other (bool or integer)"},
+    {"aten.bitwise_or", 1, 2, bitwise, "self | other (bool or integer)"},
+    {"aten.bitwise_xor", 1, 2, bitwise, "self ^ other (bool or integer)"},
+    {"aten.logical_and", 1, 2, logical, "self != 0 and other != 0"},
+    {"aten.logical_or", 1, 2, logical, "self != 0 or other != 0"},
+    {"aten.logical_xor", 1, 2, logical, "(self != 0) != (other != 0)"},
+    {"aten.clamp", 1, 3, clamp, "min(max(self, {min}), {max}) (numbers or tensors)"},
+    {"aten.clamp_min", 1, 2, clamp, "max(self, {min})"},
+    {"aten.clamp_max", 1, 2, clamp, "min(self, {max})"},
+    {"aten.hardtanh", 1, 1, clamp, "clamp to [{min_val} = -1, {max_val} = 1]"},
+    {"aten.leaky_relu", 1, 1, floating_same, "x > 0 ? x : {negative_slope} * x"},
+    {"aten.elu", 1, 1, floating_same, "x > 0 ? {scale} x : {scale} {alpha} (exp({input_scale} x) - 1)"},
+    {"aten.full_like", 1, 1, like, "self's shape filled with {fill_value}, {dtype}"},
+    {"aten.zeros_like", 1, 1, like, "zeros of self's shape, {dtype}"},
+    {"aten.ones_like", 1, 1, like, "ones of self's shape, {dtype}"},
+    {"aten.empty_like", 1, 1, like, "self's shape (zeros), {dtype}"},
+    {"aten.empty", 0, 0, empty, "uninitialised {size} (zeros), {dtype}"},
+    {"aten.empty_strided", 0, 0, empty, "uninitialised {size} (zeros; {stride} ignored), {dtype}"},
+    {"aten.copy", 2, 2, copy, "src converted to self's dtype, broadcast to self's shape"},
+    {"aten.native_dropout", 1, 1, native_dropout, "eval-mode dropout: result 0 input, 1 all-true mask"},
     {"aten._to_copy", 1, 1, to_copy, "type conversion {dtype}"},
     {"aten.clone", 1, 1, identity, "copy (values unchanged)"},
     {"aten.alias", 1, 1, identity, "alias (values unchanged)"},
@@ -463,6 +688,8 @@ const Entry kEntries[] = {
     {"aten.mean", 1, 1, reduction, "mean over {dim}, {keepdim}, {dtype}"},
     {"aten.amax", 1, 1, reduction, "max over {dim}, {keepdim}"},
     {"aten.amin", 1, 1, reduction, "min over {dim}, {keepdim}"},
+    {"aten.any", 1, 1, any_all, "any element != 0 over {dim} (all if absent), {keepdim} -> bool"},
+    {"aten.all", 1, 1, any_all, "every element != 0 over {dim} (all if absent), {keepdim} -> bool"},
     {"aten.var", 1, 1, reduction, "variance over {dim}, {correction} or {unbiased}, {keepdim}"},
     // shapes and indexing
     {"aten.view", 1, 1, view, "reshape to {size}"},
@@ -486,6 +713,8 @@ const Entry kEntries[] = {
     {"aten.split_with_sizes", 1, 1, split, "piece {result} of {split_sizes} along {dim}"},
     {"aten.unbind", 1, 1, split, "slice {result} of {dim}, dropping it"},
     {"aten.embedding", 2, 2, embedding, "rows of weight by integer indices"},
+    {"aten.repeat", 1, 1, repeat, "tile self {repeats} times per dim"},
+    {"aten.repeat_interleave", 1, 1, repeat_interleave, "each element {repeats} times along {dim} (flattened if absent)"},
     // matmul family
     {"aten.mm", 2, 2, mm, "[M, K] x [K, N]"},
     {"aten.mv", 2, 2, mm, "[M, K] x [K]"},
@@ -499,6 +728,15 @@ const Entry kEntries[] = {
     {"aten.layer_norm", 1, 3, layer_norm, "layer norm over {normalized_shape} {eps}"},
     {"aten._softmax", 1, 1, softmax, "softmax over {dim}, {half_to_float}"},
     {"aten.softmax", 1, 1, softmax, "softmax over {dim}, {dtype}"},
+    {"aten._log_softmax", 1, 1, softmax, "log of softmax over {dim}, {half_to_float}"},
+    {"aten.log_softmax", 1, 1, softmax, "log of softmax over {dim}, {dtype}"},
+    {"aten._native_batch_norm_legit_no_training", 3, 5, batch_norm, "batch norm with running stats {eps}"},
+    {"aten._native_batch_norm_legit", 1, 5, batch_norm, "batch norm {training}: batch or running stats {eps}; results 1, 2 mean, rstd"},
+    {"aten.native_group_norm", 1, 3, group_norm, "group norm of [N, C, *] over {group} groups {eps}; results 1, 2 mean, rstd"},
+    {"aten.scaled_dot_product_attention", 3, 4, sdpa, "softmax(q k^T * {scale} + mask) v, {is_causal}, {enable_gqa}"},
+    {"aten._scaled_dot_product_flash_attention_for_cpu", 3, 4, sdpa, "SDPA; result 1 logsumexp"},
+    {"aten._scaled_dot_product_efficient_attention", 3, 4, sdpa, "SDPA (result 0)"},
+    {"aten._scaled_dot_product_flash_attention", 3, 3, sdpa, "SDPA (result 0)"},
     // constants
     {"aten.full", 0, 0, full, "constant {fill_value} of {size}, {dtype}"},
     {"aten.scalar_tensor", 0, 0, full, "zero-dim constant {s}, {dtype}"},
@@ -513,7 +751,8 @@ std::vector<OpInfo> registry() {
   for (const auto& e : kEntries) {
     std::string name = e.name;
     bool multi = name == "aten.split" || name == "aten.split_with_sizes" || name == "aten.unbind" ||
-                 name == "aten.native_layer_norm";
+                 name == "aten.native_layer_norm" || name == "aten.native_dropout" || name == "aten.native_group_norm" ||
+                 name.find("batch_norm") != std::string::npos || name.find("_scaled_dot_product") != std::string::npos;
     Infer f = e.infer;
     // Only multi-result ops take `result`; elsewhere it would silently mean nothing.
     auto infer = [f, multi](const Graph& g, const Node& n) {

@@ -97,6 +97,12 @@ NodeId Graph::add_parameter(const std::string& name, TensorType type) {
   return push(std::move(n));
 }
 
+// An op nobody knows: not lowered, not decomposed, not a host op (docs/core-ops.md).
+static std::string unsupported_op_message(const std::string& node, const std::string& op) {
+  return strcat("node %", node, ": unknown op '", op, "' (see `lpu list ops`; `lpu list ops --aten` for the core ATen "
+                "set): it has neither an LPU lowering nor host semantics for --on-unsupported=break to fall back on");
+}
+
 NodeId Graph::add_call(const std::string& op, std::vector<NodeId> inputs, Attrs attrs,
                        const std::string& name) {
   Node n;
@@ -106,7 +112,7 @@ NodeId Graph::add_call(const std::string& op, std::vector<NodeId> inputs, Attrs 
   n.inputs = std::move(inputs);
   n.attrs = std::move(attrs);
   const OpInfo* info = find_op(op);
-  if (!info) throw InputError(strcat("node %", n.name, ": unknown op '", op, "' (see `lpu list ops`)"));
+  if (!info) throw InputError(unsupported_op_message(n.name, op));
   for (NodeId in : n.inputs)
     if (in < 0 || in >= static_cast<NodeId>(nodes_.size()))
       throw InputError(strcat("node %", n.name, ": input id ", in, " does not name an earlier node"));
@@ -183,7 +189,7 @@ void Graph::verify() const {
       }
     if (n.kind != NodeKind::Call) continue;
     const OpInfo* info = find_op(n.op);
-    if (!info) throw InputError(strcat("node %", n.name, ": unknown op '", n.op, "' (see `lpu list ops`)"));
+    if (!info) throw InputError(unsupported_op_message(n.name, n.op));
     TensorType t = info->infer(*this, n);
     if (!(t == n.type))
       throw InputError(strcat("node %", n.name, " (", n.op, "): declared type ", type_str(n.type),

@@ -4,6 +4,8 @@
 #include <map>
 
 #include "graph/aten.h"
+#include "loopir/expr.h"
+#include "ref/host_ops.h"
 #include "support/error.h"
 
 namespace lpu {
@@ -16,6 +18,7 @@ const char* op_category_name(OpCategory c) {
     case OpCategory::Composite: return "composite";
     case OpCategory::Matmul: return "matmul";
     case OpCategory::Movement: return "movement";
+    case OpCategory::Host: return "host";
   }
   return "?";
 }
@@ -100,6 +103,19 @@ TensorType binary(const Graph& g, const Node& n) {
 TensorType compare(const Graph& g, const Node& n) {
   TensorType t = binary(g, n);
   t.dtype = DType::boolean;
+  return t;
+}
+
+TensorType test(const Graph& g, const Node& n) {
+  TensorType t = unary(g, n);
+  t.dtype = DType::boolean;
+  return t;
+}
+
+TensorType bits(const Graph& g, const Node& n) {
+  TensorType t = binary(g, n);
+  if (is_floating(t.dtype))
+    throw InputError(strcat("node %", n.name, " (", n.op, "): expects bool or integer inputs, got ", dtype_name(t.dtype)));
   return t;
 }
 
@@ -311,13 +327,13 @@ std::vector<OpInfo> make_registry() {
     ops.push_back({std::move(name), c, lo, hi, std::move(f), std::move(doc)});
   };
   using C = OpCategory;
-  for (const char* u : {"neg", "exp", "log", "tanh", "erf", "rsqrt", "sqrt", "sigmoid", "relu", "abs", "reciprocal"})
-    add(u, C::Pointwise, 1, 1, unary, "element-wise unary");
-  for (const char* b : {"add", "sub", "mul", "div", "maximum", "minimum", "pow"})
-    add(b, C::Pointwise, 2, 2, binary, "element-wise binary, numpy broadcasting");
-  for (const char* b : {"lt", "le", "gt", "ge", "eq", "ne"})
-    add(b, C::Pointwise, 2, 2, compare, "element-wise comparison -> bool");
-  add("where", C::Pointwise, 3, 3, where, "where(cond, a, b), broadcasting");
+  // The core pointwise ops: one per line of the scalar op table (loopir/scalar_ops.h).
+  const std::map<std::string, std::function<TensorType(const Graph&, const Node&)>> typing = {
+      {"unary", unary}, {"binary", binary}, {"compare", compare}, {"test", test}, {"bits", bits}, {"select", where}};
+#define LPU_REGISTER_SCALAR_OP(name, arity, ...) \
+  add(#name, C::Pointwise, arity, arity, typing.at(scalar_op_typing(ScalarOp::name)), scalar_op_doc(ScalarOp::name));
+  LPU_SCALAR_OPS(LPU_REGISTER_SCALAR_OP)
+#undef LPU_REGISTER_SCALAR_OP
   add("to_dtype", C::Pointwise, 1, 1, to_dtype, "type conversion {dtype}");
   add("full", C::Constant, 0, 0, full, "constant tensor {value, shape = [], dtype = \"f32\"}");
   for (const char* r : {"sum", "mean", "amax", "amin"})
@@ -335,6 +351,7 @@ std::vector<OpInfo> make_registry() {
   add("silu", C::Composite, 1, 1, unary, "x * sigmoid(x)");
   add("softmax", C::Composite, 1, 1, softmax, "softmax over {dim = -1}");
   for (auto& op : aten::registry()) ops.push_back(std::move(op));
+  for (auto& op : host_ops::registry()) ops.push_back(std::move(op));
   // Wrap every infer with the arity check so callers never index past the inputs.
   for (auto& op : ops) {
     auto inner = op.infer;

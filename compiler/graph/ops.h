@@ -22,6 +22,8 @@ enum class OpCategory {
   Composite,  // decomposed into core ops by passes/decompose.cpp (incl. the aten.* ops)
   Matmul,     // matrix engine
   Movement,   // data movement without arithmetic: reshape permute expand slice cat embedding
+  Host,       // no LPU lowering (sort, cumsum, scatter, ...): always a priced graph break; the
+              // host computes it with the reference semantics of ref/host_ops.cpp
 };
 const char* op_category_name(OpCategory c);
 
@@ -33,6 +35,7 @@ struct OpInfo {
   std::function<TensorType(const Graph&, const Node&)> infer;
   std::string doc;
   bool core() const { return category != OpCategory::Composite; }
+  bool host() const { return category == OpCategory::Host; }
 };
 
 const OpInfo* find_op(const std::string& name);

@@ -80,36 +80,33 @@ std::string index_cpp(const Index& idx) {
   return s;
 }
 
-// One scalar op as a C++ expression over float operands; must agree with eval_scalar_op.
+// One scalar op as a C++ expression: the op table's EXPR (loopir/scalar_ops.h), the very text
+// eval_scalar_op is compiled from, with the operand tokens spliced in for a0, a1, a2.
 std::string op_cpp(ScalarOp op, const std::vector<std::string>& a) {
-  switch (op) {
-    case ScalarOp::neg: return "-" + a[0];
-    case ScalarOp::abs: return "std::fabs(" + a[0] + ")";
-    case ScalarOp::relu: return a[0] + " > 0 ? " + a[0] + " : 0.0f";
-    case ScalarOp::exp: return "std::exp(" + a[0] + ")";
-    case ScalarOp::log: return "std::log(" + a[0] + ")";
-    case ScalarOp::tanh: return "std::tanh(" + a[0] + ")";
-    case ScalarOp::erf: return "std::erf(" + a[0] + ")";
-    case ScalarOp::sigmoid: return "1.0f / (1.0f + std::exp(-" + a[0] + "))";
-    case ScalarOp::rsqrt: return "1.0f / std::sqrt(" + a[0] + ")";
-    case ScalarOp::sqrt: return "std::sqrt(" + a[0] + ")";
-    case ScalarOp::reciprocal: return "1.0f / " + a[0];
-    case ScalarOp::add: return a[0] + " + " + a[1];
-    case ScalarOp::sub: return a[0] + " - " + a[1];
-    case ScalarOp::mul: return a[0] + " * " + a[1];
-    case ScalarOp::div: return a[0] + " / " + a[1];
-    case ScalarOp::maximum: return "std::max(" + a[0] + ", " + a[1] + ")";
-    case ScalarOp::minimum: return "std::min(" + a[0] + ", " + a[1] + ")";
-    case ScalarOp::pow: return "std::pow(" + a[0] + ", " + a[1] + ")";
-    case ScalarOp::lt: return a[0] + " < " + a[1] + " ? 1.0f : 0.0f";
-    case ScalarOp::le: return a[0] + " <= " + a[1] + " ? 1.0f : 0.0f";
-    case ScalarOp::gt: return a[0] + " > " + a[1] + " ? 1.0f : 0.0f";
-    case ScalarOp::ge: return a[0] + " >= " + a[1] + " ? 1.0f : 0.0f";
-    case ScalarOp::eq: return a[0] + " == " + a[1] + " ? 1.0f : 0.0f";
-    case ScalarOp::ne: return a[0] + " != " + a[1] + " ? 1.0f : 0.0f";
-    case ScalarOp::where: return a[0] + " != 0.0f ? " + a[1] + " : " + a[2];
+  std::string text = scalar_op_expr(op);
+  // The table parenthesises each EXPR (for the macro); the statement needs no outer pair.
+  int depth = 0;
+  size_t close = 0;
+  for (size_t i = 0; i < text.size() && !close; ++i) {
+    depth += text[i] == '(' ? 1 : text[i] == ')' ? -1 : 0;
+    if (depth == 0) close = i;
   }
-  throw InputError(strcat("C++ handler: no C++ spelling for scalar op '", scalar_op_name(op), "'"));
+  if (text.front() == '(' && close == text.size() - 1) text = text.substr(1, text.size() - 2);
+  auto is_ident = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; };
+  std::string out;
+  for (size_t i = 0; i < text.size(); ++i) {
+    bool operand = text[i] == 'a' && i + 1 < text.size() && text[i + 1] >= '0' && text[i + 1] <= '2' &&
+                   (i == 0 || !is_ident(text[i - 1])) && (i + 2 >= text.size() || !is_ident(text[i + 2]));
+    if (!operand) {
+      out += text[i];
+      continue;
+    }
+    auto k = static_cast<size_t>(text[i + 1] - '0');
+    if (k >= a.size()) throw InternalError(strcat("C++ handler: op ", scalar_op_name(op), " uses operand a", k));
+    out += a[k];
+    ++i;
+  }
+  return out;
 }
 
 // Indented lines; open() / close() bracket a block.

@@ -37,7 +37,7 @@ class OpsHandler {
   virtual V name(V a, V b, DType t) { return call(ScalarOp::name, {a, b}, t); }
 #define LPU_HANDLER_DECL_3(name) \
   virtual V name(V a, V b, V c, DType t) { return call(ScalarOp::name, {a, b, c}, t); }
-#define LPU_HANDLER_DECL(name, arity, cls) LPU_HANDLER_DECL_##arity(name)
+#define LPU_HANDLER_DECL(name, arity, ...) LPU_HANDLER_DECL_##arity(name)
   LPU_SCALAR_OPS(LPU_HANDLER_DECL)
 #undef LPU_HANDLER_DECL
 #undef LPU_HANDLER_DECL_1
@@ -62,7 +62,7 @@ V evaluate(const Expr& e, OpsHandler<V>& h, std::unordered_map<const ExprNode*, 
 #define LPU_DISPATCH_1(name) result = h.name(a[0], e->dtype)
 #define LPU_DISPATCH_2(name) result = h.name(a[0], a[1], e->dtype)
 #define LPU_DISPATCH_3(name) result = h.name(a[0], a[1], a[2], e->dtype)
-#define LPU_DISPATCH(name, arity, cls) \
+#define LPU_DISPATCH(name, arity, ...) \
   case ScalarOp::name:                 \
     LPU_DISPATCH_##arity(name);        \
     break;

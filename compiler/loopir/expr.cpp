@@ -10,7 +10,7 @@ namespace lpu {
 
 const char* scalar_op_name(ScalarOp op) {
   switch (op) {
-#define LPU_NAME_OP(name, arity, cls) \
+#define LPU_NAME_OP(name, arity, cls, ...) \
   case ScalarOp::name: return #name;
     LPU_SCALAR_OPS(LPU_NAME_OP)
 #undef LPU_NAME_OP
@@ -20,7 +20,7 @@ const char* scalar_op_name(ScalarOp op) {
 
 int scalar_op_arity(ScalarOp op) {
   switch (op) {
-#define LPU_ARITY_OP(name, arity, cls) \
+#define LPU_ARITY_OP(name, arity, cls, ...) \
   case ScalarOp::name: return arity;
     LPU_SCALAR_OPS(LPU_ARITY_OP)
 #undef LPU_ARITY_OP
@@ -30,7 +30,7 @@ int scalar_op_arity(ScalarOp op) {
 
 const char* scalar_op_class(ScalarOp op) {
   switch (op) {
-#define LPU_CLASS_OP(name, arity, cls) \
+#define LPU_CLASS_OP(name, arity, cls, ...) \
   case ScalarOp::name: return #cls;
     LPU_SCALAR_OPS(LPU_CLASS_OP)
 #undef LPU_CLASS_OP
@@ -39,7 +39,7 @@ const char* scalar_op_class(ScalarOp op) {
 }
 
 bool parse_scalar_op(const std::string& name, ScalarOp& out) {
-#define LPU_PARSE_OP(n, arity, cls) \
+#define LPU_PARSE_OP(n, arity, cls, ...) \
   if (name == #n) {                 \
     out = ScalarOp::n;              \
     return true;                    \
@@ -49,33 +49,46 @@ bool parse_scalar_op(const std::string& name, ScalarOp& out) {
   return false;
 }
 
+const char* scalar_op_typing(ScalarOp op) {
+  switch (op) {
+#define LPU_TYPING_OP(name, arity, cls, typing, ...) \
+  case ScalarOp::name: return #typing;
+    LPU_SCALAR_OPS(LPU_TYPING_OP)
+#undef LPU_TYPING_OP
+  }
+  return "?";
+}
+
+const char* scalar_op_doc(ScalarOp op) {
+  switch (op) {
+#define LPU_DOC_OP(name, arity, cls, typing, expr, doc) \
+  case ScalarOp::name: return doc;
+    LPU_SCALAR_OPS(LPU_DOC_OP)
+#undef LPU_DOC_OP
+  }
+  return "?";
+}
+
+const char* scalar_op_expr(ScalarOp op) {
+  switch (op) {
+#define LPU_EXPR_OP(name, arity, cls, typing, expr, doc) \
+  case ScalarOp::name: return #expr;
+    LPU_SCALAR_OPS(LPU_EXPR_OP)
+#undef LPU_EXPR_OP
+  }
+  return "?";
+}
+
+// The table's EXPR compiled as is; a1/a2 read only for ops of that arity.
 float eval_scalar_op(ScalarOp op, const float* a) {
   switch (op) {
-    case ScalarOp::neg: return -a[0];
-    case ScalarOp::abs: return std::fabs(a[0]);
-    case ScalarOp::relu: return a[0] > 0 ? a[0] : 0.0f;
-    case ScalarOp::exp: return std::exp(a[0]);
-    case ScalarOp::log: return std::log(a[0]);
-    case ScalarOp::tanh: return std::tanh(a[0]);
-    case ScalarOp::erf: return std::erf(a[0]);
-    case ScalarOp::sigmoid: return 1.0f / (1.0f + std::exp(-a[0]));
-    case ScalarOp::rsqrt: return 1.0f / std::sqrt(a[0]);
-    case ScalarOp::sqrt: return std::sqrt(a[0]);
-    case ScalarOp::reciprocal: return 1.0f / a[0];
-    case ScalarOp::add: return a[0] + a[1];
-    case ScalarOp::sub: return a[0] - a[1];
-    case ScalarOp::mul: return a[0] * a[1];
-    case ScalarOp::div: return a[0] / a[1];
-    case ScalarOp::maximum: return std::max(a[0], a[1]);
-    case ScalarOp::minimum: return std::min(a[0], a[1]);
-    case ScalarOp::pow: return std::pow(a[0], a[1]);
-    case ScalarOp::lt: return a[0] < a[1];
-    case ScalarOp::le: return a[0] <= a[1];
-    case ScalarOp::gt: return a[0] > a[1];
-    case ScalarOp::ge: return a[0] >= a[1];
-    case ScalarOp::eq: return a[0] == a[1];
-    case ScalarOp::ne: return a[0] != a[1];
-    case ScalarOp::where: return a[0] != 0 ? a[1] : a[2];
+#define LPU_EVAL_OP(name, arity, cls, typing, expr, doc)                                         \
+  case ScalarOp::name: {                                                                         \
+    [[maybe_unused]] const float a0 = a[0], a1 = arity > 1 ? a[1] : 0.0f, a2 = arity > 2 ? a[2] : 0.0f; \
+    return static_cast<float>(expr);                                                             \
+  }
+    LPU_SCALAR_OPS(LPU_EVAL_OP)
+#undef LPU_EVAL_OP
   }
   return 0;
 }

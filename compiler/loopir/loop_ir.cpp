@@ -439,7 +439,7 @@ LoopProgram lower_to_loop_ir(const Graph& core, const LoweringOptions& opts) {
       if (!opts.unsupported_to_host) throw InputError(why);
       make_host();
     };
-    if (opts.host_nodes.count(n.name)) {
+    if (opts.host_nodes.count(n.name) || info->host()) {
       make_host();
     } else if (info->category == OpCategory::Pointwise) {
       ln.kind = LoopKind::Pointwise;

@@ -131,7 +131,23 @@ Graph decompose(const Graph& g) {
       case NodeKind::Parameter: map[static_cast<size_t>(n.id)] = copy_input_node(out, n); break;
       case NodeKind::Output: out.set_output(in); break;
       case NodeKind::Call: {
+        // An empty tensor (x[..., 16:] of 16 columns, as partial rotary embeddings make) has
+        // no core form; a concatenation drops it, any other use is an error.
+        constexpr NodeId kEmpty = -2;
+        if (n.type.numel() == 0) {
+          map[static_cast<size_t>(n.id)] = kEmpty;
+          break;
+        }
+        for (size_t k = 0; k < in.size(); ++k)
+          if (in[k] == kEmpty && n.op != "aten.cat")
+            throw InputError(strcat("node %", n.name, " (", n.op, "): input %", g.node(n.inputs[k]).name,
+                                    " is an empty tensor; only aten.cat accepts one (and drops it)"));
+        if (std::erase(in, kEmpty) && in.empty()) throw InputError(strcat("node %", n.name, " (", n.op, "): every input is an empty tensor"));
         const OpInfo* info = find_op(n.op);
+        if (info && info->host()) {  // kept as declared: some results depend on the data (nonzero)
+          map[static_cast<size_t>(n.id)] = out.add_call_typed(n.op, in, n.attrs, n.name, n.type);
+          break;
+        }
         if (info && info->core()) {
           map[static_cast<size_t>(n.id)] = out.add_call(n.op, in, n.attrs, n.name);
           break;

@@ -6,6 +6,8 @@
 #include <map>
 
 #include "graph/ops.h"
+#include "loopir/expr.h"
+#include "ref/host_ops.h"
 #include "support/error.h"
 
 namespace lpu {
@@ -211,38 +213,6 @@ float convert(float v, DType to) {
   return v;
 }
 
-using Fn = std::function<float(const std::vector<float>&)>;
-const std::map<std::string, Fn>& pointwise_table() {
-  static const std::map<std::string, Fn> t = {
-      {"neg", [](auto& a) { return -a[0]; }},
-      {"exp", [](auto& a) { return std::exp(a[0]); }},
-      {"log", [](auto& a) { return std::log(a[0]); }},
-      {"tanh", [](auto& a) { return std::tanh(a[0]); }},
-      {"erf", [](auto& a) { return std::erf(a[0]); }},
-      {"rsqrt", [](auto& a) { return 1.0f / std::sqrt(a[0]); }},
-      {"sqrt", [](auto& a) { return std::sqrt(a[0]); }},
-      {"sigmoid", [](auto& a) { return 1.0f / (1.0f + std::exp(-a[0])); }},
-      {"relu", [](auto& a) { return a[0] > 0 ? a[0] : 0.0f; }},
-      {"abs", [](auto& a) { return std::fabs(a[0]); }},
-      {"reciprocal", [](auto& a) { return 1.0f / a[0]; }},
-      {"add", [](auto& a) { return a[0] + a[1]; }},
-      {"sub", [](auto& a) { return a[0] - a[1]; }},
-      {"mul", [](auto& a) { return a[0] * a[1]; }},
-      {"div", [](auto& a) { return a[0] / a[1]; }},
-      {"maximum", [](auto& a) { return std::max(a[0], a[1]); }},
-      {"minimum", [](auto& a) { return std::min(a[0], a[1]); }},
-      {"pow", [](auto& a) { return std::pow(a[0], a[1]); }},
-      {"lt", [](auto& a) { return a[0] < a[1] ? 1.0f : 0.0f; }},
-      {"le", [](auto& a) { return a[0] <= a[1] ? 1.0f : 0.0f; }},
-      {"gt", [](auto& a) { return a[0] > a[1] ? 1.0f : 0.0f; }},
-      {"ge", [](auto& a) { return a[0] >= a[1] ? 1.0f : 0.0f; }},
-      {"eq", [](auto& a) { return a[0] == a[1] ? 1.0f : 0.0f; }},
-      {"ne", [](auto& a) { return a[0] != a[1] ? 1.0f : 0.0f; }},
-      {"where", [](auto& a) { return a[0] != 0 ? a[1] : a[2]; }},
-  };
-  return t;
-}
-
 }  // namespace
 
 std::vector<Tensor> run_reference(const Graph& g, const TensorMap& inputs) {
@@ -269,6 +239,8 @@ std::vector<Tensor> run_reference(const Graph& g, const TensorMap& inputs) {
         if (info->category == OpCategory::Constant) {
           out = Tensor(n.type);
           std::fill(out.data.begin(), out.data.end(), static_cast<float>(n.attr_float("value", 0)));
+        } else if (info->host()) {
+          out = host_ops::evaluate(n, in);
         } else if (info->category == OpCategory::Reduction) {
           out = reduce(n, *in[0]);
         } else if (info->category == OpCategory::Matmul) {
@@ -289,8 +261,8 @@ std::vector<Tensor> run_reference(const Graph& g, const TensorMap& inputs) {
           out = cat(n, in);
         } else if (n.op == "embedding") {
           out = embedding(n, *in[0], *in[1]);
-        } else if (auto it = pointwise_table().find(n.op); it != pointwise_table().end()) {
-          out = map_n(n, in, it->second);
+        } else if (ScalarOp op; parse_scalar_op(n.op, op)) {  // the op table's semantics
+          out = map_n(n, in, [op](const std::vector<float>& a) { return eval_scalar_op(op, a.data()); });
         } else {
           throw InputError(strcat("node %", n.name, ": op '", n.op, "' is not a core op; run decompose first"));
         }

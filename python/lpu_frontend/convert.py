@@ -154,6 +154,13 @@ class Converter:
             inputs.append(self.ref(v, node))
         elif isinstance(v, (list, tuple)) and v and all(isinstance(x, torch.fx.Node) for x in v):
             inputs.extend(self.ref(x, node) for x in v)
+        elif isinstance(v, (list, tuple)) and any(isinstance(x, torch.fx.Node) for x in v):
+            # Tensor?[] with None entries (x[:, idx]): the present tensors become inputs and
+            # `indexed_dims` says which dims they index (the C++ side: aten.index / index_put).
+            if not all(x is None or isinstance(x, torch.fx.Node) for x in v):
+                raise ExportError(f"{where}: argument '{arg_name}' mixes tensors and other values")
+            inputs.extend(self.ref(x, node) for x in v if x is not None)
+            attrs["indexed_dims"] = [i for i, x in enumerate(v) if x is not None]
         elif v is None or arg_name in IGNORED_ARGS:
             pass
         elif isinstance(v, bool):

@@ -23,7 +23,7 @@ namespace {
 // Default per-op timings by class; a config's vxe.ops entries override single ops.
 std::map<std::string, VxeOpTiming> default_vxe_ops() {
   std::map<std::string, VxeOpTiming> m;
-#define LPU_DEFAULT_TIMING(name, arity, cls)                                              \
+#define LPU_DEFAULT_TIMING(name, arity, cls, ...)                                         \
   m[#name] = std::string(#cls) == "alu" ? VxeOpTiming{4, 1.0}                               \
            : std::string(#cls) == "divide" ? VxeOpTiming{12, 4.0} : VxeOpTiming{16, 4.0};
   LPU_SCALAR_OPS(LPU_DEFAULT_TIMING)

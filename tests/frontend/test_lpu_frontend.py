@@ -41,9 +41,24 @@ def ops_of(doc):
     return {n["op"] for n in doc["nodes"] if n["kind"] == "call"}
 
 
-class Flip(nn.Module):
+class Unsupported(nn.Module):
+    """An op outside the registry (core ATen covers flip, sort, ...; not logcumsumexp)."""
+
     def forward(self, x):
-        return torch.flip(x, [0]) + 1
+        return torch.logcumsumexp(x, 0) + 1
+
+
+class DataIndexing(nn.Module):
+    """Core ATen ops that run as host ops or decompose: x[:, i] (None in the index list),
+    sort, repeat_interleave, cumsum, index_select, clamp, sin."""
+
+    def forward(self, x, i):
+        y = x[:, i] * 2
+        z = torch.sort(x, dim=-1).values
+        w = torch.repeat_interleave(x, 2, dim=0)
+        c = torch.cumsum(x, 1)
+        return (y.sum(-1) + z.sum(-1) + w[:3].sum(-1) + c[:, -1] + torch.clamp(x, -0.5, 0.5).sum(-1)
+                + torch.sin(x).sum(-1) + x.index_select(1, i).sum(-1))
 
 
 class SplatConstant(nn.Module):
@@ -147,7 +162,7 @@ class CliTest(unittest.TestCase):
         for name in ("linear", "activations"):
             model, inputs = models.build(name)
             lpu_frontend.export(model, inputs, os.path.join(cls.dir, f"{name}.json"))
-        lpu_frontend.export(Flip(), (torch.randn(3, 2),), os.path.join(cls.dir, "flip.json"))
+        lpu_frontend.export(Unsupported(), (torch.randn(3, 2),), os.path.join(cls.dir, "unsupported.json"))
 
     @classmethod
     def tearDownClass(cls):
@@ -183,9 +198,22 @@ class CliTest(unittest.TestCase):
 
     def test_unsupported_op_is_an_input_error_naming_op_and_node(self):
         for cmd in (["ref"], ["compile", "--emit", "core"], ["run"]):
-            r = lpu(cmd[0], self.path("flip.json"), *cmd[1:])
+            r = lpu(cmd[0], self.path("unsupported.json"), *cmd[1:])
             self.assertEqual(r.returncode, 2, r.stdout + r.stderr)
-            self.assertRegex(r.stderr, r"^error: .*node %flip: unknown op 'aten\.flip' \(see `lpu list ops`\)\n$")
+            self.assertRegex(
+                r.stderr,
+                r"^error: .*node %logcumsumexp: unknown op 'aten\.logcumsumexp' \(see `lpu list ops`.*--on-unsupported=break.*\n$")
+
+    def test_data_dependent_indexing_runs_with_host_breaks(self):
+        path = self.path("indexing.json")
+        lpu_frontend.export(DataIndexing(), (torch.randn(3, 4), torch.tensor([3, 1])), path)
+        index = next(n for n in load(path)["nodes"] if n.get("op") == "aten.index")
+        self.assertEqual(index["attrs"]["indexed_dims"], [1])  # x[:, i]: None, then i
+        for fusion in ("greedy", "none"):
+            r = lpu("run", path, "--functional", "--fusion", fusion)
+            self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+            self.assertRegex(r.stdout, r"break \S+ +aten\.sort")
+            self.assertRegex(r.stdout, r"functional: .*PASS")
 
     def test_compile_emits_captured_and_core_graphs(self):
         out = self.path("ir")
