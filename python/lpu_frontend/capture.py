@@ -137,10 +137,21 @@ def capture_make_fx(model: torch.nn.Module, example_inputs: Sequence[torch.Tenso
 
 
 def _torch_export(model: torch.nn.Module, example_inputs, grad: bool, strict: bool = False):
-    for b in model.buffers():  # a failed grad-mode attempt can leave written buffers requiring grad
+    """Exports and decomposes. Without grad, nothing may require grad either while tracing: a
+    buffer written in place from a value that requires grad would itself require grad, and
+    AOTAutograd then cannot keep the write in the graph (the "expected compiled_fn to be
+    GraphModule" failure of run_decompositions)."""
+    for b in model.buffers():
         b.requires_grad_(False)
-    with torch.enable_grad() if grad else torch.no_grad():
-        return torch.export.export(model, tuple(example_inputs), strict=strict)
+    params = [p for p in model.parameters() if p.requires_grad] if not grad else []
+    try:
+        for p in params:
+            p.requires_grad_(False)
+        with torch.enable_grad() if grad else torch.no_grad():
+            return torch.export.export(model, tuple(example_inputs), strict=strict).run_decompositions()
+    finally:
+        for p in params:
+            p.requires_grad_(True)
 
 
 def _decomposed_export(model: torch.nn.Module, example_inputs, grad=None):
@@ -157,14 +168,14 @@ def _decomposed_export(model: torch.nn.Module, example_inputs, grad=None):
         try:
             ep = _torch_export(model, example_inputs, True)
             if not getattr(ep.graph_signature, "buffers_to_mutate", None):
-                return ep.run_decompositions(), True
+                return ep, True
         except Exception:  # noqa: BLE001 - retried below; the no_grad error is the one raised
             if grad:
                 raise
     try:
-        return _torch_export(model, example_inputs, False).run_decompositions(), False
+        return _torch_export(model, example_inputs, False), False
     except Exception:  # noqa: BLE001
-        return _torch_export(model, example_inputs, False, strict=True).run_decompositions(), False
+        return _torch_export(model, example_inputs, False, strict=True), False
 
 
 def capture_torch_export(model: torch.nn.Module, example_inputs: Sequence[torch.Tensor], grad=None) -> Capture:
