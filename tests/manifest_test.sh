@@ -53,4 +53,7 @@ bad unknown_key "graphs[1].inputs[0]: unknown key 'form'" "m['graphs'][1]['input
 bad no_placeholder "has no placeholder %nope" "m['graphs'][0]['inputs'][0]['name']='nope'"
 bad missing_file "no such graph file" "m['graphs'][1]['file']='absent.json'"
 bad output_count "must list the graph's 2 outputs" "m['graphs'][0]['outputs'].pop()"
+# Only `lpu run` takes a manifest; elsewhere it is an input error that says so.
+out=$("$LPU" compile $DIR/manifest.json 2>&1); rc=$?
+[ $rc = 2 ] && echo "$out" | grep -q "this is a manifest of several graphs" || fail "compile MANIFEST: exit $rc: $out"
 echo "manifest test passed"

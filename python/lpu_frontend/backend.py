@@ -8,6 +8,7 @@ what the workbench compiles and simulates. Files go to $LPU_EXPORT_DIR (default:
 """
 
 import itertools
+import json
 import os
 import tempfile
 from typing import Callable, List
@@ -73,7 +74,7 @@ class ManifestRecorder:
         name = f"graph_{index}"
         e = export(gm, tuple(example_inputs), os.path.join(self.out_dir, name + ".json"), method=self.method)
         with open(e.json_path, encoding="utf-8") as f:
-            present = {n["name"] for n in __import__("json").load(f)["nodes"] if n["kind"] == "placeholder"}
+            present = {n["name"] for n in json.load(f)["nodes"] if n["kind"] == "placeholder"}
         self.graphs.append({"name": name, "file": name + ".json",
                             "inputs": [n if n in present else None for n in e.inputs]})
         forward = gm.forward
@@ -92,8 +93,6 @@ class ManifestRecorder:
         return self.result
 
     def write(self, path: str = None) -> str:
-        import json
-
         params = {}
         if self.model is not None:
             params = {id(p): n for n, p in list(self.model.named_parameters()) + list(self.model.named_buffers())}
