@@ -116,6 +116,7 @@ class Converter:
         self.names: Dict[torch.fx.Node, str] = {}
         self.used_names = set()
         self.out = Converted()
+        self.names_by_key = {}  # shared constants made by the converter (row_write positions)
 
     # ---- naming ------------------------------------------------------------------------------
 
@@ -293,6 +294,9 @@ class Converter:
                 attrs = dict(sorted({**attrs, "result": int(index)}.items()))
                 self.names[node] = self.unique(node.name)
                 self.emit_call(node, self.names[node], inputs, attrs, op_name(parent.target))
+            elif node.op == "call_function" and isinstance(node.target, torch._ops.OpOverload) \
+                    and self.row_write(node):
+                pass  # emitted as a select (see row_write)
             elif node.op == "call_function" and isinstance(node.target, torch._ops.OpOverload):
                 if isinstance(value, (tuple, list)):
                     continue  # a multi-result op: its getitem nodes are emitted instead
@@ -310,6 +314,57 @@ class Converter:
         for i, (_, info) in enumerate(writes):
             self.out.cache_writes.append({"output": user_count + i, **info})
         return self.out
+
+    def row_write(self, node) -> bool:
+        """A write of one row into a tensor at a runtime position (index_copy, or index_put
+        with one index tensor: the static KV cache update of a decode step) becomes
+        where(positions == index, rows, tensor), with `positions` a constant arange along the
+        written dim. That is pointwise: the kernel that reads the updated cache fuses it and
+        reads the old cache once, with the new row substituted, instead of a scatter that
+        materialises a second cache. Returns False (emit the op as is) for anything else."""
+        op = op_name(node.target)
+        args = list(node.args)
+        if op == "aten.index_copy" and len(args) >= 4:
+            base, dim, index, src = args[:4]
+        elif op == "aten.index_put" and len(args) >= 3 and isinstance(args[1], (list, tuple)):
+            accumulate = args[3] if len(args) > 3 else node.kwargs.get("accumulate", False)
+            present = [i for i, x in enumerate(args[1]) if x is not None]
+            if accumulate or len(present) != 1:
+                return False
+            base, dim, index, src = args[0], present[0], args[1][present[0]], args[2]
+        else:
+            return False
+        if not all(isinstance(x, torch.fx.Node) for x in (base, index, src)) or not isinstance(dim, int):
+            return False
+        bv, iv, sv = self.values[base], self.values[index], self.values[src]
+        if not all(isinstance(v, torch.Tensor) for v in (bv, iv, sv)) or bv.dim() == 0:
+            return False
+        dim %= bv.dim()
+        row = list(bv.shape)
+        row[dim] = 1
+        if iv.numel() != 1 or iv.dim() > 1 or iv.dtype not in (torch.int64, torch.int32) or sv.dtype != bv.dtype \
+                or sv.dim() > bv.dim() or list(torch.broadcast_shapes(tuple(sv.shape), tuple(row))) != row:
+            return False
+        shape = [1] * bv.dim()
+        shape[dim] = bv.shape[dim]
+        key = ("positions", tuple(shape), iv.dtype)
+        if key not in self.names_by_key:
+            positions = torch.arange(bv.shape[dim], dtype=iv.dtype).reshape(shape)
+            name = self.unique(f"positions_{bv.shape[dim]}_dim{dim}")
+            self.out.nodes.append(self.typed({"name": name, "kind": "parameter", "attrs": {"constant": True}},
+                                             positions, f"constant {name}"))
+            self.out.arrays.append(Array(name, "parameter", positions))
+            self.names_by_key[key] = (name, positions)
+        pos_name, positions = self.names_by_key[key]
+        mask = torch.eq(positions, iv)
+        at = self.unique(node.name + "_at")
+        self.out.nodes.append(self.typed({"name": at, "kind": "call", "op": "aten.eq",
+                                          "inputs": [pos_name, self.ref(index, node)]}, mask, self.where(node)))
+        self.names[node] = self.unique(node.name)
+        d = {"name": self.names[node], "kind": "call", "op": "aten.where",
+             "inputs": [at, self.ref(src, node), self.ref(base, node)]}
+        self.out.nodes.append(self.typed(d, self.values[node], self.where(node)))
+        return True
 
     def buffer_writes(self, outs):
         """The buffers the model writes, as (node whose value is written, description).

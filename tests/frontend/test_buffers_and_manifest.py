@@ -85,6 +85,14 @@ class BufferWrites(unittest.TestCase):
         # The cache in the sidecar is the state before the step (the eager run wrote the model's).
         self.assertTrue(torch.equal(read_array(self.path, entries[("input", "k_cache")]), before))
         self.assertFalse(torch.equal(m.k_cache, before))
+        # The cache read sees the new row through a select, not a scatter (no host op).
+        ops = {n["op"] for n in doc["nodes"] if n["kind"] == "call"}
+        self.assertIn("aten.where", ops)
+        self.assertNotIn("aten.index_copy", ops)
+        for fusion in ("greedy", "none"):
+            r = subprocess.run([LPU, "run", self.path, "--functional", "--fusion", fusion], capture_output=True, text=True)
+            self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+            self.assertRegex(r.stdout, r"graph breaks\s+0\n")
 
     def test_timing_only_export_writes_a_sparse_sidecar_and_runs_nothing_eagerly(self):
         m = StaticCache().eval()
