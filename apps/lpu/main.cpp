@@ -22,6 +22,7 @@
 #include "handlers/cpp_source.h"
 #include "isa/encoding.h"
 #include "jobs.h"
+#include "manifest.h"
 #include "passes/passes.h"
 #include "report.h"
 #include "sweep.h"
@@ -135,6 +136,14 @@ void print_run(const RunOutcome& o, const std::vector<std::string>& sets) {
 
 int cmd_run(const std::string& workload, const ArchFlags& af, const BreakFlags& bf, const std::string& fusion,
             bool functional, const std::string& json, const std::string& trace, const std::string& vcd) {
+  if (is_manifest_file(workload)) {  // several graphs from torch.compile (apps/lpu/manifest.h)
+    if (!trace.empty() || !vcd.empty()) throw InputError("--trace and --vcd take one graph, not a manifest");
+    ManifestRun r = run_manifest(load_manifest(workload), af.load(), fusion, functional, bf.get());
+    std::cout << format_manifest_run(r);
+    if (!json.empty()) write_json(json, r.to_json());
+    if (functional && !r.functional_ok) throw CheckFailed("functional check failed in a graph of " + workload);
+    return 0;
+  }
   WorkloadSpec w = resolve_workload(workload);
   ArchConfig arch = af.load();
   RunOutcome o = run_job(w, arch, fusion, functional, !trace.empty(), bf.get(), vcd);

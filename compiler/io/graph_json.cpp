@@ -261,6 +261,8 @@ GraphFile parse_graph_json(const std::string& text, const std::string& source) {
   } catch (const nlohmann::json::parse_error& e) {
     r.fail("", strcat("invalid JSON: ", e.what()));
   }
+  if (doc.is_object() && doc.contains("format") && doc["format"] == "lpu-manifest")
+    r.fail("format", "this is a manifest of several graphs (torch.compile), not a graph: `lpu run MANIFEST` runs it");
   r.check_keys(doc, {"format", "version", "name", "meta", "nodes", "outputs", "tensors"}, "top level");
   if (r.str(doc, "format", "top level") != "lpu-graph") r.fail("format", "expected \"lpu-graph\"");
   int64_t version = r.integer(r.get(doc, "version", "top level"), "'version'", "top level");

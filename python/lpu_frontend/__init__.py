@@ -12,7 +12,7 @@ weights, the example inputs and PyTorch's own outputs.
 `lpu_backend` is a `torch.compile(backend=...)` backend that exports every graph it is handed.
 """
 
-from .backend import exported_paths, lpu_backend, make_backend
+from .backend import ManifestRecorder, exported_paths, lpu_backend, make_backend
 from .capture import ExportError
 from .export import FORMAT_VERSION, Exported, export
 
@@ -23,5 +23,6 @@ __all__ = [
     "lpu_backend",
     "make_backend",
     "exported_paths",
+    "ManifestRecorder",
     "FORMAT_VERSION",
 ]

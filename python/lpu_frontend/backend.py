@@ -8,6 +8,7 @@ what the workbench compiles and simulates. Files go to $LPU_EXPORT_DIR (default:
 """
 
 import itertools
+import json
 import os
 import tempfile
 from typing import Callable, List
@@ -36,3 +37,109 @@ def make_backend(out_dir: str, prefix: str = "graph", method: str = "make_fx") -
 def lpu_backend(gm: torch.fx.GraphModule, example_inputs):
     out_dir = os.environ.get("LPU_EXPORT_DIR") or os.path.join(tempfile.gettempdir(), "lpu_export")
     return make_backend(out_dir)(gm, example_inputs)
+
+
+MANIFEST_FORMAT = "lpu-manifest"
+MANIFEST_VERSION = 1
+
+
+class ManifestRecorder:
+    """A torch.compile backend that also records how Dynamo's graphs connect, for
+    `lpu run MANIFEST` (docs/graph-format.md, "Manifests").
+
+        rec = ManifestRecorder("out/prog")
+        compiled = torch.compile(model, backend=rec.backend)
+        rec.run(compiled, x)            # one call: compiles, and traces what flows where
+        rec.write()                     # out/prog/manifest.json + graph_<n>.json/.bin
+
+    Dynamo cuts the program at graph breaks (a data-dependent `.item()`, print, an unsupported
+    call); what runs between two graphs is Python on the host. While `run` executes, every
+    graph call's argument and result tensors are matched by identity against the user inputs,
+    the model's parameters and earlier graphs' results: an argument that is none of these was
+    made on the host; a result that no later graph takes and that is not returned was read by
+    the host (the value a break branches on). The manifest lists, per graph, where each input
+    comes from and where each output goes."""
+
+    def __init__(self, out_dir: str, model: torch.nn.Module = None, method: str = "make_fx"):
+        self.out_dir = out_dir
+        self.model = model
+        self.method = method
+        self.graphs = []  # {"name", "file", "inputs": [export names or None]}
+        self.calls = []  # (graph index, args, flat results) in execution order
+        self.user_inputs = ()
+        self.result = None
+
+    def backend(self, gm: torch.fx.GraphModule, example_inputs):
+        index = len(self.graphs)
+        name = f"graph_{index}"
+        e = export(gm, tuple(example_inputs), os.path.join(self.out_dir, name + ".json"), method=self.method)
+        with open(e.json_path, encoding="utf-8") as f:
+            present = {n["name"] for n in json.load(f)["nodes"] if n["kind"] == "placeholder"}
+        self.graphs.append({"name": name, "file": name + ".json",
+                            "inputs": [n if n in present else None for n in e.inputs]})
+        forward = gm.forward
+
+        def call(*args):
+            out = forward(*args)
+            flat = out if isinstance(out, (list, tuple)) else [out]
+            self.calls.append((index, list(args), list(flat)))
+            return out
+
+        return call
+
+    def run(self, compiled, *inputs):
+        self.user_inputs = inputs
+        self.result = compiled(*inputs)
+        return self.result
+
+    def write(self, path: str = None) -> str:
+        params = {}
+        if self.model is not None:
+            params = {id(p): n for n, p in list(self.model.named_parameters()) + list(self.model.named_buffers())}
+        produced = {}  # id(tensor) -> (graph, output index)
+        consumed = set()
+        graphs = [{"name": g["name"], "file": g["file"], "inputs": [], "outputs": []} for g in self.graphs]
+        seen = set()
+        for gi, args, results in self.calls:
+            if gi in seen:
+                raise ValueError(f"graph {gi} ran twice in one call: record one call only")
+            seen.add(gi)
+            names = self.graphs[gi]["inputs"]
+            for ai, a in enumerate(args):
+                if ai >= len(names) or names[ai] is None:
+                    continue
+                entry = {"name": names[ai]}
+                if any(a is u for u in self.user_inputs):
+                    entry.update({"from": "input", "index": next(i for i, u in enumerate(self.user_inputs) if a is u)})
+                elif id(a) in produced:
+                    src = produced[id(a)]
+                    consumed.add(src)
+                    entry.update({"from": "graph", "graph": src[0], "output": src[1]})
+                elif id(a) in params:
+                    entry.update({"from": "parameter", "parameter": params[id(a)]})
+                elif isinstance(a, torch.nn.Parameter):
+                    entry.update({"from": "parameter"})
+                else:
+                    entry.update({"from": "host"})
+                graphs[gi]["inputs"].append(entry)
+            for oi, r in enumerate(results):
+                produced[id(r)] = (gi, oi)
+        final = self.result if isinstance(self.result, (list, tuple)) else [self.result]
+        outputs, returned = [], set()
+        for r in final:
+            if isinstance(r, torch.Tensor) and id(r) in produced:
+                returned.add(produced[id(r)])
+                outputs.append({"graph": produced[id(r)][0], "output": produced[id(r)][1]})
+            else:
+                outputs.append({"from": "host"})
+        for gi, args, results in self.calls:
+            for oi, _ in enumerate(results):
+                to = "graph" if (gi, oi) in consumed else "output" if (gi, oi) in returned else "host"
+                graphs[gi]["outputs"].append({"index": oi, "to": to})
+        manifest = {"format": MANIFEST_FORMAT, "version": MANIFEST_VERSION, "name": "program",
+                    "meta": {"producer": "lpu_frontend", "torch": torch.__version__, "capture": "torch.compile"},
+                    "graphs": [graphs[gi] for gi, _, _ in self.calls], "outputs": outputs}
+        path = path or os.path.join(self.out_dir, "manifest.json")
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(json.dumps(manifest, indent=2) + "\n")
+        return path

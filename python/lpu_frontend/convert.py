@@ -58,6 +58,18 @@ class Converted:
     outputs: List[str] = field(default_factory=list)
     arrays: List[Array] = field(default_factory=list)
     output_values: List[torch.Tensor] = field(default_factory=list)
+    # Buffer writes exported as outputs after the user's: {"output", "buffer", "op", ...}.
+    cache_writes: List[dict] = field(default_factory=list)
+
+
+# How a buffer write is recognised as a cache write: op -> (position of the written buffer,
+# position of the values written, extra argument positions recorded in the manifest of writes).
+CACHE_WRITE_OPS = {
+    "aten.index_copy": (0, 3, {"dim": 1}),
+    "aten.index_put": (0, 2, {}),
+    "aten.slice_scatter": (0, 1, {"dim": 2}),
+    "aten.select_scatter": (0, 1, {"dim": 2}),
+}
 
 
 def dtype_name(t: torch.dtype, where: str) -> str:
@@ -98,10 +110,13 @@ class Converter:
     def __init__(self, cap: Capture):
         self.cap = cap
         self.gm = cap.gm
-        self.values = record_values(self.gm, [p.value for p in cap.placeholders])
+        # Runtime inputs are cloned: a graph writing its inputs back (copy_) would change them.
+        self.values = record_values(self.gm, [p.value.clone() if p.role == "input" else p.value
+                                              for p in cap.placeholders])
         self.names: Dict[torch.fx.Node, str] = {}
         self.used_names = set()
         self.out = Converted()
+        self.names_by_key = {}  # shared constants made by the converter (row_write positions)
 
     # ---- naming ------------------------------------------------------------------------------
 
@@ -244,8 +259,13 @@ class Converter:
         const = self.constant_nodes()
         output_node = next(n for n in graph.nodes if n.op == "output")
         outs, _ = tree_flatten(output_node.args[0])
+        writes = self.buffer_writes(outs)
         if self.cap.user_outputs:
             outs = [o for o in outs if isinstance(o, torch.fx.Node) and o.name in self.cap.user_outputs]
+        elif self.cap.mutations:
+            outs = [o for o in outs if not (isinstance(o, torch.fx.Node) and o.name in self.cap.mutations)]
+        user_count = len(outs)
+        outs = outs + [w for w, _ in writes]
         # Needed nodes: reachable from the outputs, stopping at constants (they become leaves).
         needed, stack = set(), [o for o in outs if isinstance(o, torch.fx.Node)]
         while stack:
@@ -281,6 +301,9 @@ class Converter:
                 attrs = dict(sorted({**attrs, "result": int(index)}.items()))
                 self.names[node] = self.unique(node.name)
                 self.emit_call(node, self.names[node], inputs, attrs, op_name(parent.target))
+            elif node.op == "call_function" and isinstance(node.target, torch._ops.OpOverload) \
+                    and self.row_write(node):
+                pass  # emitted as a select (see row_write)
             elif node.op == "call_function" and isinstance(node.target, torch._ops.OpOverload):
                 if isinstance(value, (tuple, list)):
                     continue  # a multi-result op: its getitem nodes are emitted instead
@@ -295,7 +318,90 @@ class Converter:
                 raise ExportError(f"graph output {o!r} is not a tensor computed by the graph")
             self.out.outputs.append(self.names[o])
             self.out.output_values.append(self.values[o])
+        for i, (_, info) in enumerate(writes):
+            self.out.cache_writes.append({"output": user_count + i, **info})
         return self.out
+
+    def row_write(self, node) -> bool:
+        """A write of one row into a tensor at a runtime position (index_copy, or index_put
+        with one index tensor: the static KV cache update of a decode step) becomes
+        where(positions == index, rows, tensor), with `positions` a constant arange along the
+        written dim. That is pointwise: the kernel that reads the updated cache fuses it and
+        reads the old cache once, with the new row substituted, instead of a scatter that
+        materialises a second cache. Returns False (emit the op as is) for anything else."""
+        op = op_name(node.target)
+        args = list(node.args)
+        if op == "aten.index_copy" and len(args) >= 4:
+            base, dim, index, src = args[:4]
+        elif op == "aten.index_put" and len(args) >= 3 and isinstance(args[1], (list, tuple)):
+            accumulate = args[3] if len(args) > 3 else node.kwargs.get("accumulate", False)
+            present = [i for i, x in enumerate(args[1]) if x is not None]
+            if accumulate or len(present) != 1:
+                return False
+            base, dim, index, src = args[0], present[0], args[1][present[0]], args[2]
+        else:
+            return False
+        if not all(isinstance(x, torch.fx.Node) for x in (base, index, src)) or not isinstance(dim, int):
+            return False
+        bv, iv, sv = self.values[base], self.values[index], self.values[src]
+        if not all(isinstance(v, torch.Tensor) for v in (bv, iv, sv)) or bv.dim() == 0:
+            return False
+        dim %= bv.dim()
+        row = list(bv.shape)
+        row[dim] = 1
+        if iv.numel() != 1 or iv.dim() > 1 or iv.dtype not in (torch.int64, torch.int32) or sv.dtype != bv.dtype \
+                or sv.dim() > bv.dim() or list(torch.broadcast_shapes(tuple(sv.shape), tuple(row))) != row:
+            return False
+        shape = [1] * bv.dim()
+        shape[dim] = bv.shape[dim]
+        key = ("positions", tuple(shape), iv.dtype)
+        if key not in self.names_by_key:
+            positions = torch.arange(bv.shape[dim], dtype=iv.dtype).reshape(shape)
+            name = self.unique(f"positions_{bv.shape[dim]}_dim{dim}")
+            self.out.nodes.append(self.typed({"name": name, "kind": "parameter", "attrs": {"constant": True}},
+                                             positions, f"constant {name}"))
+            self.out.arrays.append(Array(name, "parameter", positions))
+            self.names_by_key[key] = (name, positions)
+        pos_name, positions = self.names_by_key[key]
+        mask = torch.eq(positions, iv)
+        at = self.unique(node.name + "_at")
+        self.out.nodes.append(self.typed({"name": at, "kind": "call", "op": "aten.eq",
+                                          "inputs": [pos_name, self.ref(index, node)]}, mask, self.where(node)))
+        self.names[node] = self.unique(node.name)
+        d = {"name": self.names[node], "kind": "call", "op": "aten.where",
+             "inputs": [at, self.ref(src, node), self.ref(base, node)]}
+        self.out.nodes.append(self.typed(d, self.values[node], self.where(node)))
+        return True
+
+    def buffer_writes(self, outs):
+        """The buffers the model writes, as (node whose value is written, description).
+
+        A write of a few rows into a buffer (index_copy_ of new keys into a static KV cache) is
+        exported as the rows written: the graph output is the source of the write, which is
+        what a decode step must store, not a copy of the whole cache. Any other write exports
+        the buffer's new value whole. Buffers matching `ignore_mutations` (bookkeeping such as
+        a cache's length counter) are not exported."""
+        placeholders = {n.name: n for n in self.gm.graph.nodes if n.op == "placeholder"}
+        fqn_node = {p.name: placeholders.get(p.fx_name) for p in self.cap.placeholders}
+        by_name = {n.name: n for n in self.gm.graph.nodes}
+        writes = []
+        for out_name, fqn in self.cap.mutations.items():
+            if self.cap.ignore_mutations and re.search(self.cap.ignore_mutations, fqn):
+                continue
+            node = by_name.get(out_name)
+            if node is None:
+                raise ExportError(f"buffer {fqn}: its new value %{out_name} is not in the graph")
+            op = op_name(node.target) if node.op == "call_function" else ""
+            rule = CACHE_WRITE_OPS.get(op)
+            if rule and len(node.args) > rule[1] and node.args[rule[0]] is fqn_node.get(fqn) \
+                    and isinstance(node.args[rule[1]], torch.fx.Node) \
+                    and not (op == "aten.index_put" and len(node.args) > 3 and node.args[3]):
+                info = {"buffer": fqn, "op": op, "rows": True}
+                info.update({k: int(node.args[i]) for k, i in rule[2].items() if len(node.args) > i})
+                writes.append((node.args[rule[1]], info))
+            else:
+                writes.append((node, {"buffer": fqn, "op": op or node.op, "rows": False}))
+        return writes
 
 
 def convert(cap: Capture) -> Converted:

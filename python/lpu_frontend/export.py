@@ -7,13 +7,13 @@ one node / array per line, fixed key order), so `lpu` re-printing it gives the s
 import json
 import os
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import List
 
 import torch
 from torch.utils._pytree import tree_flatten
 
-from .capture import ExportError, capture
+from .capture import ExportError, capture, check_inputs, input_names
 from .convert import Array, convert, dtype_name
 
 FORMAT_VERSION = 1
@@ -35,6 +35,7 @@ class Exported:
     bin_path: str
     ops: List[str]  # the distinct ATen ops in the graph
     nodes: int
+    inputs: List[str] = field(default_factory=list)  # graph names of the user inputs, in order
 
 
 def array_bytes(t: torch.Tensor) -> bytes:
@@ -48,7 +49,11 @@ def dumps(obj) -> str:
     return json.dumps(obj, separators=(", ", ": "), ensure_ascii=False)
 
 
-def write_files(json_path: str, name: str, meta: dict, nodes, outputs, arrays: List[Array]) -> str:
+def write_files(json_path: str, name: str, meta: dict, nodes, outputs, arrays: List[Array],
+                write_arrays: bool = True) -> str:
+    """write_arrays=False writes the index with the offsets the arrays would have and a sidecar
+    of the right size with nothing in it (a sparse file): for graphs whose weights are never
+    read, timing runs of a 7B-parameter model for instance."""
     folder = os.path.dirname(os.path.abspath(json_path))
     os.makedirs(folder, exist_ok=True)
     bin_name = os.path.splitext(os.path.basename(json_path))[0] + ".bin"
@@ -58,13 +63,19 @@ def write_files(json_path: str, name: str, meta: dict, nodes, outputs, arrays: L
         offset = 0
         for a in arrays:
             pad = (-offset) % ALIGNMENT
-            f.write(b"\0" * pad)
+            if write_arrays:
+                f.write(b"\0" * pad)
             offset += pad
-            data = array_bytes(a.tensor)
             index.append({"name": a.name, "role": a.role, "dtype": dtype_name(a.tensor.dtype, f"array {a.name}"),
                           "shape": [int(s) for s in a.tensor.shape], "file": bin_name, "offset": offset})
-            f.write(data)
-            offset += len(data)
+            if write_arrays:
+                data = array_bytes(a.tensor)
+                f.write(data)
+                offset += len(data)
+            else:
+                offset += a.tensor.numel() * a.tensor.element_size()
+        if not write_arrays:
+            f.truncate(offset)
     lines = ["{", '  "format": "lpu-graph",', f'  "version": {FORMAT_VERSION},', f'  "name": {dumps(name)},']
     if meta:
         lines.append(f'  "meta": {dumps(meta)},')
@@ -85,6 +96,24 @@ def write_files(json_path: str, name: str, meta: dict, nodes, outputs, arrays: L
     return bin_path
 
 
+class KeywordCall(torch.nn.Module):
+    """Calls `model(*positional, **keywords)` from positional tensors only, which is what the
+    capture routes take. forward() is generated with the inputs' own names as its parameters
+    (so graph inputs are named after them, and no *args reaches torch.export). The wrapped
+    model is registered as `model`; export strips that prefix from parameter names again."""
+
+    def __init__(self, model: torch.nn.Module, positional: List[str], keys: List[str]):
+        super().__init__()
+        self.model = model
+        for n in positional + keys:
+            if not n.isidentifier():
+                raise ExportError(f"keyword input '{n}' is not a Python identifier")
+        call = ", ".join(positional + [f"{k}={k}" for k in keys])
+        scope = {}
+        exec(f"def forward(self, {', '.join(positional + keys)}):\n    return self.model({call})\n", scope)
+        self.forward = scope["forward"].__get__(self)
+
+
 def eager_outputs(model, example_inputs) -> List[torch.Tensor]:
     with torch.no_grad():
         out = model(*example_inputs)
@@ -95,19 +124,53 @@ def eager_outputs(model, example_inputs) -> List[torch.Tensor]:
     return [t.detach() for t in flat]
 
 
-def export(model: torch.nn.Module, example_inputs, path: str, *, name: str = None, method: str = "auto") -> Exported:
-    """Exports `model` applied to `example_inputs` to `path` (graph JSON) and its sidecar
-    (same stem, .bin): weights, the example inputs and the eager outputs of the model.
+def export(model: torch.nn.Module, example_inputs, path: str, *, name: str = None, method: str = "auto",
+           kwargs: dict = None, ignore_mutations: str = "", write_arrays: bool = True, grad=None) -> Exported:
+    """Exports `model` applied to `example_inputs` (and keyword tensors `kwargs`) to `path`
+    (graph JSON) and its sidecar (same stem, .bin): weights, the example inputs and the eager
+    outputs of the model.
 
     method: "auto" (torch.export when this torch has it, else make_fx), "make_fx", "torch.export".
+    kwargs: keyword tensor inputs (HuggingFace's `input_ids=..., cache_position=...`); they become
+      graph inputs named after their keys, after the positional ones.
+    Buffers the model writes (a static KV cache) become graph inputs, and their writes extra
+    outputs after the model's own (the rows written, for index_copy_-style cache updates; see
+    convert.Converter.buffer_writes); `ignore_mutations` is a regex of buffer names whose writes
+    are not exported (bookkeeping such as HuggingFace's `cumulative_length`).
+    grad: torch.export's grad mode (None: auto, see capture._decomposed_export; False for
+      modules that write buffers, as transformers' export recipe does).
+    write_arrays=False: the sidecar is left empty (sparse) and the model is not run eagerly;
+      the graph is for timing runs only (see write_files).
     Raises ExportError naming the node for anything the format cannot carry.
     """
-    cap = capture(model, example_inputs, method)
+    positional = check_inputs(example_inputs) if example_inputs is not None else ()
+    names = None
+    if kwargs:
+        keyword = check_inputs(tuple(kwargs.values()))
+        names = input_names(model, len(positional)) + list(kwargs)
+        model = KeywordCall(model, names[:len(positional)], list(kwargs))
+        example_inputs = tuple(positional) + tuple(keyword)
+    cap = capture(model, example_inputs, method, grad)
+    cap.ignore_mutations = ignore_mutations
+    if names is not None:  # undo the KeywordCall wrapper in the names
+        users = iter(names)
+        for p in cap.placeholders:
+            if p.role == "input" and not p.state:
+                p.name = next(users)
+            elif p.name.startswith("model."):
+                p.name = p.name[len("model."):]
+        cap.mutations = {k: v[len("model."):] if v.startswith("model.") else v for k, v in cap.mutations.items()}
     conv = convert(cap)
-    inputs = [p.value for p in cap.placeholders if p.role == "input"]
-    expected = eager_outputs(model, inputs)
-    if len(expected) != len(conv.outputs):
-        raise ExportError(f"the graph has {len(conv.outputs)} outputs, the model returned {len(expected)}")
+    inputs = [p.value for p in cap.placeholders if p.role == "input" and not p.state]
+    writes = conv.output_values[len(conv.outputs) - len(conv.cache_writes):]
+    if write_arrays:
+        expected = eager_outputs(model, inputs)
+    else:
+        expected = conv.output_values[:len(conv.outputs) - len(conv.cache_writes)]
+    if len(expected) + len(writes) != len(conv.outputs):
+        raise ExportError(f"the graph has {len(conv.outputs) - len(writes)} outputs, the model returned {len(expected)}")
+    # Buffer writes are checked against the traced graph's own values (PyTorch ran it).
+    expected = expected + [w.detach() for w in writes]
     for i, (e, g) in enumerate(zip(expected, conv.output_values)):
         if e.dtype != g.dtype or e.shape != g.shape:
             raise ExportError(f"output {i}: eager {e.dtype}{list(e.shape)} vs traced {g.dtype}{list(g.shape)}")
@@ -116,8 +179,18 @@ def export(model: torch.nn.Module, example_inputs, path: str, *, name: str = Non
     order = {"parameter": 0, "input": 1, "expected": 2}
     arrays.sort(key=lambda a: order[a.role])
     graph_name = name or re.sub(r"[^A-Za-z0-9_.]", "_", os.path.splitext(os.path.basename(path))[0])
+    inner = model.model if isinstance(model, KeywordCall) else model
     meta = {"producer": "lpu_frontend", "torch": torch.__version__, "capture": cap.method,
-            "model": type(model).__name__}
-    bin_path = write_files(path, graph_name, meta, conv.nodes, conv.outputs, arrays)
+            "model": type(inner).__name__}
+    if not cap.grad:
+        meta["grad"] = False
+    if conv.cache_writes:
+        meta["buffer_writes"] = conv.cache_writes
+    if ignore_mutations:
+        meta["ignored_buffer_writes"] = ignore_mutations
+    if not write_arrays:
+        meta["sidecar"] = "empty (timing only)"
+    bin_path = write_files(path, graph_name, meta, conv.nodes, conv.outputs, arrays, write_arrays)
     ops = sorted({n["op"] for n in conv.nodes if n["kind"] == "call"})
-    return Exported(path, bin_path, ops, len(conv.nodes))
+    user_inputs = [p.export_name for p in cap.placeholders if p.role == "input" and not p.state]
+    return Exported(path, bin_path, ops, len(conv.nodes), user_inputs)

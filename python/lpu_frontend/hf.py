@@ -1,0 +1,142 @@
+"""HuggingFace `transformers` models through the exporter: small configs built in code (no
+hub download), a logits-only wrapper, and a decode step with a static KV cache.
+
+    from lpu_frontend import hf
+    model = hf.build("llama", attn="sdpa")                     # random weights, seed 0
+    hf.export_logits(model, "out/llama.json", seq_len=8)       # forward(input_ids) -> logits
+    hf.export_decode(hf.build("llama", attn="eager"), "out/llama_decode.json",
+                     max_cache_len=32, position=5)              # one token against a static cache
+
+Needs torch >= 2.1 and transformers >= 5 (the accelerator machine has torch 2.11 and
+transformers 5.17; Debian's torch 1.13 has neither torch.export nor a transformers package).
+scripts/export_hf_fixtures.py drives it for the fixtures in tests/fixtures/hf/.
+"""
+
+import torch
+
+from .export import export
+
+# Shared by every family: small enough for fixtures of ~100-300 KB each.
+SMALL = dict(vocab_size=512, hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=4,
+             max_position_embeddings=128, pad_token_id=0, bos_token_id=1, eos_token_id=2)
+
+# family -> (config class, model class, config keys on top of SMALL). Names are transformers'.
+FAMILIES = {
+    "llama": ("LlamaConfig", "LlamaForCausalLM", dict(num_key_value_heads=2)),
+    "mistral": ("MistralConfig", "MistralForCausalLM", dict(num_key_value_heads=2, sliding_window=None)),
+    "qwen2": ("Qwen2Config", "Qwen2ForCausalLM", dict(num_key_value_heads=2)),
+    "gemma": ("GemmaConfig", "GemmaForCausalLM", dict(num_key_value_heads=2, head_dim=16)),
+    "phi3": ("Phi3Config", "Phi3ForCausalLM", dict(num_key_value_heads=2)),
+    "gpt_neox": ("GPTNeoXConfig", "GPTNeoXForCausalLM", dict()),
+    "falcon": ("FalconConfig", "FalconForCausalLM", dict(new_decoder_architecture=False, multi_query=True)),
+    "gpt2": ("GPT2Config", "GPT2LMHeadModel", dict(n_embd=64, n_layer=2, n_head=4, n_positions=128, n_inner=128)),
+    "opt": ("OPTConfig", "OPTForCausalLM", dict(ffn_dim=128, word_embed_proj_dim=64)),
+    "bert": ("BertConfig", "BertForMaskedLM", dict()),
+    "mixtral": ("MixtralConfig", "MixtralForCausalLM", dict(num_key_value_heads=2, num_local_experts=4,
+                                                            num_experts_per_tok=2)),
+    "qwen2_moe": ("Qwen2MoeConfig", "Qwen2MoeForCausalLM", dict(num_key_value_heads=2, num_experts=4,
+                                                                 num_experts_per_tok=2, moe_intermediate_size=64,
+                                                                 shared_expert_intermediate_size=64,
+                                                                 decoder_sparse_step=1)),
+}
+MOE = {"mixtral", "qwen2_moe"}
+# MoE expert implementations, tried in order: the first torch.export takes wins. "batched_mm"
+# gathers each token's expert weights (static shapes); "eager" loops over experts with
+# data-dependent token lists, which torch.export cannot trace.
+EXPERTS = ("batched_mm", "eager", "grouped_mm")
+
+
+def config(family: str, **overrides):
+    import transformers
+
+    cfg_cls, _, extra = FAMILIES[family]
+    keys = {**SMALL, **extra, **overrides}
+    return getattr(transformers, cfg_cls)(**keys)
+
+
+def build(family: str, attn: str = "eager", seed: int = 0, experts: str = None, dtype=torch.float32,
+          device="cpu", **overrides):
+    """The family's model from its small config, random weights (seed), eval mode."""
+    import transformers
+
+    cfg = config(family, **overrides)
+    cfg._attn_implementation = attn
+    if experts:
+        cfg._experts_implementation = experts
+    torch.manual_seed(seed)
+    cls = getattr(transformers, FAMILIES[family][1])
+    with torch.device(device):
+        try:
+            model = cls._from_config(cfg, attn_implementation=attn, dtype=dtype)
+        except TypeError:  # transformers < 4.56 spells it torch_dtype
+            model = cls._from_config(cfg, attn_implementation=attn, torch_dtype=dtype)
+    if experts and hasattr(model, "set_experts_implementation"):
+        model.set_experts_implementation(experts)
+    return model.eval()
+
+
+class Logits(torch.nn.Module):
+    """forward(input_ids) -> model(input_ids=input_ids, use_cache=False).logits (encoders take
+    no use_cache)."""
+
+    def __init__(self, model, use_cache_arg: bool = True):
+        super().__init__()
+        self.m = model
+        self.use_cache_arg = use_cache_arg
+
+    def forward(self, input_ids):
+        if self.use_cache_arg:
+            return self.m(input_ids=input_ids, use_cache=False).logits
+        return self.m(input_ids=input_ids).logits
+
+
+def token_ids(vocab: int, seq_len: int, seed: int = 1) -> torch.Tensor:
+    g = torch.Generator().manual_seed(seed)
+    return torch.randint(3, vocab, (1, seq_len), generator=g)
+
+
+ENCODERS = {"bert"}
+
+
+def export_logits(model, path: str, seq_len: int = 8, encoder: bool = False, **kw):
+    return export(Logits(model, not encoder), (token_ids(model.config.vocab_size, seq_len),), path, **kw)
+
+
+def decode_module(model, max_cache_len: int):
+    """transformers' exportable static-cache wrapper: the cache's key/value tensors are
+    registered buffers the forward writes with index_copy_ (and a length counter per layer)."""
+    from transformers.integrations.executorch import TorchExportableModuleWithStaticCache
+
+    model.generation_config.use_cache = True
+    model.generation_config.cache_implementation = "static"
+    return TorchExportableModuleWithStaticCache(model, batch_size=1, max_cache_len=max_cache_len).eval()
+
+
+def export_decode(model, path: str, max_cache_len: int = 32, position: int = 5, embeds: bool = False,
+                  write_arrays: bool = True, seed: int = 2, prefill: bool = True, **kw):
+    """One decode step at `position` against a static cache of `max_cache_len` tokens, after a
+    prefill of `position` random tokens (so the cache holds real keys/values). The graph's
+    inputs are the token (`input_ids` [1, 1], or `inputs_embeds` [1, 1, hidden] with
+    embeds=True), `cache_position` [1] and every layer's key/value cache; its outputs the logits
+    and, per layer, the keys and values written (the rows index_copy_ stores)."""
+    module = decode_module(model, max_cache_len)
+    dev = next(model.parameters()).device
+    vocab = model.config.vocab_size
+    prompt = token_ids(vocab, position + 1, seed).to(dev)
+    with torch.no_grad():
+        if position > 0 and prefill:
+            if embeds:
+                module(inputs_embeds=model.get_input_embeddings()(prompt[:, :position]),
+                       cache_position=torch.arange(position, device=dev))
+            else:
+                module(input_ids=prompt[:, :position], cache_position=torch.arange(position, device=dev))
+    pos = torch.tensor([position], device=dev)
+    if embeds:
+        with torch.no_grad():
+            x = model.get_input_embeddings()(prompt[:, position:]).detach()
+        kwargs = {"inputs_embeds": x, "cache_position": pos}
+    else:
+        kwargs = {"input_ids": prompt[:, position:], "cache_position": pos}
+    kw.setdefault("grad", False)  # see capture._decomposed_export
+    return export(module, (), path, kwargs=kwargs, ignore_mutations=r"cumulative_length",
+                  write_arrays=write_arrays, **kw)

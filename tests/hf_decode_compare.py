@@ -1,0 +1,84 @@
+#!/usr/bin/python3
+"""A HuggingFace decode step with a static KV cache against the built-in builder of the same
+architecture and shape: `lpu run` on both, same statistics.
+
+    hf_decode_compare.py BUILD_DIR HF_GRAPH.json BUILTIN_WORKLOAD.yaml [--arch NAME]
+
+Compulsory HBM bytes are every graph input and output once. They agree exactly except for how
+positions enter: the built-in builder takes the cos/sin tables of the step as inputs
+([T, head_dim] each); HuggingFace computes them in the graph from `cache_position` (i64 [1])
+and the `inv_freq` buffer (f32 [head_dim / 2]), and its causal mask from `cache_position` and
+constants the exporter folded (parameters with `constant = true` and no `splat`, which
+constant folding would turn into `full`). The check removes exactly those inputs' bytes (read
+from both graphs' types, each listed) and requires the rest (weights, KV cache, the token's
+hidden state, logits, cache writes) to be identical; latency must agree within 5 %.
+"""
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+ROTARY_BUILTIN = ("rope_cos", "rope_sin")
+
+
+def position_inputs(path, names):
+    """(bytes, [names]) of the inputs that carry positions: named ones, plus folded constants."""
+    size = {"f32": 4, "f16": 2, "bf16": 2, "i64": 8, "i32": 4, "bool": 1}
+    total, found = 0, []
+    for n in json.load(open(path))["nodes"]:
+        if n["kind"] not in ("placeholder", "parameter"):
+            continue
+        attrs = n.get("attrs", {})
+        folded = attrs.get("constant") is True and "splat" not in attrs
+        if folded or any(n["name"] == x or n["name"].endswith("." + x) for x in names):
+            k = 1
+            for s in n["shape"]:
+                k *= s
+            total += k * size[n["dtype"]]
+            found.append(n["name"])
+    return total, found
+
+
+def run(lpu, what, arch, out):
+    r = subprocess.run([lpu, "run", what, "--arch", arch, "--json", out], capture_output=True, text=True)
+    if r.returncode != 0:
+        sys.exit(f"lpu run {what} exited {r.returncode}: {r.stdout}{r.stderr}")
+    return json.load(open(out))
+
+
+def main(argv):
+    build, hf_graph, builtin = argv[1], argv[2], argv[3]
+    arch = argv[argv.index("--arch") + 1] if "--arch" in argv else "lpu-small"
+    lpu = os.path.join(build, "lpu")
+    with tempfile.TemporaryDirectory() as tmp:
+        a = run(lpu, hf_graph, arch, os.path.join(tmp, "hf.json"))
+        b = run(lpu, builtin, arch, os.path.join(tmp, "builtin.json"))
+        subprocess.run([os.path.join(build, "lpu-large-graph"), tmp, builtin], check=True, capture_output=True)
+        builtin_graph = os.path.join(tmp, os.path.splitext(os.path.basename(builtin))[0] + ".json")
+        rot_b, names_b = position_inputs(builtin_graph, ROTARY_BUILTIN)
+    rot_a, names_a = position_inputs(hf_graph, ("inv_freq", "cache_position"))
+    ca, cb = a["compulsory_hbm_bytes"], b["compulsory_hbm_bytes"]
+    la, lb = a["latency_us"], b["latency_us"]
+    print(f"{'':24}{'HF graph':>14}{'built-in':>14}")
+    print(f"{'compulsory HBM bytes':24}{ca:>14}{cb:>14}")
+    print(f"{'  of which positions':24}{rot_a:>14}{rot_b:>14}")
+    print(f"{'HBM read bytes':24}{a['hbm_read_bytes']:>14}{b['hbm_read_bytes']:>14}")
+    print(f"{'HBM written bytes':24}{a['hbm_write_bytes']:>14}{b['hbm_write_bytes']:>14}")
+    print(f"{'kernels':24}{a['num_kernels']:>14}{b['num_kernels']:>14}")
+    print(f"{'latency_us':24}{la:>14.3f}{lb:>14.3f}   ({100 * (la - lb) / lb:+.2f} %)")
+    print("position inputs, HF graph:", ", ".join(names_a) or "-")
+    print("position inputs, built-in:", ", ".join(names_b) or "-")
+    ok = True
+    if ca - rot_a != cb - rot_b:
+        print(f"FAIL: compulsory bytes without the position inputs differ: {ca - rot_a} vs {cb - rot_b}")
+        ok = False
+    if abs(la - lb) > 0.05 * lb:
+        print("FAIL: latency differs by more than 5 %")
+        ok = False
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
