@@ -12,6 +12,7 @@
 #include "io/graph_file.h"
 #include "jobs.h"
 #include "support/error.h"
+#include "support/units.h"
 
 using namespace lpu;
 namespace fs = std::filesystem;
@@ -49,7 +50,7 @@ int main(int argc, char** argv) {
     { std::ofstream(dir / bin, std::ios::binary); }
     fs::resize_file(dir / bin, static_cast<uintmax_t>(offset));  // sparse: nothing written
     std::cout << (dir / (stem + ".json")).string() << ": " << f.graph.nodes().size() << " nodes, " << weights
-              << " weights, sidecar " << human_bytes(static_cast<uint64_t>(offset)) << " (sparse)\n";
+              << " weights, sidecar " << format_bytes(offset) << " (sparse)\n";
   } catch (const std::exception& e) {
     std::cerr << "error: " << e.what() << "\n";
     return 2;

@@ -6,6 +6,7 @@
 
 #include "model/host.h"
 #include "support/error.h"
+#include "support/units.h"
 
 namespace lpu {
 
@@ -218,8 +219,8 @@ std::string format_manifest_run(const ManifestRun& r) {
   for (const auto& g : r.graphs) {
     std::string check = g.check ? (g.check->ok ? "PASS" : "FAIL") + format_number(" (max abs error %.3g)", g.check->max_abs_error) : "-";
     rows.push_back({g.workload.name, std::to_string(g.comp.schedule.kernels.size()), std::to_string(g.sim.stats.cycles),
-                    format_number("%.3f", g.sim.stats.latency_us), human_bytes(g.sim.stats.hbm_read_bytes),
-                    human_bytes(g.sim.stats.hbm_write_bytes), human_bytes(static_cast<uint64_t>(g.comp.compulsory_hbm_bytes)),
+                    format_number("%.3f", g.sim.stats.latency_us), format_bytes(g.sim.stats.hbm_read_bytes),
+                    format_bytes(g.sim.stats.hbm_write_bytes), format_bytes(g.comp.compulsory_hbm_bytes),
                     check});
   }
   std::string s = strcat("program ", r.manifest.name, " (", r.manifest.path, "): ", r.graphs.size(), " graphs, ",
@@ -227,13 +228,13 @@ std::string format_manifest_run(const ManifestRun& r) {
   s += format_table({"graph", "kernels", "cycles", "latency_us", "HBM read", "HBM written", "compulsory", "functional"}, rows);
   double host = 0;
   for (const auto& b : r.breaks) {
-    s += strcat("break ", b.node, ": ", b.op, ", ", human_bytes(static_cast<uint64_t>(b.bytes)), " over the host link, ",
+    s += strcat("break ", b.node, ": ", b.op, ", ", format_bytes(b.bytes), " over the host link, ",
                 format_number("%.3f us", b.host_us), " on the host\n");
     host += b.host_us;
   }
   s += strcat("total: latency ", format_number("%.3f us", r.latency_us), " (graphs ",
               format_number("%.3f us", r.latency_us - host), " + breaks ", format_number("%.3f us", host), "), HBM read ",
-              human_bytes(r.hbm_read_bytes), ", written ", human_bytes(r.hbm_write_bytes), "\n");
+              format_bytes(r.hbm_read_bytes), ", written ", format_bytes(r.hbm_write_bytes), "\n");
   return s;
 }
 
