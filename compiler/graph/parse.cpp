@@ -19,10 +19,14 @@
 namespace lpu {
 
 bool is_valid_name(const std::string& s) {
-  if (s.empty()) return false;
+  if (s.empty() || s.size() > kMaxNameLength) return false;
   for (char c : s)
     if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_' && c != '.' && c != '-') return false;
   return true;
+}
+
+std::string name_for_message(const std::string& s) {
+  return s.size() <= 64 ? s : s.substr(0, 64) + "...(" + std::to_string(s.size()) + " bytes)";
 }
 
 namespace {

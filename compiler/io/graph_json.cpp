@@ -9,6 +9,7 @@
 #include "graph/ops.h"
 #include "io/graph_file.h"
 #include "support/error.h"
+#include "support/json_util.h"
 
 namespace lpu {
 
@@ -255,12 +256,7 @@ std::string print_graph_json(const GraphFile& f) {
 
 GraphFile parse_graph_json(const std::string& text, const std::string& source) {
   Reader r(source);
-  ojson doc;
-  try {
-    doc = ojson::parse(text);
-  } catch (const nlohmann::json::parse_error& e) {
-    r.fail("", strcat("invalid JSON: ", e.what()));
-  }
+  ojson doc = parse_json_strict(text, source);  // duplicate keys and deep nesting are errors
   r.check_keys(doc, {"format", "version", "name", "meta", "nodes", "outputs", "tensors"}, "top level");
   if (r.str(doc, "format", "top level") != "lpu-graph") r.fail("format", "expected \"lpu-graph\"");
   int64_t version = r.integer(r.get(doc, "version", "top level"), "'version'", "top level");
@@ -268,7 +264,7 @@ GraphFile parse_graph_json(const std::string& text, const std::string& source) {
     r.fail("version", strcat("file has format version ", version, "; this build reads version ", kGraphFormatVersion));
   GraphFile f;
   std::string gname = r.str(doc, "name", "top level");
-  if (!is_valid_name(gname)) r.fail("name", strcat("graph name '", gname, "' must be [A-Za-z0-9_.]+"));
+  if (!is_valid_name(gname)) r.fail("name", strcat("graph name '", name_for_message(gname), "' must be [A-Za-z0-9_.-]+, at most ", kMaxNameLength, " characters"));
   f.graph.set_name(gname);
   if (doc.contains("meta")) {
     if (!doc["meta"].is_object()) r.fail("meta", "must be an object");
@@ -285,7 +281,7 @@ GraphFile parse_graph_json(const std::string& text, const std::string& source) {
     if (!o.is_object()) r.fail(where, "must be an object");
     RawNode n;
     n.name = r.str(o, "name", where);
-    if (!is_valid_name(n.name)) r.fail(where, strcat("node name '", n.name, "' must be [A-Za-z0-9_.]+"));
+    if (!is_valid_name(n.name)) r.fail(where, strcat("node name '", name_for_message(n.name), "' must be [A-Za-z0-9_.-]+, at most ", kMaxNameLength, " characters"));
     where = "node %" + n.name;
     if (index.count(n.name)) r.fail(where, "defined twice");
     std::string kind = r.str(o, "kind", where);

@@ -90,6 +90,8 @@ std::string print_instruction_body(const Instruction& in) {
                     " <- hbm:", hex(in.hbm_addr), " ", shape2(in.hbm_rs, in.hbm_cs), ", ", operand_str(in.srcs.at(0)));
     case Opcode::HostCall: return strcat("host.call ", in.host_op);
     case Opcode::Halt: return "halt";
+    case Opcode::LoopBegin: return strcat("loop ", in.token);
+    case Opcode::LoopEnd: return "endloop";
   }
   s += " " + shape2(in.rows, in.cols) + " lm:" + hex(in.lm_addr) + " <-";
   for (size_t i = 0; i < in.srcs.size(); ++i) s += (i ? ", " : " ") + operand_str(in.srcs[i]);
