@@ -9,7 +9,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   size_t cut = in.find(kSplit);
   std::string json = in.substr(0, cut);
   std::string sidecar;
-  if (cut != std::string::npos) sidecar = lpu::fuzz::scratch_file(".bin", data + cut + kSplit.size(), size - cut - kSplit.size());
+  if (cut != std::string::npos)
+    sidecar = lpu::fuzz::scratch_file(".bin", data + cut + kSplit.size(), size - cut - kSplit.size());
   lpu::fuzz::expect_input_error_only([&] {
     lpu::GraphFile f = lpu::parse_graph_json(json, "fuzz.json");
     if (sidecar.empty()) return;

@@ -26,8 +26,8 @@ void expect_input_error_only(F&& parse) {
 // Parsers that read from a path get the input through a per-process scratch file.
 inline std::string scratch_file(const char* suffix, const uint8_t* data, size_t size) {
   std::string path = std::string("/tmp/lpu-fuzz-") + std::to_string(getpid()) + suffix;
-  std::ofstream(path, std::ios::binary | std::ios::trunc).write(reinterpret_cast<const char*>(data),
-                                                               static_cast<std::streamsize>(size));
+  std::ofstream(path, std::ios::binary | std::ios::trunc)
+      .write(reinterpret_cast<const char*>(data), static_cast<std::streamsize>(size));
   return path;
 }
 

@@ -151,6 +151,7 @@ class Reader {
       if (v < 0) fail(where, strcat("negative dimension ", v, " in shape"));
       t.shape.push_back(v);
     }
+    if (std::string why = shape_problem(t.shape); !why.empty()) fail(where, why);
     return t;
   }
   AttrValue attr(const ojson& v, const std::string& key, const std::string& where) const {
@@ -273,6 +274,8 @@ GraphFile parse_graph_json(const std::string& text, const std::string& source) {
 
   const ojson& jn = r.get(doc, "nodes", "top level");
   if (!jn.is_array()) r.fail("nodes", "must be a list");
+  if (jn.size() > kMaxGraphNodes)
+    r.fail("nodes", strcat(jn.size(), " nodes; a graph file holds at most ", kMaxGraphNodes));
   std::vector<RawNode> raw;
   std::map<std::string, size_t> index;
   for (size_t i = 0; i < jn.size(); ++i) {

@@ -2,9 +2,8 @@
 // nlohmann::json accepts a key given twice (the last one wins, silently) and any nesting depth
 // (copying a value nested 300k deep overflows the stack). Both are InputErrors here.
 #pragma once
-#include <string>
-
 #include <nlohmann/json.hpp>
+#include <string>
 
 namespace lpu {
 

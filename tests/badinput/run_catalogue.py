@@ -71,8 +71,8 @@ def main(argv):
     if dup:
         print("duplicate case names: %s" % ", ".join(sorted(dup)))
         return 1
-    if "--list" in argv:
-        print("\n".join(names))
+    if "--list" in argv:  # NAME, or NAME:open for a case known still to fail
+        print("\n".join(c.name + (":open" if c.open_issue else "") for c in cases))
         return 0
     if "--case" in argv:
         wanted = argv[argv.index("--case") + 1]
@@ -80,16 +80,25 @@ def main(argv):
         if not cases:
             print("no case %s" % wanted)
             return 1
-    failed = 0
+    single = "--case" in argv
+    failed = still_open = 0
     kinds = {}
     for c in cases:
         result = run_case(lpu, c, repo)
         ok = result.startswith("ok")
-        failed += not ok
         kind = c.name.split("_")[0]
         kinds[kind] = kinds.get(kind, 0) + 1
+        if c.open_issue and not single:  # the whole catalogue: an open case is expected to fail
+            still_open += not ok
+            failed += ok
+            print("%s %s: %s" % ("OPEN" if not ok else "FAIL", c.name,
+                                 "(known: %s) %s" % (c.open_issue, result.splitlines()[0]) if not ok
+                                 else "passes now: remove its open_issue mark"))
+            continue
+        failed += not ok
         print("%s %s: %s" % ("ok  " if ok else "FAIL", c.name, result))
-    print("%d cases (%s), %d failed" % (len(cases), ", ".join("%s %d" % kv for kv in sorted(kinds.items())), failed))
+    print("%d cases (%s), %d failed, %d known open" % (len(cases), ", ".join("%s %d" % kv for kv in sorted(kinds.items())),
+                                                       failed, still_open))
     return 1 if failed else 0
 
 
