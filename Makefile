@@ -2,8 +2,9 @@
 # Both install missing Debian packages, configure and build (Release, Ninja).
 BUILD ?= build
 JOBS  ?= $(shell nproc)
+CMAKE_EXTRA ?=
 
-.PHONY: all deps build demo test bench clean
+.PHONY: all deps build demo test bench fuzz-long clean
 
 all: build
 
@@ -11,7 +12,7 @@ deps:
 	@scripts/install-deps.sh
 
 build: deps
-	@cmake -S . -B $(BUILD) -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
+	@cmake -S . -B $(BUILD) -G Ninja -DCMAKE_BUILD_TYPE=Release $(CMAKE_EXTRA) >/dev/null
 	@cmake --build $(BUILD) -j $(JOBS)
 
 demo: build
@@ -22,6 +23,10 @@ test: build
 
 bench: build
 	@scripts/bench.sh $(BUILD)
+
+# The fuzzers as a benchmark: 10 minutes per parser (needs build-asan from .ci/run).
+fuzz-long:
+	@scripts/fuzz.sh build-asan 600
 
 clean:
 	rm -rf $(BUILD) out

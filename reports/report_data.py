@@ -124,6 +124,8 @@ def load_json(path):
             return json.load(f)
     except (OSError, ValueError) as e:
         raise InputProblem("%s: cannot read JSON: %s" % (path, e))
+    except RecursionError:  # json.load recurses per nesting level
+        raise InputProblem("%s: cannot read JSON: nested too deeply" % path)
 
 
 def load_sweep_dir(path, inputs):

@@ -13,6 +13,8 @@ PACKAGES=(
   libcli11-dev nlohmann-json3-dev
   # RTL co-simulation
   verilator
+  # sanitizer build, libFuzzer targets and the format check (.ci/run)
+  clang clang-format
   # reports and the PyTorch frontend (run with /usr/bin/python3)
   python3 python3-matplotlib python3-numpy python3-torch
   # a single-node Slurm for the tests of `lpu sweep --backend slurm` (scripts/slurm-local.sh)

@@ -3,8 +3,10 @@
 #include <CLI/CLI.hpp>
 
 #include <algorithm>
+#include <cerrno>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -39,10 +41,33 @@ std::string fmt(const char* f, double v) { return format_number(f, v); }
 
 void write_file(const std::string& path, const std::string& text) {
   fs::path p(path);
-  if (p.has_parent_path()) fs::create_directories(p.parent_path());
+  std::error_code ec;
+  if (p.has_parent_path()) fs::create_directories(p.parent_path(), ec);
   std::ofstream f(path, std::ios::binary);  // --emit bin
-  if (!f) throw InputError("cannot write " + path);
+  if (ec || !f) throw InputError(strcat(path, ": cannot write", ec ? ": " + ec.message() : ""));
   f << text;
+}
+
+// Output paths are checked before any work starts: a bad one is exit 2 naming the flag, not a
+// filesystem exception (exit 4) after the run, nor SystemC's VCD writer dying on SIGFPE.
+void check_output_file(const std::string& flag, const std::string& path) {
+  if (path.empty()) return;  // not asked for (an explicitly empty path is caught at parse time)
+  fs::path p(path);
+  std::error_code ec;
+  if (p.has_parent_path()) fs::create_directories(p.parent_path(), ec);
+  if (ec) throw InputError(strcat(flag, " ", path, ": cannot write: ", ec.message()));
+  if (fs::is_directory(p, ec)) throw InputError(strcat(flag, " ", path, ": cannot write: it is a directory"));
+  std::ofstream f(path, std::ios::app);
+  if (!f) throw InputError(strcat(flag, " ", path, ": cannot write: ", std::strerror(errno)));
+}
+
+void check_output_dir(const std::string& flag, const std::string& path) {
+  if (path.empty()) return;
+  std::error_code ec;
+  if (fs::exists(path, ec) && !fs::is_directory(path, ec))
+    throw InputError(strcat(flag, " ", path, ": exists and is not a directory"));
+  fs::create_directories(path, ec);
+  if (ec) throw InputError(strcat(flag, " ", path, ": cannot create the directory: ", ec.message()));
 }
 
 void write_json(const std::string& path, const nlohmann::json& j) { write_file(path, j.dump(2) + "\n"); }
@@ -136,6 +161,9 @@ void print_run(const RunOutcome& o, const std::vector<std::string>& sets) {
 
 int cmd_run(const std::string& workload, const ArchFlags& af, const BreakFlags& bf, const std::string& fusion,
             bool functional, const std::string& json, const std::string& trace, const std::string& vcd) {
+  check_output_file("--json", json);
+  check_output_file("--trace", trace);
+  check_output_file("--vcd", vcd);
   if (is_manifest_file(workload)) {  // several graphs from torch.compile (apps/lpu/manifest.h)
     if (!trace.empty() || !vcd.empty()) throw InputError("--trace and --vcd take one graph, not a manifest");
     ManifestRun r = run_manifest(load_manifest(workload), af.load(), fusion, functional, bf.get());
@@ -180,6 +208,8 @@ std::string why_column(const RunOutcome& base, const RunOutcome& r) {
 
 int cmd_compare(const std::string& workload, const ArchFlags& af, const BreakFlags& bf, const std::string& policies,
                 bool functional, const std::string& json, const std::string& report) {
+  check_output_file("--json", json);
+  check_output_dir("--report", report);
   WorkloadSpec w = resolve_workload(workload);
   ArchConfig arch = af.load();
   std::vector<std::string> names;
@@ -249,6 +279,7 @@ int cmd_compare(const std::string& workload, const ArchFlags& af, const BreakFla
 
 int cmd_compile(const std::string& workload, const ArchFlags& af, const BreakFlags& bf, const std::string& fusion,
                 const std::string& emit, const std::string& outdir) {
+  check_output_dir("-o", outdir);
   WorkloadSpec w = resolve_workload(workload);
   ArchConfig arch = af.load();
   Graph g = build_graph(w);
@@ -327,6 +358,9 @@ Program load_program_file(const std::string& path) {
 // Device i runs paths[i]; the config must have at least that many devices.
 int cmd_sim(const std::vector<std::string>& paths, const ArchFlags& af, const std::string& json,
             const std::string& trace, const std::string& vcd) {
+  check_output_file("--json", json);
+  check_output_file("--trace", trace);
+  check_output_file("--vcd", vcd);
   std::vector<Program> progs;
   for (const auto& path : paths) progs.push_back(load_program_file(path));
   ArchConfig arch = af.load();
@@ -529,9 +563,16 @@ int main(int argc, char** argv) {
   } catch (const CLI::CallForAllHelp& e) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
-    app.exit(e);
+    std::cerr << "error: " << e.what() << "\nRun with --help for more information.\n";
     return 2;
   }
+  // A path flag given an empty value ("--json ''") is a mistake, not "no output".
+  for (CLI::App* sub : app.get_subcommands())
+    for (const char* flag : {"--json", "--trace", "--vcd", "--report", "-o"})
+      if (CLI::Option* opt = sub->get_option_no_throw(flag); opt && opt->count() > 0 && opt->as<std::string>().empty()) {
+        std::cerr << "error: " << flag << ": empty path\n";
+        return 2;
+      }
 
   try {
     if (*run) return cmd_run(workload, af, bf, fusion, functional, json, trace, vcd);
@@ -540,6 +581,10 @@ int main(int argc, char** argv) {
     if (*swp) {
       if (sweep_file.empty()) throw InputError("sweep: a sweep file is required (lpu sweep FILE -o DIR)");
       if (swp_out->count() == 0) throw InputError("sweep: -o DIR is required");
+      if (!std::isfinite(so.timeout_s) || so.timeout_s < 0)
+        throw InputError(strcat("--timeout: expected seconds >= 0 (0: no limit), got ", so.timeout_s));
+      check_output_dir("-o", so.out_dir);
+      check_output_file("--json", json);
       so.progress_bar = isatty(STDOUT_FILENO);
       if (!shard.empty()) so.shard = parse_shard(shard);
       if (backend == "slurm") {
@@ -552,7 +597,11 @@ int main(int argc, char** argv) {
         if (swp->get_option(o)->count()) throw InputError(std::string(o) + " applies to --backend slurm only");
       return sweep_command(sweep_file, so, json);
     }
-    if (*rep) return report_command(ro);
+    if (*rep) {
+      check_output_dir("-o", ro.out_dir);
+      check_output_file("--json", ro.json);
+      return report_command(ro);
+    }
     if (*comp) return cmd_compile(workload, af, bf, fusion, emit, outdir);
     if (*chk) return cmd_check_config(cfg_files, cfg_sets);
     if (*ref) return cmd_ref(graph_path);

@@ -98,6 +98,12 @@ std::string quote_string(const std::string& s);  // "..." with \" \\ \n \t \r es
 Graph parse_graph(const std::string& text, const std::string& source = "<text>");
 
 // Node names (and op names) are [A-Za-z0-9_.]+, so the text form needs no quoting.
+// Graph files hold at most this many nodes (the largest built-in decoder, OPT-66B prefill,
+// has about 6,300); beyond it a file is rejected before any pass runs.
+constexpr size_t kMaxGraphNodes = 65536;
+constexpr size_t kMaxNameLength = 256;  // graph and node names; a longer one is bad input
 bool is_valid_name(const std::string& s);
+// A name for an error message: at most 64 characters ("...(N bytes)" after a longer one).
+std::string name_for_message(const std::string& s);
 
 }  // namespace lpu

@@ -19,10 +19,14 @@
 namespace lpu {
 
 bool is_valid_name(const std::string& s) {
-  if (s.empty()) return false;
+  if (s.empty() || s.size() > kMaxNameLength) return false;
   for (char c : s)
     if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_' && c != '.' && c != '-') return false;
   return true;
+}
+
+std::string name_for_message(const std::string& s) {
+  return s.size() <= 64 ? s : s.substr(0, 64) + "...(" + std::to_string(s.size()) + " bytes)";
 }
 
 namespace {
@@ -93,6 +97,7 @@ class Line {
     std::string d = word();
     if (!parse_dtype(d, t.dtype)) fail(strcat("unknown dtype '", d, "'"));
     t.shape = int_list();
+    if (std::string why = shape_problem(t.shape); !why.empty()) fail(why);
     return t;
   }
   std::string string_literal() {
@@ -201,6 +206,8 @@ Graph parse_graph(const std::string& text, const std::string& source) {
     if (state == Header) {
       if (l.word() != "graph") l.fail("expected 'graph NAME {'");
       g.set_name(l.word());
+      if (g.name().size() > kMaxNameLength)
+        l.fail(strcat("graph name '", name_for_message(g.name()), "' is longer than ", kMaxNameLength, " characters"));
       l.expect('{');
       if (!l.at_end()) l.fail("unexpected text after '{'");
       state = Body;
@@ -220,6 +227,9 @@ Graph parse_graph(const std::string& text, const std::string& source) {
       continue;
     }
     std::string name = l.ref();
+    if (name.size() > kMaxNameLength)
+      l.fail(strcat("node name '%", name_for_message(name), "' is longer than ", kMaxNameLength, " characters"));
+    if (g.size() >= kMaxGraphNodes) l.fail(strcat("more than ", kMaxGraphNodes, " nodes (the limit of a graph file)"));
     if (g.find(name) >= 0) l.fail(strcat("node %", name, " is defined twice"));
     if (g.size() && g.nodes().back().kind == NodeKind::Output) l.fail(strcat("node %", name, " after output(...)"));
     l.expect(':');

@@ -3,6 +3,8 @@
 #include <charconv>
 #include <cmath>
 
+#include "support/error.h"
+
 namespace lpu {
 
 const char* dtype_name(DType t) {
@@ -48,8 +50,20 @@ bool is_floating(DType t) { return t == DType::f32 || t == DType::f16 || t == DT
 
 int64_t numel(const Shape& s) {
   int64_t n = 1;
-  for (auto d : s) n *= d;
+  for (auto d : s)
+    if (__builtin_mul_overflow(n, d, &n)) throw InputError("shape " + shape_str(s) + ": element count overflows int64");
   return n;
+}
+
+std::string shape_problem(const Shape& s) {
+  int64_t n = 1;
+  for (auto d : s) {
+    if (d < 0) return "shape " + shape_str(s) + " has a negative dimension";
+    if (d == 0) return "shape " + shape_str(s) + " has a zero-size dimension (empty tensors are not supported)";
+    if (__builtin_mul_overflow(n, d, &n) || n > kMaxElements)
+      return "shape " + shape_str(s) + " has too many elements (at most 2^48)";
+  }
+  return "";
 }
 
 std::string shape_str(const Shape& s) {

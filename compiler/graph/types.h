@@ -15,7 +15,13 @@ bool is_floating(DType t);
 
 using Shape = std::vector<int64_t>;
 
-int64_t numel(const Shape& s);
+int64_t numel(const Shape& s);  // an InputError when the count does not fit int64
+// Tensors the workbench handles: at least one element, at most 2^48 (256 T elements; far
+// beyond any HBM) so that byte counts and address arithmetic never overflow.
+constexpr int64_t kMaxElements = int64_t{1} << 48;
+// Why a shape read from a file is unusable ("" when it is fine): a negative or zero dimension
+// (empty tensors are not supported), or more than kMaxElements elements.
+std::string shape_problem(const Shape& s);
 std::string shape_str(const Shape& s);      // "[128, 1024]"
 
 struct TensorType {

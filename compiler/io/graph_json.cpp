@@ -9,6 +9,7 @@
 #include "graph/ops.h"
 #include "io/graph_file.h"
 #include "support/error.h"
+#include "support/json_util.h"
 
 namespace lpu {
 
@@ -150,6 +151,7 @@ class Reader {
       if (v < 0) fail(where, strcat("negative dimension ", v, " in shape"));
       t.shape.push_back(v);
     }
+    if (std::string why = shape_problem(t.shape); !why.empty()) fail(where, why);
     return t;
   }
   AttrValue attr(const ojson& v, const std::string& key, const std::string& where) const {
@@ -255,12 +257,7 @@ std::string print_graph_json(const GraphFile& f) {
 
 GraphFile parse_graph_json(const std::string& text, const std::string& source) {
   Reader r(source);
-  ojson doc;
-  try {
-    doc = ojson::parse(text);
-  } catch (const nlohmann::json::parse_error& e) {
-    r.fail("", strcat("invalid JSON: ", e.what()));
-  }
+  ojson doc = parse_json_strict(text, source);  // duplicate keys and deep nesting are errors
   if (doc.is_object() && doc.contains("format") && doc["format"] == "lpu-manifest")
     r.fail("format", "this is a manifest of several graphs (torch.compile), not a graph: `lpu run MANIFEST` runs it");
   r.check_keys(doc, {"format", "version", "name", "meta", "nodes", "outputs", "tensors"}, "top level");
@@ -270,7 +267,7 @@ GraphFile parse_graph_json(const std::string& text, const std::string& source) {
     r.fail("version", strcat("file has format version ", version, "; this build reads version ", kGraphFormatVersion));
   GraphFile f;
   std::string gname = r.str(doc, "name", "top level");
-  if (!is_valid_name(gname)) r.fail("name", strcat("graph name '", gname, "' must be [A-Za-z0-9_.]+"));
+  if (!is_valid_name(gname)) r.fail("name", strcat("graph name '", name_for_message(gname), "' must be [A-Za-z0-9_.-]+, at most ", kMaxNameLength, " characters"));
   f.graph.set_name(gname);
   if (doc.contains("meta")) {
     if (!doc["meta"].is_object()) r.fail("meta", "must be an object");
@@ -279,6 +276,8 @@ GraphFile parse_graph_json(const std::string& text, const std::string& source) {
 
   const ojson& jn = r.get(doc, "nodes", "top level");
   if (!jn.is_array()) r.fail("nodes", "must be a list");
+  if (jn.size() > kMaxGraphNodes)
+    r.fail("nodes", strcat(jn.size(), " nodes; a graph file holds at most ", kMaxGraphNodes));
   std::vector<RawNode> raw;
   std::map<std::string, size_t> index;
   for (size_t i = 0; i < jn.size(); ++i) {
@@ -287,7 +286,7 @@ GraphFile parse_graph_json(const std::string& text, const std::string& source) {
     if (!o.is_object()) r.fail(where, "must be an object");
     RawNode n;
     n.name = r.str(o, "name", where);
-    if (!is_valid_name(n.name)) r.fail(where, strcat("node name '", n.name, "' must be [A-Za-z0-9_.]+"));
+    if (!is_valid_name(n.name)) r.fail(where, strcat("node name '", name_for_message(n.name), "' must be [A-Za-z0-9_.-]+, at most ", kMaxNameLength, " characters"));
     where = "node %" + n.name;
     if (index.count(n.name)) r.fail(where, "defined twice");
     std::string kind = r.str(o, "kind", where);

@@ -3,11 +3,41 @@
 #include <algorithm>
 #include <cmath>
 #include <fstream>
+#include <map>
 #include <sstream>
 
 namespace lpu {
 
 std::string join_path(const std::string& path, const std::string& key) { return path.empty() ? key : path + "." + key; }
+
+namespace {
+// yaml-cpp accepts what our readers cannot mean: a key given twice (lookups see one of them,
+// silently) and a key that is a sequence or map (`? [a, b]`). Both are rejected on load, with
+// the line. The walk is iterative: yaml-cpp bounds the nesting depth it parses, we add none.
+void check_keys_unique(const YAML::Node& root, const std::string& file) {
+  std::vector<std::pair<YAML::Node, std::string>> todo{{root, ""}};
+  while (!todo.empty()) {
+    auto [n, path] = todo.back();
+    todo.pop_back();
+    if (n.IsSequence()) {
+      for (size_t i = 0; i < n.size(); ++i) todo.push_back({n[i], strcat(path, "[", i, "]")});
+    } else if (n.IsMap()) {
+      std::map<std::string, int> seen;  // key -> line
+      for (auto it = n.begin(); it != n.end(); ++it) {
+        int line = it->first.Mark().line + 1;
+        if (!it->first.IsScalar())
+          throw InputError(strcat(file, ":", line, ": ", path.empty() ? "<root>" : path,
+                                  ": a key must be a plain name, not a sequence or mapping"));
+        const std::string& k = it->first.Scalar();
+        if (auto [at, fresh] = seen.emplace(k, line); !fresh)
+          throw InputError(strcat(file, ":", line, ": ", join_path(path, k), ": duplicate key (first given on line ",
+                                  at->second, ")"));
+        todo.push_back({it->second, join_path(path, k)});
+      }
+    }
+  }
+}
+}  // namespace
 
 YamlDoc load_yaml_string(const std::string& text, const std::string& name) {
   YamlDoc d;
@@ -17,6 +47,7 @@ YamlDoc load_yaml_string(const std::string& text, const std::string& name) {
   } catch (const YAML::Exception& e) {
     throw InputError(strcat(name, ":", e.mark.line + 1, ":", e.mark.column + 1, ": YAML syntax error: ", e.msg));
   }
+  check_keys_unique(d.root, name);
   return d;
 }
 
@@ -40,6 +71,7 @@ void apply_override(YamlDoc& doc, const std::string& assignment) {
   } catch (const YAML::Exception& e) {
     throw InputError(strcat("--set ", assignment, ": value is not valid YAML: ", e.msg));
   }
+  check_keys_unique(v, strcat("--set ", assignment));
   if (!doc.root || doc.root.IsNull()) doc.root = YAML::Node(YAML::NodeType::Map);
   std::vector<std::string> keys;
   std::stringstream ss(path);
@@ -62,17 +94,24 @@ void apply_override(YamlDoc& doc, const std::string& assignment) {
   YAML::Node last = chain.back();
   if (!last.IsMap()) throw InputError(strcat("--set ", assignment, ": parent of '", keys.back(), "' is not a map"));
   last[keys.back()] = v;
+  doc.overrides.push_back(assignment);
 }
 
 void YamlReader::fail(const YAML::Node& at, const std::string& path, const std::string& msg) const {
+  // A value that came from --set has no line in the file: name the assignment instead.
+  for (auto it = overrides_.rbegin(); it != overrides_.rend(); ++it) {
+    std::string key = it->substr(0, it->find('='));
+    if (path == key || path.rfind(key + ".", 0) == 0) throw InputError(strcat(file_, ": --set ", *it, ": ", path, ": ", msg));
+  }
   int line = at.IsDefined() ? at.Mark().line + 1 : 0;
-  std::string where = line > 0 ? strcat(file_, ":", line) : strcat(file_, " (from --set or defaults)");
+  std::string where = line > 0 ? strcat(file_, ":", line) : strcat(file_, " (from defaults)");
   throw InputError(strcat(where, ": ", path, ": ", msg));
 }
 
 namespace {
 std::string format_double_short(double v) {
   std::ostringstream os;
+  os.precision(15);  // 4294967297 stays 4294967297, not 4.29497e+09
   os << v;
   return os.str();
 }
@@ -110,8 +149,7 @@ void YamlReader::check_keys(const YAML::Node& map, const std::string& path,
     std::string hint = bd <= 3 ? strcat(" (did you mean '", best, "'?)") : "";
     std::string all;
     for (const auto& a : allowed) all += (all.empty() ? "" : ", ") + a;
-    int line = it->first.Mark().line + 1;
-    throw InputError(strcat(file_, ":", line, ": ", join_path(path, k), ": unknown key", hint, "; expected one of: ", all));
+    fail(it->first, join_path(path, k), strcat("unknown key", hint, "; expected one of: ", all));
   }
 }
 
@@ -174,8 +212,16 @@ std::string YamlReader::get_string(const YAML::Node& map, const std::string& key
 
 void YamlReader::check_range(const YAML::Node& map, const std::string& key, const std::string& path, double v,
                              double lo, double hi) const {
+  // The value as written, not `v`: callers narrow to int before checking, and 4294967297
+  // would wrap to 1 and pass.
+  YAML::Node n = map.IsMap() ? map[key] : YAML::Node();
+  if (n && n.IsScalar()) {
+    try {
+      v = n.as<double>();
+    } catch (const YAML::Exception&) {
+    }
+  }
   if (v >= lo && v <= hi) return;
-  YAML::Node n = map[key];
   fail(n ? n : map, join_path(path, key),
        strcat("value ", format_double_short(v), " out of range; expected ", format_double_short(lo), " .. ",
               format_double_short(hi)));

@@ -14,6 +14,7 @@ namespace lpu {
 struct YamlDoc {
   std::string file;
   YAML::Node root;
+  std::vector<std::string> overrides;  // "key.path=value" applied by apply_override, in order
 };
 
 YamlDoc load_yaml_file(const std::string& path);
@@ -24,7 +25,7 @@ void apply_override(YamlDoc& doc, const std::string& assignment);
 
 class YamlReader {
  public:
-  YamlReader(const YamlDoc& doc) : file_(doc.file) {}
+  YamlReader(const YamlDoc& doc) : file_(doc.file), overrides_(doc.overrides) {}
   const std::string& file() const { return file_; }
 
   [[noreturn]] void fail(const YAML::Node& at, const std::string& path, const std::string& msg) const;
@@ -48,6 +49,7 @@ class YamlReader {
  private:
   YAML::Node child(const YAML::Node& map, const std::string& key, const std::string& path) const;
   std::string file_;
+  std::vector<std::string> overrides_;
 };
 
 std::string join_path(const std::string& path, const std::string& key);

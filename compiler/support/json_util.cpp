@@ -1,0 +1,63 @@
+#include "support/json_util.h"
+
+#include <set>
+#include <vector>
+
+#include "support/error.h"
+
+namespace lpu {
+
+namespace {
+// One open object or array while parsing: enough to name where a bad key is.
+struct Open {
+  bool object = false;
+  std::set<std::string> keys;
+  std::string key;   // objects: the key being read
+  size_t index = 0;  // arrays: the element being read
+};
+
+std::string path_of(const std::vector<Open>& open) {
+  std::string p;
+  for (const auto& o : open) p += o.object ? (p.empty() ? "" : ".") + o.key : strcat("[", o.index, "]");
+  return p.empty() ? "top level" : p;
+}
+}  // namespace
+
+nlohmann::ordered_json parse_json_strict(const std::string& text, const std::string& source) {
+  using J = nlohmann::ordered_json;
+  std::vector<Open> open;
+  auto element_done = [&] {
+    if (!open.empty() && !open.back().object) ++open.back().index;
+  };
+  J::parser_callback_t check = [&](int /*depth*/, J::parse_event_t ev, J& parsed) {
+    switch (ev) {
+      case J::parse_event_t::object_start:
+      case J::parse_event_t::array_start:
+        if (open.size() >= static_cast<size_t>(kMaxJsonDepth))
+          throw InputError(strcat(source, ": ", path_of(open), ": JSON nested deeper than ", kMaxJsonDepth, " levels"));
+        open.push_back({ev == J::parse_event_t::object_start, {}, {}, 0});
+        break;
+      case J::parse_event_t::key: {  // `parsed` holds the key's text
+        Open& o = open.back();
+        o.key = parsed.get<std::string>();
+        if (!o.keys.insert(o.key).second)
+          throw InputError(strcat(source, ": ", path_of(open), ": duplicate key \"", o.key, "\""));
+        break;
+      }
+      case J::parse_event_t::object_end:
+      case J::parse_event_t::array_end:
+        open.pop_back();
+        element_done();
+        break;
+      case J::parse_event_t::value: element_done(); break;
+    }
+    return true;
+  };
+  try {
+    return J::parse(text, check);
+  } catch (const nlohmann::json::parse_error& e) {
+    throw InputError(strcat(source, ": invalid JSON: ", e.what()));
+  }
+}
+
+}  // namespace lpu

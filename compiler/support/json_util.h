@@ -1,0 +1,15 @@
+// Strict JSON reading shared by every JSON reader (graph files, sweep results, host-op attributes).
+// nlohmann::json accepts a key given twice (the last one wins, silently) and any nesting depth
+// (copying a value nested 300k deep overflows the stack). Both are InputErrors here.
+#pragma once
+#include <nlohmann/json.hpp>
+#include <string>
+
+namespace lpu {
+
+constexpr int kMaxJsonDepth = 256;  // our formats nest a handful of levels; meta gets the rest
+
+// Parses `text`; errors are InputErrors "SOURCE: ..." naming the key path (a.b[3].c).
+nlohmann::ordered_json parse_json_strict(const std::string& text, const std::string& source);
+
+}  // namespace lpu
