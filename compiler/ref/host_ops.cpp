@@ -69,8 +69,6 @@ void each_line(const Shape& s, size_t d, F f) {
 
 // ---- sorting and selection ------------------------------------------------------------------
 
-TensorType same_type(const Graph& g, const Node& n) { return in(g, n, 0); }
-
 TensorType values_or_indices(const Graph& g, const Node& n, Shape s) {
   TensorType t{in(g, n, 0).dtype, std::move(s)};
   if (aten::result_index(n, 2) == 1) t.dtype = DType::i64;
