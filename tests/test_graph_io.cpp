@@ -323,7 +323,7 @@ TEST(JsonForm, MalformedGraphsGetOneLineErrorsNamingTheNode) {
       {hand_json(R"({"name": "y", "kind": "call", "op": "exp", "inputs": ["x"], "dtype": "f64", "shape": [2, 4]})"),
        "node %y: unknown dtype 'f64'"},
       {hand_json(R"({"name": "y z", "kind": "call", "op": "exp", "inputs": ["x"], "dtype": "f32", "shape": [2, 4]})"),
-       "must be [A-Za-z0-9_.]+"},
+       "must be [A-Za-z0-9_.-]+"},
       {R"({"format": "lpu-graph", "version": 2, "name": "g", "nodes": [], "outputs": []})", "format version 2"},
       {"{\"format\": ", "invalid JSON"},
   };

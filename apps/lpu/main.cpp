@@ -15,6 +15,7 @@
 #include <sstream>
 #include <thread>
 
+#include <fcntl.h>
 #include <unistd.h>
 
 #include "driver/aten_coverage.h"
@@ -49,25 +50,50 @@ void write_file(const std::string& path, const std::string& text) {
 }
 
 // Output paths are checked before any work starts: a bad one is exit 2 naming the flag, not a
-// filesystem exception (exit 4) after the run, nor SystemC's VCD writer dying on SIGFPE.
+// filesystem exception (exit 4) after the run, nor SystemC's VCD writer dying on SIGFPE. The
+// checks create nothing (a run refused later must leave no empty file or directory behind):
+// the nearest existing ancestor must be a directory we may write into.
+// access(2) says yes to root everywhere, and /proc or a read-only mount refuse only when a file
+// is made: so make one in `dir` (a probe, removed at once).
+void probe_directory(const std::string& flag, const std::string& shown, const fs::path& dir) {
+  fs::path probe = dir / strcat(".lpu-write-probe-", getpid());
+  int fd = ::open(probe.c_str(), O_CREAT | O_EXCL | O_WRONLY, 0600);
+  if (fd < 0) throw InputError(strcat(flag, " ", shown, ": cannot write into ", dir.string(), ": ", std::strerror(errno)));
+  ::close(fd);
+  ::unlink(probe.c_str());
+}
+
+void check_creatable(const std::string& flag, const fs::path& p) {
+  std::error_code ec;
+  fs::path anc = p.has_parent_path() ? p.parent_path() : fs::path(".");
+  while (!anc.empty() && !fs::exists(anc, ec) && anc.has_parent_path() && anc != anc.parent_path()) anc = anc.parent_path();
+  if (anc.empty()) anc = ".";
+  if (!fs::is_directory(anc, ec))
+    throw InputError(strcat(flag, " ", p.string(), ": cannot write: ", anc.string(), " is not a directory"));
+  probe_directory(flag, p.string(), anc);
+}
+
 void check_output_file(const std::string& flag, const std::string& path) {
   if (path.empty()) return;  // not asked for (an explicitly empty path is caught at parse time)
   fs::path p(path);
   std::error_code ec;
-  if (p.has_parent_path()) fs::create_directories(p.parent_path(), ec);
-  if (ec) throw InputError(strcat(flag, " ", path, ": cannot write: ", ec.message()));
   if (fs::is_directory(p, ec)) throw InputError(strcat(flag, " ", path, ": cannot write: it is a directory"));
-  std::ofstream f(path, std::ios::app);
-  if (!f) throw InputError(strcat(flag, " ", path, ": cannot write: ", std::strerror(errno)));
+  if (fs::exists(p, ec)) {
+    if (access(path.c_str(), W_OK) != 0) throw InputError(strcat(flag, " ", path, ": cannot write: ", std::strerror(errno)));
+    return;
+  }
+  check_creatable(flag, p);
 }
 
 void check_output_dir(const std::string& flag, const std::string& path) {
   if (path.empty()) return;
   std::error_code ec;
-  if (fs::exists(path, ec) && !fs::is_directory(path, ec))
-    throw InputError(strcat(flag, " ", path, ": exists and is not a directory"));
-  fs::create_directories(path, ec);
-  if (ec) throw InputError(strcat(flag, " ", path, ": cannot create the directory: ", ec.message()));
+  if (fs::exists(path, ec)) {
+    if (!fs::is_directory(path, ec)) throw InputError(strcat(flag, " ", path, ": exists and is not a directory"));
+    probe_directory(flag, path, fs::path(path));
+    return;
+  }
+  check_creatable(flag, fs::path(path));
 }
 
 void write_json(const std::string& path, const nlohmann::json& j) { write_file(path, j.dump(2) + "\n"); }

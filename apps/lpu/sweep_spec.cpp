@@ -166,9 +166,15 @@ void validate_points(const SweepSpec& s, const YamlReader& r, const YAML::Node& 
     }
     return "";
   };
+  // The config names a failing override "--set K=V: ..."; where the sweep's own message
+  // already names the key and the value, that prefix is dropped.
+  auto without_override = [](const std::string& e, const std::string& assignment) {
+    std::string prefix = "--set " + assignment + ": ";
+    return e.rfind(prefix, 0) == 0 ? e.substr(prefix.size()) : e;
+  };
   for (const auto& [key, node] : set_nodes)
     if (std::string e = try_load({key + "=" + node.Scalar()}); !e.empty())
-      r.fail(node, "set." + key, "rejected by the config: " + e);
+      r.fail(node, "set." + key, "rejected by the config: " + without_override(e, key + "=" + node.Scalar()));
   if (std::string e = try_load(s.base_sets); !e.empty())
     r.fail(root["set"] ? root["set"] : root, root["set"] ? "set" : "base", "rejected by the config: " + e);
   // Each value alone first, so the message points at the value's own line.
@@ -178,7 +184,8 @@ void validate_points(const SweepSpec& s, const YamlReader& r, const YAML::Node& 
       std::vector<std::string> sets = s.base_sets;
       sets.push_back(a.key + "=" + v);
       if (std::string e = try_load(sets); !e.empty())
-        r.fail(axes[a.key], "axes." + a.key, strcat("value ", v, " rejected by the config: ", e));
+        r.fail(axes[a.key], "axes." + a.key,
+               strcat("value ", v, " rejected by the config: ", without_override(e, a.key + "=" + v)));
     }
   for (const auto& pt : arch_points(s)) {
     std::vector<std::string> sets = s.base_sets;

@@ -97,7 +97,7 @@ std::string quote_string(const std::string& s);  // "..." with \" \\ \n \t \r es
 // naming the node. `source` names the text in messages (a file name).
 Graph parse_graph(const std::string& text, const std::string& source = "<text>");
 
-// Node names (and op names) are [A-Za-z0-9_.]+, so the text form needs no quoting.
+// Node names (and op names) are [A-Za-z0-9_.-]+ (at most kMaxNameLength), so the text form needs no quoting.
 // Graph files hold at most this many nodes (the largest built-in decoder, OPT-66B prefill,
 // has about 6,300); beyond it a file is rejected before any pass runs.
 constexpr size_t kMaxGraphNodes = 65536;

@@ -97,7 +97,7 @@ class Line {
     std::string d = word();
     if (!parse_dtype(d, t.dtype)) fail(strcat("unknown dtype '", d, "'"));
     t.shape = int_list();
-    if (std::string why = shape_problem(t.shape); !why.empty()) fail(why);
+    if (std::string why = shape_problem(t.shape, /*allow_empty=*/true); !why.empty()) fail(why);
     return t;
   }
   std::string string_literal() {
@@ -240,6 +240,8 @@ Graph parse_graph(const std::string& text, const std::string& source) {
     if (l.peek('(')) {
       auto ids = resolve(l, name, l.refs_in_parens());
       id = g.add_call_typed(op, ids, l.attrs(), name, t);
+    } else if (std::string why = shape_problem(t.shape); !why.empty()) {
+      l.fail(strcat("node %", name, ": ", why));
     } else if (op == "placeholder") {
       id = g.add_placeholder(name, t);
       g.node(id).attrs = l.attrs();

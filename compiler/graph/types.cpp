@@ -55,11 +55,11 @@ int64_t numel(const Shape& s) {
   return n;
 }
 
-std::string shape_problem(const Shape& s) {
+std::string shape_problem(const Shape& s, bool allow_empty) {
   int64_t n = 1;
   for (auto d : s) {
     if (d < 0) return "shape " + shape_str(s) + " has a negative dimension";
-    if (d == 0) return "shape " + shape_str(s) + " has a zero-size dimension (empty tensors are not supported)";
+    if (d == 0 && !allow_empty) return "shape " + shape_str(s) + " has a zero-size dimension (empty tensors are not supported)";
     if (__builtin_mul_overflow(n, d, &n) || n > kMaxElements)
       return "shape " + shape_str(s) + " has too many elements (at most 2^48)";
   }

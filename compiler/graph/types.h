@@ -16,12 +16,15 @@ bool is_floating(DType t);
 using Shape = std::vector<int64_t>;
 
 int64_t numel(const Shape& s);  // an InputError when the count does not fit int64
-// Tensors the workbench handles: at least one element, at most 2^48 (256 T elements; far
-// beyond any HBM) so that byte counts and address arithmetic never overflow.
+// Tensors the workbench handles: at most 2^48 elements (256 T elements; far beyond any HBM) so
+// that byte counts and address arithmetic never overflow.
 constexpr int64_t kMaxElements = int64_t{1} << 48;
-// Why a shape read from a file is unusable ("" when it is fine): a negative or zero dimension
-// (empty tensors are not supported), or more than kMaxElements elements.
-std::string shape_problem(const Shape& s);
+// Why a shape read from a file is unusable ("" when it is fine): a negative dimension, more
+// than kMaxElements elements, or a zero-size dimension unless `allow_empty`. Inputs must not be
+// empty; a call may be (exporters leave empty slices, e.g. the pass-through part of a rotary
+// embedding that covers the whole head), since normalisation drops empty cat operands and
+// rejects any empty tensor that is left (passes.h, drop_empty_tensors).
+std::string shape_problem(const Shape& s, bool allow_empty = false);
 std::string shape_str(const Shape& s);      // "[128, 1024]"
 
 struct TensorType {

@@ -140,7 +140,7 @@ class Reader {
         fail(where, strcat("unknown key '", k, "' (expected: ", all, ")"));
       }
   }
-  TensorType type(const ojson& obj, const std::string& where) const {
+  TensorType type(const ojson& obj, const std::string& where, bool allow_empty) const {
     TensorType t;
     std::string d = str(obj, "dtype", where);
     if (!parse_dtype(d, t.dtype)) fail(where, strcat("unknown dtype '", d, "' (f32, f16, bf16, i64, i32, bool)"));
@@ -151,7 +151,7 @@ class Reader {
       if (v < 0) fail(where, strcat("negative dimension ", v, " in shape"));
       t.shape.push_back(v);
     }
-    if (std::string why = shape_problem(t.shape); !why.empty()) fail(where, why);
+    if (std::string why = shape_problem(t.shape, allow_empty); !why.empty()) fail(where, why);
     return t;
   }
   AttrValue attr(const ojson& v, const std::string& key, const std::string& where) const {
@@ -312,7 +312,7 @@ GraphFile parse_graph_json(const std::string& text, const std::string& source) {
       if (!o["attrs"].is_object()) r.fail(where, "'attrs' must be an object");
       for (const auto& [k, v] : o["attrs"].items()) n.attrs[k] = r.attr(v, k, where);
     }
-    n.type = r.type(o, where);
+    n.type = r.type(o, where, /*allow_empty=*/n.kind == NodeKind::Call);
     index[n.name] = raw.size();
     raw.push_back(std::move(n));
   }
@@ -358,7 +358,7 @@ GraphFile parse_graph_json(const std::string& text, const std::string& source) {
       e.name = r.str(o, "name", where);
       e.role = r.str(o, "role", where);
       where += " (" + e.role + " " + e.name + ")";
-      e.type = r.type(o, where);
+      e.type = r.type(o, where, /*allow_empty=*/false);
       e.file = r.str(o, "file", where);
       if (e.file.empty()) r.fail(where, "'file' is empty");
       e.offset = r.integer(r.get(o, "offset", where), "'offset'", where);

@@ -73,9 +73,12 @@ Tensor read_tensor(const GraphFile& f, const TensorEntry& e) {
   int64_t bytes = e.type.bytes();
   std::error_code ec;
   auto size = static_cast<int64_t>(std::filesystem::file_size(path, ec));
-  if (ec || size < e.offset + bytes)
-    throw InputError(strcat(what, ": needs bytes [", e.offset, ", ", e.offset + bytes, ") but the file has ",
-                            ec ? 0 : size));
+  int64_t end = 0;
+  if (__builtin_add_overflow(e.offset, bytes, &end))
+    throw InputError(strcat(what, ": needs bytes [", e.offset, ", ", e.offset, " + ", bytes,
+                            "), beyond any file (the offset overflows)"));
+  if (ec || size < end)
+    throw InputError(strcat(what, ": needs bytes [", e.offset, ", ", end, ") but the file has ", ec ? 0 : size));
   std::vector<unsigned char> buf(static_cast<size_t>(bytes));
   in.seekg(e.offset);
   in.read(reinterpret_cast<char*>(buf.data()), bytes);

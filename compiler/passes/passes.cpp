@@ -29,7 +29,9 @@ Graph eliminate_dead_code(const Graph& g) {
   std::vector<bool> live(g.size(), false);
   for (size_t i = g.size(); i-- > 0;) {
     const Node& n = g.node(static_cast<NodeId>(i));
-    if (n.kind != NodeKind::Call) live[i] = true;  // inputs and the output are always kept
+    if (n.kind == NodeKind::Output) live[i] = true;  // inputs are kept only where read: an unread
+                                                      // input is no traffic (e.g. a KV cache's
+                                                      // position counter whose update was dropped)
     if (!live[i]) continue;
     for (NodeId in : n.inputs) live[static_cast<size_t>(in)] = true;
   }
@@ -44,10 +46,44 @@ Graph eliminate_dead_code(const Graph& g) {
   return out;
 }
 
+Graph drop_empty_tensors(const Graph& g) {
+  auto empty = [&](NodeId id) { return g.node(id).type.numel() == 0; };
+  Graph out(g.name());
+  std::vector<NodeId> map(g.size(), -1);
+  for (const Node& n : g.nodes()) {
+    std::vector<NodeId> in;
+    for (NodeId i : n.inputs) in.push_back(map[static_cast<size_t>(i)]);
+    if (n.kind == NodeKind::Call && n.op == "cat" && !empty(n.id)) {
+      std::vector<NodeId> kept;
+      for (size_t k = 0; k < n.inputs.size(); ++k)
+        if (!empty(n.inputs[k])) kept.push_back(in[k]);
+      // One operand left: the cat is that operand (the decomposition cast it to the cat's dtype).
+      if (kept.size() == 1 && out.node(kept[0]).type == n.type) {
+        map[static_cast<size_t>(n.id)] = kept[0];
+        continue;
+      }
+      in = kept;
+    }
+    for (size_t k = 0; k < n.inputs.size() && n.kind != NodeKind::Call; ++k)
+      if (empty(n.inputs[k])) throw InputError(strcat("graph output %", g.node(n.inputs[k]).name, ": shape ",
+                                                      shape_str(g.node(n.inputs[k]).type.shape), " is empty"));
+    map[static_cast<size_t>(n.id)] = copy_node(out, n, in);
+  }
+  // Whatever still reads an empty tensor now is not a cat: name the reader and the tensor.
+  for (const Node& n : out.nodes())
+    for (NodeId i : n.inputs)
+      if (n.kind == NodeKind::Call && out.node(i).type.numel() == 0)
+        throw InputError(strcat("node %", n.name, " (", n.op, ") reads %", out.node(i).name, " of shape ",
+                                shape_str(out.node(i).type.shape),
+                                ", which is empty: empty tensors are supported only as operands of cat"));
+  return out;
+}
+
 std::vector<Pass> default_passes() {
   return {{"verify", verify_graph},
           {"decompose", decompose},
           {"split_reductions", split_reductions},
+          {"drop_empty_tensors", drop_empty_tensors},
           {"fold_constants", fold_constants},
           {"cse", eliminate_common_subexpressions},
           {"dce", eliminate_dead_code}};

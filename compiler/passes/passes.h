@@ -23,8 +23,13 @@ Graph decompose(const Graph& g);
 Graph fold_constants(const Graph& g);
 // Merges call nodes with the same op, inputs, attributes and type.
 Graph eliminate_common_subexpressions(const Graph& g);
-// Removes call nodes whose results no output depends on.
+// Removes call nodes whose results no output depends on, and inputs nothing reads.
 Graph eliminate_dead_code(const Graph& g);
+// Drops empty operands of cat (as torch.cat does) and then rejects, naming the node, any
+// tensor with no elements that something still reads: no kernel of the LPU works on an empty
+// tensor, and an empty graph output has nothing to compute. Empty slices that fed only a cat
+// are left unread, for eliminate_dead_code to remove.
+Graph drop_empty_tensors(const Graph& g);
 // Splits reductions over several dims into single-dim ones (the LPU reduces one strided walk).
 Graph split_reductions(const Graph& g);
 
@@ -39,7 +44,8 @@ struct Pass {
   std::function<Graph(const Graph&)> run;
 };
 
-// The default normalisation pipeline: verify, decompose, fold_constants, cse, dce.
+// The default normalisation pipeline: verify, decompose, split_reductions, drop_empty_tensors,
+// fold_constants, cse, dce.
 // run_passes verifies the graph before the first pass and after each one.
 std::vector<Pass> default_passes();
 Graph run_passes(const Graph& g, const std::vector<Pass>& passes,

@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# The sanitizer build (AddressSanitizer + UndefinedBehaviorSanitizer) in build-asan/, sharing
+# nothing with build/: clang, -O1, libFuzzer coverage (for scripts/fuzz.sh), no RTL.
+#   scripts/asan.sh configure        configure build-asan/
+#   scripts/asan.sh test [ARGS...]   run ctest in build-asan/ with the sanitizer options (ARGS
+#                                    go to ctest, e.g. -L asan for CI's subset)
+# Options: leaks are detected. SystemC switches between its own coroutine stacks
+# (QuickThreads); detect_stack_use_after_return stays off because its fake stacks do not follow
+# those switches (docs/robustness.md, "Sanitizers").
+set -euo pipefail
+cd "$(dirname "$0")/.."
+case "${1:-}" in
+  configure)
+    scripts/install-deps.sh
+    cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_COMPILER=clang++ \
+      -DCMAKE_CXX_FLAGS="-O1 -gline-tables-only" -DLPU_SANITIZE=ON -DLPU_FUZZERS=ON -DLPU_WITH_RTL=OFF \
+      -DLPU_WERROR=ON >/dev/null ;;
+  test)
+    shift
+    export ASAN_OPTIONS="detect_stack_use_after_return=0:strict_string_checks=1:check_initialization_order=1"
+    export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
+    cd build-asan && ctest --output-on-failure -j "$(nproc)" --timeout 900 "$@" ;;
+  *) echo "usage: scripts/asan.sh configure|test [ctest args]" >&2; exit 2 ;;
+esac
