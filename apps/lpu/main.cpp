@@ -533,7 +533,7 @@ int main(int argc, char** argv) {
   swp->add_option("--partition", slo.partition, "slurm: partition");
   swp->add_option("--time", slo.time, "slurm: time limit per task (sbatch --time)");
   swp->add_option("--mem", slo.mem, "slurm: memory per task (sbatch --mem)");
-  swp->add_flag("--dry-run", slo.dry_run, "slurm: print the sbatch script, submit nothing");
+  swp->add_flag("--dry-run", slo.dry_run, "print what would run (local: the points; slurm: the sbatch script), run nothing");
   std::vector<std::string> merge_dirs;
   std::string merge_out;
   auto* mrg = swp->add_subcommand("merge", "join the shard results of one sweep into results.csv/results.jsonl");
@@ -619,8 +619,9 @@ int main(int argc, char** argv) {
         return slurm_sweep_command(sweep_file, so, slo, json);
       }
       if (backend != "local") throw InputError("--backend " + backend + ": expected local or slurm");
-      for (const char* o : {"--array-size", "--partition", "--time", "--mem", "--dry-run"})
+      for (const char* o : {"--array-size", "--partition", "--time", "--mem"})
         if (swp->get_option(o)->count()) throw InputError(std::string(o) + " applies to --backend slurm only");
+      if (slo.dry_run) return sweep_dry_run(sweep_file, so);
       return sweep_command(sweep_file, so, json);
     }
     if (*rep) {

@@ -355,6 +355,27 @@ SweepSummary run_sweep(const SweepSpec& spec, const SweepOptions& opts, std::ost
   return sum;
 }
 
+int sweep_dry_run(const std::string& file, const SweepOptions& opts) {
+  SweepSpec spec = load_sweep_file(file);
+  std::vector<SweepPoint> points = expand_points(spec);
+  size_t mine = 0;
+  for (size_t i = 0; i < points.size(); ++i) mine += opts.shard.owns(i) ? 1 : 0;
+  std::cout << "sweep " << spec.name << " (hash " << sweep_hash(spec) << "): " << points.size() << " points = "
+            << spec.workloads.size() << " workload(s) x " << spec.policies.size() << " policy(ies) x "
+            << arch_points(spec).size() << " config point(s)";
+  if (opts.shard.active()) std::cout << "; shard " << opts.shard.index << "/" << opts.shard.count << " has " << mine;
+  std::cout << "\n";
+  size_t shown = 0;
+  for (size_t i = 0; i < points.size() && shown < 10; ++i)
+    if (opts.shard.owns(i)) {
+      std::cout << "  " << points[i].id << "\n";
+      ++shown;
+    }
+  if (mine > shown) std::cout << "  ... and " << (mine - shown) << " more\n";
+  std::cout << "dry run: nothing was run or written (drop --dry-run to run them into " << opts.out_dir << ")\n";
+  return 0;
+}
+
 int sweep_command(const std::string& file, const SweepOptions& opts, const std::string& json) {
   SweepSpec spec = load_sweep_file(file);
   SweepSummary s = run_sweep(spec, opts, std::cout);

@@ -42,6 +42,9 @@ SweepSummary run_sweep(const SweepSpec& spec, const SweepOptions& opts, std::ost
 
 // The subcommand: load, run, print a summary, write `json` if given. Exit code 0 when
 // every point succeeded, 1 when any failed (the sweep still ran all of them).
+// --dry-run on the local backend: the number of points (of the shard, with --shard) and the
+// first point ids, from the loaded and validated sweep file; runs and writes nothing.
+int sweep_dry_run(const std::string& file, const SweepOptions& opts);
 int sweep_command(const std::string& file, const SweepOptions& opts, const std::string& json);
 
 }  // namespace lpu

@@ -23,6 +23,9 @@ namespace {
 
 constexpr size_t kMaxAxisValues = 10000;
 constexpr size_t kMaxPoints = 1000000;
+constexpr size_t kMaxWorkloadRef = 4096;  // PATH_MAX: a longer name or path names no file
+// Axis combinations checked against the config while the file loads (validate_points).
+constexpr size_t kMaxCombinationsChecked = 4096;
 
 bool parse_int(const std::string& s, int64_t& v) {
   auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
@@ -140,8 +143,9 @@ void flatten_sets(const YamlReader& r, const YAML::Node& n, const std::string& p
 // A path in the sweep file is looked up next to the sweep file first, then as usual.
 std::string near_file(const std::string& base_dir, const std::string& p) {
   fs::path cand = fs::path(base_dir) / p;
-  if (fs::path(p).is_relative() && fs::is_regular_file(cand)) return cand.string();
-  if (fs::path(p).is_relative() && fs::is_regular_file(cand.string() + ".yaml")) return cand.string() + ".yaml";
+  std::error_code ec;  // a name too long for the filesystem is just not there
+  if (fs::path(p).is_relative() && fs::is_regular_file(cand, ec)) return cand.string();
+  if (fs::path(p).is_relative() && fs::is_regular_file(cand.string() + ".yaml", ec)) return cand.string() + ".yaml";
   return p;
 }
 
@@ -187,7 +191,13 @@ void validate_points(const SweepSpec& s, const YamlReader& r, const YAML::Node& 
         r.fail(axes[a.key], "axes." + a.key,
                strcat("value ", v, " rejected by the config: ", without_override(e, a.key + "=" + v)));
     }
-  for (const auto& pt : arch_points(s)) {
+  // Then the combinations, up to kMaxCombinationsChecked: a config load takes tens of
+  // microseconds, so checking all 10^6 combinations of the largest sweep would take about a
+  // minute before any point runs. Beyond the bound a rejected combination is caught where it
+  // runs: that point fails with the config's message in its error column.
+  std::vector<std::vector<std::string>> combos = arch_points(s);
+  if (combos.size() > kMaxCombinationsChecked) return;
+  for (const auto& pt : combos) {
     std::vector<std::string> sets = s.base_sets;
     std::string combo;
     for (size_t i = 0; i < s.axes.size(); ++i) {
@@ -230,6 +240,8 @@ SweepSpec resolve(const YamlDoc& doc, const std::string& base_dir) {
   size_t i = 0;
   for (const auto& [w, node] : scalar_list(r, root["workloads"], "workloads")) {
     std::string path = strcat("workloads[", i++, "]");
+    if (w.size() > kMaxWorkloadRef)
+      r.fail(node, path, strcat("a workload name or path of ", w.size(), " bytes; at most ", kMaxWorkloadRef));
     WorkloadSpec spec;
     try {
       spec = resolve_workload(near_file(base_dir, w));

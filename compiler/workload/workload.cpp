@@ -108,6 +108,20 @@ const ModelBuilder* find_model_builder(const std::string& name) {
   return nullptr;
 }
 
+namespace {
+
+// A workload's name names its graph, its results and the files written for it (sweep rows,
+// reports): so it follows the graph's name rules and stays short.
+std::string read_workload_name(const YamlReader& r, const YAML::Node& root, const std::string& fallback) {
+  std::string name = r.get_string(root, "name", "", fallback);
+  if (root["name"] && !is_valid_name(name))
+    r.fail(root["name"], "name", strcat("'", name_for_message(name), "' must be [A-Za-z0-9_.-]+, at most ",
+                                        kMaxNameLength, " characters"));
+  return name;
+}
+
+}  // namespace
+
 WorkloadSpec load_workload_file(const std::string& path) {
   YamlDoc doc = load_yaml_file(path);
   YamlReader r(doc);
@@ -123,7 +137,7 @@ WorkloadSpec load_workload_file(const std::string& path) {
     if (gp.is_relative()) gp = std::filesystem::path(path).parent_path() / gp;
     w.graph = gp.string();
     if (!std::filesystem::is_regular_file(gp)) r.fail(root["graph"], "graph", "no such file " + w.graph);
-    w.name = r.get_string(root, "name", "", w.name);
+    w.name = read_workload_name(r, root, w.name);
     return w;
   }
   w.model = r.get_string(root, "model", "");
@@ -136,7 +150,7 @@ WorkloadSpec load_workload_file(const std::string& path) {
   std::vector<std::string> allowed = {"name", "model", "phase", "batch", "seq_len", "context", "layers", "dtype", "seed"};
   for (const auto& [k, v] : mb->params) allowed.push_back(k);
   r.check_keys(root, "", allowed);
-  w.name = r.get_string(root, "name", "", w.name);
+  w.name = read_workload_name(r, root, w.name);
   w.phase = r.get_string(root, "phase", "", "decode");
   if (w.phase != "decode" && w.phase != "prefill") r.fail(root["phase"], "phase", "expected decode or prefill, got '" + w.phase + "'");
   w.batch = r.get_int(root, "batch", "", 1);
@@ -162,19 +176,27 @@ std::string workloads_dir() {
   return std::string(LPU_SOURCE_DIR) + "/workloads";
 }
 
+namespace {
+// A path too long for the filesystem (ENAMETOOLONG) names no file: not an exception.
+bool is_file(const std::string& p) {
+  std::error_code ec;
+  return std::filesystem::is_regular_file(p, ec);
+}
+}  // namespace
+
 WorkloadSpec resolve_workload(const std::string& name_or_path) {
   if (is_graph_file_path(name_or_path)) {
-    if (!std::filesystem::is_regular_file(name_or_path))
-      throw InputError(strcat("graph file '", name_or_path, "': no such file"));
+    if (!is_file(name_or_path))
+      throw InputError(strcat("graph file '", name_for_message(name_or_path), "': no such file"));
     WorkloadSpec w;
     w.name = std::filesystem::path(name_or_path).stem().string();
     w.file = name_or_path;
     w.graph = name_or_path;
     return w;
   }
-  if (std::filesystem::is_regular_file(name_or_path)) return load_workload_file(name_or_path);
+  if (is_file(name_or_path)) return load_workload_file(name_or_path);
   std::string cand = workloads_dir() + "/" + name_or_path + ".yaml";
-  if (std::filesystem::is_regular_file(cand)) return load_workload_file(cand);
+  if (is_file(cand)) return load_workload_file(cand);
   if (const ModelBuilder* mb = find_model_builder(name_or_path)) {
     // A built-in model by name (`lpu list workloads` lists them): its builder's defaults; an
     // LLM runs one decode step at batch 1 against 2048 cached tokens in fp16, as the
@@ -188,7 +210,7 @@ WorkloadSpec resolve_workload(const std::string& name_or_path) {
     }
     return w;
   }
-  throw InputError(strcat("workload '", name_or_path, "': no such file, and no ", cand, " (see `lpu list workloads`)"));
+  throw InputError(strcat("workload '", name_for_message(name_or_path), "': no such file, and no ", name_for_message(cand), " (see `lpu list workloads`)"));
 }
 
 Graph build_graph(const WorkloadSpec& w) {
