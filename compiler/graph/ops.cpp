@@ -67,10 +67,6 @@ SliceRange slice_range(const Node& n, int64_t size) {
   return r;
 }
 
-namespace {
-
-const TensorType& in_type(const Graph& g, const Node& n, size_t i) { return g.node(n.inputs.at(i)).type; }
-
 void check_arity(const OpInfo& info, const Node& n) {
   int k = static_cast<int>(n.inputs.size());
   if (k < info.min_inputs || k > info.max_inputs)
@@ -78,6 +74,10 @@ void check_arity(const OpInfo& info, const Node& n) {
                             info.min_inputs == info.max_inputs ? "" : strcat("..", info.max_inputs),
                             " inputs, got ", k));
 }
+
+namespace {
+
+const TensorType& in_type(const Graph& g, const Node& n, size_t i) { return g.node(n.inputs.at(i)).type; }
 
 void check_floating(const Graph& g, const Node& n) {
   for (size_t i = 0; i < n.inputs.size(); ++i)

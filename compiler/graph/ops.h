@@ -39,6 +39,8 @@ struct OpInfo {
 };
 
 const OpInfo* find_op(const std::string& name);
+// An InputError naming the node when its input count is outside the op's [min, max].
+void check_arity(const OpInfo& info, const Node& n);
 const std::vector<OpInfo>& all_ops();
 
 // numpy-style broadcast of two shapes; throws InputError naming `node` on mismatch.

@@ -257,7 +257,9 @@ std::string print_graph_json(const GraphFile& f) {
 
 GraphFile parse_graph_json(const std::string& text, const std::string& source) {
   Reader r(source);
-  ojson doc = parse_json_strict(text, source);  // duplicate keys and deep nesting are errors
+  // Duplicate keys and deep nesting are errors; no list of a graph file (nodes, tensors, a
+  // node's inputs or shape) may have more entries than a graph may have nodes.
+  ojson doc = parse_json_strict(text, source, kMaxGraphNodes);
   if (doc.is_object() && doc.contains("format") && doc["format"] == "lpu-manifest")
     r.fail("format", "this is a manifest of several graphs (torch.compile), not a graph: `lpu run MANIFEST` runs it");
   r.check_keys(doc, {"format", "version", "name", "meta", "nodes", "outputs", "tensors"}, "top level");

@@ -112,6 +112,9 @@ NodeId expand_node(Graph& out, const Node& n, const std::vector<NodeId>& in) {
   auto it = table->find(n.op);
   if (it == table->end())
     throw InputError(strcat("node %", n.name, ": op '", n.op, "' is not in the core set and has no decomposition"));
+  // A decomposition reads its operands by position: check the count first (verify does for
+  // whole graphs; this also covers nodes built by hand).
+  if (const OpInfo* info = find_op(n.op)) check_arity(*info, n);
   Builder b{out, n};
   NodeId r = it->second(b, in);
   if (!(out.node(r).type == n.type))

@@ -183,7 +183,8 @@ void Isu::run() {
                                                                                               : in.opcode);
     if (it == engines_.end()) throw InternalError(strcat("isu: no engine for ", opcode_name(in.opcode)));
     Engine* e = it->second;
-    Footprint f = footprint(in, *ctx_.program);
+    Footprint& f = issuing_;
+    f = footprint(in, *ctx_.program);
     double t0 = sc_core::sc_time_stamp().to_double();
     // Chaining: a VXE op reading what a running sxe.gemm writes (and nothing else in conflict)
     // may issue now; it cannot finish before the producer's last result plus its own latency.

@@ -42,6 +42,10 @@ class Isu : public sc_core::sc_module {
     const Engine* engine;
   };
   std::map<size_t, InFlight> in_flight_;
+  // The footprint of the instruction being issued. A member, not a local of run(): when the
+  // watchdog stops a run, run()'s coroutine stack is abandoned mid-wait, and a local's heap
+  // buffers would leak with it (LeakSanitizer found it); a member is freed with the module.
+  Footprint issuing_;
   sc_core::sc_event retired_;
   std::string stuck_;
   int in_flight_count_ = 0;

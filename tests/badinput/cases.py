@@ -357,7 +357,7 @@ CASES = [
             '{"name": "w", "kind": "parameter", "dtype": "f32", "shape": [16, 8]}',
             '{"name": "b", "kind": "parameter", "dtype": "f32", "shape": [8]}',
             '{"name": "y", "kind": "call", "op": "aten.addmm", "inputs": ["b", "x", "w"], "dtype": "f32", "shape": [0, 8]}')),
-    Case("graph_relu_chain_100000", 2, r"{f}: nodes: 100001 nodes; a graph file holds at most 65536", ["run", "{f}"],
+    Case("graph_relu_chain_100000", 2, r"{f}: nodes: more than 65536 entries", ["run", "{f}"],
          {"f": generated(lambda: relu_chain(100000), ".json")}),
     Case("graph_name_50MB", 2, r"{f}: name: graph name 'aaaa.*\(50000000 bytes\)' must be .*at most 256",
          ["run", "{f}"], {"f": generated(lambda: graph_json([X48, RELU], name="a" * 50_000_000), ".json")}),
