@@ -19,7 +19,6 @@ case "${1:-}" in
     shift
     export ASAN_OPTIONS="detect_stack_use_after_return=0:strict_string_checks=1:check_initialization_order=1"
     export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
-    export LPU_TEST_TIMEOUT_SCALE=4  # the bad-input catalogue's hang limits (run_catalogue.py)
     cd build-asan && ctest --output-on-failure -j "$(nproc)" --timeout 900 "$@" ;;
   *) echo "usage: scripts/asan.sh configure|test [ctest args]" >&2; exit 2 ;;
 esac

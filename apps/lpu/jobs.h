@@ -33,7 +33,9 @@ struct FunctionalCheck {
 struct SearchCandidate {
   std::string name;
   uint64_t cycles = 0;
-  std::string error;  // a candidate that does not compile (e.g. local memory) is skipped
+  uint64_t hbm_bytes = 0;  // read + written
+  std::string error;       // a candidate that does not compile (e.g. local memory) is skipped
+  std::string rejected;    // a candidate that moves more HBM bytes than `none` is not chosen
 };
 struct SearchReport {
   std::vector<SearchCandidate> candidates;

@@ -96,6 +96,14 @@ void check_output_dir(const std::string& flag, const std::string& path) {
   check_creatable(flag, fs::path(path));
 }
 
+// "8 candidates in 1.23 s, chose greedy/max_tile_rows=16 (2 moved more bytes than none)".
+std::string search_summary(const SearchReport& r) {
+  size_t rejected = 0;
+  for (const auto& c : r.candidates) rejected += c.rejected.empty() ? 0 : 1;
+  return strcat(r.candidates.size(), " candidates in ", format_number("%.2f s", r.seconds), ", chose ", r.chosen,
+                rejected ? strcat(" (", rejected, " moved more HBM bytes than none: not chosen)") : "");
+}
+
 void write_json(const std::string& path, const nlohmann::json& j) { write_file(path, j.dump(2) + "\n"); }
 
 struct ArchFlags {
@@ -168,9 +176,7 @@ void print_run(const RunOutcome& o, const std::vector<std::string>& sets) {
       {"HBM written", format_bytes(static_cast<double>(s.hbm_write_bytes))},
       {"compulsory HBM", format_bytes(static_cast<double>(o.comp.compulsory_hbm_bytes))},
       {"traffic / compulsory", fmt("%.3f", o.to_json()["traffic_ratio"].get<double>())},
-      {"search", o.search ? strcat(o.search->candidates.size(), " candidates in ", fmt("%.2f s", o.search->seconds),
-                                   ", chose ", o.search->chosen)
-                          : std::string("-")},
+      {"search", o.search ? search_summary(*o.search) : std::string("-")},
       {"HBM bandwidth utilisation", format_percent(s.hbm_bandwidth_utilization) + " of " +
                                         format_bandwidth(o.arch.hbm.bandwidth_gbps * 1e9)},
       {"graph breaks", strcat(s.graph_breaks.size(), s.graph_breaks.empty() ? "" : fmt(", host time %.3f us", s.host_us()))},
