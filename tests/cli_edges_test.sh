@@ -43,6 +43,7 @@ check run_units 0 "HBM read +[0-9.]+ kB" -- "$LPU" run ln_gelu_add
 check run_util_units 0 "vxe utilisation +[0-9.]+ % of peak element ops \(busy [0-9.]+ %\)" -- "$LPU" run ln_gelu_add
 check compare_units 0 "greedy +1 +532.5 kB +524.3 kB +1.06 MB" -- "$LPU" compare ln_gelu_add
 check compare_why 0 "-12.59 MB HBM, -14 kernels" -- "$LPU" compare ln_gelu_add
+check compare_functional_rule 0 "functional check: tolerance \|sim-ref\| <= 0.0001 \+ 0.0001\*\|ref\|" -- "$LPU" compare ln_gelu_add --functional
 check compare_llm 0 "ms/token +tokens/s" -- "$LPU" compare gpt2-decode --arch lpu-asic
 # A policy named twice is a mistake, not two runs.
 check compare_duplicate 2 "policy 'none' given twice" -- "$LPU" compare ln_gelu_add --fusion none,greedy,none

@@ -300,6 +300,8 @@ int cmd_compare(const std::string& workload, const ArchFlags& af, const BreakFla
   if (functional) header.push_back("max_abs_err");
   header.push_back("why (vs " + runs.front().fusion + ")");
   std::cout << "workload " << w.name << " on " << effective_arch(arch, af.sets) << "\n" << format_table(header, rows);
+  // One rule for every policy (the same check), printed once under the table as `run` does.
+  if (functional && runs.front().check) std::cout << "functional check: tolerance " << runs.front().check->rule << "\n";
   if (!json.empty()) {
     write_json(json, out);
     std::cout << "wrote " << json << "\n";

@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "support/error.h"
+#include "support/units.h"
 
 namespace lpu {
 
@@ -372,8 +373,9 @@ Schedule schedule_program(const LoopProgram& p, const ScheduleOptions& opts) {
             d.apart_bytes = apart;
             d.fused_bytes = fused.hbm_bytes;
             if (fused.hbm_bytes > apart)
-              why = strcat("adds traffic: the fused kernel moves ", fused.hbm_bytes, " HBM bytes (", fused.tile_rows,
-                           " rows per tile), the two kernels apart ", apart);
+              why = strcat("adds traffic: the fused kernel moves ", format_bytes(static_cast<double>(fused.hbm_bytes)),
+                           " of HBM traffic (", fused.tile_rows, " rows per tile), the two kernels apart ",
+                           format_bytes(static_cast<double>(apart)));
           }
         }
         if (why.empty()) {
