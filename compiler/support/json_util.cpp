@@ -71,7 +71,7 @@ nlohmann::ordered_json parse_json_strict(const std::string& text, const std::str
   };
   try {
     return J::parse(text, check);
-  } catch (const nlohmann::json::parse_error& e) {
+  } catch (const nlohmann::json::exception& e) {  // parse errors, and numbers that overflow (out_of_range)
     throw InputError(strcat(source, ": invalid JSON: ", e.what()));
   }
 }

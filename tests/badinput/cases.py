@@ -393,6 +393,9 @@ CASES = [
          gj('{"name": "x", "kind": "placeholder", "dtype": "f32", "shape": [4, -8]}', RELU)),
     Case("graph_shape_not_list", 2, r"{f}: .*%x.*shape", ["run", "{f}"],
          gj('{"name": "x", "kind": "placeholder", "dtype": "f32", "shape": "4x8"}', RELU)),
+    # Found by fuzz_graph_json: a number nlohmann cannot hold is out_of_range, not a parse error.
+    Case("graph_number_overflows", 2, r"{f}: invalid JSON: .*number overflow parsing '555e7277179'", ["run", "{f}"],
+         gj('{"name": "x", "kind": "placeholder", "dtype": "f32", "shape": [555e7277179]}', RELU)),
     Case("graph_dim_float", 2, r"{f}: .*%x.*", ["run", "{f}"],
          gj('{"name": "x", "kind": "placeholder", "dtype": "f32", "shape": [1e30]}', RELU)),
     Case("graph_unknown_output", 2, r"{f}: .*nothing", ["run", "{f}"], gj(X48, RELU, outputs=("nothing",))),
