@@ -86,6 +86,8 @@ std::vector<Pass> default_passes() {
           {"drop_empty_tensors", drop_empty_tensors},
           {"fold_constants", fold_constants},
           {"cse", eliminate_common_subexpressions},
+          {"split_row_selects", split_row_selects},
+          {"cse_after_row_selects", eliminate_common_subexpressions},
           {"dce", eliminate_dead_code}};
 }
 

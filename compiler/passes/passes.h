@@ -32,6 +32,14 @@ Graph eliminate_dead_code(const Graph& g);
 Graph drop_empty_tensors(const Graph& g);
 // Splits reductions over several dims into single-dim ones (the LPU reduces one strided walk).
 Graph split_reductions(const Graph& g);
+// Consumes row selects without materialising them: a matmul operand that is, through views
+// (reshape, permute, expand) and pointwise ops broadcast along the axis, where(mask, rows, cache)
+// with the mask varying along one axis only and `rows` of size 1 along it (a KV cache with one
+// position overwritten) is computed from `cache` and `rows` directly. Along an output axis,
+// matmul(A, sel) = where(mask, A·rows, A·cache); along B's reduced axis, matmul(A, sel) =
+// where(mask, 0, A)·cache + sum(where(mask, A, 0)) * rows. Done only where every use of the
+// select is such a matmul (conditions: row_select.cpp, docs/core-ops.md).
+Graph split_row_selects(const Graph& g);
 
 // Copies a placeholder or parameter (name, type and attrs) into `out`.
 NodeId copy_input_node(Graph& out, const Node& n);
@@ -45,7 +53,7 @@ struct Pass {
 };
 
 // The default normalisation pipeline: verify, decompose, split_reductions, drop_empty_tensors,
-// fold_constants, cse, dce.
+// fold_constants, cse, split_row_selects, cse (the rewrite's shared masks and zeros), dce.
 // run_passes verifies the graph before the first pass and after each one.
 std::vector<Pass> default_passes();
 Graph run_passes(const Graph& g, const std::vector<Pass>& passes,
