@@ -480,3 +480,95 @@ TEST(SplitRowSelects, SplitsASmallOutputAxisAndAnInvertedMask) {
   in["idx"].data = {2};
   EXPECT_EQ(run_reference(g, in)[0].data, run_reference(out, in)[0].data);
 }
+
+// ---------------------------------------------------------------------------------------------
+// Small-tensor layouts: HuggingFace's rotary tables, cos/sin(cat(f, f)) with f = inv_freq x
+// position as a [1, 8, 1] x [1, 1, 1] bmm, and the cache-write mask eq(positions [32, 1], index),
+// computed in the layout of their users so that they fuse into one kernel.
+
+TEST(Layouts, RotaryTablesBecomeOneRowOfPointwiseOps) {
+  Graph g("rope");
+  NodeId inv = g.add_parameter("inv_freq", f32({8}));
+  NodeId pos = g.add_placeholder("pos", f32({1, 1, 1}));
+  NodeId f = g.add_call("matmul", {g.add_call("reshape", {inv}, {{"shape", Shape{1, 8, 1}}}, "inv_col"), pos}, {}, "freqs");
+  NodeId ft = g.add_call("permute", {f}, {{"dims", std::vector<int64_t>{0, 2, 1}}}, "freqs_t");
+  NodeId emb = g.add_call("cat", {ft, ft}, {{"dim", int64_t{-1}}}, "emb");
+  g.set_output({g.add_call("cos", {emb}, {}, "cos"), g.add_call("sin", {emb}, {}, "sin")});
+
+  Graph a = outer_product_matmuls(g);
+  EXPECT_EQ(a.node(a.find("freqs")).op, "mul");
+  EXPECT_EQ(a.node(a.find("freqs")).type, f32({1, 8, 1}));
+  Graph b = simplify_unit_dims(a);
+  EXPECT_EQ(print_graph(b), R"(graph rope {
+  %inv_freq: f32[8] = parameter
+  %pos: f32[1, 1, 1] = placeholder
+  %inv_col: f32[1, 8, 1] = reshape(%inv_freq) {shape = [1, 8, 1]}
+  %freqs_in0: f32[1, 1, 8] = reshape(%inv_col) {shape = [1, 1, 8]}
+  %freqs: f32[1, 1, 8] = mul(%freqs_in0, %pos)
+  %emb: f32[1, 1, 16] = cat(%freqs, %freqs) {dim = -1}
+  %cos: f32[1, 1, 16] = cos(%emb)
+  %sin: f32[1, 1, 16] = sin(%emb)
+  output(%cos, %sin)
+}
+)");
+  Graph c = eliminate_dead_code(eliminate_common_subexpressions(pointwise_into_cat(b)));
+  EXPECT_EQ(print_graph(c), R"(graph rope {
+  %inv_freq: f32[8] = parameter
+  %pos: f32[1, 1, 1] = placeholder
+  %inv_col: f32[1, 8, 1] = reshape(%inv_freq) {shape = [1, 8, 1]}
+  %freqs_in0: f32[1, 1, 8] = reshape(%inv_col) {shape = [1, 1, 8]}
+  %freqs: f32[1, 1, 8] = mul(%freqs_in0, %pos)
+  %cos_cat0: f32[1, 1, 8] = cos(%freqs)
+  %cos: f32[1, 1, 16] = cat(%cos_cat0, %cos_cat0) {dim = -1}
+  %sin_cat0: f32[1, 1, 8] = sin(%freqs)
+  %sin: f32[1, 1, 16] = cat(%sin_cat0, %sin_cat0) {dim = -1}
+  output(%cos, %sin)
+}
+)");
+  // The default pipeline does all of it; the values are PyTorch's formula.
+  Graph core = run_passes(g, default_passes());
+  EXPECT_EQ(print_graph(core), print_graph(c));
+  TensorMap in = make_random_inputs(g, 4);
+  auto want = run_reference(g, in), got = run_reference(core, in);
+  for (size_t i = 0; i < want.size(); ++i) EXPECT_EQ(want[i].data, got[i].data) << i;
+}
+
+TEST(Layouts, ColumnsMoveOnlyIntoUnitViews) {
+  // eq(positions [1, 6, 1], index) read only as [1, 1, 6]: computed as [1, 1, 6], the index
+  // (one element) broadcasting as it is; a batched K = 1 matmul is a broadcast product.
+  Graph g("mask");
+  NodeId pos = g.add_placeholder("pos", {DType::i64, {1, 6, 1}});
+  NodeId idx = g.add_placeholder("idx", {DType::i64, {1}});
+  NodeId m = g.add_call("eq", {pos, idx}, {}, "m");
+  NodeId x = g.add_placeholder("x", f32({2, 3, 6}));
+  NodeId w = g.add_call("where", {g.add_call("reshape", {m}, {{"shape", Shape{1, 1, 6}}}, "m_row"), x,
+                                  g.add_call("full", {}, {{"value", 0.0}}, "zero")}, {}, "masked");
+  NodeId outer = g.add_call("matmul", {g.add_placeholder("u", f32({2, 3, 1})), g.add_placeholder("v", f32({1, 4}))}, {}, "outer");
+  // A column with another user (a reduction) stays a column.
+  NodeId e = g.add_call("exp", {g.add_placeholder("y", f32({5, 1}))}, {}, "e");
+  g.set_output({w, outer, g.add_call("reshape", {e}, {{"shape", Shape{5}}}, "e_flat"), g.add_call("sum", {e}, {{"dims", std::vector<int64_t>{0}}})});
+  Graph r = simplify_unit_dims(outer_product_matmuls(g));
+  EXPECT_EQ(print_graph(r), R"(graph mask {
+  %pos: i64[1, 6, 1] = placeholder
+  %idx: i64[1] = placeholder
+  %m_in0: i64[1, 1, 6] = reshape(%pos) {shape = [1, 1, 6]}
+  %m: bool[1, 1, 6] = eq(%m_in0, %idx)
+  %x: f32[2, 3, 6] = placeholder
+  %zero: f32[] = full() {value = 0.0}
+  %masked: f32[2, 3, 6] = where(%m, %x, %zero)
+  %u: f32[2, 3, 1] = placeholder
+  %v: f32[1, 4] = placeholder
+  %outer: f32[2, 3, 4] = mul(%u, %v)
+  %y: f32[5, 1] = placeholder
+  %e: f32[5, 1] = exp(%y)
+  %e_flat: f32[5] = reshape(%e) {shape = [5]}
+  %sum: f32[1] = sum(%e) {dims = [0]}
+  output(%masked, %outer, %e_flat, %sum)
+}
+)");
+  TensorMap in = make_random_inputs(g, 5);
+  for (int i = 0; i < 6; ++i) in["pos"].data[static_cast<size_t>(i)] = static_cast<float>(i);
+  in["idx"].data = {4};
+  auto want = run_reference(g, in), got = run_reference(r, in);
+  for (size_t i = 0; i < want.size(); ++i) EXPECT_EQ(want[i].data, got[i].data) << i;
+}

@@ -40,6 +40,18 @@ Graph split_reductions(const Graph& g);
 // where(mask, 0, A)·cache + sum(where(mask, A, 0)) * rows. Done only where every use of the
 // select is such a matmul (conditions: row_select.cpp, docs/core-ops.md).
 Graph split_row_selects(const Graph& g);
+// Small-tensor layouts (layouts.cpp), so that cheap ops run inside the kernels that use them:
+// a matmul with K = 1 ([..., M, 1] x [..., 1, N]) is a broadcast mul (one product per element).
+Graph outer_product_matmuls(const Graph& g);
+// A pointwise op laid out as a column (last dim 1, several rows: one element per row) whose
+// users are all the same view that only rearranges size-1 dims (a reshape inserting or removing
+// them, a permute moving only them), into a shape that is not a column, is computed in that
+// shape (its operands reshaped alike). Repeated until nothing changes, so a chain moves whole.
+Graph simplify_unit_dims(const Graph& g);
+// A unary pointwise op of a cat is the cat of the op on each operand: f(cat(a, b)) =
+// cat(f(a), f(b)), so f runs with the operands' producers instead of after the concatenation
+// (which goes through HBM).
+Graph pointwise_into_cat(const Graph& g);
 
 // Copies a placeholder or parameter (name, type and attrs) into `out`.
 NodeId copy_input_node(Graph& out, const Node& n);
@@ -53,7 +65,8 @@ struct Pass {
 };
 
 // The default normalisation pipeline: verify, decompose, split_reductions, drop_empty_tensors,
-// fold_constants, cse, split_row_selects, cse (the rewrite's shared masks and zeros), dce.
+// fold_constants, cse, split_row_selects, outer_product_matmuls, dce, simplify_unit_dims,
+// pointwise_into_cat, cse (what the rewrites duplicated), dce.
 // run_passes verifies the graph before the first pass and after each one.
 std::vector<Pass> default_passes();
 Graph run_passes(const Graph& g, const std::vector<Pass>& passes,
