@@ -572,3 +572,24 @@ TEST(Layouts, ColumnsMoveOnlyIntoUnitViews) {
   auto want = run_reference(g, in), got = run_reference(r, in);
   for (size_t i = 0; i < want.size(); ++i) EXPECT_EQ(want[i].data, got[i].data) << i;
 }
+
+// A unary op of a cat that can run in its user's kernel (as many rows) stays after the cat.
+TEST(Layouts, PointwiseStaysAfterACatItsUserCanFuse) {
+  Graph g("prefill_rope");
+  NodeId f = g.add_placeholder("f", f32({1, 8, 4}));
+  NodeId emb = g.add_call("cat", {f, f}, {{"dim", int64_t{-1}}}, "emb");
+  NodeId cos = g.add_call("cos", {emb}, {}, "cos");
+  NodeId k = g.add_placeholder("k", f32({1, 1, 8, 8}));
+  NodeId q = g.add_placeholder("q", f32({1, 4, 8, 8}));
+  NodeId c4 = g.add_call("reshape", {cos}, {{"shape", Shape{1, 1, 8, 8}}}, "cos4");
+  g.set_output({g.add_call("mul", {k, c4}), g.add_call("mul", {q, c4})});
+  EXPECT_EQ(print_graph(pointwise_into_cat(g)), print_graph(g));
+  // With only the per-head user (32 rows against the table's 8) it moves into the cat.
+  Graph h("decode_rope");
+  f = h.add_placeholder("f", f32({1, 8, 4}));
+  cos = h.add_call("cos", {h.add_call("cat", {f, f}, {{"dim", int64_t{-1}}}, "emb")}, {}, "cos");
+  h.set_output({h.add_call("mul", {h.add_placeholder("q", f32({1, 4, 8, 8})), h.add_call("reshape", {cos}, {{"shape", Shape{1, 1, 8, 8}}})})});
+  Graph r = eliminate_dead_code(pointwise_into_cat(h));
+  EXPECT_EQ(r.node(r.find("cos")).op, "cat");
+  EXPECT_EQ(r.node(r.find("cos_cat0")).op, "cos");
+}

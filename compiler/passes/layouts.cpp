@@ -150,15 +150,48 @@ Graph simplify_unit_dims(const Graph& g) {
   return cur;
 }
 
+namespace {
+
+// The rows of the kernel node `n` would run in (docs/scheduling.md, "Legality"): the flattened
+// output dims except the innermost; a reduction's kept dims.
+int64_t kernel_rows(const Node& n) {
+  if (find_op(n.op)->category == OpCategory::Reduction) return numel(n.type.shape);
+  return n.type.shape.empty() ? 1 : numel(n.type.shape) / n.type.shape.back();
+}
+
+// Whether `n` may run in the kernel of one of its users: a pointwise op, reduction or matmul
+// with as many rows, seen through views.
+bool may_join_a_user(const Graph& g, const std::vector<std::vector<NodeId>>& users, const Node& n) {
+  std::vector<NodeId> todo = users[static_cast<size_t>(n.id)];
+  while (!todo.empty()) {
+    const Node& u = g.node(todo.back());
+    todo.pop_back();
+    if (u.kind != NodeKind::Call) continue;
+    if (u.op == "reshape" || u.op == "permute" || u.op == "expand" || u.op == "slice") {
+      todo.insert(todo.end(), users[static_cast<size_t>(u.id)].begin(), users[static_cast<size_t>(u.id)].end());
+      continue;
+    }
+    auto c = find_op(u.op)->category;
+    if ((c == OpCategory::Pointwise || c == OpCategory::Reduction || c == OpCategory::Matmul) &&
+        kernel_rows(u) == kernel_rows(n))
+      return true;
+  }
+  return false;
+}
+
+}  // namespace
+
 Graph pointwise_into_cat(const Graph& g) {
+  auto users = g.users();
   Graph out(g.name());
   std::vector<NodeId> map(g.size(), -1);
   for (const Node& n : g.nodes()) {
     std::vector<NodeId> in;
     for (NodeId i : n.inputs) in.push_back(map[static_cast<size_t>(i)]);
-    // f(cat(a, b)) = cat(f(a), f(b)) for a unary f.
+    // f(cat(a, b)) = cat(f(a), f(b)) for a unary f that would otherwise run in a kernel of its
+    // own, between the cat (which goes through HBM) and users of other iteration spaces.
     if (is_pointwise(n) && n.inputs.size() == 1 && g.node(n.inputs[0]).kind == NodeKind::Call &&
-        g.node(n.inputs[0]).op == "cat") {
+        g.node(n.inputs[0]).op == "cat" && !may_join_a_user(g, users, n)) {
       const Node& c = g.node(n.inputs[0]);
       std::vector<NodeId> parts;
       for (size_t p = 0; p < c.inputs.size(); ++p)

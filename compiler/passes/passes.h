@@ -48,9 +48,10 @@ Graph outer_product_matmuls(const Graph& g);
 // them, a permute moving only them), into a shape that is not a column, is computed in that
 // shape (its operands reshaped alike). Repeated until nothing changes, so a chain moves whole.
 Graph simplify_unit_dims(const Graph& g);
-// A unary pointwise op of a cat is the cat of the op on each operand: f(cat(a, b)) =
-// cat(f(a), f(b)), so f runs with the operands' producers instead of after the concatenation
-// (which goes through HBM).
+// A unary pointwise op of a cat is the cat of the op on each operand, f(cat(a, b)) =
+// cat(f(a), f(b)), when f could not run in the kernel of any of its users (none, seen through
+// views, has as many rows): then f runs with the operands' producers instead of in a kernel of
+// its own after the concatenation (which goes through HBM).
 Graph pointwise_into_cat(const Graph& g);
 
 // Copies a placeholder or parameter (name, type and attrs) into `out`.
