@@ -306,3 +306,290 @@ TEST(AtenOps, EveryRegisteredOpIsDocumented) {
     EXPECT_TRUE(found) << op.name << " is not in docs/core-ops.md";
   }
 }
+
+// ---------------------------------------------------------------------------------------------
+// split_row_selects: attention over a KV cache with one position overwritten
+// (where(positions == index, new row, cache)) reads the cache and the new row directly.
+
+namespace {
+// One decode step of attention, 2 query heads sharing 1 KV head (the select is expanded), the
+// keys scaled on their way to the matmul (a pointwise op carrying the select).
+Graph row_select_attention() {
+  Graph g("attn");
+  NodeId q = g.add_placeholder("q", f32({2, 1, 4}));
+  NodeId kc = g.add_placeholder("k_cache", f32({1, 6, 4}));
+  NodeId vc = g.add_placeholder("v_cache", f32({1, 6, 4}));
+  NodeId kn = g.add_placeholder("k_new", f32({1, 1, 4}));
+  NodeId vn = g.add_placeholder("v_new", f32({1, 1, 4}));
+  NodeId pos = g.add_placeholder("pos", {DType::i64, {6, 1}});
+  NodeId idx = g.add_placeholder("idx", {DType::i64, {1}});
+  NodeId m = g.add_call("eq", {pos, idx}, {}, "m");
+  NodeId k = g.add_call("where", {m, kn, kc}, {}, "k");
+  NodeId v = g.add_call("where", {m, vn, vc}, {}, "v");
+  NodeId kt = g.add_call("permute", {g.add_call("expand", {k}, {{"shape", Shape{2, 6, 4}}}, "k_heads")},
+                         {{"dims", std::vector<int64_t>{0, 2, 1}}}, "kt");
+  NodeId ks = g.add_call("mul", {kt, g.add_call("full", {}, {{"value", 0.5}}, "half")}, {}, "kt_scaled");
+  NodeId s = g.add_call("matmul", {q, ks}, {}, "scores");
+  NodeId o = g.add_call("matmul", {s, g.add_call("expand", {v}, {{"shape", Shape{2, 6, 4}}}, "v_heads")}, {}, "out");
+  g.set_output({o});
+  return g;
+}
+
+TensorMap row_select_inputs(const Graph& g, int64_t index) {
+  TensorMap in = make_random_inputs(g, 7);
+  for (int i = 0; i < 6; ++i) in["pos"].data[static_cast<size_t>(i)] = static_cast<float>(i);
+  in["idx"].data = {static_cast<float>(index)};
+  return in;
+}
+}  // namespace
+
+TEST(SplitRowSelects, AttentionReadsCacheAndNewRowDirectly) {
+  Graph g = row_select_attention();
+  Graph r = eliminate_dead_code(split_row_selects(g));
+  EXPECT_EQ(print_graph(r), R"(graph attn {
+  %q: f32[2, 1, 4] = placeholder
+  %k_cache: f32[1, 6, 4] = placeholder
+  %v_cache: f32[1, 6, 4] = placeholder
+  %k_new: f32[1, 1, 4] = placeholder
+  %v_new: f32[1, 1, 4] = placeholder
+  %pos: i64[6, 1] = placeholder
+  %idx: i64[1] = placeholder
+  %m: bool[6, 1] = eq(%pos, %idx)
+  %k_heads_rows: f32[2, 1, 4] = expand(%k_new) {shape = [2, 1, 4]}
+  %k_heads_cache: f32[2, 6, 4] = expand(%k_cache) {shape = [2, 6, 4]}
+  %kt_rows: f32[2, 4, 1] = permute(%k_heads_rows) {dims = [0, 2, 1]}
+  %kt_cache: f32[2, 4, 6] = permute(%k_heads_cache) {dims = [0, 2, 1]}
+  %half: f32[] = full() {value = 0.5}
+  %kt_scaled_rows: f32[2, 4, 1] = mul(%kt_rows, %half)
+  %kt_scaled_cache: f32[2, 4, 6] = mul(%kt_cache, %half)
+  %scores_mask: bool[1, 1, 6] = reshape(%m) {shape = [1, 1, 6]}
+  %scores_rows: f32[2, 1, 1] = matmul(%q, %kt_scaled_rows)
+  %scores_cache: f32[2, 1, 6] = matmul(%q, %kt_scaled_cache)
+  %scores: f32[2, 1, 6] = where(%scores_mask, %scores_rows, %scores_cache)
+  %v_heads_rows: f32[2, 1, 4] = expand(%v_new) {shape = [2, 1, 4]}
+  %v_heads_cache: f32[2, 6, 4] = expand(%v_cache) {shape = [2, 6, 4]}
+  %out_mask: bool[1, 1, 6] = reshape(%m) {shape = [1, 1, 6]}
+  %out_zero: f32[] = full() {dtype = "f32", value = 0.0}
+  %out_a_cache: f32[2, 1, 6] = where(%out_mask, %out_zero, %scores)
+  %out_a_rows: f32[2, 1, 6] = where(%out_mask, %scores, %out_zero)
+  %out_a_rows_sum: f32[2, 1, 1] = sum(%out_a_rows) {dims = [2], keepdim = true}
+  %out_cache: f32[2, 1, 4] = matmul(%out_a_cache, %v_heads_cache)
+  %out_rows: f32[2, 1, 4] = mul(%out_a_rows_sum, %v_heads_rows)
+  %out: f32[2, 1, 4] = add(%out_cache, %out_rows)
+  output(%out)
+}
+)");
+  // The default pipeline runs it: no node of the cache's shape is computed any more.
+  Graph core = run_passes(g, default_passes());
+  for (const auto& n : core.nodes())
+    EXPECT_FALSE(n.kind == NodeKind::Call && n.op == "where" && n.type.shape == (Shape{1, 6, 4})) << n.name;
+  // Exact algebra: the same values (fp32 rounding apart) wherever the index points, or nowhere.
+  for (int64_t index : {0, 3, 5, 9}) {
+    TensorMap in = row_select_inputs(g, index);
+    Tensor want = run_reference(g, in)[0], got = run_reference(core, in)[0];
+    ASSERT_EQ(want.data.size(), got.data.size());
+    for (size_t i = 0; i < want.data.size(); ++i)
+      EXPECT_NEAR(got.data[i], want.data[i], 1e-5f * std::max(1.0f, std::fabs(want.data[i]))) << index << " " << i;
+  }
+}
+
+TEST(SplitRowSelects, RefusesWhatIsNotARowSelectIntoMatmuls) {
+  auto unchanged = [](const Graph& g) {
+    EXPECT_EQ(print_graph(eliminate_dead_code(split_row_selects(g))), print_graph(eliminate_dead_code(g)));
+  };
+  auto base = [](Graph& g, Shape mask_shape) {
+    g.add_placeholder("q", f32({1, 4}));
+    NodeId c = g.add_placeholder("cache", f32({6, 4}));
+    NodeId r = g.add_placeholder("row", f32({1, 4}));
+    NodeId m = g.add_placeholder("m", {DType::boolean, std::move(mask_shape)});
+    return g.add_call("where", {m, r, c}, {}, "sel");
+  };
+  {  // the select is also a graph output: it is computed anyway
+    Graph g;
+    NodeId s = base(g, {6, 1});
+    g.set_output({g.add_call("matmul", {g.find("q"), g.add_call("permute", {s}, {{"dims", std::vector<int64_t>{1, 0}}})}), s});
+    unchanged(g);
+  }
+  {  // the mask varies along both axes: not one row
+    Graph g;
+    NodeId c = g.add_placeholder("cache", f32({6, 4}));
+    NodeId r = g.add_placeholder("row", f32({1, 4}));
+    NodeId m = g.add_placeholder("m", {DType::boolean, {6, 4}});
+    NodeId s = g.add_call("where", {m, r, c}, {}, "sel");
+    g.set_output({g.add_call("matmul", {g.add_placeholder("q", f32({1, 6})), s})});
+    unchanged(g);
+  }
+  {  // a reshape merges the selected axis with another one
+    Graph g;
+    NodeId s = base(g, {6, 1});
+    NodeId flat = g.add_call("reshape", {s}, {{"shape", Shape{24, 1}}});
+    g.set_output({g.add_call("matmul", {g.add_placeholder("x", f32({1, 24})), flat})});
+    unchanged(g);
+  }
+  {  // the select is read along a batch axis of the matmul
+    Graph g;
+    NodeId s = base(g, {6, 1});
+    NodeId b = g.add_call("reshape", {s}, {{"shape", Shape{6, 4, 1}}});
+    g.set_output({g.add_call("matmul", {g.add_placeholder("x", f32({6, 2, 4})), b})});
+    unchanged(g);
+  }
+  {  // A's reduced axis: splitting would move the select onto B
+    Graph g;
+    NodeId s = base(g, {6, 1});
+    NodeId a = g.add_call("permute", {s}, {{"dims", std::vector<int64_t>{1, 0}}});
+    g.set_output({g.add_call("matmul", {a, g.add_parameter("w", f32({6, 8}))})});
+    unchanged(g);
+  }
+  {  // A's output axis, but B is larger than the select: B would be read twice
+    Graph g;
+    NodeId s = base(g, {6, 1});
+    g.set_output({g.add_call("matmul", {s, g.add_parameter("w", f32({4, 64}))})});
+    unchanged(g);
+  }
+}
+
+// A's output axis with a small B (keys as A: scores transposed = K · q^T), and the rows in the
+// where's false branch (an inverted mask).
+TEST(SplitRowSelects, SplitsASmallOutputAxisAndAnInvertedMask) {
+  Graph g("kq");
+  NodeId q = g.add_placeholder("q", f32({4, 1}));
+  NodeId c = g.add_placeholder("cache", f32({6, 4}));
+  NodeId r = g.add_placeholder("row", f32({4}));
+  NodeId pos = g.add_placeholder("pos", {DType::i64, {6, 1}});
+  NodeId idx = g.add_placeholder("idx", {DType::i64, {1}});
+  NodeId keep = g.add_call("ne", {pos, idx}, {}, "keep");
+  NodeId s = g.add_call("where", {keep, c, r}, {}, "sel");
+  g.set_output({g.add_call("matmul", {s, q}, {}, "scores")});
+  Graph out = eliminate_dead_code(split_row_selects(g));
+  EXPECT_EQ(print_graph(out), R"(graph kq {
+  %q: f32[4, 1] = placeholder
+  %cache: f32[6, 4] = placeholder
+  %row: f32[4] = placeholder
+  %pos: i64[6, 1] = placeholder
+  %idx: i64[1] = placeholder
+  %keep: bool[6, 1] = ne(%pos, %idx)
+  %sel_rows: f32[1, 4] = reshape(%row) {shape = [1, 4]}
+  %scores_rows: f32[1, 1] = matmul(%sel_rows, %q)
+  %scores_cache: f32[6, 1] = matmul(%cache, %q)
+  %scores: f32[6, 1] = where(%keep, %scores_cache, %scores_rows)
+  output(%scores)
+}
+)");
+  TensorMap in = make_random_inputs(g, 3);
+  for (int i = 0; i < 6; ++i) in["pos"].data[static_cast<size_t>(i)] = static_cast<float>(i);
+  in["idx"].data = {2};
+  EXPECT_EQ(run_reference(g, in)[0].data, run_reference(out, in)[0].data);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Small-tensor layouts: HuggingFace's rotary tables, cos/sin(cat(f, f)) with f = inv_freq x
+// position as a [1, 8, 1] x [1, 1, 1] bmm, and the cache-write mask eq(positions [32, 1], index),
+// computed in the layout of their users so that they fuse into one kernel.
+
+TEST(Layouts, RotaryTablesBecomeOneRowOfPointwiseOps) {
+  Graph g("rope");
+  NodeId inv = g.add_parameter("inv_freq", f32({8}));
+  NodeId pos = g.add_placeholder("pos", f32({1, 1, 1}));
+  NodeId f = g.add_call("matmul", {g.add_call("reshape", {inv}, {{"shape", Shape{1, 8, 1}}}, "inv_col"), pos}, {}, "freqs");
+  NodeId ft = g.add_call("permute", {f}, {{"dims", std::vector<int64_t>{0, 2, 1}}}, "freqs_t");
+  NodeId emb = g.add_call("cat", {ft, ft}, {{"dim", int64_t{-1}}}, "emb");
+  g.set_output({g.add_call("cos", {emb}, {}, "cos"), g.add_call("sin", {emb}, {}, "sin")});
+
+  Graph a = outer_product_matmuls(g);
+  EXPECT_EQ(a.node(a.find("freqs")).op, "mul");
+  EXPECT_EQ(a.node(a.find("freqs")).type, f32({1, 8, 1}));
+  Graph b = simplify_unit_dims(a);
+  EXPECT_EQ(print_graph(b), R"(graph rope {
+  %inv_freq: f32[8] = parameter
+  %pos: f32[1, 1, 1] = placeholder
+  %inv_col: f32[1, 8, 1] = reshape(%inv_freq) {shape = [1, 8, 1]}
+  %freqs_in0: f32[1, 1, 8] = reshape(%inv_col) {shape = [1, 1, 8]}
+  %freqs: f32[1, 1, 8] = mul(%freqs_in0, %pos)
+  %emb: f32[1, 1, 16] = cat(%freqs, %freqs) {dim = -1}
+  %cos: f32[1, 1, 16] = cos(%emb)
+  %sin: f32[1, 1, 16] = sin(%emb)
+  output(%cos, %sin)
+}
+)");
+  Graph c = eliminate_dead_code(eliminate_common_subexpressions(pointwise_into_cat(b)));
+  EXPECT_EQ(print_graph(c), R"(graph rope {
+  %inv_freq: f32[8] = parameter
+  %pos: f32[1, 1, 1] = placeholder
+  %inv_col: f32[1, 8, 1] = reshape(%inv_freq) {shape = [1, 8, 1]}
+  %freqs_in0: f32[1, 1, 8] = reshape(%inv_col) {shape = [1, 1, 8]}
+  %freqs: f32[1, 1, 8] = mul(%freqs_in0, %pos)
+  %cos_cat0: f32[1, 1, 8] = cos(%freqs)
+  %cos: f32[1, 1, 16] = cat(%cos_cat0, %cos_cat0) {dim = -1}
+  %sin_cat0: f32[1, 1, 8] = sin(%freqs)
+  %sin: f32[1, 1, 16] = cat(%sin_cat0, %sin_cat0) {dim = -1}
+  output(%cos, %sin)
+}
+)");
+  // The default pipeline does all of it; the values are PyTorch's formula.
+  Graph core = run_passes(g, default_passes());
+  EXPECT_EQ(print_graph(core), print_graph(c));
+  TensorMap in = make_random_inputs(g, 4);
+  auto want = run_reference(g, in), got = run_reference(core, in);
+  for (size_t i = 0; i < want.size(); ++i) EXPECT_EQ(want[i].data, got[i].data) << i;
+}
+
+TEST(Layouts, ColumnsMoveOnlyIntoUnitViews) {
+  // eq(positions [1, 6, 1], index) read only as [1, 1, 6]: computed as [1, 1, 6], the index
+  // (one element) broadcasting as it is; a batched K = 1 matmul is a broadcast product.
+  Graph g("mask");
+  NodeId pos = g.add_placeholder("pos", {DType::i64, {1, 6, 1}});
+  NodeId idx = g.add_placeholder("idx", {DType::i64, {1}});
+  NodeId m = g.add_call("eq", {pos, idx}, {}, "m");
+  NodeId x = g.add_placeholder("x", f32({2, 3, 6}));
+  NodeId w = g.add_call("where", {g.add_call("reshape", {m}, {{"shape", Shape{1, 1, 6}}}, "m_row"), x,
+                                  g.add_call("full", {}, {{"value", 0.0}}, "zero")}, {}, "masked");
+  NodeId outer = g.add_call("matmul", {g.add_placeholder("u", f32({2, 3, 1})), g.add_placeholder("v", f32({1, 4}))}, {}, "outer");
+  // A column with another user (a reduction) stays a column.
+  NodeId e = g.add_call("exp", {g.add_placeholder("y", f32({5, 1}))}, {}, "e");
+  g.set_output({w, outer, g.add_call("reshape", {e}, {{"shape", Shape{5}}}, "e_flat"), g.add_call("sum", {e}, {{"dims", std::vector<int64_t>{0}}})});
+  Graph r = simplify_unit_dims(outer_product_matmuls(g));
+  EXPECT_EQ(print_graph(r), R"(graph mask {
+  %pos: i64[1, 6, 1] = placeholder
+  %idx: i64[1] = placeholder
+  %m_in0: i64[1, 1, 6] = reshape(%pos) {shape = [1, 1, 6]}
+  %m: bool[1, 1, 6] = eq(%m_in0, %idx)
+  %x: f32[2, 3, 6] = placeholder
+  %zero: f32[] = full() {value = 0.0}
+  %masked: f32[2, 3, 6] = where(%m, %x, %zero)
+  %u: f32[2, 3, 1] = placeholder
+  %v: f32[1, 4] = placeholder
+  %outer: f32[2, 3, 4] = mul(%u, %v)
+  %y: f32[5, 1] = placeholder
+  %e: f32[5, 1] = exp(%y)
+  %e_flat: f32[5] = reshape(%e) {shape = [5]}
+  %sum: f32[1] = sum(%e) {dims = [0]}
+  output(%masked, %outer, %e_flat, %sum)
+}
+)");
+  TensorMap in = make_random_inputs(g, 5);
+  for (int i = 0; i < 6; ++i) in["pos"].data[static_cast<size_t>(i)] = static_cast<float>(i);
+  in["idx"].data = {4};
+  auto want = run_reference(g, in), got = run_reference(r, in);
+  for (size_t i = 0; i < want.size(); ++i) EXPECT_EQ(want[i].data, got[i].data) << i;
+}
+
+// A unary op of a cat that can run in its user's kernel (as many rows) stays after the cat.
+TEST(Layouts, PointwiseStaysAfterACatItsUserCanFuse) {
+  Graph g("prefill_rope");
+  NodeId f = g.add_placeholder("f", f32({1, 8, 4}));
+  NodeId emb = g.add_call("cat", {f, f}, {{"dim", int64_t{-1}}}, "emb");
+  NodeId cos = g.add_call("cos", {emb}, {}, "cos");
+  NodeId k = g.add_placeholder("k", f32({1, 1, 8, 8}));
+  NodeId q = g.add_placeholder("q", f32({1, 4, 8, 8}));
+  NodeId c4 = g.add_call("reshape", {cos}, {{"shape", Shape{1, 1, 8, 8}}}, "cos4");
+  g.set_output({g.add_call("mul", {k, c4}), g.add_call("mul", {q, c4})});
+  EXPECT_EQ(print_graph(pointwise_into_cat(g)), print_graph(g));
+  // With only the per-head user (32 rows against the table's 8) it moves into the cat.
+  Graph h("decode_rope");
+  f = h.add_placeholder("f", f32({1, 8, 4}));
+  cos = h.add_call("cos", {h.add_call("cat", {f, f}, {{"dim", int64_t{-1}}}, "emb")}, {}, "cos");
+  h.set_output({h.add_call("mul", {h.add_placeholder("q", f32({1, 4, 8, 8})), h.add_call("reshape", {cos}, {{"shape", Shape{1, 1, 8, 8}}})})});
+  Graph r = eliminate_dead_code(pointwise_into_cat(h));
+  EXPECT_EQ(r.node(r.find("cos")).op, "cat");
+  EXPECT_EQ(r.node(r.find("cos_cat0")).op, "cos");
+}

@@ -36,7 +36,7 @@ struct Compilation {
 };
 
 // Graph -> normalised core-op graph (passes/default_passes: verify, decompose to core ops,
-// constant folding, CSE, DCE). The front half of compile_graph.
+// constant folding, CSE, row-select splitting, DCE). The front half of compile_graph.
 Graph normalize_graph(const Graph& g);
 
 Compilation compile_graph(const Graph& g, const CompileOptions& opts);

@@ -86,6 +86,12 @@ std::vector<Pass> default_passes() {
           {"drop_empty_tensors", drop_empty_tensors},
           {"fold_constants", fold_constants},
           {"cse", eliminate_common_subexpressions},
+          {"split_row_selects", split_row_selects},
+          {"outer_product_matmuls", outer_product_matmuls},
+          {"dce_before_layouts", eliminate_dead_code},
+          {"simplify_unit_dims", simplify_unit_dims},
+          {"pointwise_into_cat", pointwise_into_cat},
+          {"cse_after_rewrites", eliminate_common_subexpressions},
           {"dce", eliminate_dead_code}};
 }
 

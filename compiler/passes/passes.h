@@ -32,6 +32,27 @@ Graph eliminate_dead_code(const Graph& g);
 Graph drop_empty_tensors(const Graph& g);
 // Splits reductions over several dims into single-dim ones (the LPU reduces one strided walk).
 Graph split_reductions(const Graph& g);
+// Consumes row selects without materialising them: a matmul operand that is, through views
+// (reshape, permute, expand) and pointwise ops broadcast along the axis, where(mask, rows, cache)
+// with the mask varying along one axis only and `rows` of size 1 along it (a KV cache with one
+// position overwritten) is computed from `cache` and `rows` directly. Along an output axis,
+// matmul(A, sel) = where(mask, A·rows, A·cache); along B's reduced axis, matmul(A, sel) =
+// where(mask, 0, A)·cache + sum(where(mask, A, 0)) * rows. Done only where every use of the
+// select is such a matmul (conditions: row_select.cpp, docs/core-ops.md).
+Graph split_row_selects(const Graph& g);
+// Small-tensor layouts (layouts.cpp), so that cheap ops run inside the kernels that use them:
+// a matmul with K = 1 ([..., M, 1] x [..., 1, N]) is a broadcast mul (one product per element).
+Graph outer_product_matmuls(const Graph& g);
+// A pointwise op laid out as a column (last dim 1, several rows: one element per row) whose
+// users are all the same view that only rearranges size-1 dims (a reshape inserting or removing
+// them, a permute moving only them), into a shape that is not a column, is computed in that
+// shape (its operands reshaped alike). Repeated until nothing changes, so a chain moves whole.
+Graph simplify_unit_dims(const Graph& g);
+// A unary pointwise op of a cat is the cat of the op on each operand, f(cat(a, b)) =
+// cat(f(a), f(b)), when f could not run in the kernel of any of its users (none, seen through
+// views, has as many rows): then f runs with the operands' producers instead of in a kernel of
+// its own after the concatenation (which goes through HBM).
+Graph pointwise_into_cat(const Graph& g);
 
 // Copies a placeholder or parameter (name, type and attrs) into `out`.
 NodeId copy_input_node(Graph& out, const Node& n);
@@ -45,7 +66,8 @@ struct Pass {
 };
 
 // The default normalisation pipeline: verify, decompose, split_reductions, drop_empty_tensors,
-// fold_constants, cse, dce.
+// fold_constants, cse, split_row_selects, outer_product_matmuls, dce, simplify_unit_dims,
+// pointwise_into_cat, cse (what the rewrites duplicated), dce.
 // run_passes verifies the graph before the first pass and after each one.
 std::vector<Pass> default_passes();
 Graph run_passes(const Graph& g, const std::vector<Pass>& passes,

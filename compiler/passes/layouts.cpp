@@ -1,0 +1,209 @@
+// Layout normalisation of small tensors, so that they are computed in the iteration space of
+// the kernels that use them (see passes.h): matmuls with K = 1 become broadcast products,
+// size-1 dims stop deciding where a pointwise op runs, and pointwise ops move into the
+// operands of a cat.
+#include <algorithm>
+
+#include "graph/ops.h"
+#include "passes/passes.h"
+#include "support/error.h"
+
+namespace lpu {
+namespace {
+
+bool is_pointwise(const Node& n) {
+  return n.kind == NodeKind::Call && find_op(n.op)->category == OpCategory::Pointwise;
+}
+
+Shape non_unit(const Shape& s) {
+  Shape out;
+  for (int64_t d : s)
+    if (d != 1) out.push_back(d);
+  return out;
+}
+
+// `s` padded with leading 1s to rank r (numpy broadcasting alignment).
+Shape aligned(const Shape& s, size_t r) {
+  Shape out(r - std::min(r, s.size()), 1);
+  out.insert(out.end(), s.begin(), s.end());
+  return out;
+}
+
+// A view that only rearranges size-1 dims: a reshape inserting or removing them, a permute
+// moving only them (the other dims keep their order).
+bool unit_view(const Graph& g, const Node& v) {
+  if (v.kind != NodeKind::Call || (v.op != "reshape" && v.op != "permute")) return false;
+  const Shape& s = g.node(v.inputs[0]).type.shape;
+  if (v.op == "reshape") return non_unit(s) == non_unit(v.type.shape);
+  int64_t last = -1;
+  for (int64_t d : v.attr_ints("dims")) {
+    int64_t k = normalize_dim(d, static_cast<int>(s.size()), v);
+    if (s[static_cast<size_t>(k)] == 1) continue;
+    if (k < last) return false;
+    last = k;
+  }
+  return true;
+}
+
+// One element per row: the innermost dim has size 1 and there is more than one row.
+bool column_layout(const Shape& s) { return !s.empty() && s.back() == 1 && numel(s) > 1; }
+
+// An operand `x` of a pointwise op of shape `from`, broadcast the same way in shape `to`
+// (the same non-1 dims in the same order): the k-th non-1 dim of `from` becomes the k-th of `to`.
+Shape operand_shape(const Shape& x, const Shape& from, const Shape& to) {
+  Shape xa = aligned(x, from.size());
+  Shape out(to.size(), 1);
+  size_t j = 0;
+  for (size_t i = 0; i < from.size(); ++i) {
+    if (from[i] == 1) continue;
+    while (to[j] == 1) ++j;
+    out[j++] = xa[i];
+  }
+  return out;
+}
+
+}  // namespace
+
+Graph outer_product_matmuls(const Graph& g) {
+  Graph out(g.name());
+  std::vector<NodeId> map(g.size(), -1);
+  for (const Node& n : g.nodes()) {
+    std::vector<NodeId> in;
+    for (NodeId i : n.inputs) in.push_back(map[static_cast<size_t>(i)]);
+    if (n.kind == NodeKind::Call && n.op == "matmul") {
+      const TensorType& a = g.node(n.inputs[0]).type;
+      const TensorType& b = g.node(n.inputs[1]).type;
+      if (a.rank() >= 2 && b.rank() >= 2 && a.shape.back() == 1) {
+        // [..., M, 1] x [..., 1, N]: one product per element, broadcast like the matmul's batch.
+        map[static_cast<size_t>(n.id)] = out.add_call("mul", in, {}, n.name);
+        if (out.node(map[static_cast<size_t>(n.id)]).type != n.type)
+          throw InternalError(strcat("outer_product_matmuls: %", n.name, " changed type"));
+        continue;
+      }
+    }
+    map[static_cast<size_t>(n.id)] = copy_node(out, n, in);
+  }
+  return out;
+}
+
+namespace {
+
+// One round of simplify_unit_dims; sets `changed` when it rewrote anything.
+Graph unit_dims_round(const Graph& g, bool& changed) {
+  auto users = g.users();
+  auto outs = g.outputs();
+  // The shape a pointwise op is computed in instead of its own: that of the unit views that
+  // are all its users, when its own layout is a column and theirs is not.
+  std::vector<Shape> target(g.size());
+  for (const Node& n : g.nodes()) {
+    if (!is_pointwise(n) || !column_layout(n.type.shape) || users[static_cast<size_t>(n.id)].empty() ||
+        std::find(outs.begin(), outs.end(), n.id) != outs.end())
+      continue;
+    Shape t;
+    bool ok = true;
+    for (NodeId u : users[static_cast<size_t>(n.id)]) {
+      const Node& un = g.node(u);
+      ok = ok && unit_view(g, un) && (t.empty() || t == un.type.shape);
+      if (ok) t = un.type.shape;
+    }
+    if (ok && !column_layout(t)) target[static_cast<size_t>(n.id)] = t;
+  }
+  Graph out(g.name());
+  std::vector<NodeId> map(g.size(), -1);
+  for (const Node& n : g.nodes()) {
+    std::vector<NodeId> in;
+    for (NodeId i : n.inputs) in.push_back(map[static_cast<size_t>(i)]);
+    // The users of a moved op read it in their shape already: the reshape is the op itself.
+    if (unit_view(g, n) && !target[static_cast<size_t>(n.inputs[0])].empty()) {
+      map[static_cast<size_t>(n.id)] = in[0];
+      continue;
+    }
+    const Shape& t = target[static_cast<size_t>(n.id)];
+    if (t.empty()) {
+      map[static_cast<size_t>(n.id)] = copy_node(out, n, in);
+      continue;
+    }
+    for (size_t j = 0; j < in.size(); ++j) {
+      const Shape& xs = g.node(n.inputs[j]).type.shape;
+      if (numel(xs) == 1 && xs.size() <= t.size()) continue;  // a scalar broadcasts as it is
+      in[j] = out.add_call("reshape", {in[j]}, {{"shape", operand_shape(xs, n.type.shape, t)}}, strcat(n.name, "_in", j));
+    }
+    map[static_cast<size_t>(n.id)] = out.add_call(n.op, in, n.attrs, n.name);
+    if (out.node(map[static_cast<size_t>(n.id)]).type.shape != t)
+      throw InternalError(strcat("simplify_unit_dims: %", n.name, " has shape ",
+                                 shape_str(out.node(map[static_cast<size_t>(n.id)]).type.shape)));
+    changed = true;
+  }
+  return out;
+}
+
+}  // namespace
+
+Graph simplify_unit_dims(const Graph& g) {
+  Graph cur = g;
+  for (int round = 0; round < 16; ++round) {  // each round moves ops one producer further
+    bool changed = false;
+    Graph next = eliminate_dead_code(unit_dims_round(cur, changed));
+    cur = std::move(next);
+    if (!changed) break;
+  }
+  return cur;
+}
+
+namespace {
+
+// The rows of the kernel node `n` would run in (docs/scheduling.md, "Legality"): the flattened
+// output dims except the innermost; a reduction's kept dims.
+int64_t kernel_rows(const Node& n) {
+  if (find_op(n.op)->category == OpCategory::Reduction) return numel(n.type.shape);
+  return n.type.shape.empty() ? 1 : numel(n.type.shape) / n.type.shape.back();
+}
+
+// Whether `n` may run in the kernel of one of its users: a pointwise op, reduction or matmul
+// with as many rows, seen through views.
+bool may_join_a_user(const Graph& g, const std::vector<std::vector<NodeId>>& users, const Node& n) {
+  std::vector<NodeId> todo = users[static_cast<size_t>(n.id)];
+  while (!todo.empty()) {
+    const Node& u = g.node(todo.back());
+    todo.pop_back();
+    if (u.kind != NodeKind::Call) continue;
+    if (u.op == "reshape" || u.op == "permute" || u.op == "expand" || u.op == "slice") {
+      todo.insert(todo.end(), users[static_cast<size_t>(u.id)].begin(), users[static_cast<size_t>(u.id)].end());
+      continue;
+    }
+    auto c = find_op(u.op)->category;
+    if ((c == OpCategory::Pointwise || c == OpCategory::Reduction || c == OpCategory::Matmul) &&
+        kernel_rows(u) == kernel_rows(n))
+      return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+Graph pointwise_into_cat(const Graph& g) {
+  auto users = g.users();
+  Graph out(g.name());
+  std::vector<NodeId> map(g.size(), -1);
+  for (const Node& n : g.nodes()) {
+    std::vector<NodeId> in;
+    for (NodeId i : n.inputs) in.push_back(map[static_cast<size_t>(i)]);
+    // f(cat(a, b)) = cat(f(a), f(b)) for a unary f that would otherwise run in a kernel of its
+    // own, between the cat (which goes through HBM) and users of other iteration spaces.
+    if (is_pointwise(n) && n.inputs.size() == 1 && g.node(n.inputs[0]).kind == NodeKind::Call &&
+        g.node(n.inputs[0]).op == "cat" && !may_join_a_user(g, users, n)) {
+      const Node& c = g.node(n.inputs[0]);
+      std::vector<NodeId> parts;
+      for (size_t p = 0; p < c.inputs.size(); ++p)
+        parts.push_back(out.add_call(n.op, {map[static_cast<size_t>(c.inputs[p])]}, n.attrs, strcat(n.name, "_cat", p)));
+      map[static_cast<size_t>(n.id)] = out.add_call("cat", parts, c.attrs, n.name);
+      if (out.node(map[static_cast<size_t>(n.id)]).type != n.type)
+        throw InternalError(strcat("pointwise_into_cat: %", n.name, " changed type"));
+      continue;
+    }
+    map[static_cast<size_t>(n.id)] = copy_node(out, n, in);
+  }
+  return out;
+}
+
+}  // namespace lpu
