@@ -27,8 +27,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "loopir/kernel.h"
 #include "loopir/loop_ir.h"
-#include "schedule/schedule.h"
 
 namespace lpu {
 

@@ -34,8 +34,8 @@
 #include <string>
 #include <vector>
 
+#include "loopir/kernel.h"
 #include "loopir/loop_ir.h"
-#include "schedule/schedule.h"
 
 namespace lpu {
 
