@@ -15,7 +15,9 @@ may, "belongs to no layer" for a file no path of the layers file covers.
 
 Visibility follows CMake's PUBLIC/PRIVATE: a header may include its own layer and what its
 public layers expose (their public layers, transitively); a source file also its private
-layers and what those expose. Every C++ file under the include roots must belong to a layer.
+layers and what those expose. Every C++ file under the include roots must belong to a layer,
+and the layers file stays true: each dependency it lists is included by some file of the layer,
+a public one by a header.
 
 Usage: check_layers.py [--root DIR] [--layers FILE] [--manifest FILE] [--cmake-out FILE]
                        [--stamp FILE] [--dag-only] [--quiet]
@@ -176,6 +178,7 @@ def check(root, layers_path, manifest=None):
                     files.append(os.path.relpath(os.path.join(dirpath, fn), root))
     files = sorted(set(files))
     includes = 0
+    used = {name: {} for name in order}  # layer -> {layer it includes: included from a header?}
     for rel in files:
         src_layer = layer_of(rel, owner)
         if src_layer is None:
@@ -200,6 +203,8 @@ def check(root, layers_path, manifest=None):
                     problems.append(f"{rel}:{num}: layer '{src_layer}' includes {spelled} ({target}), "
                                     "which belongs to no layer")
                     continue
+                if dst_layer != src_layer:
+                    used[src_layer][dst_layer] = used[src_layer].get(dst_layer, False) or is_header
                 if dst_layer == src_layer or dst_layer in allowed:
                     continue
                 head = (f"{rel}:{num}: layer '{src_layer}' includes {spelled} ({target}) "
@@ -216,6 +221,17 @@ def check(root, layers_path, manifest=None):
                 else:
                     why = f"which '{src_layer}' does not depend on"
                 problems.append(f"{head}, {why} ({layers[src_layer].describe()})")
+    # The DAG stays true: every dependency is used, and a public one from a header.
+    lf = os.path.relpath(layers_path, root)
+    for name in order:
+        l = layers[name]
+        for d in l.public + l.private:
+            if d not in used[name]:
+                problems.append(f"{lf}:{l.line}: layer '{name}' depends on '{d}', but no file of '{name}' "
+                                "includes one of its headers (drop it)")
+            elif d in l.public and not used[name][d]:
+                problems.append(f"{lf}:{l.line}: layer '{name}' lists '{d}' as public, but only its .cpp files "
+                                "include it (make it private)")
     if manifest:
         with open(manifest, encoding="utf-8") as f:
             for num, line in enumerate(f, 1):

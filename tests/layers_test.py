@@ -5,9 +5,10 @@
       the repository passes; then, in copies of compiler/, sim/ and layers.txt, each planted
       include against the DAG (a back-edge, an include of a layer not depended on, the same
       in <...> spelling, a header including a private layer, a layer seen only through a
-      private one, a file in no layer), a layers
-      file with a cycle and a manifest that puts a source in the wrong library fail with the
-      message that names the file, the line and the two layers -- and with nothing else.
+      private one, a file in no layer), a layers file with a cycle, with a dependency nothing
+      uses or a public one only .cpp files use, and a manifest that puts a source in the
+      wrong library each fail with the message that names the file, the line and the layers
+      -- and with nothing else.
   layers_test.py build SRC CMAKE GENERATOR
       a copy of the project configures and its layer check builds; with a back-edge planted,
       `cmake --build` of a layer library fails with the checker's message before that
@@ -136,17 +137,26 @@ def check_mode(src, manifest):
         return msg
     case(src, script, "a file in no layer", no_layer, "compiler/newstage/stage.h: belongs to no layer")
 
-    def cycle(tmp, msg):
-        path = os.path.join(tmp, "layers.txt")
-        with open(path) as f:
-            text = f.read()
-        old = "public: types tensor  private: ops support"
-        assert old in text, "layers.txt: the graph layer's line changed; update this test"
-        with open(path, "w") as f:
-            f.write(text.replace(old, old + " loopir"))
-        return msg
-    case(src, script, "a cycle in layers.txt", cycle,
+    def edit_layers(old, new):
+        def mutate(tmp, msg):
+            path = os.path.join(tmp, "layers.txt")
+            with open(path) as f:
+                text = f.read()
+            assert text.count(old) == 1, f"layers.txt: {old!r} changed; update this test"
+            with open(path, "w") as f:
+                f.write(text.replace(old, new))
+            return msg
+        return mutate
+    case(src, script, "a cycle in layers.txt", edit_layers("public: types tensor  private: ops support",
+                                                           "public: types tensor  private: ops support loopir"),
          "layer 'graph' depends on 'loopir', which is not a layer defined above it", rc=2)
+    case(src, script, "a dependency nothing uses", edit_layers("public: types ops  private: support",
+                                                               "public: types ops  private: io support"),
+         "layer 'isa' depends on 'io', but no file of 'isa' includes one of its headers (drop it)")
+    case(src, script, "a public dependency only .cpp files use",
+         edit_layers("public: isa loopir schedule  private: handlers support",
+                     "public: isa loopir schedule handlers  private: support"),
+         "layer 'codegen' lists 'handlers' as public, but only its .cpp files include it (make it private)")
 
     def wrong_library(tmp, msg):
         with open(os.path.join(tmp, "manifest.txt"), "w") as f:
