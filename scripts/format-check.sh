@@ -3,6 +3,7 @@
 # grows as files are touched; a tree-wide reformat would collide with parallel work.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-FILES=(compiler/support/json_util.h compiler/support/json_util.cpp fuzz/*.cpp fuzz/*.h)
+FILES=(compiler/support/json_util.h compiler/support/json_util.cpp compiler/ops/*.h compiler/ops/*.cpp
+       compiler/graph/attrs_json.h compiler/graph/attrs_json.cpp compiler/loopir/kernel.h fuzz/*.cpp fuzz/*.h)
 clang-format --dry-run --Werror "${FILES[@]}"
 echo "format-check: ${#FILES[@]} files ok"

@@ -9,7 +9,7 @@
 #include "config/arch_config.h"
 #include "handlers/interpreter.h"
 #include "isa/program.h"
-#include "loopir/reduce.h"
+#include "ops/reduction.h"
 #include "schedule/schedule.h"
 #include "simulator.h"
 #include "test_programs.h"

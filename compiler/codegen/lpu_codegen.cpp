@@ -5,7 +5,7 @@
 #include <set>
 
 #include "handlers/ops_handler.h"
-#include "ref/host_op.h"
+#include "graph/attrs_json.h"
 #include "support/error.h"
 
 namespace lpu {

@@ -4,7 +4,7 @@
 #include <map>
 
 #include "graph/aten.h"
-#include "loopir/expr.h"
+#include "ops/scalar_ops.h"
 #include "ref/host_ops.h"
 #include "support/error.h"
 
@@ -327,7 +327,7 @@ std::vector<OpInfo> make_registry() {
     ops.push_back({std::move(name), c, lo, hi, std::move(f), std::move(doc)});
   };
   using C = OpCategory;
-  // The core pointwise ops: one per line of the scalar op table (loopir/scalar_ops.h).
+  // The core pointwise ops: one per line of the scalar op table (ops/scalar_ops.h).
   const std::map<std::string, std::function<TensorType(const Graph&, const Node&)>> typing = {
       {"unary", unary}, {"binary", binary}, {"compare", compare}, {"test", test}, {"bits", bits}, {"select", where}};
 #define LPU_REGISTER_SCALAR_OP(name, arity, ...) \

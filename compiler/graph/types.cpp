@@ -77,6 +77,16 @@ std::string shape_str(const Shape& s) {
 
 std::string type_str(const TensorType& t) { return std::string(dtype_name(t.dtype)) + shape_str(t.shape); }
 
+const char* buffer_role_name(BufferRole r) {
+  switch (r) {
+    case BufferRole::Input: return "input";
+    case BufferRole::Weight: return "weight";
+    case BufferRole::Intermediate: return "intermediate";
+    case BufferRole::Output: return "output";
+  }
+  return "?";
+}
+
 std::string format_double(double v) {
   if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
   if (std::isnan(v)) return "nan";

@@ -38,6 +38,11 @@ struct TensorType {
 
 std::string type_str(const TensorType& t);  // "f32[128, 1024]"
 
+// What a tensor is to a compiled program: a buffer of the loop IR (loopir/loop_ir.h) and of
+// the LPU program (isa/program.h) has one of these roles.
+enum class BufferRole { Input, Weight, Intermediate, Output };
+const char* buffer_role_name(BufferRole r);  // "input", "weight", "intermediate", "output"
+
 // Shortest text that parses back to exactly the same double.
 std::string format_double(double v);
 

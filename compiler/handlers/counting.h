@@ -15,7 +15,7 @@
 //   naive_load_bytes  every load at every iteration point: traffic without fusion or reuse
 //   naive_store_bytes every node's output elements, HBM or not
 //   ops               by class: alu / transcendental / divide (the LPU_SCALAR_OPS classes in
-//                     loopir/expr.h) and reduction (one combine per element reduced), each op
+//                     ops/scalar_ops.h) and reduction (one combine per element reduced), each op
 //                     counted once per point of its node's iteration domain (ranges x
 //                     reduction ranges). Ops whose operands are all constants are folded, as
 //                     every code generator does; casts and index arithmetic are not counted.
@@ -27,8 +27,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "loopir/kernel.h"
 #include "loopir/loop_ir.h"
-#include "schedule/schedule.h"
 
 namespace lpu {
 

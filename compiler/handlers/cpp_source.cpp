@@ -80,7 +80,7 @@ std::string index_cpp(const Index& idx) {
   return s;
 }
 
-// One scalar op as a C++ expression: the op table's EXPR (loopir/scalar_ops.h), the very text
+// One scalar op as a C++ expression: the op table's EXPR (ops/scalar_ops.h), the very text
 // eval_scalar_op is compiled from, with the operand tokens spliced in for a0, a1, a2.
 std::string op_cpp(ScalarOp op, const std::vector<std::string>& a) {
   std::string text = scalar_op_expr(op);
@@ -185,7 +185,7 @@ class CppSourceHandler final : public OpsHandler<std::string> {
     return temp(op_cpp(op, args));
   }
 
-  // Called inside the reduction loops: combine, close the loops, finalise (loopir/reduce.h).
+  // Called inside the reduction loops: combine, close the loops, finalise (ops/reduction.h).
   std::string reduction(ReductionType t, std::string v) override {
     switch (t) {
       case ReductionType::sum:

@@ -29,13 +29,13 @@
 // Bodies: one `const float tmpN = ...;` per distinct subexpression (CSE by text), numbered in
 // evaluation order within a node; literals are inlined. Indices are int64_t arithmetic with
 // lpu_floordiv / lpu_mod (floor division, non-negative modulo: loopir/index.h). Reductions
-// accumulate in double with the semantics of loopir/reduce.h.
+// accumulate in double with the semantics of ops/reduction.h.
 #pragma once
 #include <string>
 #include <vector>
 
+#include "loopir/kernel.h"
 #include "loopir/loop_ir.h"
-#include "schedule/schedule.h"
 
 namespace lpu {
 

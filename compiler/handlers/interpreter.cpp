@@ -5,7 +5,7 @@
 #include <memory>
 
 #include "handlers/ops_handler.h"
-#include "loopir/reduce.h"
+#include "ops/reduction.h"
 #include "support/error.h"
 
 namespace lpu {

@@ -4,7 +4,7 @@
 //   V is the handler's value domain: a float array for the interpreter, a string for source
 //   emitters, a local-memory vector for LPU assembly, a count for cost analysis.
 //
-// Every scalar op of LPU_SCALAR_OPS (loopir/expr.h) gets a virtual method here with a default
+// Every scalar op of LPU_SCALAR_OPS (ops/scalar_ops.h) gets a virtual method here with a default
 // that forwards to `call(op, args)`, so a handler either implements `call` generically or
 // overrides the ops it treats specially. A new scalar op added to the list appears in every
 // handler through `call` with no edit here. Adding a target = adding a handler.

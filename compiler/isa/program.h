@@ -37,8 +37,8 @@
 #include <vector>
 
 #include "graph/types.h"
-#include "loopir/expr.h"
-#include "loopir/loop_ir.h"
+#include "ops/reduction.h"
+#include "ops/scalar_ops.h"
 
 namespace lpu {
 

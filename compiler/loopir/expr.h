@@ -1,7 +1,8 @@
 // Value-level expressions of the loop IR: the body of a Pointwise or Reduction node, a DAG
 // of small immutable nodes. Every scalar op is listed once in LPU_SCALAR_OPS
-// (loopir/scalar_ops.h); the ops handler interface (handlers/ops_handler.h), the registry's
-// core pointwise ops and the reference semantics are generated from the same table.
+// (ops/scalar_ops.h, with the ScalarOp enum); the ops handler interface
+// (handlers/ops_handler.h), the registry's core pointwise ops and the reference semantics are
+// generated from the same table.
 #pragma once
 #include <memory>
 #include <string>
@@ -9,27 +10,9 @@
 
 #include "graph/types.h"
 #include "loopir/index.h"
+#include "ops/scalar_ops.h"
 
 namespace lpu {
-
-#include "loopir/scalar_ops.h"
-
-enum class ScalarOp {
-#define LPU_ENUM_OP(name, arity, cls, ...) name,
-  LPU_SCALAR_OPS(LPU_ENUM_OP)
-#undef LPU_ENUM_OP
-};
-
-const char* scalar_op_name(ScalarOp op);
-int scalar_op_arity(ScalarOp op);
-const char* scalar_op_class(ScalarOp op);   // "alu", "transcendental", "divide"
-const char* scalar_op_typing(ScalarOp op);  // "unary", "binary", "compare", "test", "bits", "select"
-const char* scalar_op_doc(ScalarOp op);
-const char* scalar_op_expr(ScalarOp op);    // the C++ expression over a0, a1, a2
-bool parse_scalar_op(const std::string& name, ScalarOp& out);
-
-// Reference semantics of one scalar op on fp32 operands (comparisons give 0/1).
-float eval_scalar_op(ScalarOp op, const float* args);
 
 enum class ExprKind { Load, Constant, IndexExpr, Call, Cast };
 

@@ -10,37 +10,6 @@
 
 namespace lpu {
 
-const char* buffer_role_name(BufferRole r) {
-  switch (r) {
-    case BufferRole::Input: return "input";
-    case BufferRole::Weight: return "weight";
-    case BufferRole::Intermediate: return "intermediate";
-    case BufferRole::Output: return "output";
-  }
-  return "?";
-}
-
-const char* reduction_type_name(ReductionType t) {
-  switch (t) {
-#define LPU_NAME_RED(name) \
-  case ReductionType::name: return #name;
-    LPU_REDUCTION_TYPES(LPU_NAME_RED)
-#undef LPU_NAME_RED
-  }
-  return "?";
-}
-
-bool parse_reduction_type(const std::string& name, ReductionType& out) {
-#define LPU_PARSE_RED(n) \
-  if (name == #n) {      \
-    out = ReductionType::n; \
-    return true;         \
-  }
-  LPU_REDUCTION_TYPES(LPU_PARSE_RED)
-#undef LPU_PARSE_RED
-  return false;
-}
-
 std::vector<std::string> LoopNode::row_vars() const {
   std::vector<std::string> v;
   size_t n = kind != LoopKind::Reduction && !ranges.empty() ? ranges.size() - 1 : ranges.size();

@@ -13,11 +13,9 @@
 
 #include "graph/graph.h"
 #include "loopir/expr.h"
+#include "ops/reduction.h"
 
 namespace lpu {
-
-enum class BufferRole { Input, Weight, Intermediate, Output };
-const char* buffer_role_name(BufferRole r);
 
 struct Buffer {
   std::string name;  // = the graph node that defines it
@@ -28,18 +26,8 @@ struct Buffer {
   int64_t bytes() const { return type.bytes(); }
 };
 
-// Every reduction a Reduction node (and the VXE, as vxe.rNAME) can do; semantics in
-// loopir/reduce.h. A new type gets a line here and a case in Reducer and in each handler that
-// emits reductions as text (the compiler's -Wswitch names them).
-#define LPU_REDUCTION_TYPES(X) X(sum) X(max) X(min) X(mean) X(prod) X(argmax) X(var)
-
-enum class ReductionType {
-#define LPU_ENUM_RED(name) name,
-  LPU_REDUCTION_TYPES(LPU_ENUM_RED)
-#undef LPU_ENUM_RED
-};
-const char* reduction_type_name(ReductionType t);
-bool parse_reduction_type(const std::string& name, ReductionType& out);
+// BufferRole (graph/types.h) says what a buffer is to the program; the reductions a Reduction
+// node can do (ReductionType) and their semantics are in ops/reduction.h.
 
 // Matmul: a sum-reduction over r0 (= K) of mul(load A, load B), marked for the matrix engine
 // (GEMV/GEMM template). Its output is [..., M, N]: rows are (batch..., M), the column is N;

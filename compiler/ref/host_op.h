@@ -5,14 +5,11 @@
 #include <string>
 #include <vector>
 
+#include "graph/attrs_json.h"  // attrs_from_json: how a host.call's attributes are stored
 #include "graph/graph.h"
 #include "ref/tensor.h"
 
 namespace lpu {
-
-// Node attributes <-> compact JSON (the .hostop directive and the binary host-op table).
-std::string attrs_to_json(const Attrs& a);
-Attrs attrs_from_json(const std::string& json);  // throws InputError on malformed text
 
 // Runs one core op on given operand tensors; `out_type` is the result's type.
 // Throws InputError naming `node` when the op is not a core op.

@@ -6,7 +6,7 @@
 #include <map>
 
 #include "graph/ops.h"
-#include "loopir/expr.h"
+#include "ops/scalar_ops.h"
 #include "ref/host_ops.h"
 #include "support/error.h"
 

@@ -11,28 +11,10 @@
 #include <string>
 #include <vector>
 
+#include "loopir/kernel.h"  // Kernel, FusionDecision, Schedule: what this produces
 #include "loopir/loop_ir.h"
 
 namespace lpu {
-
-struct Kernel {
-  std::string name;
-  std::vector<int> nodes;                 // indices into LoopProgram::nodes, topological
-  int64_t rows = 1;                       // shared row count of its nodes
-  std::vector<std::string> hbm_outputs;   // buffers it writes to HBM
-};
-
-struct FusionDecision {
-  std::string producer;   // first node of each group (names)
-  std::string consumer;
-  std::string kind;       // "vertical" | "horizontal"
-  int64_t score_bytes = 0;   // ranking: bytes the pair would save before tiling is considered
-  // The cost model's verdict (when it was asked): HBM bytes of the two kernels apart and of
-  // the fused kernel, as tiled by the code generator. saved = apart - fused.
-  int64_t apart_bytes = 0, fused_bytes = 0;
-  bool fused = false;
-  std::string reason;     // why rejected (empty when fused)
-};
 
 // What a kernel costs: HBM bytes moved and local memory needed with one row per tile.
 struct KernelCost {
@@ -60,12 +42,6 @@ struct ScheduleOptions {
   // bounds what each fusion decision costs (the cost model emits the candidate kernel), so
   // scheduling stays near-linear in the graph size.
   int max_kernel_nodes = 64;
-};
-
-struct Schedule {
-  std::string policy;
-  std::vector<Kernel> kernels;            // topological order
-  std::vector<FusionDecision> decisions;
 };
 
 Schedule schedule_program(const LoopProgram& p, const ScheduleOptions& opts);

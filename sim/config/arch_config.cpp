@@ -2,8 +2,8 @@
 
 #include <filesystem>
 
-#include "loopir/expr.h"
-#include "loopir/loop_ir.h"
+#include "ops/reduction.h"
+#include "ops/scalar_ops.h"
 #include "support/error.h"
 #include "support/yaml_util.h"
 

@@ -1,5 +1,6 @@
 #include "model/host.h"
 
+#include "graph/attrs_json.h"
 #include "model/numeric.h"
 #include "ref/host_op.h"
 #include "support/error.h"

@@ -2,7 +2,7 @@
 
 #include <cmath>
 
-#include "loopir/reduce.h"
+#include "ops/reduction.h"
 #include "support/error.h"
 
 namespace lpu::sim {
@@ -58,7 +58,7 @@ void Vxe::compute(const Instruction& in) {
   if (in.opcode == Opcode::VxeReduce) {
     scratch_.assign(static_cast<size_t>(R), 0.0f);
     for (int64_t r = 0; r < R; ++r) {
-      Reducer acc(in.rop);  // the loop IR's reduction semantics (loopir/reduce.h)
+      Reducer acc(in.rop);  // the loop IR's reduction semantics (ops/reduction.h)
       for (int64_t c = 0; c < C; ++c) acc.add(src(in.srcs[0], r, c));
       scratch_[static_cast<size_t>(r)] = static_cast<float>(acc.result());
     }

@@ -1,9 +1,30 @@
-#include "loopir/reduce.h"
+#include "ops/reduction.h"
 
 #include <algorithm>
 #include <cmath>
 
 namespace lpu {
+
+const char* reduction_type_name(ReductionType t) {
+  switch (t) {
+#define LPU_NAME_RED(name) \
+  case ReductionType::name: return #name;
+    LPU_REDUCTION_TYPES(LPU_NAME_RED)
+#undef LPU_NAME_RED
+  }
+  return "?";
+}
+
+bool parse_reduction_type(const std::string& name, ReductionType& out) {
+#define LPU_PARSE_RED(n)    \
+  if (name == #n) {         \
+    out = ReductionType::n; \
+    return true;            \
+  }
+  LPU_REDUCTION_TYPES(LPU_PARSE_RED)
+#undef LPU_PARSE_RED
+  return false;
+}
 
 Reducer::Reducer(ReductionType t) : type_(t) {
   switch (t) {
