@@ -110,6 +110,12 @@ const ModelBuilder* find_model_builder(const std::string& name) {
 
 namespace {
 
+// A path too long for the filesystem (ENAMETOOLONG) names no file: not an exception.
+bool is_file(const std::string& p) {
+  std::error_code ec;
+  return std::filesystem::is_regular_file(p, ec);
+}
+
 // A workload's name names its graph, its results and the files written for it (sweep rows,
 // reports): so it follows the graph's name rules and stays short.
 std::string read_workload_name(const YamlReader& r, const YAML::Node& root, const std::string& fallback) {
@@ -136,7 +142,7 @@ WorkloadSpec load_workload_file(const std::string& path) {
     std::filesystem::path gp(r.get_string(root, "graph", ""));
     if (gp.is_relative()) gp = std::filesystem::path(path).parent_path() / gp;
     w.graph = gp.string();
-    if (!std::filesystem::is_regular_file(gp)) r.fail(root["graph"], "graph", "no such file " + w.graph);
+    if (!is_file(gp.string())) r.fail(root["graph"], "graph", "no such file " + name_for_message(w.graph));
     w.name = read_workload_name(r, root, w.name);
     return w;
   }
@@ -175,14 +181,6 @@ std::string workloads_dir() {
   if (std::filesystem::is_directory("workloads")) return "workloads";
   return std::string(LPU_SOURCE_DIR) + "/workloads";
 }
-
-namespace {
-// A path too long for the filesystem (ENAMETOOLONG) names no file: not an exception.
-bool is_file(const std::string& p) {
-  std::error_code ec;
-  return std::filesystem::is_regular_file(p, ec);
-}
-}  // namespace
 
 WorkloadSpec resolve_workload(const std::string& name_or_path) {
   if (is_graph_file_path(name_or_path)) {

@@ -177,13 +177,15 @@ const char* sxe_model_name(ArchConfig::Sxe::Model m) { return m == ArchConfig::S
 std::string default_config_name() { return "lpu-small"; }
 
 std::string resolve_config_path(const std::string& name_or_path) {
-  if (std::filesystem::is_regular_file(name_or_path)) return name_or_path;
+  std::error_code ec;  // a name too long for the filesystem (ENAMETOOLONG) names no file
+  if (std::filesystem::is_regular_file(name_or_path, ec)) return name_or_path;
   for (const std::string& dir : {std::string("configs"), std::string(LPU_SOURCE_DIR) + "/configs"}) {
     std::string cand = dir + "/" + name_or_path + ".yaml";
-    if (std::filesystem::is_regular_file(cand)) return cand;
+    if (std::filesystem::is_regular_file(cand, ec)) return cand;
   }
-  throw InputError(strcat("config '", name_or_path, "': no such file, and no configs/", name_or_path,
-                          ".yaml (see `lpu list configs`)"));
+  std::string shown = name_or_path.size() > 256 ? strcat(name_or_path.substr(0, 64), "... (", name_or_path.size(), " bytes)")
+                                                : name_or_path;
+  throw InputError(strcat("config '", shown, "': no such file, and no configs/", shown, ".yaml (see `lpu list configs`)"));
 }
 
 nlohmann::json arch_to_json(const ArchConfig& a) {

@@ -343,6 +343,9 @@ CASES = [
          {"f": text("model: ln_gelu_add\nseed: abc\n")}),
     Case("workload_long_name", 2, r"{f}:2: name: .*at most 256 characters", ["run", "{f}"],
          {"f": generated(lambda: "model: ln_gelu_add\nname: " + "w" * 50_000_000 + "\n", ".yaml")}),
+    # Found by fuzz_workload_yaml: a path component over 255 bytes (ENAMETOOLONG) is no such file.
+    Case("workload_graph_name_too_long", 2, r"{f}:1: graph: no such file .*\(\d+ bytes\)", ["run", "{f}"],
+         {"f": text("graph: " + "g" * 3000 + ".json\n")}),
     Case("workload_name_with_slash", 2, r"{f}:2: name: ", ["run", "{f}"], {"f": text("model: ln_gelu_add\nname: a/b\n")}),
     Case("workload_is_directory", 2, r"{d}", ["run", "{d}"], {"d": directory()}),
     Case("workload_model_is_list", 2, r"{f}:1: model: expected a scalar value", ["run", "{f}"],
@@ -563,6 +566,7 @@ CASES = [
     Case("flags_run_json_empty", 2, r"--json: .*empty", ["run", "ln_gelu_add", "--json", ""]),
     Case("flags_unknown_flag", 2, r"--frobnicate", ["run", "ln_gelu_add", "--frobnicate"]),
     Case("flags_unknown_policy", 2, r"unknown fusion policy", ["run", "ln_gelu_add", "--fusion", "magic"]),
+    Case("flags_arch_name_too_long", 2, r"config 'aaaa.*\(3000 bytes\)': no such file", ["run", "ln_gelu_add", "--arch", "a" * 3000]),
     Case("flags_unknown_arch", 2, r"config 'nope': no such file", ["run", "ln_gelu_add", "--arch", "nope"]),
     Case("flags_on_unsupported_bogus", 2, r"--on-unsupported: expected error or break, got 'maybe'",
          ["run", "ln_gelu_add", "--on-unsupported", "maybe"]),
