@@ -3,6 +3,6 @@
 # grows as files are touched; a tree-wide reformat would collide with parallel work.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-FILES=(compiler/support/json_util.h compiler/support/json_util.cpp fuzz/*.cpp fuzz/*.h)
+FILES=(compiler/support/json_util.h compiler/support/json_util.cpp fuzz/*.cpp fuzz/*.h sim/program_check.h sim/program_check.cpp)
 clang-format --dry-run --Werror "${FILES[@]}"
 echo "format-check: ${#FILES[@]} files ok"

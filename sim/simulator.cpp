@@ -9,6 +9,7 @@
 
 #include "model/device.h"
 #include "model/numeric.h"
+#include "program_check.h"
 #include "sc_kernel.h"
 #include "support/error.h"
 #include "support/units.h"
@@ -26,6 +27,9 @@ SimResult simulate(const Program& prog, const ArchConfig& arch, const SimOptions
                             " devices, and splitting a program across devices (tensor parallelism) is not implemented yet; "
                             "use a config with more HBM per device (e.g. --arch lpu-asic)"));
   }
+  check_program(prog, arch);
+  for (const Program* other : opts.other_devices)
+    if (other) check_program(*other, arch);
   fresh_systemc_context();
   sim::DeviceContext ctx;
   ctx.program = &prog;
