@@ -178,4 +178,25 @@ void check_program(const Program& p, const ArchConfig& arch) {
   check_memory_bounds(p, arch);
 }
 
+uint64_t instruction_fetches(const Program& p) {
+  constexpr uint64_t kSaturated = std::numeric_limits<uint64_t>::max();
+  uint64_t total = 0;
+  std::vector<uint64_t> repeats{1};  // times the current position is fetched, per nesting level
+  auto add = [&](uint64_t n) { return !__builtin_add_overflow(total, n, &total); };
+  for (const Instruction& in : p.code) {
+    if (in.opcode == Opcode::Halt) return add(1) ? total : kSaturated;  // the first halt ends the run
+    // An endloop is fetched once per iteration of its loop, a loop once per entry.
+    if (!add(repeats.back())) return kSaturated;
+    if (in.opcode == Opcode::LoopBegin) {
+      uint64_t r;
+      if (__builtin_mul_overflow(repeats.back(), static_cast<uint64_t>(std::max<int64_t>(in.token, 1)), &r))
+        r = kSaturated;
+      repeats.push_back(r);
+    } else if (in.opcode == Opcode::LoopEnd && repeats.size() > 1) {
+      repeats.pop_back();
+    }
+  }
+  return total;
+}
+
 }  // namespace lpu

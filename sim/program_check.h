@@ -16,4 +16,9 @@ namespace lpu {
 // Throws InputError "LOCATION: message" (instruction_location) for the first violation.
 void check_program(const Program& p, const ArchConfig& arch);
 
+// Fetches the ISU makes when it runs `p`: every instruction up to the first halt, loops
+// expanded (an endloop once per iteration, a loop once per entry); UINT64_MAX when the count
+// does not fit 64 bits. What a run costs in wall-clock time, roughly.
+uint64_t instruction_fetches(const Program& p);
+
 }  // namespace lpu

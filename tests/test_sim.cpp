@@ -344,3 +344,17 @@ TEST(SimModel, ProgramsBuiltInMemoryAreCheckedToo) {
   p.code[0].cols = 0;
   EXPECT_THROW(simulate(p, arch(), {}), InputError);
 }
+
+// Loops whose bodies take no simulated time never reach sim.max_us: the wall-clock limit
+// stops them.
+TEST(SimModel, WallClockLimitStopsLoopsThatSpin) {
+  Program p = parse_program(".program spin\nloop 1000000\nloop 1000000\nendloop\nendloop\nhalt\n");
+  try {
+    simulate(p, arch({"sim.max_wall_s=0.05"}), {});
+    FAIL();
+  } catch (const SimulationStuck& e) {
+    std::string m = e.what();
+    EXPECT_NE(m.find("wall-clock limit sim.max_wall_s = 0.05 s"), std::string::npos) << m;
+    EXPECT_NE(m.find("fetches 1000002000002 instructions"), std::string::npos) << m;
+  }
+}

@@ -436,10 +436,10 @@ CASES = [
 
     # ---- assembly text (lpu sim) ----
     Case("asm_loop_2_40", 3, r"{f}|wall", ["sim", "{f}", "--set", "sim.max_wall_s=2"],
-         asm("  loop 1099511627776\n  vxe.relu [4, 8] lm:0x100 <- lm:0x0 [8, 1]\n  endloop\n  halt\n"), timeout=60, open_issue='no wall-clock limit (sim.max_wall_s) yet'),
+         asm("  loop 1099511627776\n  vxe.relu [4, 8] lm:0x100 <- lm:0x0 [8, 1]\n  endloop\n  halt\n"), timeout=60),
     Case("asm_nested_loops_1e6", 3, r"wall-clock", ["sim", "{f}", "--set", "sim.max_wall_s=2"],
          asm("  loop 1000000\n  loop 1000000\n  vxe.relu [4, 8] lm:0x100 <- lm:0x0 [8, 1]\n  endloop\n  endloop\n  halt\n"),
-         timeout=60, open_issue='no wall-clock limit (sim.max_wall_s) yet'),
+         timeout=60),
     Case("asm_hbm_address_1TiB", 2, r"{f}:\d+: .*HBM", ["sim", "{f}", "--set", "hbm.capacity_gib=4"],
          asm_sub(r"<- hbm:0x0 ", "<- hbm:0x10000000000 ")),
     Case("asm_buffer_2_32_squared", 2, r"{f}:2: buffer x: shape .* has too many elements", ["sim", "{f}"],
