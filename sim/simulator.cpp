@@ -9,11 +9,25 @@
 
 #include "model/device.h"
 #include "model/numeric.h"
+#include "program_check.h"
 #include "sc_kernel.h"
 #include "support/error.h"
 #include "support/units.h"
 
 namespace lpu {
+
+namespace {
+// Why a run stopped at sim.max_wall_s, and how far it had come.
+std::string wall_clock_report(const sim::DeviceContext& c, const ArchConfig& arch) {
+  uint64_t fetches = instruction_fetches(*c.program);
+  return strcat("simulation of ", c.program->name, " (device ", c.device,
+                ") stopped at the wall-clock limit sim.max_wall_s = ", arch.sim.max_wall_s, " s, ",
+                format_duration_us(sc_core::sc_time_stamp().to_seconds() * 1e6),
+                " into the simulated run; the whole run fetches ",
+                fetches == UINT64_MAX ? std::string("more than 2^64") : std::to_string(fetches),
+                " instructions, loops expanded (raise sim.max_wall_s to let it finish)");
+}
+}  // namespace
 
 SimResult simulate(const Program& prog, const ArchConfig& arch, const SimOptions& opts, const TensorMap* inputs) {
   uint64_t need = prog.hbm_bytes_allocated();
@@ -26,6 +40,13 @@ SimResult simulate(const Program& prog, const ArchConfig& arch, const SimOptions
                             " devices, and splitting a program across devices (tensor parallelism) is not implemented yet; "
                             "use a config with more HBM per device (e.g. --arch lpu-asic)"));
   }
+  check_program(prog, arch);
+  for (const Program* other : opts.other_devices)
+    if (other) check_program(*other, arch);
+  // The wall-clock limit counts from here, setup included; every device's ISU watches it.
+  const auto wall_deadline = std::chrono::steady_clock::now() +
+                             std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                                 std::chrono::duration<double>(arch.sim.max_wall_s));
   fresh_systemc_context();
   sim::DeviceContext ctx;
   ctx.program = &prog;
@@ -34,6 +55,7 @@ SimResult simulate(const Program& prog, const ArchConfig& arch, const SimOptions
   ctx.record_trace = opts.record_trace;
   ctx.period = sc_core::sc_time(arch.period_ps(), sc_core::SC_PS);
   ctx.kernels.resize(std::max<size_t>(prog.kernels.size(), 1));
+  ctx.wall_deadline = wall_deadline;
   if (opts.functional) {
     ctx.hbm_data.assign(need, 0);
     for (const auto& b : prog.buffers) {
@@ -91,6 +113,7 @@ SimResult simulate(const Program& prog, const ArchConfig& arch, const SimOptions
       c->arch = &arch;
       c->period = ctx.period;
       c->kernels.resize(1);
+      c->wall_deadline = wall_deadline;
       c->devices_running = &running;
       c->sync = &sync;
       sync.contexts.push_back(c.get());
@@ -127,6 +150,8 @@ SimResult simulate(const Program& prog, const ArchConfig& arch, const SimOptions
       throw InternalError(strcat("SystemC: ", r.what()));
     }
     if (!ctx.error.empty()) throw InputError(ctx.error);
+    for (const auto* c : sync.contexts)
+      if (c->wall_clock_exceeded) throw SimulationStuck(wall_clock_report(*c, arch));
     if (!sync.deadlock.empty()) throw SimulationStuck(strcat("simulation of ", prog.name, ": ", sync.deadlock));
     for (const auto* c : sync.contexts) device_finish_ps.push_back(c->finish_ps);
     if (!ctx.finished) {

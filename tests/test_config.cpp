@@ -109,3 +109,12 @@ TEST(Config, SxeModelDefaultsToApproxAndIsValidated) {
   EXPECT_NE(m.find("sxe.model"), std::string::npos) << m;
   EXPECT_NE(m.find("expected approx or rtl, got 'verilog'"), std::string::npos) << m;
 }
+
+TEST(Config, WallClockLimitHasADefaultAndIsValidated) {
+  EXPECT_DOUBLE_EQ(load_arch_config_string(kGood, "t.yaml").sim.max_wall_s, 600);
+  EXPECT_DOUBLE_EQ(load_arch_config_string(kGood, "t.yaml", {"sim.max_wall_s=2"}).sim.max_wall_s, 2);
+  for (const char* bad : {"sim.max_wall_s=0", "sim.max_wall_s=-1", "sim.max_wall_s=nan"}) {
+    std::string m = error_of(kGood, {bad});
+    EXPECT_NE(m.find("sim.max_wall_s"), std::string::npos) << bad << ": " << m;
+  }
+}

@@ -179,3 +179,60 @@ TEST(Encoding, FieldsThatDoNotFitAreRejected) {
   p.code[0].hbm_rs = -(int64_t{1} << 40);
   EXPECT_THROW(encode_program(p), InputError);
 }
+
+namespace {
+std::string parse_error(const std::string& text) {
+  try {
+    parse_program(text, "t.s");
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+const char* kLooped =
+    ".program l\n"
+    ".kernel 0 k\n"
+    "  loop 3\n"
+    "  vxe.relu [1, 8] lm:0x100 <- lm:0x0 [8, 1] step lm:+0x20\n"
+    "  endloop\n"
+    "  halt\n";
+}  // namespace
+
+TEST(Isa, BufferShapesAreCheckedWhereTheyAreDeclared) {
+  std::string m = parse_error(".program b\n.buffer x hbm:0x0 f32[4294967296, 4294967296] input\nhalt\n");
+  EXPECT_NE(m.find("t.s:2: buffer x: shape [4294967296, 4294967296] has too many elements"), std::string::npos) << m;
+  m = parse_error(".program b\n.buffer x hbm:0x0 f32[-4, 8] input\nhalt\n");
+  EXPECT_NE(m.find("t.s:2: buffer x: shape [-4, 8] has a negative dimension"), std::string::npos) << m;
+}
+
+TEST(Isa, LoopRulesNameTheLine) {
+  EXPECT_NE(parse_error(".program l\n  loop 0\n  endloop\n").find("t.s:2: a loop runs at least once"), std::string::npos);
+  EXPECT_NE(parse_error(".program l\n  endloop\n").find("t.s:2: endloop without loop"), std::string::npos);
+  // The innermost loop left open is named.
+  EXPECT_NE(parse_error(".program l\n  loop 2\n  loop 3\n  halt\n").find("t.s:3: 2 loop(s) without endloop"),
+            std::string::npos);
+  EXPECT_NE(parse_error(".program l\n  vxe.relu [1, 8] lm:0x0 <- lm:0x0 [8, 1] step lm:+0x20\n")
+                .find("t.s:2: address steps are only meaningful inside a loop"),
+            std::string::npos);
+  EXPECT_NE(parse_error(".program l\n  vxe.relu [4294967296, 4294967296] lm:0x0 <- lm:0x0 [0, 0]\n")
+                .find("t.s:2: tile [4294967296, 4294967296] has more than 2^48 elements"),
+            std::string::npos);
+  EXPECT_EQ(parse_error(kLooped), "");
+}
+
+// The decoder applies the parser's rules (StructureCheck), naming the record's byte offset.
+TEST(Encoding, LoopRulesAreTheParsersRules) {
+  Program p = parse_program(kLooped);
+  std::vector<uint8_t> bin = encode_program(p);
+  constexpr size_t kRec = 56;
+  size_t code_at = bin.size() - 1 * 16 - p.code.size() * kRec;
+  std::vector<uint8_t> zero = bin;
+  for (size_t b = 0; b < 4; ++b) zero[code_at + 8 + b] = 0;  // the loop count (rows field)
+  std::string m = decode_error(zero);
+  EXPECT_NE(m.find(strcat("byte ", code_at, ": instruction 0: a loop runs at least once")), std::string::npos) << m;
+  std::vector<uint8_t> unbalanced = bin;
+  unbalanced[code_at + 2 * kRec] = 5;  // endloop -> halt
+  m = decode_error(unbalanced);
+  EXPECT_NE(m.find(strcat("byte ", code_at, ": instruction 0: 1 loop(s) without endloop")), std::string::npos) << m;
+}

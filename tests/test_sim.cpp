@@ -294,3 +294,67 @@ TEST(SimModel, WeightPrefetchOverlapsTheStreamWithTheActivationsProducer) {
   EXPECT_LT(on, off);
   EXPECT_GT(on, d);  // the gemm's MAC work follows the activation
 }
+
+namespace {
+std::string sim_error(const std::string& text, const std::vector<std::string>& sets = {}) {
+  try {
+    simulate(parse_program(text, "t.s"), arch(sets), {});
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  return "";
+}
+const char* kHead = ".program b\n.buffer x hbm:0x0 f32[4, 8] input\n.kernel 0 k\n";
+}  // namespace
+
+// Every operand's range over all its loop iterations is checked against the memories of the
+// config before simulating, naming the line (the engines see only expanded instances).
+TEST(SimModel, AddressesAreCheckedAgainstTheMemoriesWithTheirLine) {
+  std::string m = sim_error(std::string(kHead) + "dma.load f32 [4, 8] lm:0x0 <- hbm:0x100000000 [8, 1]\nhalt\n");
+  EXPECT_NE(m.find("t.s:4: dma.load source touches HBM [0x100000000, 0x100000080), beyond its capacity of 4.00 GiB"),
+            std::string::npos)
+      << m;
+  m = sim_error(std::string(kHead) + "vxe.relu [4, 8] lm:0x100 <- lm:0x0 [8, -1]\nhalt\n");
+  EXPECT_NE(m.find("t.s:4: vxe.relu source reaches 28 bytes below address 0 of local memory (LMU)"), std::string::npos)
+      << m;
+  m = sim_error(std::string(kHead) + "vxe.relu [4, 8] lm:0x400 <- lm:0x0 [8, 1]\nhalt\n", {"lmu.capacity_kib=1"});
+  EXPECT_NE(m.find("t.s:4: vxe.relu destination touches local memory (LMU) [0x400, 0x480)"), std::string::npos) << m;
+  m = sim_error(std::string(kHead) + "dma.load f32 [4, 8] lm:0x0 <- hbm:0x0 [9223372036854775807, 1]\nhalt\n");
+  EXPECT_NE(m.find("t.s:4: dma.load source: its HBM addresses overflow 64 bits"), std::string::npos) << m;
+  // The last of 9 iterations of a step of 32 KiB ends beyond a 256 KiB local memory.
+  m = sim_error(std::string(kHead) + "loop 9\nvxe.relu [4, 8] lm:0x0 <- lm:0x0 [8, 1] step lm:+0x8000\nendloop\nhalt\n");
+  EXPECT_NE(m.find("t.s:5: vxe.relu destination touches local memory (LMU) [0x0, 0x40080) over 9 loop iterations"),
+            std::string::npos)
+      << m;
+  EXPECT_EQ(sim_error(std::string(kHead) + "loop 8\nvxe.relu [4, 8] lm:0x0 <- lm:0x0 [8, 1] step lm:+0x8000\nendloop\nhalt\n"),
+            "");
+}
+
+TEST(SimModel, ProgramsBuiltInMemoryAreCheckedToo) {
+  Program p = parse_program(std::string(kHead) + "vxe.relu [4, 8] lm:0x100 <- lm:0x0 [8, 1]\nhalt\n");
+  p.source.clear();
+  p.code[0].lm_addr = 1 << 30;
+  try {
+    simulate(p, arch(), {});
+    FAIL();
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("program b: instruction 0: vxe.relu destination"), std::string::npos) << e.what();
+  }
+  p.code[0].lm_addr = 0x100;
+  p.code[0].cols = 0;
+  EXPECT_THROW(simulate(p, arch(), {}), InputError);
+}
+
+// Loops whose bodies take no simulated time never reach sim.max_us: the wall-clock limit
+// stops them.
+TEST(SimModel, WallClockLimitStopsLoopsThatSpin) {
+  Program p = parse_program(".program spin\nloop 1000000\nloop 1000000\nendloop\nendloop\nhalt\n");
+  try {
+    simulate(p, arch({"sim.max_wall_s=0.05"}), {});
+    FAIL();
+  } catch (const SimulationStuck& e) {
+    std::string m = e.what();
+    EXPECT_NE(m.find("wall-clock limit sim.max_wall_s = 0.05 s"), std::string::npos) << m;
+    EXPECT_NE(m.find("fetches 1000002000002 instructions"), std::string::npos) << m;
+  }
+}

@@ -297,8 +297,10 @@ Program decode_program(const uint8_t* data, size_t size, const std::string& sour
                       " instructions, ", n_operands, " operands) need at least ", least, " bytes, the program has ", size));
 
   Program p;
+  p.source = source;
   p.name = r.str("program name");
   for (uint32_t i = 0; i < n_buffers; ++i) {
+    size_t buffer_at = r.pos();
     BufferDecl b;
     b.name = r.str("buffer name");
     b.hbm_addr = r.u64("buffer address");
@@ -312,6 +314,8 @@ Program decode_program(const uint8_t* data, size_t size, const std::string& sour
       if (dim < 0) r.fail(at, strcat("buffer ", b.name, " has negative dimension ", dim));
       b.type.shape.push_back(dim);
     }
+    if (std::string why = shape_problem(b.type.shape, /*allow_empty=*/true); !why.empty())
+      r.fail(buffer_at, "buffer " + printable(b.name) + ": " + why);
     p.buffers.push_back(std::move(b));
   }
   for (uint32_t i = 0; i < n_kernels; ++i) p.kernels.push_back(r.str("kernel name"));
@@ -368,6 +372,7 @@ Program decode_program(const uint8_t* data, size_t size, const std::string& sour
 
   r.seek(code_at);
   p.code.resize(n_code);
+  StructureCheck structure;  // the rules the assembly parser applies too
   for (uint32_t i = 0; i < n_code; ++i) {
     size_t at = r.pos();
     auto bad = [&](size_t field, const std::string& msg) { r.fail(at + field, strcat("instruction ", i, ": ", msg)); };
@@ -425,14 +430,15 @@ Program decode_program(const uint8_t* data, size_t size, const std::string& sour
       in.token = in.rows;
       in.peer = in.cols - 1;
       in.rows = in.cols = 0;
-    } else if (in.opcode != Opcode::Halt && in.opcode != Opcode::HostCall && in.opcode != Opcode::LoopEnd &&
-               (in.rows == 0 || in.cols == 0)) {
-      bad(8, "tile shape must be positive");
     }
     if (static_cast<uint64_t>(first) + nsrc > n_operands)
       bad(36, strcat("operands ", first, " .. ", static_cast<uint64_t>(first) + nsrc, " outside the pool (", n_operands, ")"));
     in.srcs.assign(pool.begin() + first, pool.begin() + first + nsrc);
+    if (std::string why = structure.next(in); !why.empty()) bad(0, why);
   }
+  size_t open_loop = 0;
+  if (std::string why = structure.finish(open_loop); !why.empty())
+    r.fail(code_at + size_t{kInstrBytes} * open_loop, strcat("instruction ", open_loop, ": ", why));
   // Last, so a structural error reports where it is rather than only that something is.
   if (checksum_of(data, size) != checksum) r.fail(40, "checksum mismatch: the program is corrupt");
   return p;

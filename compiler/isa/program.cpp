@@ -5,6 +5,7 @@
 #include <charconv>
 #include <cstdio>
 #include <cstdlib>
+#include <limits>
 #include <sstream>
 #include <tuple>
 
@@ -48,8 +49,78 @@ const BufferDecl* Program::find_buffer(const std::string& n) const {
 
 uint64_t Program::hbm_bytes_allocated() const {
   uint64_t end = 0;
-  for (const auto& b : buffers) end = std::max<uint64_t>(end, b.hbm_addr + static_cast<uint64_t>(b.type.bytes()));
+  for (const auto& b : buffers) {
+    // A binary program may place a buffer anywhere in 64 bits: saturate rather than wrap, so
+    // the capacity check sees it.
+    uint64_t buffer_end;
+    if (__builtin_add_overflow(b.hbm_addr, static_cast<uint64_t>(b.type.bytes()), &buffer_end))
+      buffer_end = std::numeric_limits<uint64_t>::max();
+    end = std::max(end, buffer_end);
+  }
   return end;
+}
+
+std::string instruction_location(const Program& p, size_t i) {
+  if (p.source.empty()) return strcat("program ", p.name, ": instruction ", i);
+  int line = i < p.code.size() ? p.code[i].line : 0;
+  return line > 0 ? strcat(p.source, ":", line) : strcat(p.source, ": instruction ", i);
+}
+
+namespace {
+// Instructions that move or compute a tile: all but control flow, tokens and host calls.
+bool has_tile(Opcode op) {
+  switch (op) {
+    case Opcode::Halt:
+    case Opcode::HostCall:
+    case Opcode::SyncSignal:
+    case Opcode::SyncWait:
+    case Opcode::LoopBegin:
+    case Opcode::LoopEnd: return false;
+    default: return true;
+  }
+}
+
+// An operand of [a, b] elements is too large when the count leaves kMaxElements (the bound
+// that keeps every byte count and address offset the engines compute inside int64).
+bool too_many_elements(int64_t a, int64_t b) {
+  int64_t n;
+  return __builtin_mul_overflow(a, b, &n) || n > kMaxElements;
+}
+
+std::string tile_problem(const Instruction& in) {
+  if (in.rows <= 0 || in.cols <= 0) return "tile shape must be positive";
+  if (in.opcode != Opcode::SxeGemm) {
+    if (too_many_elements(in.rows, in.cols)) return strcat("tile [", in.rows, ", ", in.cols, "] has more than 2^48 elements");
+    return "";
+  }
+  if (in.depth <= 0) return "sxe.gemm: K must be positive";
+  if (too_many_elements(in.rows, in.depth) || too_many_elements(in.depth, in.cols) ||
+      too_many_elements(in.rows, in.cols))
+    return strcat("sxe.gemm [", in.rows, ", ", in.depth, ", ", in.cols, "] has an operand of more than 2^48 elements");
+  return "";
+}
+}  // namespace
+
+std::string StructureCheck::next(const Instruction& in) {
+  size_t i = index_++;
+  // A LoopBegin's own steps would belong to the loop around it, hence the check comes first.
+  if ((in.hbm_step || in.lm_step) && open_.empty()) return "address steps are only meaningful inside a loop";
+  if (has_tile(in.opcode))
+    if (std::string why = tile_problem(in); !why.empty()) return why;
+  if (in.opcode == Opcode::LoopBegin) {
+    if (in.token < 1) return "a loop runs at least once";
+    open_.push_back(i);
+  } else if (in.opcode == Opcode::LoopEnd) {
+    if (open_.empty()) return "endloop without loop";
+    open_.pop_back();
+  }
+  return "";
+}
+
+std::string StructureCheck::finish(size_t& open_loop) const {
+  if (open_.empty()) return "";
+  open_loop = open_.back();
+  return strcat(open_.size(), " loop(s) without endloop");
 }
 
 namespace {
@@ -275,11 +346,12 @@ class LineParser {
 
 Program parse_program(const std::string& text, const std::string& filename) {
   Program p;
+  p.source = filename;
   std::istringstream is(text);
   std::string line;
   int lineno = 0;
   int kernel = -1;
-  int loop_depth = 0;
+  StructureCheck structure;
   bool have_program = false;
   while (std::getline(is, line)) {
     ++lineno;
@@ -295,6 +367,8 @@ Program parse_program(const std::string& text, const std::string& filename) {
       b.name = lp.word();
       b.hbm_addr = lp.address("hbm");
       b.type = lp.tensor_type();
+      if (std::string why = shape_problem(b.type.shape, /*allow_empty=*/true); !why.empty())
+        lp.fail("buffer " + b.name + ": " + why);
       std::string role = lp.word();
       if (role == "input") b.role = BufferRole::Input;
       else if (role == "weight") b.role = BufferRole::Weight;
@@ -350,11 +424,8 @@ Program parse_program(const std::string& text, const std::string& filename) {
       } else if (w == "loop") {
         in.opcode = Opcode::LoopBegin;
         in.token = lp.integer();
-        if (in.token < 1) lp.fail("a loop runs at least once");
-        ++loop_depth;
       } else if (w == "endloop") {
         in.opcode = Opcode::LoopEnd;
-        if (loop_depth-- == 0) lp.fail("endloop without loop");
       } else if (w == "esl.send") {
         in.opcode = Opcode::EslSend;
         std::tie(in.rows, in.cols) = lp.pair();
@@ -408,7 +479,6 @@ Program parse_program(const std::string& text, const std::string& filename) {
         lp.expect(",");
         in.hbm_addr = lp.address("hbm");
         std::tie(in.hbm_rs, in.hbm_cs) = lp.pair();
-        if (in.depth <= 0) lp.fail("sxe.gemm: K must be positive");
       } else if (w.rfind("vxe.", 0) == 0) {
         std::string op = w.substr(4);
         size_t nsrc = 1;
@@ -432,7 +502,6 @@ Program parse_program(const std::string& text, const std::string& filename) {
         lp.fail("unknown instruction '" + w + "'");
       }
       if (lp.accept("step")) {
-        if (loop_depth == 0) lp.fail("address steps are only meaningful inside a loop");
         auto signed_step = [&]() -> int64_t {
           bool neg = lp.accept("-");
           if (!neg) lp.expect("+");
@@ -442,16 +511,15 @@ Program parse_program(const std::string& text, const std::string& filename) {
         if (lp.accept("hbm:")) in.hbm_step = signed_step();
         if (lp.accept("lm:")) in.lm_step = signed_step();
       }
-      bool sync = in.opcode == Opcode::SyncSignal || in.opcode == Opcode::SyncWait;
-      bool control = sync || in.opcode == Opcode::LoopBegin || in.opcode == Opcode::LoopEnd;
-      if (in.opcode != Opcode::Halt && in.opcode != Opcode::HostCall && !control && (in.rows <= 0 || in.cols <= 0))
-        lp.fail("tile shape must be positive");
+      if (std::string why = structure.next(in); !why.empty()) lp.fail(why);
       p.code.push_back(in);
     }
     if (!lp.at_end()) lp.fail("unexpected trailing text");
   }
   if (!have_program) throw InputError(filename + ":1: missing .program directive");
-  if (loop_depth != 0) throw InputError(strcat(filename, ":", lineno, ": ", loop_depth, " loop(s) without endloop"));
+  size_t open_loop = 0;
+  if (std::string why = structure.finish(open_loop); !why.empty())
+    throw InputError(strcat(filename, ":", p.code[open_loop].line, ": ", why));
   return p;
 }
 

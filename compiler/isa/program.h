@@ -97,6 +97,7 @@ struct HostOp {
 
 struct Program {
   std::string name;
+  std::string source;  // the file it was read from, for diagnostics ("" when built in memory)
   std::vector<BufferDecl> buffers;
   std::vector<std::string> kernels;
   std::vector<HostOp> host_ops;
@@ -104,6 +105,27 @@ struct Program {
 
   const BufferDecl* find_buffer(const std::string& name) const;
   uint64_t hbm_bytes_allocated() const;
+};
+
+// Where instruction `i` of `p` came from, for diagnostics: "FILE:LINE" for assembly,
+// "FILE: instruction I" for a binary program, "program NAME: instruction I" for one built in memory.
+std::string instruction_location(const Program& p, size_t i);
+
+// The rules every program keeps however it was read (assembly or binary), one place for each:
+// tiles have a positive shape of at most kMaxElements elements per operand, sxe.gemm has K >= 1,
+// a loop runs at least once, loop and endloop pair up, and address steps appear only inside a
+// loop. Fed the instructions in order, so a reader reports a broken rule where it reads it.
+class StructureCheck {
+ public:
+  // "" when `in`, the next instruction, keeps the rules; else why it does not.
+  std::string next(const Instruction& in);
+  // At the end of the code: "" when every loop is closed; else why not, with `open_loop` set to
+  // the index of the innermost loop left open.
+  std::string finish(size_t& open_loop) const;
+
+ private:
+  std::vector<size_t> open_;  // indices of the loops not yet closed, innermost last
+  size_t index_ = 0;          // index of the next instruction
 };
 
 std::string print_instruction(const Instruction& in);

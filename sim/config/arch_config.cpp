@@ -151,9 +151,11 @@ ArchConfig resolve(YamlDoc& doc) {
   a.host.op_us = r.get_double(host, "op_us", "host", a.host.op_us);
   r.check_range(host, "op_us", "host", a.host.op_us, 0, 1e6);
 
-  YAML::Node sim = section("sim", {"max_us"}, false);
+  YAML::Node sim = section("sim", {"max_us", "max_wall_s"}, false);
   a.sim.max_us = r.get_double(sim, "max_us", "sim", a.sim.max_us);
   r.check_range(sim, "max_us", "sim", a.sim.max_us, 1e-3, 1e12);
+  a.sim.max_wall_s = r.get_double(sim, "max_wall_s", "sim", a.sim.max_wall_s);
+  r.check_range(sim, "max_wall_s", "sim", a.sim.max_wall_s, 1e-3, 1e7);
   return a;
 }
 
@@ -210,6 +212,8 @@ nlohmann::json arch_to_json(const ArchConfig& a) {
               {"weight_prefetch", a.isu.weight_prefetch}};
   j["esl"] = {{"latency_ns", a.esl.latency_ns}, {"bandwidth_gbps", a.esl.bandwidth_gbps}};
   j["host"] = {{"link_gbps", a.host.link_gbps}, {"latency_us", a.host.latency_us}, {"op_us", a.host.op_us}};
+  // sim.max_wall_s is left out: it decides only whether a run may finish, never what it
+  // computes, and this JSON fingerprints sweeps (a longer limit must not make a sweep new).
   j["sim"] = {{"max_us", a.sim.max_us}};
   return j;
 }

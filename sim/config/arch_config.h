@@ -83,6 +83,7 @@ struct ArchConfig {
 
   struct Sim {
     double max_us = 1e7;         // watchdog: simulated time limit
+    double max_wall_s = 600;     // watchdog: wall-clock time limit of one simulation
   } sim;
 
   double period_ps() const { return 1000.0 / clock_ghz; }

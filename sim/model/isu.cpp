@@ -138,6 +138,11 @@ void Isu::run() {
   std::vector<LoopFrame> loops;
   size_t next_instance = code.size();
   for (size_t pc = 0; pc < code.size(); ++pc) {
+    if (past_wall_deadline()) {
+      ctx_.wall_clock_exceeded = true;
+      sc_core::sc_stop();
+      return;
+    }
     const Instruction& base = code[pc];
     if (base.opcode == Opcode::LoopBegin) {
       loops.push_back({pc, base.token, 0});
@@ -234,6 +239,16 @@ void Isu::run() {
   // A program without halt: finish when everything retires.
   while (!in_flight_.empty()) wait(retired_);
   finish();
+}
+
+// Reading the clock costs some 20 ns, simulating an instruction a microsecond or more: every
+// 256th fetch keeps the cost out of sight, and a fetch loop that spins without simulated time
+// (an empty loop body) still reaches the clock within microseconds.
+bool Isu::past_wall_deadline() {
+  constexpr int kFetchesPerClockCheck = 256;
+  if (--until_clock_check_ > 0) return false;
+  until_clock_check_ = kFetchesPerClockCheck;
+  return std::chrono::steady_clock::now() > ctx_.wall_deadline;
 }
 
 void Isu::finish() {

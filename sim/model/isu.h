@@ -8,6 +8,8 @@
 // vector work on this one) while every data dependency is respected.
 // A program that can never finish (nothing in flight yet the head cannot issue) is
 // reported, with what the head waits for, and the simulation stops (exit 3 in the CLI).
+// So does a run past its wall-clock limit (sim.max_wall_s): the ISU looks at the clock every
+// so many fetches, which catches loops whose bodies take no simulated time as well.
 #pragma once
 #include <map>
 
@@ -31,6 +33,7 @@ class Isu : public sc_core::sc_module {
   void signal(const Instruction& in, size_t i);
   void wait_token(const Instruction& in, size_t i);
   void check_deadlock();
+  bool past_wall_deadline();
   sc_core::sc_event token_arrived_;
   std::string blocker(const Footprint& f, const Engine* e) const;
   bool hazard(const Footprint& f, const Engine* e) const;
@@ -49,6 +52,7 @@ class Isu : public sc_core::sc_module {
   sc_core::sc_event retired_;
   std::string stuck_;
   int in_flight_count_ = 0;
+  int until_clock_check_ = 1;  // fetches left before past_wall_deadline() reads the clock
 };
 
 }  // namespace lpu::sim

@@ -3,6 +3,7 @@
 #pragma once
 #include <systemc>
 
+#include <chrono>
 #include <cstdint>
 #include <map>
 #include <unordered_map>
@@ -102,6 +103,10 @@ struct DeviceContext {
   // here and the simulation stopped; simulate() rethrows it as an InputError.
   std::string error;
   bool finished = false;
+  // Wall-clock watchdog (sim.max_wall_s): when the run must stop; the ISU that finds it
+  // passed sets `wall_clock_exceeded` and stops the simulation.
+  std::chrono::steady_clock::time_point wall_deadline = std::chrono::steady_clock::time_point::max();
+  bool wall_clock_exceeded = false;
   // Devices still running; the last one to halt stops the simulation (shared by all devices).
   int* devices_running = nullptr;
   SyncState* sync = nullptr;

@@ -1,0 +1,202 @@
+#include "program_check.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <iterator>
+#include <limits>
+#include <vector>
+
+#include "support/error.h"
+#include "support/units.h"
+
+namespace lpu {
+namespace {
+
+enum class Memory { Hbm, Lmu };
+
+// One operand as an engine walks it: element (r, c) of a [rows, cols] tile lies at byte
+// addr + (r * rs + c * cs) * elem_bytes, and the address moves by `step` bytes per iteration
+// of the innermost enclosing loop (the ISU's expansion).
+struct Access {
+  Memory memory;
+  const char* role;
+  uint64_t addr;
+  int64_t rows, cols, rs, cs, elem_bytes, step;
+};
+
+// A dense row-major tile: how every local-memory destination is written.
+Access dense(Memory m, const char* role, uint64_t addr, int64_t rows, int64_t cols, int64_t elem_bytes, int64_t step) {
+  return {m, role, addr, rows, cols, cols, 1, elem_bytes, step};
+}
+
+// What each engine reads and writes (sim/model/*.cpp; the ISU's footprint() agrees), into
+// `out` (reused across instructions: programs have hundreds of thousands).
+// Local-memory tiles are fp32. A gather's table rows depend on index values, known only
+// while running: its first row stands for the table, as in the scoreboard.
+void accesses(const Instruction& in, std::vector<Access>& out) {
+  const int64_t R = in.rows, C = in.cols, eb = dtype_bytes(in.dtype);
+  auto lm_operand = [&](const char* role, const Operand& o, int64_t rows, int64_t cols) {
+    return Access{Memory::Lmu, role, o.addr, rows, cols, o.rs, o.cs, 4, in.lm_step};
+  };
+  out.clear();
+  switch (in.opcode) {
+    case Opcode::DmaLoad:
+    case Opcode::DmaStore: {
+      bool load = in.opcode == Opcode::DmaLoad;
+      out.push_back(dense(Memory::Lmu, load ? "destination" : "source", in.lm_addr, R, C, 4, in.lm_step));
+      out.push_back(
+          {Memory::Hbm, load ? "source" : "destination", in.hbm_addr, R, C, in.hbm_rs, in.hbm_cs, eb, in.hbm_step});
+      break;
+    }
+    case Opcode::VxeOp:
+    case Opcode::VxeReduce:
+    case Opcode::VxeMov:
+      out.push_back(
+          dense(Memory::Lmu, "destination", in.lm_addr, R, in.opcode == Opcode::VxeReduce ? 1 : C, 4, in.lm_step));
+      for (size_t k = 0; k < in.srcs.size(); ++k) {
+        static const char* const kSources[] = {"source 1", "source 2", "source 3"};
+        const char* role = in.srcs.size() == 1 || k >= std::size(kSources) ? "source" : kSources[k];
+        if (!in.srcs[k].immediate) out.push_back(lm_operand(role, in.srcs[k], R, C));
+      }
+      break;
+    case Opcode::SxeGemm:
+      out.push_back(dense(Memory::Lmu, "destination", in.lm_addr, R, C, 4, in.lm_step));
+      out.push_back(lm_operand("activation A", in.srcs.at(0), R, in.depth));
+      out.push_back({Memory::Hbm, "weights B", in.hbm_addr, in.depth, C, in.hbm_rs, in.hbm_cs, eb, in.hbm_step});
+      break;
+    case Opcode::DmaGather: {
+      out.push_back(dense(Memory::Lmu, "destination", in.lm_addr, R, C, 4, in.lm_step));
+      const Operand& ix = in.srcs.at(0);
+      out.push_back({Memory::Lmu, "indices", ix.addr, R, 1, ix.rs, 0, 4, in.lm_step});
+      out.push_back({Memory::Hbm, "table", in.hbm_addr, 1, C, 0, in.hbm_cs, eb, in.hbm_step});
+      break;
+    }
+    case Opcode::EslSend:
+      out.push_back(lm_operand("source", in.srcs.at(0), R, C));
+      // The receiver is a device of the same config: its local memory is as large.
+      out.push_back(dense(Memory::Lmu, "destination on the receiver", in.lm_addr, R, C, 4, in.lm_step));
+      break;
+    case Opcode::HostCall:  // whole buffers, inside the allocation simulate() checks
+    case Opcode::SyncSignal:
+    case Opcode::SyncWait:
+    case Opcode::LoopBegin:
+    case Opcode::LoopEnd:
+    case Opcode::Halt: break;
+  }
+}
+
+// The bytes [lo, hi) an access covers over `iterations` loop iterations. False when a
+// product or sum leaves int64: no memory is that large, so the access cannot fit anyway.
+bool extent(const Access& a, int64_t iterations, int64_t& lo, int64_t& hi) {
+  if (a.addr > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) return false;
+  int64_t row_span, col_span, first, last, shift;
+  if (__builtin_mul_overflow(a.rows - 1, a.rs, &row_span) || __builtin_mul_overflow(a.cols - 1, a.cs, &col_span))
+    return false;
+  // Element offsets of the first and last element in address order (strides may be negative).
+  if (__builtin_add_overflow(std::min<int64_t>(row_span, 0), std::min<int64_t>(col_span, 0), &first) ||
+      __builtin_add_overflow(std::max<int64_t>(row_span, 0), std::max<int64_t>(col_span, 0), &last) ||
+      __builtin_add_overflow(last, 1, &last) || __builtin_mul_overflow(first, a.elem_bytes, &first) ||
+      __builtin_mul_overflow(last, a.elem_bytes, &last) || __builtin_mul_overflow(a.step, iterations - 1, &shift))
+    return false;
+  const int64_t base = static_cast<int64_t>(a.addr);
+  return !__builtin_add_overflow(base, first, &lo) && !__builtin_add_overflow(lo, std::min<int64_t>(shift, 0), &lo) &&
+         !__builtin_add_overflow(base, last, &hi) && !__builtin_add_overflow(hi, std::max<int64_t>(shift, 0), &hi);
+}
+
+std::string hex(int64_t v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "0x%llx", static_cast<unsigned long long>(v));
+  return buf;
+}
+
+struct MemoryLimit {
+  int64_t bytes;
+  std::string name;      // as messages name it
+  std::string capacity;  // "4.00 GiB (hbm.capacity_gib = 4)"
+};
+
+// "" when `a` stays inside `m` over the loop's iterations, else what goes wrong.
+std::string access_problem(const Access& a, int64_t iterations, const MemoryLimit& m) {
+  // Built only for a message: the check itself runs for every operand of every instruction.
+  auto over = [&] { return iterations > 1 && a.step != 0 ? strcat(" over ", iterations, " loop iterations") : ""; };
+  int64_t lo = 0, hi = 0;
+  if (!extent(a, iterations, lo, hi))
+    return strcat(a.role, ": its ", m.name, " addresses overflow 64 bits (address ", hex(static_cast<int64_t>(a.addr)),
+                  ", strides [", a.rs, ", ", a.cs, "] over [", a.rows, ", ", a.cols, "]",
+                  a.step ? strcat(", step ", a.step) : "", over(), ")");
+  if (lo < 0) return strcat(a.role, " reaches ", -lo, " bytes below address 0 of ", m.name, over());
+  if (hi > m.bytes)
+    return strcat(a.role, " touches ", m.name, " [", hex(lo), ", ", hex(hi), ")", over(), ", beyond its capacity of ",
+                  m.capacity);
+  return "";
+}
+
+std::string mnemonic(const std::string& text) { return text.substr(0, text.find(' ')); }
+
+void check_memory_bounds(const Program& p, const ArchConfig& arch) {
+  // Capacities are at most 2^20 GiB (the config's range), so they fit int64.
+  const double hbm_bytes = arch.hbm.capacity_gib * 1024.0 * 1024.0 * 1024.0;
+  const MemoryLimit hbm{static_cast<int64_t>(hbm_bytes), "HBM",
+                        strcat(format_binary_bytes(hbm_bytes), " (hbm.capacity_gib = ", arch.hbm.capacity_gib, ")")};
+  const MemoryLimit lmu{arch.lmu_bytes(), "local memory (LMU)",
+                        strcat(format_binary_bytes(static_cast<double>(arch.lmu_bytes())),
+                               " (lmu.capacity_kib = ", arch.lmu.capacity_kib, ")")};
+  std::vector<int64_t> loop_counts;  // of the loops around the current instruction, innermost last
+  std::vector<Access> operands;
+  for (size_t i = 0; i < p.code.size(); ++i) {
+    const Instruction& in = p.code[i];
+    if (in.opcode == Opcode::LoopBegin) loop_counts.push_back(in.token);
+    if (in.opcode == Opcode::LoopEnd && !loop_counts.empty()) loop_counts.pop_back();
+    // Steps advance per iteration of the innermost loop only; outer loops repeat its range.
+    int64_t iterations = loop_counts.empty() || in.opcode == Opcode::LoopBegin ? 1 : loop_counts.back();
+    accesses(in, operands);
+    for (const Access& a : operands) {
+      std::string why = access_problem(a, iterations, a.memory == Memory::Hbm ? hbm : lmu);
+      if (why.empty()) continue;
+      std::string text = print_instruction(in);
+      throw InputError(strcat(instruction_location(p, i), ": ", mnemonic(text), " ", why, " in: ", text));
+    }
+  }
+}
+
+// Programs built in memory have not met a reader's StructureCheck; the bounds walk above
+// relies on it (positive tiles, loops that pair up).
+void check_structure(const Program& p) {
+  StructureCheck structure;
+  for (size_t i = 0; i < p.code.size(); ++i)
+    if (std::string why = structure.next(p.code[i]); !why.empty())
+      throw InputError(strcat(instruction_location(p, i), ": ", why, " in: ", print_instruction(p.code[i])));
+  size_t open_loop = 0;
+  if (std::string why = structure.finish(open_loop); !why.empty())
+    throw InputError(strcat(instruction_location(p, open_loop), ": ", why));
+}
+
+}  // namespace
+
+void check_program(const Program& p, const ArchConfig& arch) {
+  check_structure(p);
+  check_memory_bounds(p, arch);
+}
+
+uint64_t instruction_fetches(const Program& p) {
+  constexpr uint64_t kSaturated = std::numeric_limits<uint64_t>::max();
+  uint64_t total = 0;
+  std::vector<uint64_t> repeats{1};  // times the current position is fetched, per nesting level
+  auto add = [&](uint64_t n) { return !__builtin_add_overflow(total, n, &total); };
+  for (const Instruction& in : p.code) {
+    if (in.opcode == Opcode::Halt) return add(1) ? total : kSaturated;  // the first halt ends the run
+    // An endloop is fetched once per iteration of its loop, a loop once per entry.
+    if (!add(repeats.back())) return kSaturated;
+    if (in.opcode == Opcode::LoopBegin) {
+      uint64_t r;
+      if (__builtin_mul_overflow(repeats.back(), static_cast<uint64_t>(std::max<int64_t>(in.token, 1)), &r))
+        r = kSaturated;
+      repeats.push_back(r);
+    } else if (in.opcode == Opcode::LoopEnd && repeats.size() > 1) {
+      repeats.pop_back();
+    }
+  }
+  return total;
+}
+
+}  // namespace lpu
