@@ -12,9 +12,8 @@ Jobs (each in its own process, N at a time; one failing job loses nothing else):
                         built-in tiny-llama (tests compare the two)
   dynamo/break          torch.compile of a module with a graph break, with its manifest
   big/llama2-7b         (--big) the decode step at LLaMA-2-7B shape, fp16, on the GPU, JSON only
-                        (the sidecar is left empty: a timing-only graph). It did not finish in
-                        the 400 s a job gets on the H200 machine (2026-12-01); lpu-large-graph
-                        writes the built-in LLaMA-2-7B as a graph file instead.
+                        (the sidecar is left empty: a timing-only graph): 49 s on the H200 machine
+                        (2026-12-01), committed as tests/fixtures/hf_large/
 Writes OUT_DIR/<job files>, OUT_DIR/summary.json (per job: ok, seconds, ops, error, traceback)
 and prints one line per job.
 """

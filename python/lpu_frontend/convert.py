@@ -356,7 +356,7 @@ class Converter:
         shape[dim] = bv.shape[dim]
         key = ("positions", tuple(shape), iv.dtype)
         if key not in self.names_by_key:
-            positions = torch.arange(bv.shape[dim], dtype=iv.dtype).reshape(shape)
+            positions = torch.arange(bv.shape[dim], dtype=iv.dtype, device=iv.device).reshape(shape)  # a GPU export too
             name = self.unique(f"positions_{bv.shape[dim]}_dim{dim}")
             self.out.nodes.append(self.typed({"name": name, "kind": "parameter", "attrs": {"constant": True}},
                                              positions, f"constant {name}"))
