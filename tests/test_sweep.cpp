@@ -255,3 +255,13 @@ TEST(SweepHash, DependsOnContentNotOnNameOrPath) {
   EXPECT_NE(h, sweep_hash(load("set: {hbm.latency_ns: 80}\n" + body)));
   EXPECT_NE(h, sweep_hash(load("combine: zip\n" + body)));
 }
+
+// A built-in model named without a file (found by fuzz_sweep_yaml: the sweep made its missing
+// path absolute and died, exit 4): its points run it by name, and the hash is stable.
+TEST(SweepSpec, BuiltInModelNamesNeedNoFile) {
+  SweepSpec s = load_sweep_string("workloads: [tiny-llama, ln_gelu_add]\nfusion: [none]\n", "s.yaml");
+  ASSERT_EQ(s.workloads.size(), 2u);
+  EXPECT_EQ(s.workloads[0].name, "tiny-llama");
+  EXPECT_EQ(s.workloads[0].file, "tiny-llama");
+  EXPECT_EQ(sweep_hash(s), sweep_hash(load_sweep_string("workloads: [tiny-llama, ln_gelu_add]\nfusion: [none]\n", "s.yaml")));
+}

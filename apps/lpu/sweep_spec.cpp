@@ -249,7 +249,10 @@ SweepSpec resolve(const YamlDoc& doc, const std::string& base_dir) {
       r.fail(node, path, e.what());
     }
     if (!names.insert(spec.name).second) r.fail(node, path, "two workloads are named '" + spec.name + "'");
-    s.workloads.push_back({spec.name, fs::absolute(spec.file).lexically_normal().string()});
+    // A built-in model named without a file (`tiny-llama`) has no path: its points run it by
+    // name (`lpu run NAME`), and the sweep hash covers the name.
+    s.workloads.push_back(
+        {spec.name, spec.file.empty() ? spec.name : fs::absolute(spec.file).lexically_normal().string()});
   }
 
   if (!root["fusion"]) r.fail(root, "fusion", "missing required key");
