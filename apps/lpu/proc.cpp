@@ -1,14 +1,19 @@
 #include "proc.h"
 
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <sys/prctl.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
+#include <algorithm>
+#include <chrono>
 #include <filesystem>
+#include <thread>
 
 #include "support/error.h"
 
@@ -26,21 +31,24 @@ int open_output(const std::string& path) {
 
 pid_t spawn_child(const ChildSpec& spec) {
   if (spec.argv.empty()) throw InternalError("spawn_child: empty argv");
-  // Everything the child needs is prepared before fork: after fork only async-signal-safe
-  // calls are allowed (dup2, prctl, execvp, write, _exit).
+  // Everything the child needs is prepared before vfork: the child shares our memory until it
+  // execs, so it makes only system calls (prctl, getppid, dup2, execvp, write, _exit) and
+  // touches nothing of ours. vfork copies no page tables: fork of this process cost ~1.6 ms
+  // of CPU per sweep point (perf: dup_mmap), about 15 % of the sweep parent's time.
   std::vector<char*> argv;
   for (const auto& a : spec.argv) argv.push_back(const_cast<char*>(a.c_str()));
   argv.push_back(nullptr);
-  int out = spec.stdout_path.empty() ? -1 : open_output(spec.stdout_path);
-  int err = -1;
-  try {
-    err = spec.stderr_path.empty() ? -1 : open_output(spec.stderr_path);
-  } catch (...) {
-    if (out >= 0) ::close(out);
-    throw;
-  }
+  const int out = spec.stdout_path.empty() ? -1 : open_output(spec.stdout_path);
+  const int err = [&] {  // const: nothing set before vfork may change after it (-Wclobbered)
+    try {
+      return spec.stderr_path.empty() ? -1 : open_output(spec.stderr_path);
+    } catch (...) {
+      if (out >= 0) ::close(out);
+      throw;
+    }
+  }();
   pid_t parent = ::getpid();
-  pid_t pid = ::fork();
+  pid_t pid = ::vfork();
   if (pid == 0) {
     if (spec.die_with_parent) {
       ::prctl(PR_SET_PDEATHSIG, SIGKILL);
@@ -58,7 +66,7 @@ pid_t spawn_child(const ChildSpec& spec) {
   int fork_errno = errno;
   if (out >= 0) ::close(out);
   if (err >= 0) ::close(err);
-  if (pid < 0) throw InputError(strcat("cannot start a process (fork): ", std::strerror(fork_errno)));
+  if (pid < 0) throw InputError(strcat("cannot start a process (vfork): ", std::strerror(fork_errno)));
   return pid;
 }
 
@@ -81,6 +89,34 @@ ChildExit run_child(const ChildSpec& spec) {
     if (errno != EINTR) throw InternalError(strcat("waitpid: ", std::strerror(errno)));
   }
   return decode_wait_status(status);
+}
+
+ExitWatch::~ExitWatch() {
+  for (auto& [pid, fd] : fds_)
+    if (fd >= 0) ::close(fd);
+}
+
+void ExitWatch::add(pid_t pid) {
+  int fd = static_cast<int>(::syscall(SYS_pidfd_open, pid, 0));
+  fds_.emplace_back(pid, fd < 0 ? -1 : fd);
+}
+
+void ExitWatch::remove(pid_t pid) {
+  auto it = std::find_if(fds_.begin(), fds_.end(), [&](const auto& e) { return e.first == pid; });
+  if (it == fds_.end()) return;
+  if (it->second >= 0) ::close(it->second);
+  fds_.erase(it);
+}
+
+void ExitWatch::wait(int timeout_ms) {
+  bool all = !fds_.empty() && std::all_of(fds_.begin(), fds_.end(), [](const auto& e) { return e.second >= 0; });
+  if (!all) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(std::min(timeout_ms, 5)));
+    return;
+  }
+  std::vector<pollfd> p;
+  for (const auto& e : fds_) p.push_back({e.second, POLLIN, 0});
+  (void)::poll(p.data(), p.size(), timeout_ms);  // EINTR or a timeout: the caller looks again
 }
 
 std::string self_exe() {

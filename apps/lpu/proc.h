@@ -31,6 +31,25 @@ ChildExit decode_wait_status(int status);
 // Starts and waits; convenient for short helper commands.
 ChildExit run_child(const ChildSpec& spec);
 
+// Waits for children to exit without polling: one pidfd per child (Linux >= 5.3), all waited
+// on with one poll(2), so a finished point is reaped at once instead of at the next tick of a
+// sleep loop (at 0.1 s a point, a 5 ms tick idles a slot ~2.5 % of the time). Where pidfds
+// are unavailable (an old kernel, a seccomp filter) it falls back to a 5 ms sleep.
+class ExitWatch {
+ public:
+  ExitWatch() = default;
+  ExitWatch(const ExitWatch&) = delete;
+  ExitWatch& operator=(const ExitWatch&) = delete;
+  ~ExitWatch();
+  void add(pid_t pid);     // call right after spawn_child, before the child is reaped
+  void remove(pid_t pid);  // call when the child has been reaped
+  // Returns when some watched child may have exited or after timeout_ms.
+  void wait(int timeout_ms);
+
+ private:
+  std::vector<std::pair<pid_t, int>> fds_;  // pid, pidfd (-1: none could be opened)
+};
+
 // Absolute path of the running executable (/proc/self/exe resolved once).
 std::string self_exe();
 

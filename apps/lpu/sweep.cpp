@@ -230,6 +230,7 @@ SweepSummary run_sweep(const SweepSpec& spec, const SweepOptions& opts, std::ost
 
   Progress progress(out, points.size(), sum.skipped, opts.progress_bar);
   std::map<pid_t, Running> running;
+  ExitWatch watch;
   size_t next = 0, done = 0, failed_now = 0, seq = 0;
 
   auto start = [&](size_t pi) {
@@ -252,7 +253,9 @@ SweepSummary run_sweep(const SweepSpec& spec, const SweepOptions& opts, std::ost
     c.stderr_path = r.err;
     c.die_with_parent = true;  // a killed sweep leaves no orphans writing into DIR
     r.start = Clock::now();
-    running[spawn_child(c)] = r;
+    pid_t pid = spawn_child(c);
+    watch.add(pid);
+    running[pid] = r;
   };
 
   auto finish = [&](const Running& r, const ChildExit& ex) {
@@ -260,7 +263,7 @@ SweepSummary run_sweep(const SweepSpec& spec, const SweepOptions& opts, std::ost
     double wall = seconds_since(r.start);
     nlohmann::json run;
     std::string error;
-    // The poll loop checks timeouts every few ms; a point that overran but exited before the
+    // The loop checks timeouts at least every 100 ms; a point that overran but exited before the
     // check (a busy machine) has still broken its limit.
     if (r.timed_out || (opts.timeout_s > 0 && wall > opts.timeout_s)) {
       error = strcat("timed out after ", opts.timeout_s, " s (--timeout)");
@@ -309,6 +312,7 @@ SweepSummary run_sweep(const SweepSpec& spec, const SweepOptions& opts, std::ost
       if (it == running.end()) continue;  // not a point (cannot happen: we start no others)
       Running r = it->second;
       running.erase(it);
+      watch.remove(pid);
       finish(r, decode_wait_status(status));
       reaped = true;
     }
@@ -320,7 +324,8 @@ SweepSummary run_sweep(const SweepSpec& spec, const SweepOptions& opts, std::ost
         }
     while (next < pending.size() && running.size() < static_cast<size_t>(opts.jobs)) start(pending[next++]);
     progress.update(done, failed_now, running.size(), reaped);
-    if (!reaped) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    // Sleeps until a point exits; wakes at least every 100 ms for timeouts and the bar.
+    if (!reaped) watch.wait(100);
   }
   progress.update(done, failed_now, 0, true);
   progress.finish();
