@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -239,9 +240,35 @@ TEST(SweepShard, ShardsPartitionThePoints) {
   ASSERT_EQ(n, 18u);
   for (int count : {1, 4, 18, 25}) {
     std::vector<int> owners(n, 0);
-    for (int i = 0; i < count; ++i)
-      for (size_t p = 0; p < n; ++p) owners[p] += Shard{i, count}.owns(p);
+    for (int i = 0; i < count; ++i) {
+      std::vector<size_t> mine = shard_point_indices(expand_points(s), Shard{i, count});
+      EXPECT_TRUE(std::is_sorted(mine.begin(), mine.end()));
+      // Balanced: every shard has floor(n / count) or one more point.
+      EXPECT_GE(mine.size(), n / static_cast<size_t>(count)) << "shard " << i << " of " << count;
+      EXPECT_LE(mine.size(), n / static_cast<size_t>(count) + 1) << "shard " << i << " of " << count;
+      for (size_t p : mine) owners[p] += 1;
+    }
     for (size_t p = 0; p < n; ++p) EXPECT_EQ(owners[p], 1) << "point " << p << " of " << count << " shards";
+  }
+}
+
+// An axis whose period matches the split must not line up with it: round-robin over the
+// expansion order put every `none` point in shard 0 of 2 and every `greedy` one in shard 1.
+TEST(SweepShard, NoAxisLinesUpWithTheSplit) {
+  SweepSpec s = load("axes:\n  hbm.bandwidth_gbps: {start: 100, stop: 1000, num: 10}\n"
+                     "  lmu.capacity_kib: [64, 128, 256, 512]\n");
+  s.policies = {"none", "greedy"};
+  std::vector<SweepPoint> all = expand_points(s);
+  ASSERT_EQ(all.size(), 80u);
+  for (int count : {2, 4, 10}) {
+    for (int i = 0; i < count; ++i) {
+      std::vector<size_t> mine = shard_point_indices(all, Shard{i, count});
+      size_t greedy = 0;
+      for (size_t p : mine) greedy += all[p].policy == "greedy";
+      // Neither policy takes a shard alone (the old assignment: 0 or all of them).
+      EXPECT_GT(greedy, 0u) << "shard " << i << " of " << count;
+      EXPECT_LT(greedy, mine.size()) << "shard " << i << " of " << count;
+    }
   }
 }
 

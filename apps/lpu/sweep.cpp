@@ -213,8 +213,7 @@ SweepSummary run_sweep(const SweepSpec& spec, const SweepOptions& opts, std::ost
   std::vector<size_t> pending;
   std::vector<SweepPoint> all_points = expand_points(spec);
   std::vector<SweepPoint> points;  // this shard's (all of them when not sharded)
-  for (size_t i = 0; i < all_points.size(); ++i)
-    if (shard.owns(i)) points.push_back(std::move(all_points[i]));
+  for (size_t i : shard_point_indices(all_points, shard)) points.push_back(std::move(all_points[i]));
   for (size_t i = 0; i < points.size(); ++i)
     if (!store.finished().count(points[i].id)) pending.push_back(i);
 
@@ -363,19 +362,19 @@ SweepSummary run_sweep(const SweepSpec& spec, const SweepOptions& opts, std::ost
 int sweep_dry_run(const std::string& file, const SweepOptions& opts) {
   SweepSpec spec = load_sweep_file(file);
   std::vector<SweepPoint> points = expand_points(spec);
-  size_t mine = 0;
-  for (size_t i = 0; i < points.size(); ++i) mine += opts.shard.owns(i) ? 1 : 0;
+  const std::vector<size_t> owned = shard_point_indices(points, opts.shard);
+  const size_t mine = owned.size();
   std::cout << "sweep " << spec.name << " (hash " << sweep_hash(spec) << "): " << points.size() << " points = "
             << spec.workloads.size() << " workload(s) x " << spec.policies.size() << " policy(ies) x "
             << arch_points(spec).size() << " config point(s)";
   if (opts.shard.active()) std::cout << "; shard " << opts.shard.index << "/" << opts.shard.count << " has " << mine;
   std::cout << "\n";
   size_t shown = 0;
-  for (size_t i = 0; i < points.size() && shown < 10; ++i)
-    if (opts.shard.owns(i)) {
-      std::cout << "  " << points[i].id << "\n";
-      ++shown;
-    }
+  for (size_t i : owned) {
+    if (shown == 10) break;
+    std::cout << "  " << points[i].id << "\n";
+    ++shown;
+  }
   if (mine > shown) std::cout << "  ... and " << (mine - shown) << " more\n";
   std::cout << "dry run: nothing was run or written (drop --dry-run to run them into " << opts.out_dir << ")\n";
   return 0;

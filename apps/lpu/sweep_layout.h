@@ -1,6 +1,6 @@
 // The files of a sweep's results directory, and shards. A whole sweep writes
-// DIR/results.{jsonl,csv}; shard I of N (`lpu sweep --shard I/N`) runs the points whose index
-// in the sweep's expansion order is I modulo N, and writes DIR/results-I-of-N.{jsonl,csv},
+// DIR/results.{jsonl,csv}; shard I of N (`lpu sweep --shard I/N`) runs the points that
+// shard_point_indices (sweep_spec.h) gives it, and writes DIR/results-I-of-N.{jsonl,csv},
 // holding DIR/.lock-I-of-N and using DIR/.tmp-I-of-N: shards may share one DIR and no file
 // ever has two writers. `lpu sweep merge` joins shard files into results.{jsonl,csv}.
 #pragma once
@@ -16,7 +16,6 @@ struct Shard {
   int index = 0;
   int count = 0;  // 0: not sharded (the whole sweep)
   bool active() const { return count > 0; }
-  bool owns(size_t point_index) const { return !active() || point_index % static_cast<size_t>(count) == static_cast<size_t>(index); }
   std::string suffix() const;  // "" or "-I-of-N": appended to results, .lock, .tmp
   std::string text() const;    // "I/N"
 };

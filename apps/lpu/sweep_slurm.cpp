@@ -163,7 +163,7 @@ int slurm_sweep_command(const std::string& file, const SweepOptions& so, const S
   size_t missing = 0;
   for (int i = 0; i < shards; ++i) {
     size_t m = 0;
-    for (size_t p = static_cast<size_t>(i); p < all.size(); p += static_cast<size_t>(shards)) m += !done.count(all[p].id);
+    for (size_t p : shard_point_indices(all, Shard{i, shards})) m += !done.count(all[p].id);
     if (m) todo.push_back(i);
     missing += m;
   }
@@ -177,8 +177,8 @@ int slurm_sweep_command(const std::string& file, const SweepOptions& so, const S
   std::ostringstream sc;
   sc << "#!/bin/bash\n"
      << "# Sweep " << spec.name << " (sweep hash " << hash << "): " << points << " points in " << shards << " shards.\n"
-     << "# Written by `lpu sweep --backend slurm`. Array task I runs shard I (the points whose index in the\n"
-     << "# sweep is I modulo " << shards << ") and appends them to " << dir << "/results-I-of-" << shards << ".*;\n"
+     << "# Written by `lpu sweep --backend slurm`. Array task I runs shard I (every " << shards << "th point,\n"
+     << "# points ranked by a hash of their id) and appends them to " << dir << "/results-I-of-" << shards << ".*;\n"
      << "# --resume makes a task skip points an earlier attempt finished. This submission: "
      << (todo.size() == static_cast<size_t>(shards) ? "every shard" : "the shards with missing points") << ".\n"
      << "#SBATCH --job-name=" << job_name << "\n"

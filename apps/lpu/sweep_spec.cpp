@@ -413,6 +413,27 @@ nlohmann::json sweep_manifest(const SweepSpec& s) {
           {"base_arch", arch_to_json(load_arch_config(s.base, s.base_sets))}};
 }
 
+std::vector<size_t> shard_point_indices(const std::vector<SweepPoint>& all, const Shard& shard) {
+  std::vector<size_t> mine;
+  if (!shard.active()) {
+    for (size_t i = 0; i < all.size(); ++i) mine.push_back(i);
+    return mine;
+  }
+  auto fnv = [](const std::string& text) {
+    uint64_t h = 1469598103934665603ull;
+    for (unsigned char c : text) h = (h ^ c) * 1099511628211ull;
+    return h;
+  };
+  std::vector<std::pair<uint64_t, size_t>> ranked;  // (hash of id, index): ties go by index
+  ranked.reserve(all.size());
+  for (size_t i = 0; i < all.size(); ++i) ranked.emplace_back(fnv(all[i].id), i);
+  std::sort(ranked.begin(), ranked.end());
+  for (size_t r = static_cast<size_t>(shard.index); r < ranked.size(); r += static_cast<size_t>(shard.count))
+    mine.push_back(ranked[r].second);
+  std::sort(mine.begin(), mine.end());
+  return mine;
+}
+
 std::string sweep_hash(const SweepSpec& s) {
   auto fnv = [](const std::string& text) {
     uint64_t h = 1469598103934665603ull;  // FNV-1a 64: a fingerprint, not a security measure

@@ -16,6 +16,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "sweep_layout.h"
+
 namespace lpu {
 
 struct SweepAxis {
@@ -57,6 +59,13 @@ std::vector<std::vector<std::string>> arch_points(const SweepSpec& s);
 // Every point: arch points outermost, then workloads, then policies, so the reference
 // points (the ones reports draw per-kernel plots for) finish first.
 std::vector<SweepPoint> expand_points(const SweepSpec& s);
+
+// The indices (in expansion order, ascending) of the points shard `shard` runs; every point
+// when it is not active. Points are ranked by a hash of their id and rank r goes to shard
+// r mod N: shards differ by at most one point, and no axis lines up with the split (I modulo N
+// over the expansion order gave shard 0 of 2 every `none` point and shard 1 every `greedy`
+// one, 45 s apart on a 100 s sweep). The assignment depends on the point ids alone.
+std::vector<size_t> shard_point_indices(const std::vector<SweepPoint>& all, const Shard& shard);
 // `--set` assignments for one point: the fixed `set:` ones, then the axis values.
 std::vector<std::string> point_sets(const SweepSpec& s, const SweepPoint& p);
 
