@@ -5,6 +5,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 FILES=(compiler/support/json_util.h compiler/support/json_util.cpp compiler/ops/*.h compiler/ops/*.cpp
        compiler/graph/attrs_json.h compiler/graph/attrs_json.cpp compiler/loopir/kernel.h fuzz/*.cpp fuzz/*.h
-       sim/program_check.h sim/program_check.cpp)
+       sim/program_check.h sim/program_check.cpp compiler/loopir/parse.cpp compiler/loopir/verify.cpp
+       compiler/support/line_cursor.h tests/test_loopir_text.cpp apps/lpu/proc.h apps/lpu/proc.cpp)
 clang-format --dry-run --Werror "${FILES[@]}"
 echo "format-check: ${#FILES[@]} files ok"

@@ -10,7 +10,7 @@ BUILD="${1:?usage: scripts/fuzz.sh BUILD_DIR SECONDS}"
 SECONDS_EACH="${2:?usage: scripts/fuzz.sh BUILD_DIR SECONDS}"
 cd "$(dirname "$0")/.."
 status=0
-for t in fuzz_graph_json fuzz_graph_text fuzz_asm fuzz_binary fuzz_arch_yaml fuzz_workload_yaml fuzz_sweep_yaml; do
+for t in fuzz_graph_json fuzz_graph_text fuzz_loopir_text fuzz_asm fuzz_binary fuzz_arch_yaml fuzz_workload_yaml fuzz_sweep_yaml; do
   work="$BUILD/fuzz-corpus/$t"
   mkdir -p "$work" "$BUILD/fuzz-crashes"
   log="$BUILD/fuzz-$t.log"

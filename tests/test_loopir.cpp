@@ -35,6 +35,8 @@ TEST(LoopIR, PrintsGolden) {
             "  m: f32[4, 1] intermediate\n"
             "  c: f32[4, 8] intermediate\n"
             "  y: f32[4, 8] output\n"
+            "inputs: [x, w]\n"
+            "outputs: [y]\n"
             "nodes:\n"
             "m = reduction.mean [i0 < 4] over [r0 < 8] f32\n"
             "  m[i0] = mean_r load(x, 8*i0 + r0)\n"

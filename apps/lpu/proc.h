@@ -10,10 +10,10 @@
 namespace lpu {
 
 struct ChildSpec {
-  std::vector<std::string> argv;   // argv[0] is the program: a path, or a name looked up in PATH
-  std::string stdout_path;         // "" inherits ours; otherwise the file is created/truncated
+  std::vector<std::string> argv;  // argv[0] is the program: a path, or a name looked up in PATH
+  std::string stdout_path;        // "" inherits ours; otherwise the file is created/truncated
   std::string stderr_path;
-  bool die_with_parent = false;    // the child gets SIGKILL when we die (even by SIGKILL)
+  bool die_with_parent = false;  // the child gets SIGKILL when we die (even by SIGKILL)
 };
 
 // Starts the child and returns its pid. A program that cannot be executed shows up as exit
@@ -21,10 +21,10 @@ struct ChildSpec {
 pid_t spawn_child(const ChildSpec& spec);
 
 struct ChildExit {
-  int code = -1;     // exit code, or -1 when killed by a signal
+  int code = -1;  // exit code, or -1 when killed by a signal
   int signal = 0;
   bool ok() const { return code == 0; }
-  std::string describe() const;   // "exit 2", "killed by signal 9 (Killed)"
+  std::string describe() const;  // "exit 2", "killed by signal 9 (Killed)"
 };
 ChildExit decode_wait_status(int status);
 

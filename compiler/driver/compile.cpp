@@ -29,6 +29,11 @@ Compilation compile_graph(const Graph& g, const CompileOptions& opts) {
     lo.host_nodes.insert(n.name);
   }
   c.loop_ir = lower_to_loop_ir(c.core, lo);
+  try {  // what lowering makes must hold what the passes after it rely on; if not, it is our bug
+    verify_loop_ir(c.loop_ir);
+  } catch (const InputError& e) {
+    throw InternalError(strcat("lowering produced invalid loop IR: ", e.what()));
+  }
   ScheduleOptions so;
   so.policy = opts.fusion;
   so.lmu_bytes = static_cast<int64_t>(static_cast<double>(opts.codegen.lmu_bytes) * opts.fusion_lmu_fraction);

@@ -15,6 +15,7 @@
 
 #include "graph/graph.h"
 #include "support/error.h"
+#include "support/line_cursor.h"
 
 namespace lpu {
 
@@ -31,66 +32,15 @@ std::string name_for_message(const std::string& s) {
 
 namespace {
 
-bool name_char(char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.' || c == '-'; }
-
-// A cursor over one line; every error carries SOURCE:LINE.
-class Line {
+// A cursor over one line; every error carries SOURCE:LINE. The graph text's values on top of
+// the shared cursor.
+class Line : public LineCursor {
  public:
-  Line(const std::string& text, std::string where) : s_(text), where_(std::move(where)) {}
-
-  [[noreturn]] void fail(const std::string& msg) const {
-    throw InputError(strcat(where_, ": ", msg, " (at column ", pos_ + 1, ")"));
-  }
-  void skip_ws() {
-    while (pos_ < s_.size() && (s_[pos_] == ' ' || s_[pos_] == '\t' || s_[pos_] == '\r')) ++pos_;
-  }
-  bool at_end() {
-    skip_ws();
-    return pos_ >= s_.size();
-  }
-  bool peek(char c) {
-    skip_ws();
-    return pos_ < s_.size() && s_[pos_] == c;
-  }
-  bool accept(char c) {
-    if (!peek(c)) return false;
-    ++pos_;
-    return true;
-  }
-  void expect(char c) {
-    if (!accept(c)) fail(strcat("expected '", c, "'"));
-  }
-  std::string word() {
-    skip_ws();
-    size_t b = pos_;
-    while (pos_ < s_.size() && name_char(s_[pos_])) ++pos_;
-    if (b == pos_) fail("expected a name");
-    return s_.substr(b, pos_ - b);
-  }
+  using LineCursor::LineCursor;
   std::string ref() {  // %name
     expect('%');
     if (pos_ >= s_.size() || !name_char(s_[pos_])) fail("expected a node name after '%'");
     return word();
-  }
-  int64_t integer() {
-    skip_ws();
-    size_t b = pos_;
-    if (pos_ < s_.size() && (s_[pos_] == '-' || s_[pos_] == '+')) ++pos_;
-    while (pos_ < s_.size() && std::isdigit(static_cast<unsigned char>(s_[pos_]))) ++pos_;
-    int64_t v = 0;
-    const char* first = s_.data() + b + (s_[b] == '+' ? 1 : 0);
-    auto r = std::from_chars(first, s_.data() + pos_, v);
-    if (r.ec != std::errc() || r.ptr != s_.data() + pos_) fail("expected an integer");
-    return v;
-  }
-  std::vector<int64_t> int_list() {
-    expect('[');
-    std::vector<int64_t> out;
-    if (accept(']')) return out;
-    do out.push_back(integer());
-    while (accept(','));
-    expect(']');
-    return out;
   }
   TensorType type() {
     TensorType t;
@@ -172,11 +122,6 @@ class Line {
     expect(')');
     return out;
   }
-
- private:
-  const std::string& s_;
-  std::string where_;
-  size_t pos_ = 0;
 };
 
 }  // namespace

@@ -48,19 +48,43 @@ Expr make_cast(Expr arg, DType dtype) {
   return n;
 }
 
-std::string expr_str(const Expr& e) {
-  switch (e->kind) {
-    case ExprKind::Load: return "load(" + e->buffer + ", " + e->index.str() + ")";
-    case ExprKind::Constant: return format_double(e->value);
-    case ExprKind::IndexExpr: return "index(" + e->index.str() + ")";
-    case ExprKind::Cast: return std::string("to_") + dtype_name(e->dtype) + "(" + expr_str(e->args[0]) + ")";
+DType implied_dtype(const ExprNode& e, DType buffer_dtype) {
+  switch (e.kind) {
+    case ExprKind::Load: return buffer_dtype;
+    case ExprKind::Constant: return DType::f32;
+    case ExprKind::IndexExpr: return DType::i64;
+    case ExprKind::Cast: return e.dtype;
     case ExprKind::Call: {
-      std::string s = std::string(scalar_op_name(e->op)) + "(";
-      for (size_t i = 0; i < e->args.size(); ++i) s += (i ? ", " : "") + expr_str(e->args[i]);
-      return s + ")";
+      const std::string typing = scalar_op_typing(e.op);
+      if (typing == "compare" || typing == "test") return DType::boolean;
+      if (typing == "select") return e.args.at(1)->dtype;
+      return e.args.at(0)->dtype;
     }
   }
-  return "?";
+  return e.dtype;
+}
+
+std::string expr_str(const Expr& e, const std::map<std::string, DType>* buffer_dtypes) {
+  std::string s;
+  switch (e->kind) {
+    case ExprKind::Load: s = "load(" + e->buffer + ", " + e->index.str() + ")"; break;
+    case ExprKind::Constant: s = format_double(e->value); break;
+    case ExprKind::IndexExpr: s = "index(" + e->index.str() + ")"; break;
+    case ExprKind::Cast: s = std::string("to_") + dtype_name(e->dtype) + "(" + expr_str(e->args[0], buffer_dtypes) + ")"; break;
+    case ExprKind::Call: {
+      s = std::string(scalar_op_name(e->op)) + "(";
+      for (size_t i = 0; i < e->args.size(); ++i) s += (i ? ", " : "") + expr_str(e->args[i], buffer_dtypes);
+      s += ")";
+      break;
+    }
+  }
+  if (buffer_dtypes) {
+    DType b = DType::f32;
+    if (e->kind == ExprKind::Load)
+      if (auto it = buffer_dtypes->find(e->buffer); it != buffer_dtypes->end()) b = it->second;
+    if (e->dtype != implied_dtype(*e, b)) s += std::string(":") + dtype_name(e->dtype);
+  }
+  return s;
 }
 
 }  // namespace lpu

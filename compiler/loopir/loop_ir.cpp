@@ -5,6 +5,7 @@
 #include <set>
 #include <sstream>
 
+#include "graph/attrs_json.h"
 #include "graph/ops.h"
 #include "support/error.h"
 
@@ -575,35 +576,40 @@ LoopProgram lower_to_loop_ir(const Graph& core, const LoweringOptions& opts) {
   return p;
 }
 
-std::string print_loop_node(const LoopNode& n) {
+std::string print_loop_node(const LoopNode& n, const std::map<std::string, DType>* buffer_dtypes) {
   std::ostringstream os;
   auto ranges = [](const std::vector<int64_t>& r, const char* prefix) {
     std::string s = "[";
     for (size_t i = 0; i < r.size(); ++i) s += (i ? ", " : "") + std::string(prefix) + std::to_string(i) + " < " + std::to_string(r[i]);
     return s + "]";
   };
+  auto ex = [&](const Expr& e) { return expr_str(e, buffer_dtypes); };
+  // The exact form names the graph node a loop node came from when it is another one.
+  const std::string from = buffer_dtypes && !n.origin.empty() && n.origin != n.name ? " from " + n.origin : "";
   const std::string& target = n.out();
   if (n.kind == LoopKind::Pointwise) {
-    os << n.name << " = pointwise " << ranges(n.ranges, "i") << " " << dtype_name(n.dtype) << "\n";
-    os << "  " << target << "[" << n.store_index.str() << "] = " << expr_str(n.body) << "\n";
+    os << n.name << " = pointwise " << ranges(n.ranges, "i") << " " << dtype_name(n.dtype) << from << "\n";
+    os << "  " << target << "[" << n.store_index.str() << "] = " << ex(n.body) << "\n";
   } else if (n.kind == LoopKind::Host) {
-    os << n.name << " = host " << ranges(n.ranges, "i") << " " << dtype_name(n.dtype) << "   ; graph break\n";
-    os << "  " << target << " = " << n.host_op << "(";
+    os << n.name << " = host " << ranges(n.ranges, "i") << " " << dtype_name(n.dtype) << from << "   ; graph break\n";
+    os << "  " << target << "[" << n.store_index.str() << "] = " << n.host_op << "(";
     for (size_t i = 0; i < n.host_inputs.size(); ++i) os << (i ? ", " : "") << n.host_inputs[i];
-    os << ")\n";
+    os << ")";
+    if (buffer_dtypes && !n.host_attrs.empty()) os << " " << attrs_to_json(n.host_attrs);
+    os << "\n";
   } else if (n.kind == LoopKind::Gather) {
-    os << n.name << " = gather " << ranges(n.ranges, "i") << " " << dtype_name(n.dtype) << "\n";
-    os << "  " << target << "[" << n.store_index.str() << "] = " << n.gather_table << "[" << expr_str(n.gather_index)
+    os << n.name << " = gather " << ranges(n.ranges, "i") << " " << dtype_name(n.dtype) << from << "\n";
+    os << "  " << target << "[" << n.store_index.str() << "] = " << n.gather_table << "[" << ex(n.gather_index)
        << ", i" << n.ranges.size() - 1 << "]\n";
   } else if (n.kind == LoopKind::Matmul) {
     os << n.name << " = matmul " << ranges(n.ranges, "i") << " over " << ranges(n.reduction_ranges, "r") << " "
-       << dtype_name(n.dtype) << "\n";
-    os << "  " << target << "[" << n.store_index.str() << "] = sum_r " << expr_str(n.body) << "\n";
+       << dtype_name(n.dtype) << from << "\n";
+    os << "  " << target << "[" << n.store_index.str() << "] = sum_r " << ex(n.body) << "\n";
   } else {
     os << n.name << " = reduction." << reduction_type_name(n.reduction) << " " << ranges(n.ranges, "i") << " over "
-       << ranges(n.reduction_ranges, "r") << " " << dtype_name(n.dtype) << "\n";
+       << ranges(n.reduction_ranges, "r") << " " << dtype_name(n.dtype) << from << "\n";
     os << "  " << target << "[" << n.store_index.str() << "] = " << reduction_type_name(n.reduction) << "_r "
-       << expr_str(n.body) << "\n";
+       << ex(n.body) << "\n";
   }
   return os.str();
 }
@@ -612,22 +618,30 @@ std::string print_loop_ir(const LoopProgram& p) {
   std::ostringstream os;
   os << "loop_ir " << p.name << "\n";
   os << "buffers:\n";
-  for (const auto& name : p.inputs) {
+  std::set<std::string> listed;
+  auto list = [&](const std::string& name) {
+    if (!listed.insert(name).second) return;
     const Buffer& b = p.buffers.at(name);
     os << "  " << b.name << ": " << type_str(b.type) << " " << buffer_role_name(b.role) << "\n";
-  }
-  std::set<std::string> listed;
-  for (const auto& n : p.nodes) {
-    if (!listed.insert(n.out()).second) continue;
-    const Buffer& b = p.buffers.at(n.out());
-    os << "  " << b.name << ": " << type_str(b.type) << " " << buffer_role_name(b.role) << "\n";
-  }
+  };
+  for (const auto& name : p.inputs) list(name);
+  for (const auto& n : p.nodes) list(n.out());
+  for (const auto& [name, b] : p.buffers) list(name);  // any buffer no node writes
+  auto names = [](const std::vector<std::string>& v) {
+    std::string s = "[";
+    for (size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + v[i];
+    return s + "]";
+  };
+  os << "inputs: " << names(p.inputs) << "\n";
+  os << "outputs: " << names(p.outputs) << "\n";
   if (!p.constants.empty()) {
     os << "constants:\n";
     for (const auto& [k, v] : p.constants) os << "  " << k << " = " << format_double(v) << "\n";
   }
+  std::map<std::string, DType> dtypes;
+  for (const auto& [name, b] : p.buffers) dtypes[name] = b.type.dtype;
   os << "nodes:\n";
-  for (const auto& n : p.nodes) os << print_loop_node(n);
+  for (const auto& n : p.nodes) os << print_loop_node(n, &dtypes);
   return os.str();
 }
 

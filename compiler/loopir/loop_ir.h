@@ -116,7 +116,21 @@ struct LoweringOptions {
 // op has no lowering (unless options turn it into a host node).
 LoopProgram lower_to_loop_ir(const Graph& core, const LoweringOptions& opts = {});
 
-std::string print_loop_node(const LoopNode& n);
+// Text forms. print_loop_node without `buffer_dtypes` is the readable form (comments in
+// generated code); print_loop_ir is exact: parse_loop_ir(print_loop_ir(p)) rebuilds p (every
+// field, dtypes included), so print -> parse -> print is the identity (tests/test_loopir.cpp
+// checks it on every workload). Grammar: docs/handlers.md, "Loop IR text".
+std::string print_loop_node(const LoopNode& n, const std::map<std::string, DType>* buffer_dtypes = nullptr);
 std::string print_loop_ir(const LoopProgram& p);
+// Throws InputError naming SOURCE:LINE and what was expected; the result is verified.
+LoopProgram parse_loop_ir(const std::string& text, const std::string& source = "<text>");
+
+// Checks what every pass after lowering relies on, and throws InputError naming the program,
+// the node and the broken rule: unique node names; each buffer read or written exists and
+// matches the access's dtype; loop variables are those of the node's ranges (store indices
+// use output variables only); every index stays inside its buffer over the ranges; readers
+// come after every writer of a buffer; node kinds have the ranges they need; inputs and
+// outputs name buffers of the right role. Runs after lowering (driver) and after parsing.
+void verify_loop_ir(const LoopProgram& p);
 
 }  // namespace lpu
