@@ -79,7 +79,7 @@ void simulator(const ArchConfig& arch) {
 // floor of its compulsory bytes. Class spans can overlap (the next kernel issues while the
 // last one drains), so they may sum to more than the step.
 void roofline(const ArchConfig& arch, int64_t context) {
-  std::vector<std::vector<std::string>> rows;
+  std::vector<std::vector<std::string>> rows, steps;
   for (const char* m : {"opt-1.3b", "llama2-7b", "opt-30b", "opt-66b", "llama2-70b"}) {
     WorkloadSpec w = resolve_workload(std::string(m) + "-decode");
     w.context = context;
@@ -91,18 +91,31 @@ void roofline(const ArchConfig& arch, int64_t context) {
                       fmt("%.1f%%", r.cycles ? 100 * r.roofline_cycles / static_cast<double>(r.cycles) : 0),
                       breakdown_names()[top], fmt("%.0f", r.loss[top])});
     }
+    // The step: its compulsory bytes at the sustained and at the peak bandwidth, and the class
+    // that lost the most cycles against its rooflines (what stands between the two).
     StepFloor f = step_floor(o);
     double c = static_cast<double>(o.sim.stats.cycles);
-    rows.push_back({m, "STEP (HBM floor)", std::to_string(o.sim.stats.kernels.size()),
-                    fmt("%.1f", static_cast<double>(f.bytes) / 1e6), fmt("%.0f", f.sustained_cycles),
-                    std::to_string(o.sim.stats.cycles), fmt("%.1f%%", 100 * f.sustained_cycles / c),
-                    fmt("peak-BW floor %.1f%%", 100 * f.peak_cycles / c), ""});
+    std::string worst;
+    double worst_loss = -1;
+    for (const auto& r : roofline_by_class(o))
+      if (static_cast<double>(r.cycles) - r.roofline_cycles > worst_loss) {
+        worst_loss = static_cast<double>(r.cycles) - r.roofline_cycles;
+        worst = r.op_class;
+      }
+    steps.push_back({m, fmt("%.1f", static_cast<double>(f.bytes) / 1e6), fmt("%.0f", f.sustained_cycles),
+                     fmt("%.0f", f.peak_cycles), std::to_string(o.sim.stats.cycles),
+                     fmt("%.1f%%", 100 * f.sustained_cycles / c), fmt("%.1f%%", 100 * f.peak_cycles / c),
+                     worst + fmt(" (%.0f)", worst_loss)});
   }
   std::cout << "decode steps (batch 1, context " << context << ", fp16, greedy) on " << arch.name
             << ": per op class, kernel spans against their rooflines (cycles at " << arch.clock_ghz << " GHz)\n"
             << format_table({"model", "op_class", "kernels", "hbm_MB", "roofline", "achieved", "of_roofline",
                              "top_blocker", "blocker_cycles"},
-                            rows);
+                            rows)
+            << "\nwhole steps against the HBM floor: compulsory bytes at peak x hbm.efficiency (sustained) and at peak\n"
+            << format_table({"model", "compulsory_MB", "floor_sustained", "floor_peak", "achieved", "of_sustained",
+                             "of_peak", "class_losing_most (cycles - roofline)"},
+                            steps);
 }
 
 // Scheduling time against graph size: chains of relu nodes ([64, 256] fp32 each), compiled
@@ -167,7 +180,7 @@ int main(int argc, char** argv) {
       "  hbm        HBM calibration: bandwidth by transfer size, shape and DMA engines\n"
       "  schedule   compile time of relu chains of 1,000 to 30,000 nodes, greedy vs none\n"
       "  roofline   decode steps per op class against their rooflines (--context N, default 1040)\n"
-      "  all        hbm, simulator and policies (the default)\n";
+      "  all        hbm, simulator, policies and roofline (the default)\n";
   std::string what = "all";
   std::string arch_name = "lpu-asic";
   int64_t context = 1040;  // issue 14's figures
@@ -194,7 +207,7 @@ int main(int argc, char** argv) {
     if (what == "simulator" || what == "all") simulator(arch);
     if (what == "policies" || what == "all") policies(arch);
     if (what == "schedule") schedule_scaling(arch);
-    if (what == "roofline") roofline(arch, context);
+    if (what == "roofline" || what == "all") roofline(arch, context);
   } catch (const std::exception& e) {
     std::cerr << "error: " << e.what() << "\n";
     return 2;
