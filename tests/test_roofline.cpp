@@ -75,7 +75,7 @@ TEST(Roofline, TokenWaitIsSync) {
   EXPECT_GT(k.breakdown.sync, k.cycles / 2);
 }
 
-// GEMV on lpu-asic is one weight stream: HBM-bound, at least 80% of its roofline, and most of
+// GEMV on lpu-asic is one weight stream: HBM-bound, within [93%, 100%] of its roofline, and most of
 // its span is bandwidth (the rest: the HBM latency and the pipeline drain at the end).
 TEST(Roofline, GemvStreamIsBandwidthBound) {
   RunOutcome o = run_job(workload("gemv"), arch("lpu-asic"), "greedy", false);
@@ -83,7 +83,7 @@ TEST(Roofline, GemvStreamIsBandwidthBound) {
   const KernelStats& k = o.sim.stats.kernels[0];
   EXPECT_EQ(k.bound, "hbm");
   double frac = k.roofline_cycles / static_cast<double>(k.cycles);
-  EXPECT_GT(frac, 0.80);
+  EXPECT_GT(frac, 0.93);  // 96.4% when written: the rest is DMA setup, HBM latency and the drain
   EXPECT_LE(frac, 1.0);
   auto b = breakdown_array(k.breakdown);
   EXPECT_EQ(std::max_element(b.begin(), b.end()) - b.begin(), 0) << "bandwidth is the top category";
