@@ -21,6 +21,7 @@ from plot_util import NoData, fmt_value, number  # noqa: E402
 import plots_runs  # noqa: E402
 import plots_sweep  # noqa: E402
 import plots_trace  # noqa: E402
+import roofline_table  # noqa: E402
 from report_data import InputProblem, load_inputs  # noqa: E402
 
 
@@ -83,6 +84,24 @@ def per_run_sections(rep, runs, subtitle=""):
     rep.attempt("Per-engine utilisation", lambda: plots_runs.engine_utilisation(runs, rep.out_dir, subtitle=subtitle))
     rep.section("Time per op class", "kernels")
     rep.attempt("Time per op class", lambda: plots_runs.kernel_breakdown(runs, rep.out_dir, subtitle=subtitle))
+    roofline_per_class(rep, runs)
+
+
+def roofline_per_class(rep, runs):
+    """Per run, each op class's kernel spans against their rooflines and the top blocker."""
+    rep.section("Roofline per op class", "roofline-classes")
+    shown = [r for r in runs if roofline_table.has_breakdown(r)]
+    if not shown:
+        rep.page.p("Roofline per op class: no run has per-kernel attribution (breakdown_cycles, written by "
+                   "lpu run --json since the roofline tables landed).", "note")
+        return
+    rep.page.p("Achieved = the kernels' spans (first issue to last retirement, summed; spans of consecutive kernels "
+               "can overlap); roofline = max(HBM bytes / (peak x hbm.efficiency), SXE FLOPs / SXE peak, VXE operations "
+               "/ VXE peak) summed; top blocker = the category of the span (docs/sim-model.md) that lost the most "
+               "cycles against the roofline.")
+    for r in shown[:20]:
+        rep.page.p(r.label)
+        rep.page.table(roofline_table.HEADER, roofline_table.class_rows(r))
 
 
 def sweep_report(rep, inputs, cost):

@@ -1,4 +1,6 @@
 """Plots of individual runs: fusion comparison, engine utilisation, kernel time, roofline."""
+import json
+import os
 import re
 
 from plot_util import NoData, colour_map, legend_outside, marker_map, number, plt, policy_colours, save, unique
@@ -93,23 +95,17 @@ def engine_utilisation(runs, out_dir, name="engines.png", subtitle=""):
                 "(engines.*.busy_fraction).")
 
 
-# Op classes, heaviest first: a fused kernel counts under the heaviest class among its graph
-# nodes (matrix work dominates a kernel's time, and FFN matrices outweigh the projections).
-OP_CLASSES = ["LM head", "FFN", "projection", "attention", "norm", "activation", "residual", "embedding", "other"]
-OP_CLASS_RULES = [  # (class, pattern on the node name without its layer prefix), first match wins
-    ("LM head", r"lm_head"),
-    ("norm", r"norm|^ln(_|$)|rms"),
-    ("FFN", r"^(fc\d|gate|up_proj|down_proj|glu|act|mlp|ffn)"),
-    ("projection", r"^(q|k|v|o|qkv|out)_proj"),
-    ("attention", r"attn|score|prob|rope|q_scaled|mask|heads_out|cache|softmax"),
-    ("activation", r"gelu|relu|silu|sigmoid|tanh"),
-    ("residual", r"residual|^add"),
-    ("embedding", r"embed|tok|pos"),
-]
+# Op classes: one table for the report and the lpu binary (reports/op_classes.json: the
+# rules, the order heaviest first, and why a fused kernel counts under its heaviest class).
+with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "op_classes.json")) as _f:
+    _OP_CLASS_TABLE = json.load(_f)
+OP_CLASSES = _OP_CLASS_TABLE["order"]
+OP_CLASS_RULES = [(c, p) for c, p in _OP_CLASS_TABLE["rules"]]  # first match wins
+LAYER_PREFIX = _OP_CLASS_TABLE["layer_prefix"]
 
 
 def node_class(node):
-    name = re.sub(r"^(l\d+\.|layers?\.\d+\.)", "", node)
+    name = re.sub(LAYER_PREFIX, "", node)
     for cls, pat in OP_CLASS_RULES:
         if re.search(pat, name):
             return cls

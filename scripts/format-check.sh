@@ -6,6 +6,8 @@ cd "$(dirname "$0")/.."
 FILES=(compiler/support/json_util.h compiler/support/json_util.cpp compiler/ops/*.h compiler/ops/*.cpp
        compiler/graph/attrs_json.h compiler/graph/attrs_json.cpp compiler/loopir/kernel.h fuzz/*.cpp fuzz/*.h
        sim/program_check.h sim/program_check.cpp compiler/loopir/parse.cpp compiler/loopir/verify.cpp
-       compiler/support/line_cursor.h tests/test_loopir_text.cpp apps/lpu/proc.h apps/lpu/proc.cpp)
+       compiler/support/line_cursor.h tests/test_loopir_text.cpp apps/lpu/proc.h apps/lpu/proc.cpp
+       sim/model/attribution.h sim/model/attribution.cpp
+       apps/lpu/op_class.h apps/lpu/op_class.cpp apps/lpu/roofline.h apps/lpu/roofline.cpp tests/test_roofline.cpp)
 clang-format --dry-run --Werror "${FILES[@]}"
 echo "format-check: ${#FILES[@]} files ok"

@@ -1,6 +1,7 @@
 #include "simulator.h"
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -26,6 +27,34 @@ std::string wall_clock_report(const sim::DeviceContext& c, const ArchConfig& arc
                 " into the simulated run; the whole run fetches ",
                 fetches == UINT64_MAX ? std::string("more than 2^64") : std::to_string(fetches),
                 " instructions, loops expanded (raise sim.max_wall_s to let it finish)");
+}
+
+void set_roofline(KernelStats& k, const ArchConfig& arch) {
+  const double mem = static_cast<double>(k.hbm_read_bytes + k.hbm_write_bytes) /
+                     (arch.hbm_bytes_per_cycle() * arch.hbm.efficiency);
+  const double sxe = k.sxe_flops / (2.0 * arch.sxe.mac_trees * arch.sxe.lanes);
+  const double vxe = k.vxe_ops / arch.vxe.lanes;
+  k.roofline_cycles = std::max({mem, sxe, vxe});
+  k.bound = sxe > mem && sxe >= vxe ? "sxe" : vxe > mem ? "vxe" : "hbm";
+}
+
+// Picoseconds per category to whole cycles that sum to the span exactly: each category ends
+// where the running sum, rounded to a cycle, ends (the last takes what is left).
+SpanBreakdown breakdown_cycles(const std::array<double, sim::kSpanKinds>& ps, double lo_ps, uint64_t start_cycle,
+                               uint64_t end_cycle, double period) {
+  std::array<uint64_t, sim::kSpanKinds> cyc{};
+  double cum = lo_ps;
+  uint64_t prev = start_cycle;
+  for (int k = 0; k < sim::kSpanKinds; ++k) {
+    cum += ps[static_cast<size_t>(k)];
+    uint64_t cur = k == sim::kSpanKinds - 1 ? end_cycle
+                                            : std::clamp(static_cast<uint64_t>(std::llround(cum / period)), prev, end_cycle);
+    cyc[static_cast<size_t>(k)] = cur - prev;
+    prev = cur;
+  }
+  using S = sim::Span;
+  auto at = [&](S s) { return cyc[static_cast<size_t>(s)]; };
+  return {at(S::Bandwidth), at(S::Compute), at(S::Latency), at(S::Sync), at(S::Dependency), at(S::Issue), at(S::Other)};
 }
 }  // namespace
 
@@ -213,6 +242,12 @@ SimResult simulate(const Program& prog, const ArchConfig& arch, const SimOptions
     ks.hbm_read_bytes = c.hbm_read;
     ks.hbm_write_bytes = c.hbm_write;
     ks.instructions = c.instructions;
+    ks.sxe_flops = c.sxe_flops;
+    ks.vxe_ops = c.vxe_ops;
+    set_roofline(ks, arch);
+    if (c.first_issue_ps >= 0 && ks.cycles > 0)
+      ks.breakdown = breakdown_cycles(attribute_span(c.log, c.first_issue_ps, c.last_retire_ps), c.first_issue_ps,
+                                      ks.start_cycle, ks.end_cycle, period);
     s.kernels.push_back(ks);
   }
   for (const auto& hc : ctx.host_calls) {
@@ -272,10 +307,17 @@ nlohmann::json stats_to_json(const SimStats& s) {
                    {"utilization", e.utilization}};
   j["engines"] = eng;
   nlohmann::json ks = nlohmann::json::array();
-  for (const auto& k : s.kernels)
+  for (const auto& k : s.kernels) {
+    const SpanBreakdown& b = k.breakdown;
     ks.push_back({{"name", k.name}, {"start_cycle", k.start_cycle}, {"end_cycle", k.end_cycle}, {"cycles", k.cycles},
                   {"hbm_read_bytes", k.hbm_read_bytes}, {"hbm_write_bytes", k.hbm_write_bytes},
-                  {"instructions", k.instructions}});
+                  {"instructions", k.instructions}, {"sxe_flops", k.sxe_flops}, {"vxe_ops", k.vxe_ops},
+                  {"roofline_cycles", k.roofline_cycles}, {"bound", k.bound},
+                  {"roofline_fraction", k.cycles ? k.roofline_cycles / static_cast<double>(k.cycles) : 0.0},
+                  {"breakdown_cycles",
+                   {{"bandwidth", b.bandwidth}, {"compute", b.compute}, {"latency", b.latency}, {"sync", b.sync},
+                    {"dependency", b.dependency}, {"issue", b.issue}, {"other", b.other}}}});
+  }
   j["kernels"] = ks;
   nlohmann::json gb = nlohmann::json::array();
   for (const auto& b : s.graph_breaks)

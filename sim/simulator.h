@@ -39,11 +39,30 @@ struct EngineStats {
   double busy_fraction = 0;     // busy_cycles / (cycles x workers)
 };
 
+// Where a kernel's span went (docs/sim-model.md, "Per-kernel attribution"): each cycle of
+// [start_cycle, end_cycle) in exactly one category, by priority; they sum to `cycles`.
+struct SpanBreakdown {
+  uint64_t bandwidth = 0;   // some HBM channel moves the kernel's bytes
+  uint64_t compute = 0;     // else its VXE op or its SXE's MAC work runs
+  uint64_t latency = 0;     // else a DMA or SXE stream of it is in flight (setup, HBM latency, queued channels, drain)
+  uint64_t sync = 0;        // else sync barrier/token wait, ESL send or host call of it
+  uint64_t dependency = 0;  // else its next instruction waits at the ISU on the scoreboard
+  uint64_t issue = 0;       // else its instructions wait in an engine queue, for a queue slot or the issue slot
+  uint64_t other = 0;       // none of these (zero when the attribution log is complete)
+};
+
+// A kernel's roofline on the config: the longest of its HBM bytes at the sustained bandwidth
+// (hbm.bandwidth_gbps x hbm.efficiency), its SXE FLOPs at sxe.mac_trees x sxe.lanes x 2 per
+// cycle and its VXE element operations at vxe.lanes per cycle; `bound` names the longest.
 struct KernelStats {
   std::string name;
   uint64_t start_cycle = 0, end_cycle = 0, cycles = 0;
   uint64_t hbm_read_bytes = 0, hbm_write_bytes = 0;
   uint64_t instructions = 0;
+  double sxe_flops = 0, vxe_ops = 0;
+  double roofline_cycles = 0;
+  std::string bound;        // "hbm" | "sxe" | "vxe" (the longest of the three times; "hbm" when all are zero)
+  SpanBreakdown breakdown;
 };
 
 // A graph break as run: the node the host computed, its op, bytes over the host link and

@@ -171,8 +171,9 @@ def build_mode(src, cmake, generator):
     tmp = tempfile.mkdtemp(prefix="lpu-layers-build-")
     try:
         tree, build = os.path.join(tmp, "src"), os.path.join(tmp, "build")
+        # apps/lpu compiles in the op-class table of the reports (reports/op_classes.json).
         copy_tree(src, tree, ["CMakeLists.txt", "cmake", "layers.txt", "scripts/check_layers.py", "compiler", "sim",
-                              "apps"])
+                              "apps", "reports/op_classes.json"])
         r = run([cmake, "-S", tree, "-B", build, "-G", generator, "-DLPU_BUILD_TESTS=OFF", "-DLPU_WITH_RTL=OFF",
                  "-DCMAKE_BUILD_TYPE=Release"])
         expect(r.returncode == 0, "a copy of the project configures")

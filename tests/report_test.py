@@ -102,6 +102,10 @@ def main(lpu, work):
     check(r.returncode == 0 and "index.html" in r.stdout, "compare --report exits 0 and says where the report is")
     check_report(cmp_dir, {"fusion.png", "engines.png", "kernels.png", "roofline.png", "timeline.png"}, set())
     check(os.path.exists(os.path.join(cmp_dir, "traces", "greedy.json")), "compare --report keeps the traces")
+    with open(os.path.join(cmp_dir, "index.html"), encoding="utf-8") as f:
+        page = f.read()
+    check('id="roofline-classes"' in page and page.count("top blocker") >= 2,
+          "the page has a roofline-per-op-class table for each policy")
 
     # A run without a trace: the page says what is missing instead of failing.
     run_json = os.path.join(work, "run.json")

@@ -5,7 +5,8 @@
 //      the simulation alone, instructions and tile transactions per wall second, peak memory.
 //   3. HBM calibration: achieved bandwidth by transfer size, access shape and DMA engines.
 //   4. compile time of long relu chains, greedy vs none (scheduling must stay near-linear).
-// Usage: build/lpu-bench [policies|simulator|hbm|schedule|all] [--arch NAME]
+//   5. roofline: decode steps per op class against their rooflines, and where the rest went.
+// Usage: build/lpu-bench [policies|simulator|hbm|schedule|roofline|all] [--arch NAME] [--context N]
 #include <sys/resource.h>
 
 #include <chrono>
@@ -15,6 +16,7 @@
 
 #include "graph/graph.h"
 #include "jobs.h"
+#include "roofline.h"
 #include "support/error.h"
 
 using namespace lpu;
@@ -69,6 +71,51 @@ void simulator(const ArchConfig& arch) {
   std::cout << "simulator speed on " << arch.name << " (timing mode, greedy schedule, one core)\n"
             << format_table({"workload", "sim_cycles", "sim_wall_s", "compile_s", "instructions", "instr_per_s"}, rows)
             << "peak memory (whole process): " << ru.ru_maxrss / 1024 << " MiB\n";
+}
+
+// Issue 14's decode models (batch 1, fp16, greedy) with `context` cached tokens: per op class
+// the kernels' HBM bytes, summed rooflines and spans, and the category that lost the most
+// cycles against the roofline (roofline.h: kernel_loss); then the whole step against the HBM
+// floor of its compulsory bytes. Class spans can overlap (the next kernel issues while the
+// last one drains), so they may sum to more than the step.
+void roofline(const ArchConfig& arch, int64_t context) {
+  std::vector<std::vector<std::string>> rows, steps;
+  for (const char* m : {"opt-1.3b", "llama2-7b", "opt-30b", "opt-66b", "llama2-70b"}) {
+    WorkloadSpec w = resolve_workload(std::string(m) + "-decode");
+    w.context = context;
+    RunOutcome o = run_job(w, arch, "greedy", false);
+    for (const auto& r : roofline_by_class(o)) {
+      size_t top = static_cast<size_t>(r.top_blocker());
+      rows.push_back({m, r.op_class, std::to_string(r.kernels), fmt("%.1f", static_cast<double>(r.bytes) / 1e6),
+                      fmt("%.0f", r.roofline_cycles), std::to_string(r.cycles),
+                      fmt("%.1f%%", r.cycles ? 100 * r.roofline_cycles / static_cast<double>(r.cycles) : 0),
+                      breakdown_names()[top], fmt("%.0f", r.loss[top])});
+    }
+    // The step: its compulsory bytes at the sustained and at the peak bandwidth, and the class
+    // that lost the most cycles against its rooflines (what stands between the two).
+    StepFloor f = step_floor(o);
+    double c = static_cast<double>(o.sim.stats.cycles);
+    std::string worst;
+    double worst_loss = -1;
+    for (const auto& r : roofline_by_class(o))
+      if (static_cast<double>(r.cycles) - r.roofline_cycles > worst_loss) {
+        worst_loss = static_cast<double>(r.cycles) - r.roofline_cycles;
+        worst = r.op_class;
+      }
+    steps.push_back({m, fmt("%.1f", static_cast<double>(f.bytes) / 1e6), fmt("%.0f", f.sustained_cycles),
+                     fmt("%.0f", f.peak_cycles), std::to_string(o.sim.stats.cycles),
+                     fmt("%.1f%%", 100 * f.sustained_cycles / c), fmt("%.1f%%", 100 * f.peak_cycles / c),
+                     worst + fmt(" (%.0f)", worst_loss)});
+  }
+  std::cout << "decode steps (batch 1, context " << context << ", fp16, greedy) on " << arch.name
+            << ": per op class, kernel spans against their rooflines (cycles at " << arch.clock_ghz << " GHz)\n"
+            << format_table({"model", "op_class", "kernels", "hbm_MB", "roofline", "achieved", "of_roofline",
+                             "top_blocker", "blocker_cycles"},
+                            rows)
+            << "\nwhole steps against the HBM floor: compulsory bytes at peak x hbm.efficiency (sustained) and at peak\n"
+            << format_table({"model", "compulsory_MB", "floor_sustained", "floor_peak", "achieved", "of_sustained",
+                             "of_peak", "class_losing_most (cycles - roofline)"},
+                            steps);
 }
 
 // Scheduling time against graph size: chains of relu nodes ([64, 256] fp32 each), compiled
@@ -127,14 +174,16 @@ void hbm(const ArchConfig& base) {
 
 int main(int argc, char** argv) {
   const char* usage =
-      "usage: lpu-bench [policies|simulator|hbm|schedule|all] [--arch NAME]\n"
+      "usage: lpu-bench [policies|simulator|hbm|schedule|roofline|all] [--arch NAME] [--context N]\n"
       "  policies   every LLM decode step under none, greedy and search (minutes)\n"
       "  simulator  simulator speed on OPT-1.3B and OPT-30B decode steps\n"
       "  hbm        HBM calibration: bandwidth by transfer size, shape and DMA engines\n"
       "  schedule   compile time of relu chains of 1,000 to 30,000 nodes, greedy vs none\n"
-      "  all        hbm, simulator and policies (the default)\n";
+      "  roofline   decode steps per op class against their rooflines (--context N, default 1040)\n"
+      "  all        hbm, simulator, policies and roofline (the default)\n";
   std::string what = "all";
   std::string arch_name = "lpu-asic";
+  int64_t context = 1040;  // issue 14's figures
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     if (a == "-h" || a == "--help") {
@@ -143,7 +192,9 @@ int main(int argc, char** argv) {
     }
     if (a == "--arch" && i + 1 < argc) {
       arch_name = argv[++i];
-    } else if (a == "policies" || a == "simulator" || a == "hbm" || a == "schedule" || a == "all") {
+    } else if (a == "--context" && i + 1 < argc) {
+      context = std::stoll(argv[++i]);
+    } else if (a == "roofline" || a == "policies" || a == "simulator" || a == "hbm" || a == "schedule" || a == "all") {
       what = a;
     } else {
       std::cerr << "error: unexpected argument '" << a << "'\n" << usage;
@@ -156,6 +207,7 @@ int main(int argc, char** argv) {
     if (what == "simulator" || what == "all") simulator(arch);
     if (what == "policies" || what == "all") policies(arch);
     if (what == "schedule") schedule_scaling(arch);
+    if (what == "roofline" || what == "all") roofline(arch, context);
   } catch (const std::exception& e) {
     std::cerr << "error: " << e.what() << "\n";
     return 2;

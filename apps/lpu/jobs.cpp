@@ -9,6 +9,7 @@
 
 #include "model/host.h"
 #include "ref/reference.h"
+#include "roofline.h"
 #include "support/error.h"
 #include "workload/transformer.h"
 
@@ -270,6 +271,15 @@ nlohmann::json RunOutcome::to_json() const {
     for (int n : comp.schedule.kernels[k].nodes) nodes.push_back(comp.loop_ir.nodes[static_cast<size_t>(n)].origin);
     j["kernels"][k]["nodes"] = nodes;
   }
+  auto classes = kernel_classes(*this);
+  for (size_t k = 0; k < j["kernels"].size() && k < classes.size(); ++k) j["kernels"][k]["op_class"] = classes[k];
+  j["roofline_classes"] = roofline_classes_json(*this);
+  StepFloor floor = step_floor(*this);
+  double cycles = static_cast<double>(sim.stats.cycles);
+  j["hbm_floor"] = {{"compulsory_bytes", floor.bytes}, {"peak_cycles", floor.peak_cycles},
+                    {"sustained_cycles", floor.sustained_cycles},
+                    {"of_peak_floor", cycles > 0 ? floor.peak_cycles / cycles : 0.0},
+                    {"of_sustained_floor", cycles > 0 ? floor.sustained_cycles / cycles : 0.0}};
   if (int64_t t = llm_tokens_per_step(workload); t > 0 && sim.stats.latency_us > 0) {
     double ms = sim.stats.latency_us / 1e3;
     j["llm"] = {{"tokens_per_step", t}, {"ms_per_token", ms / static_cast<double>(t)},

@@ -28,6 +28,7 @@
 #include "manifest.h"
 #include "passes/passes.h"
 #include "report.h"
+#include "roofline.h"
 #include "sweep.h"
 #include "sweep_merge.h"
 #include "sweep_slurm.h"
@@ -189,6 +190,8 @@ void print_run(const RunOutcome& o, const std::vector<std::string>& sets) {
   }
   for (const auto& e : s.engines) rows.push_back(engine_row(e));
   std::cout << format_table({"metric", "value"}, rows);
+  // Where the time went, kernel by kernel (docs/sim-model.md, "Per-kernel attribution").
+  std::cout << "\n" << format_top_kernels(o, 10) << "\n" << format_class_roofline(o);
 }
 
 int cmd_run(const std::string& workload, const ArchFlags& af, const BreakFlags& bf, const std::string& fusion,

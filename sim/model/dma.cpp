@@ -47,7 +47,8 @@ double Dma::execute(size_t i, double start_ps) {
   double setup_end = start_ps + ctx_.period.to_double() * ctx_.arch->dma.setup_cycles;
   double now = sc_core::sc_time_stamp().to_double();
   double hbm_done = setup_end;
-  auto& kc = ctx_.kernels[static_cast<size_t>(in.kernel < 0 ? 0 : in.kernel)];
+  auto& kc = ctx_.kernel_of(in);
+  ctx_.hbm_windows.clear();
   for (const Run& run : runs) {
     int64_t elem = row_base[static_cast<size_t>(run.r)] + run.c * in.hbm_cs;
     uint64_t addr = in.hbm_addr + static_cast<uint64_t>(elem * eb);
@@ -82,6 +83,7 @@ double Dma::execute(size_t i, double start_ps) {
     else
       kc.hbm_write += len;
   }
+  append_union(ctx_.hbm_windows, Span::Bandwidth, kc.log);
   double lmu_done = lmu_.reserve(setup_end, static_cast<uint64_t>(R * C * 4));
   return std::max(hbm_done, lmu_done);
 }

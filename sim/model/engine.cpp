@@ -30,7 +30,7 @@ Engine::Engine(sc_core::sc_module_name name, DeviceContext& ctx, int queue_depth
 }
 
 void Engine::push(size_t instr) {
-  queue_.push_back(instr);
+  queue_.push_back({instr, sc_core::sc_time_stamp().to_double()});
   queued_ = static_cast<int>(queue_.size());
   pushed_.notify(sc_core::SC_ZERO_TIME);
 }
@@ -38,7 +38,8 @@ void Engine::push(size_t instr) {
 void Engine::worker() {
   for (;;) {
     while (queue_.empty()) wait(pushed_);
-    size_t i = queue_.front();
+    const Queued q = queue_.front();
+    const size_t i = q.instr;
     queue_.pop_front();
     queued_ = static_cast<int>(queue_.size());
     ++busy_;
@@ -58,8 +59,15 @@ void Engine::worker() {
     --busy_;
     auto& c = ctx_.engines[static_cast<size_t>(index_)];
     c.busy_ps += end - start;
-    c.work += useful_work(ctx_.instr(i));
+    const Instruction& done = ctx_.instr(i);
+    const double work = useful_work(done);
+    c.work += work;
     ++c.instructions;
+    auto& kc = ctx_.kernel_of(done);
+    if (done.opcode == Opcode::SxeGemm) kc.sxe_flops += 2 * work;  // a multiply and an add per MAC
+    if (done.opcode == Opcode::VxeOp || done.opcode == Opcode::VxeReduce) kc.vxe_ops += work;
+    if (start > q.pushed_ps) kc.log.push_back({q.pushed_ps, start, Span::Issue});
+    kc.log.push_back({start, end, occupancy()});
     if (ctx_.record_trace) {
       const Instruction& in = ctx_.instr(i);
       ctx_.trace.push_back({index_, in.kernel, i, start, end, print_instruction(in)});

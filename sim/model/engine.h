@@ -33,11 +33,20 @@ class Engine : public sc_core::sc_module {
   // Executes instruction `i` starting at `start_ps`; returns its completion time (ps). It
   // may wait (SC_THREAD context), but the models other than the RTL SXE compute at once.
   virtual double execute(size_t i, double start_ps) = 0;
+  // What an instruction of this engine is doing for its kernel while it is in flight, where
+  // nothing of higher priority covers it (attribution.h): a DMA or an SXE stream waits on
+  // memory (setup, HBM latency, channels busy with other kernels' bytes) unless its bytes are
+  // on a channel; the VXE computes; the host and the ESL are the device waiting outside itself.
+  virtual Span occupancy() const { return Span::Latency; }
   DeviceContext& ctx_;
 
  private:
   void worker();
-  std::deque<size_t> queue_;
+  struct Queued {
+    size_t instr;
+    double pushed_ps;  // queue time is issue-path time (Span::Issue)
+  };
+  std::deque<Queued> queue_;
   sc_core::sc_event pushed_;
   Isu* isu_ = nullptr;
   int depth_;

@@ -13,6 +13,7 @@ class Esl : public Engine {
 
  protected:
   double execute(size_t i, double start_ps) override;
+  Span occupancy() const override { return Span::Sync; }
 };
 
 }  // namespace lpu::sim

@@ -58,6 +58,7 @@ void Hbm::b_transport(tlm::tlm_generic_payload& trans, sc_core::sc_time& delay) 
     double e = s + static_cast<double>(bytes[c]) / per_channel_bytes_per_ps_;
     channel_free_ps_[c] = e;
     done = std::max(done, e);
+    ctx_.hbm_windows.emplace_back(s, e);
     size_t g = c / per_group;
     g_start[g] = g_start[g] < 0 ? s : std::min(g_start[g], s);
     g_end[g] = std::max(g_end[g], e);

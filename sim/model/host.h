@@ -15,6 +15,7 @@ class Host : public Engine {
 
  protected:
   double execute(size_t i, double start_ps) override;
+  Span occupancy() const override { return Span::Sync; }
 };
 
 // Bytes a host op moves over the link (inputs + output), from the program's buffer table.

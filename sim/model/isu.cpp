@@ -174,13 +174,16 @@ void Isu::run() {
       finish();
       return;
     }
-    if (in.opcode == Opcode::SyncSignal) {
-      signal(in, i);
-      continue;
-    }
-    if (in.opcode == Opcode::SyncWait) {
-      wait_token(in, i);
-      if (!ctx_.sync->deadlock.empty()) return;
+    if (in.opcode == Opcode::SyncSignal || in.opcode == Opcode::SyncWait) {
+      // Barriers and token waits are the device waiting on sync: its kernel's Span::Sync.
+      double s0 = sc_core::sc_time_stamp().to_double();
+      if (in.opcode == Opcode::SyncSignal)
+        signal(in, i);
+      else
+        wait_token(in, i);
+      double s1 = sc_core::sc_time_stamp().to_double();
+      if (s1 > s0) ctx_.kernel_of(in).log.push_back({s0, s1, Span::Sync});
+      if (in.opcode == Opcode::SyncWait && !ctx_.sync->deadlock.empty()) return;
       continue;
     }
     auto it = engines_.find((in.opcode == Opcode::DmaStore || in.opcode == Opcode::DmaGather) ? Opcode::DmaLoad
@@ -230,11 +233,18 @@ void Isu::run() {
     if (chain > 0) ctx_.chain_after_ps[i] = chain;
     in_flight_.emplace(i, InFlight{std::move(f), e});
     in_flight_count_ = static_cast<int>(in_flight_.size());
-    auto& kc = ctx_.kernels[static_cast<size_t>(std::max(in.kernel, 0))];
+    auto& kc = ctx_.kernel_of(in);
     if (kc.first_issue_ps < 0) kc.first_issue_ps = t2;
     ++kc.instructions;
+    // The head waiting on the scoreboard is dependency time of its kernel; waiting for a
+    // queue slot and the issue slot itself are issue-path time.
+    if (t1 > t0) kc.log.push_back({t0, t1, Span::Dependency});
+    if (t2 > t1) kc.log.push_back({t1, t2, Span::Issue});
     e->push(i);
-    if (issue > sc_core::SC_ZERO_TIME) wait(issue);
+    if (issue > sc_core::SC_ZERO_TIME) {
+      kc.log.push_back({t2, t2 + issue.to_double(), Span::Issue});
+      wait(issue);
+    }
   }
   // A program without halt: finish when everything retires.
   while (!in_flight_.empty()) wait(retired_);

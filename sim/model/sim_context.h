@@ -12,6 +12,7 @@
 
 #include "config/arch_config.h"
 #include "isa/program.h"
+#include "model/attribution.h"
 
 namespace lpu::sim {
 
@@ -44,6 +45,8 @@ struct EngineCounters {
 struct KernelCounters {
   double first_issue_ps = -1, last_retire_ps = 0;
   uint64_t hbm_read = 0, hbm_write = 0, instructions = 0;
+  double sxe_flops = 0, vxe_ops = 0;  // 2 x MACs of its sxe.gemm; elements of its vxe.op/reduce
+  std::vector<SpanInterval> log;       // what the engines and the ISU did for it (attribution.h)
 };
 
 // Tokens of every device and what their ISUs are blocked on: shared by all devices, so a
@@ -93,6 +96,10 @@ struct DeviceContext {
   std::vector<std::string> engine_names;
   std::vector<EngineCounters> engines;
   std::vector<KernelCounters> kernels;
+  KernelCounters& kernel_of(const Instruction& in) { return kernels[static_cast<size_t>(in.kernel < 0 ? 0 : in.kernel)]; }
+  // The channel windows [start, end) of the HBM transaction just served: Hbm::b_transport
+  // fills it, the DMA or SXE that sent the transaction takes it into its kernel's log.
+  std::vector<std::pair<double, double>> hbm_windows;
   std::vector<TraceEvent> trace;
   uint64_t hbm_read_bytes = 0, hbm_write_bytes = 0, hbm_burst_bytes = 0;
   double isu_hazard_stall_ps = 0, isu_queue_stall_ps = 0;

@@ -38,7 +38,8 @@ double Sxe::execute(size_t i, double start_ps) {
   }
   double now = sc_core::sc_time_stamp().to_double();
   double hbm_done = start_ps;
-  auto& kc = ctx_.kernels[static_cast<size_t>(in.kernel < 0 ? 0 : in.kernel)];
+  auto& kc = ctx_.kernel_of(in);
+  ctx_.hbm_windows.clear();
   for (const Run& run : runs) {
     uint64_t len = static_cast<uint64_t>(run.elems * eb);
     tlm::tlm_generic_payload trans;
@@ -58,6 +59,7 @@ double Sxe::execute(size_t i, double start_ps) {
     hbm_done = std::max(hbm_done, now + delay.to_double());
     kc.hbm_read += len;
   }
+  append_union(ctx_.hbm_windows, Span::Bandwidth, kc.log);
   double period = ctx_.period.to_double();
   int64_t cols_per_tree = (N + cfg.mac_trees - 1) / cfg.mac_trees;
   double stream_end = hbm_done + period * cfg.pipeline_depth;  // the last beat drains the adder tree
@@ -72,6 +74,8 @@ double Sxe::execute(size_t i, double start_ps) {
   }
   double compute_end = rtl_ ? std::max(rtl_end(in, start_ps, hbm_done), compute_start)
                             : compute_start + period * mac_tree_cycles(K, cols_per_tree, M, cfg.lanes, cfg.pipeline_depth);
+  // The MAC work's own window; the rest of the instruction (stream, drain) is not compute.
+  kc.log.push_back({compute_start, compute_end, Span::Compute});
   if (ctx_.functional) compute(in);
   return std::max({compute_end, stream_end, lmu_end});
 }

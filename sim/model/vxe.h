@@ -14,6 +14,7 @@ class Vxe : public Engine {
 
  protected:
   double execute(size_t i, double start_ps) override;
+  Span occupancy() const override { return Span::Compute; }
 
  private:
   void compute(const Instruction& in);
