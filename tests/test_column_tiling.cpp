@@ -93,6 +93,27 @@ TEST(ColumnTiling, GemvFunctionalWithColumnTiles) {
   EXPECT_TRUE(o.check->ok) << o.check->worst;
 }
 
+// 64 rows (a prefill-shaped GEMM) in 8 KiB: a whole row (1 KiB of x + 8 KiB of y) does not
+// fit, so tiles are rows x columns; W is streamed once per row tile and x re-read once per
+// column tile, which the cost model counts exactly as the program moves it.
+TEST(ColumnTiling, GemmTilesRowsAndColumns) {
+  const int64_t M = 64, K = 256, N = 2048, lmu = 8 * 1024;
+  WorkloadSpec w = gemv(K, N);
+  w.seq_len = M;
+  Compilation c = compile(w, lmu);
+  ASSERT_EQ(c.code.tiling.size(), 1u);
+  const KernelTiling& t = c.code.tiling[0];
+  EXPECT_GT(t.col_tiles, 1);
+  EXPECT_LE(t.hoisted_bytes + 2 * t.tile_bytes, lmu);
+  int64_t row_tiles = (M + t.tile_rows - 1) / t.tile_rows;
+  EXPECT_EQ(t.tiles, row_tiles * t.col_tiles);
+  EXPECT_EQ(hbm_bytes(c.code.program, 0), (row_tiles * K * N + t.col_tiles * M * K + M * N) * 4);
+  EXPECT_EQ(kernel_cost(c.loop_ir, c.schedule.kernels[0], CodegenOptions{lmu}).hbm_bytes, hbm_bytes(c.code.program, 0));
+  RunOutcome o = run_job(w, arch_with_lmu(8), "greedy", true);
+  ASSERT_TRUE(o.check.has_value());
+  EXPECT_TRUE(o.check->ok) << o.check->worst;
+}
+
 // The tiny models with 1 KiB of local memory: their FFN matmuls with the fused epilogues
 // (fc1 + bias + relu; SwiGLU's gate/up + silu + mul), the projections and the element-wise
 // halves of the norms run in column tiles (their LM heads, 96 columns, fit one row

@@ -143,12 +143,13 @@ class KernelEmitter {
 
   // Used by the handler: a split node loads the tile's column window.
   VReg load(const LoopNode& node, const ExprNode& e) {
-    return load(node, e, node.col_vars(), node.col_sizes(), col0(node), split_.count(&node) ? cw_ : node.cols());
+    bool split = split_.count(&node) > 0;
+    return load(node, e, node.col_vars(), node.col_sizes(), split, split ? c0_ : 0, split ? cw_ : node.cols());
   }
-  // Loads columns [c0, c0 + cw) with the given column variables (a Matmul's A operand uses
-  // {"r0"}, {K}, whole).
+  // Loads with the given column variables (a Matmul's A operand uses {"r0"}, {K}), in a window
+  // of columns [c0, c0 + cw) when `window` (a split node under column tiling).
   VReg load(const LoopNode& node, const ExprNode& e, const std::vector<std::string>& cols,
-            const std::vector<int64_t>& col_sizes, int64_t c0, int64_t cw);
+            const std::vector<int64_t>& col_sizes, bool window = false, int64_t c0 = 0, int64_t cw = 0);
   // The columns of its result a node computes in this tile: all of its row unless it is split.
   int64_t col0(const LoopNode& n) const { return split_.count(&n) ? c0_ : 0; }
   int64_t col_width(const LoopNode& n) const { return split_.count(&n) ? cw_ : n.out_cols(); }
@@ -269,14 +270,17 @@ class LpuAsmHandler final : public OpsHandler<VReg> {
 };
 
 VReg KernelEmitter::load(const LoopNode& node, const ExprNode& e, const std::vector<std::string>& cols,
-                         const std::vector<int64_t>& col_sizes, int64_t c0, int64_t cw) {
+                         const std::vector<int64_t>& col_sizes, bool window, int64_t c0, int64_t cw) {
   AccessPattern ap = analyze_access(node, e.index, cols, col_sizes);
   if (!ap.ok)
     throw InputError(strcat("kernel ", k_.name, ", node ", node.name, ": load ", e.buffer, "[", e.index.str(),
                             "] is not a strided access the LPU DMA can do (", ap.why_not, ")"));
   int64_t width = numel(col_sizes);
+  if (!window) cw = width;
   // A window of a column-varying access (column tiling): columns [c0, c0 + cw) of the row.
-  bool windowed = cw < width && ap.col_stride != 0;
+  // Decided by the node, not by cw < width, so that every tile width of a plan has the same
+  // hoisted operands (plan_columns sizes the tile region below them).
+  bool windowed = window && ap.col_stride != 0;
   int64_t ncols = ap.col_stride == 0 ? 1 : cw;
   int64_t coff = ap.col_stride * c0;  // element offset of the window
   if (in_kernel_.count(e.buffer)) {
@@ -380,7 +384,7 @@ VReg KernelEmitter::matmul(const LoopNode& node) {
     throw InternalError("codegen: matmul body is not mul(load, load) in " + node.name);
   // Under column tiling N is the tile's window of columns [c0, c0 + N): B's columns of the tile only.
   int64_t K = node.reduction_ranges.at(0), N = col_width(node), c0 = col0(node);
-  VReg a = load(node, *a_load, {"r0"}, {K}, 0, K);
+  VReg a = load(node, *a_load, {"r0"}, {K});
   if (a.imm || a.cols != K) throw InputError(strcat("node ", node.name, ": matmul A operand must vary along K"));
   // B streams from HBM: element (k, n) of row rho's matrix at b_base(rho) + ks*k + ns*n.
   std::string nvar = "i" + std::to_string(node.ranges.size() - 1);
