@@ -6,6 +6,7 @@ cd "$(dirname "$0")/.."
 FILES=(compiler/support/json_util.h compiler/support/json_util.cpp compiler/ops/*.h compiler/ops/*.cpp
        compiler/graph/attrs_json.h compiler/graph/attrs_json.cpp compiler/loopir/kernel.h fuzz/*.cpp fuzz/*.h
        sim/program_check.h sim/program_check.cpp compiler/codegen/column_split.h compiler/codegen/column_split.cpp
+       compiler/codegen/tile_plan.h compiler/codegen/tile_plan.cpp
        tests/test_column_tiling.cpp)
 clang-format --dry-run --Werror "${FILES[@]}"
 echo "format-check: ${#FILES[@]} files ok"

@@ -1,6 +1,6 @@
 // Column tiling (issue #14 item 4): a matmul whose output row does not fit local memory is
 // tiled along N, each column tile streaming only its weight columns; a row reduction is never
-// split. The rule is in lpu_codegen.cpp (plan_tiles), the node split in codegen/column_split.h.
+// split. The rule is plan_tiles (codegen/tile_plan.h), the node split codegen/column_split.h.
 #include <gtest/gtest.h>
 
 #include "codegen/column_split.h"

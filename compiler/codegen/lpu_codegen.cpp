@@ -2,10 +2,10 @@
 
 #include <algorithm>
 #include <map>
-#include <numeric>
 #include <set>
 
 #include "codegen/column_split.h"
+#include "codegen/tile_plan.h"
 #include "handlers/ops_handler.h"
 #include "graph/attrs_json.h"
 #include "support/error.h"
@@ -13,10 +13,7 @@
 namespace lpu {
 namespace {
 
-constexpr int64_t kLmElem = 4;    // LMU holds fp32
-constexpr int64_t kLmAlign = 64;  // allocation granule in local memory
-
-int64_t align_up(int64_t v, int64_t a) { return (v + a - 1) / a * a; }
+constexpr int64_t kLmElem = 4;  // LMU holds fp32
 
 // A value in local memory: a [rows, cols] view with strides, or an immediate scalar.
 // Tile values live in virtual registers (vid >= 0; `addr` is then a byte offset into the
@@ -623,58 +620,10 @@ std::vector<Instruction> fold_tiles(const std::vector<std::vector<Instruction>>&
 }
 
 namespace {
-// HBM bytes one instruction moves, as the simulator counts them (DMA: every element; the
-// SXE streams its whole B block once per instruction, whatever the number of A rows).
-int64_t instruction_hbm_bytes(const Instruction& in) {
-  switch (in.opcode) {
-    case Opcode::DmaLoad:
-    case Opcode::DmaStore:
-    case Opcode::DmaGather:
-      return in.rows * in.cols * dtype_bytes(in.dtype);
-    case Opcode::SxeGemm:
-      return in.depth * in.cols * dtype_bytes(in.dtype);
-    default:
-      return 0;
-  }
-}
-
-// How a kernel is tiled: the one decision the scheduler's fit check (through kernel_cost),
-// the local-memory layout and the emitted tiles all read. In order of preference:
-//   1. whole rows, as many per tile as fit (hoisted operands stay resident below the tile
-//      regions, one region per buffer: two when lmu.double_buffer);
-//   2. one whole row single-buffered, when it fits only once (a wide LM head row on a small
-//      LMU): no DMA/compute overlap between tiles, but no operand is re-read either;
-//   3. when not even one whole row fits: column tiles of the split nodes (column_split.h),
-//      rows x cols per tile, with the configured buffering;
-//   4. column tiles single-buffered.
-// Only 1 and 3 count as fitting for the scheduler (`configured`), so no fusion produces a
-// kernel of 2 or 4. Column tiles come last because where a whole row fits single-buffered
-// they bought nothing (gpt2-decode on lpu-small: +309 cycles, docs/scheduling.md). Dry runs
-// of the emitter measure the footprints.
-struct TilePlan {
-  bool fits = false;          // some tiling fits local memory
-  bool configured = false;    // ... with the configured buffering (rules 1 and 3)
-  int64_t min_lmu_bytes = 0;  // hoisted + the smallest tile x buffers: one whole row unless 3
-  int64_t buffers = 1;        // tile regions: 2 double-buffered
-  int64_t rows = 1, hoisted = 0, tile_bytes = 0;
-  int64_t one_row_bytes = 0;  // hoisted + one whole row, single-buffered
-  ColumnSplit columns;        // analysed only when one whole row does not fit (3, 4)
-  bool col_tiled = false;
-  int64_t cols = 0, col_tiles = 1;  // column tile width (the last narrower) and tiles per row
-};
-
-struct TileMeasure {
-  const LoopProgram& p;
-  const Kernel& k;
-  int id;
-  const std::map<std::string, uint64_t>& hbm;
-  const ColumnSplit* columns;
-  std::map<std::pair<int64_t, int64_t>, int64_t> measured;  // (rows, cols) -> tile bytes
-  // Tile bytes of a tile of `rows` x `cols` (cols ignored without a split); the hoisted
-  // bytes and the HBM bytes the tile moves on request.
-  int64_t operator()(int64_t rows, int64_t cols, int64_t* hoisted = nullptr, int64_t* hbm_bytes = nullptr) {
-    auto key = std::make_pair(rows, cols);
-    if (auto it = measured.find(key); it != measured.end() && !hoisted && !hbm_bytes) return it->second;
+// plan_tiles' measure: a dry run of the emitter (addresses do not change sizes).
+TileSizer sizer(const LoopProgram& p, const Kernel& k, int id, const std::map<std::string, uint64_t>& hbm) {
+  return [&p, &k, id, &hbm](const ColumnSplit* columns, int64_t rows, int64_t cols, int64_t* hoisted,
+                            int64_t* hbm_bytes) {
     KernelEmitter e(p, k, id, hbm, columns);
     std::vector<Instruction> scratch;
     int64_t b = e.emit_tile(0, rows, 0, cols, 0, UINT64_MAX / 2, scratch);
@@ -683,98 +632,8 @@ struct TileMeasure {
       *hbm_bytes = 0;
       for (const auto& in : scratch) *hbm_bytes += instruction_hbm_bytes(in);
     }
-    return measured[key] = b;
-  }
-};
-
-// Rules 3 and 4: for tiles of 1, 2, 4, ... rows, the widest column tile (a multiple of the granule,
-// and of 32 columns where that fits, so that windows start on 64-byte HBM boundaries in fp16)
-// that fits, balanced over the row; the fewest HBM bytes wins (more rows per tile re-read the
-// weights less often, wider tiles re-read the rows feeding the matmul less often). A decode
-// step has one row, so only width is chosen. `size_only`: the smallest tile is enough.
-bool plan_columns(TilePlan& t, TileMeasure& m, const Kernel& k, const CodegenOptions& opts, int64_t nbuf,
-                  bool size_only) {
-  const ColumnSplit& cs = t.columns;
-  int64_t G = cs.granule, W = cs.width;
-  int64_t hoisted = 0;
-  int64_t smallest = m(1, G, &hoisted);
-  int64_t avail = opts.lmu_bytes - align_up(hoisted, kLmAlign);
-  if (smallest * nbuf > avail) return false;
-  t.fits = true;
-  t.col_tiled = true;
-  t.buffers = nbuf;
-  t.hoisted = hoisted;
-  t.min_lmu_bytes = align_up(hoisted, kLmAlign) + smallest * nbuf;
-  if (size_only) return true;
-  constexpr int64_t kAlignCols = 32;
-  if (W >= 4 * kAlignCols && m(1, std::lcm(G, kAlignCols)) * nbuf <= avail) G = std::lcm(G, kAlignCols);
-  int64_t max_rows = opts.max_tile_rows > 0 ? std::min(k.rows, opts.max_tile_rows) : k.rows;
-  int64_t best = -1;
-  for (int64_t R = 1;; R = std::min(R * 2, max_rows)) {
-    if (m(R, G) * nbuf > avail) break;
-    int64_t lo = 1, hi = (W + G - 1) / G;  // widest fitting width lo * G (capped at W)
-    while (lo < hi) {
-      int64_t mid = (lo + hi + 1) / 2;
-      if (m(R, std::min(W, mid * G)) * nbuf <= avail) lo = mid; else hi = mid - 1;
-    }
-    int64_t nc = (W + std::min(W, lo * G) - 1) / std::min(W, lo * G);
-    int64_t cw = std::min(W, ((W + nc - 1) / nc + G - 1) / G * G);  // balanced, no wider than what fitted
-    nc = (W + cw - 1) / cw;
-    int64_t tile_hbm = 0;
-    m(R, cw, nullptr, &tile_hbm);
-    int64_t bytes = tile_hbm * ((k.rows + R - 1) / R) * nc;
-    if (best < 0 || bytes < best) {
-      best = bytes;
-      t.rows = R;
-      t.cols = cw;
-      t.col_tiles = nc;
-    }
-    if (R >= max_rows) break;
-  }
-  t.tile_bytes = align_up(m(t.rows, t.cols), kLmAlign);
-  return true;
-}
-
-TilePlan plan_tiles(const LoopProgram& p, const Kernel& k, int id, const std::map<std::string, uint64_t>& hbm,
-                    const CodegenOptions& opts, bool size_only = false) {
-  int64_t nbuf = opts.double_buffer ? 2 : 1;
-  TileMeasure whole{p, k, id, hbm, nullptr, {}};
-  TilePlan t;
-  int64_t one = whole(1, 0, &t.hoisted);
-  int64_t avail = opts.lmu_bytes - align_up(t.hoisted, kLmAlign);
-  t.min_lmu_bytes = align_up(t.hoisted, kLmAlign) + one * nbuf;
-  t.one_row_bytes = align_up(t.hoisted, kLmAlign) + one;
-  if (one > avail) {  // rules 3 and 4
-    t.columns = analyze_column_split(p, k);
-    TileMeasure split{p, k, id, hbm, &t.columns, {}};
-    if (t.columns.ok && plan_columns(t, split, k, opts, nbuf, size_only)) {
-      t.configured = true;
-    } else if (t.columns.ok && nbuf > 1) {
-      plan_columns(t, split, k, opts, 1, size_only);
-    }
-    return t;
-  }
-  t.configured = one * nbuf <= avail;
-  if (!t.configured) nbuf = 1;  // rule 2
-  t.fits = true;
-  t.buffers = nbuf;
-  if (size_only) return t;
-  int64_t two = k.rows > 1 ? whole(2, 0) : one;
-  int64_t per_row = std::max<int64_t>(two - one, 1);
-  int64_t rows = std::min<int64_t>(k.rows, 1 + (avail / nbuf - one) / per_row);
-  if (opts.max_tile_rows > 0) rows = std::min(rows, opts.max_tile_rows);
-  rows = std::max<int64_t>(rows, 1);
-  while (rows > 1 && whole(rows, 0) * nbuf > avail) --rows;
-  t.rows = rows;
-  t.tile_bytes = align_up(whole(rows, 0), kLmAlign);
-  return t;
-}
-
-// The column window of column tile j (the whole row without column tiling).
-std::pair<int64_t, int64_t> column_window(const TilePlan& t, int64_t j) {
-  if (!t.col_tiled) return {0, 0};
-  int64_t c0 = j * t.cols;
-  return {c0, std::min(t.cols, t.columns.width - c0)};
+    return b;
+  };
 }
 }  // namespace
 
@@ -785,7 +644,7 @@ KernelCost kernel_cost(const LoopProgram& p, const Kernel& k, const CodegenOptio
     c.hbm_bytes = untiled_hbm_bytes(p, k);
     return c;
   }
-  TilePlan plan = plan_tiles(p, k, 0, no_addresses, opts, !with_traffic);
+  TilePlan plan = plan_tiles(p, k, sizer(p, k, 0, no_addresses), opts, !with_traffic);
   c.lmu_bytes = plan.min_lmu_bytes;
   c.fits = plan.configured;
   c.col_tiled = plan.col_tiled;
@@ -867,7 +726,7 @@ CodegenResult generate_lpu_program(const LoopProgram& p, const Schedule& s, cons
       res.tiling.push_back({k.name, 0, 0, 0, 0, 0, 0});
       continue;
     }
-    TilePlan plan = plan_tiles(p, k, id, hbm, opts);
+    TilePlan plan = plan_tiles(p, k, sizer(p, k, id, hbm), opts);
     if (!plan.fits) {
       std::string cols = plan.columns.ok
                              ? strcat("even in column tiles of ", plan.columns.granule, " columns it needs ", plan.min_lmu_bytes)

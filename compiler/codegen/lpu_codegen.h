@@ -1,7 +1,7 @@
 // LPU code generation: a scheduled loop-IR program -> an LPU program (isa/program.h).
 // Each kernel is tiled over its rows so the tile working set fits local memory, and a kernel
 // whose one row does not fit (a wide LM head) also over the columns of its matmul and
-// epilogue (codegen/column_split.h; the rule: plan_tiles in lpu_codegen.cpp); loads that
+// epilogue (the rule: codegen/tile_plan.h; which nodes split: column_split.h); loads that
 // do not depend on the row are hoisted out of the tile loop and stay resident; with double
 // buffering, consecutive tiles use alternating halves of local memory so the DMA of tile
 // t+1 overlaps the vector work of tile t (the simulator's scoreboard enforces the hazards).
