@@ -39,7 +39,7 @@ check unknown_workload 2 "no such file" -- "$LPU" run does_not_exist
 check unknown_policy 2 "unknown fusion policy" -- "$LPU" run ln_gelu_add --fusion magic
 printf 'model: ln_gelu_add\nd_modle: 64\n' > "$TMP/w.yaml"
 check workload_typo 2 "w.yaml:2: d_modle: unknown key" -- "$LPU" run "$TMP/w.yaml"
-check lmu_too_small 2 "bytes of local memory" -- "$LPU" run ln_gelu_add --set lmu.capacity_kib=8
+check lmu_too_small 2 "cannot be tiled in columns" -- "$LPU" run ln_gelu_add --set lmu.capacity_kib=4
 
 check run_functional 0 "PASS" -- "$LPU" run ln_gelu_add --functional --json "$TMP/run.json" --trace "$TMP/trace.json"
 check run_json 0 "compulsory_hbm_bytes" -- cat "$TMP/run.json"

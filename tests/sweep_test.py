@@ -139,7 +139,7 @@ def main(lpu, work):
     r = sweep(lpu, os.path.join(DATA, "failing.yaml"), fail_dir, "--json", os.path.join(work, "failing.json"))
     check(r.returncode == 1, "a sweep with a failed point exits 1 (%d)" % r.returncode)
     rows = {row["point_id"]: row for row in jsonl(os.path.join(fail_dir, "results.jsonl"))}
-    bad = rows.get("ln_gelu_add|none|lmu.capacity_kib=8", {})
+    bad = rows.get("ln_gelu_add|none|lmu.capacity_kib=4", {})
     good = rows.get("ln_gelu_add|none|lmu.capacity_kib=256", {})
     check(bad.get("status") == "failed" and bad.get("exit_code") == 2 and "local memory" in bad.get("error", ""),
           "the failed point has status, exit code and the child's error message")

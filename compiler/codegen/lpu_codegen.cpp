@@ -4,6 +4,8 @@
 #include <map>
 #include <set>
 
+#include "codegen/column_split.h"
+#include "codegen/tile_plan.h"
 #include "handlers/ops_handler.h"
 #include "graph/attrs_json.h"
 #include "support/error.h"
@@ -11,10 +13,7 @@
 namespace lpu {
 namespace {
 
-constexpr int64_t kLmElem = 4;    // LMU holds fp32
-constexpr int64_t kLmAlign = 64;  // allocation granule in local memory
-
-int64_t align_up(int64_t v, int64_t a) { return (v + a - 1) / a * a; }
+constexpr int64_t kLmElem = 4;  // LMU holds fp32
 
 // A value in local memory: a [rows, cols] view with strides, or an immediate scalar.
 // Tile values live in virtual registers (vid >= 0; `addr` is then a byte offset into the
@@ -116,27 +115,41 @@ std::vector<RowRun> row_runs(const AccessPattern& ap, int64_t r0, int64_t rows) 
 }
 
 // Emits one kernel: hoisted loads once, then one instruction block per tile.
+// With a column split (column_split.h), a tile is rows [r0, r0 + rows) x columns [c0, c0 + cw)
+// of the split nodes; the other nodes compute their whole row in every tile.
 class KernelEmitter {
  public:
-  KernelEmitter(const LoopProgram& p, const Kernel& k, int kernel_id, const std::map<std::string, uint64_t>& hbm)
+  KernelEmitter(const LoopProgram& p, const Kernel& k, int kernel_id, const std::map<std::string, uint64_t>& hbm,
+                const ColumnSplit* columns = nullptr)
       : p_(p), k_(k), id_(kernel_id), hbm_(hbm) {
     for (int i : k.nodes) in_kernel_.insert(p.nodes[static_cast<size_t>(i)].out());
     hbm_out_.insert(k.hbm_outputs.begin(), k.hbm_outputs.end());
+    if (columns)
+      for (size_t i = 0; i < k.nodes.size(); ++i)
+        if (columns->split[i]) split_.insert(&p.nodes[static_cast<size_t>(k.nodes[i])]);
   }
 
-  // Emits tile [r0, r0 + rows) with its registers allocated in [base, base + limit).
-  // Returns the peak bytes the tile region used.
-  int64_t emit_tile(int64_t r0, int64_t rows, uint64_t base, uint64_t limit, std::vector<Instruction>& out);
+  // Emits tile [r0, r0 + rows) x [c0, c0 + cw) (cw < 0: whole rows) with its registers
+  // allocated in [base, base + limit). Returns the peak bytes the tile region used.
+  int64_t emit_tile(int64_t r0, int64_t rows, int64_t c0, int64_t cw, uint64_t base, uint64_t limit,
+                    std::vector<Instruction>& out);
 
   // Hoisted (row-invariant) loads live below the tile regions and survive across tiles.
   std::vector<Instruction> hoisted_code;
   int64_t hoisted_bytes = 0;
 
-  // Used by the handler.
-  VReg load(const LoopNode& node, const ExprNode& e) { return load(node, e, node.col_vars(), node.col_sizes()); }
-  // Loads with the given column variables (a Matmul's A operand uses {"r0"}, {K}).
+  // Used by the handler: a split node loads the tile's column window.
+  VReg load(const LoopNode& node, const ExprNode& e) {
+    bool split = split_.count(&node) > 0;
+    return load(node, e, node.col_vars(), node.col_sizes(), split, split ? c0_ : 0, split ? cw_ : node.cols());
+  }
+  // Loads with the given column variables (a Matmul's A operand uses {"r0"}, {K}), in a window
+  // of columns [c0, c0 + cw) when `window` (a split node under column tiling).
   VReg load(const LoopNode& node, const ExprNode& e, const std::vector<std::string>& cols,
-            const std::vector<int64_t>& col_sizes);
+            const std::vector<int64_t>& col_sizes, bool window = false, int64_t c0 = 0, int64_t cw = 0);
+  // The columns of its result a node computes in this tile: all of its row unless it is split.
+  int64_t col0(const LoopNode& n) const { return split_.count(&n) ? c0_ : 0; }
+  int64_t col_width(const LoopNode& n) const { return split_.count(&n) ? cw_ : n.out_cols(); }
   // Emits the matrix-engine instructions of a Matmul node for this tile.
   VReg matmul(const LoopNode& node);
   // Emits the indices' load and a dma.gather of table rows for a Gather node.
@@ -178,8 +191,9 @@ class KernelEmitter {
     return it == hbm_.end() ? 0 : it->second;
   }
   std::map<std::string, VReg> hoisted_;  // key -> persistent vreg
+  std::set<const LoopNode*> split_;      // nodes computing a column window (column tiling)
   // Per tile:
-  int64_t r0_ = 0, rows_ = 0;
+  int64_t r0_ = 0, rows_ = 0, c0_ = 0, cw_ = 0;
   std::vector<uint64_t> vsize_;
   std::map<std::string, VReg> tile_loads_;
   std::map<std::string, VReg> values_;  // node -> dense value in this tile
@@ -253,15 +267,22 @@ class LpuAsmHandler final : public OpsHandler<VReg> {
 };
 
 VReg KernelEmitter::load(const LoopNode& node, const ExprNode& e, const std::vector<std::string>& cols,
-                         const std::vector<int64_t>& col_sizes) {
+                         const std::vector<int64_t>& col_sizes, bool window, int64_t c0, int64_t cw) {
   AccessPattern ap = analyze_access(node, e.index, cols, col_sizes);
   if (!ap.ok)
     throw InputError(strcat("kernel ", k_.name, ", node ", node.name, ": load ", e.buffer, "[", e.index.str(),
                             "] is not a strided access the LPU DMA can do (", ap.why_not, ")"));
   int64_t width = numel(col_sizes);
-  int64_t ncols = ap.col_stride == 0 ? 1 : width;
+  if (!window) cw = width;
+  // A window of a column-varying access (column tiling): columns [c0, c0 + cw) of the row.
+  // Decided by the node, not by cw < width, so that every tile width of a plan has the same
+  // hoisted operands (plan_columns sizes the tile region below them).
+  bool windowed = window && ap.col_stride != 0;
+  int64_t ncols = ap.col_stride == 0 ? 1 : cw;
+  int64_t coff = ap.col_stride * c0;  // element offset of the window
   if (in_kernel_.count(e.buffer)) {
-    // Produced earlier in this tile: read it from local memory, row-aligned (checked by fusion).
+    // Produced earlier in this tile: read it from local memory, row-aligned (checked by fusion;
+    // a split consumer reads a split producer column by column: column_split.cpp).
     const VReg& pv = values_.at(e.buffer);
     VReg v = pv;
     v.addr = pv.addr + static_cast<uint64_t>(ap.base * kLmElem);
@@ -285,15 +306,17 @@ VReg KernelEmitter::load(const LoopNode& node, const ExprNode& e, const std::vec
   in.hbm_cs = ap.col_stride;
   in.kernel = id_;
   if (ap.col_split && ap.col_split < width) {
-    // Two-level columns (e.g. [heads, hd] merged after a permute): one DMA per row and block.
+    // Two-level columns (e.g. [heads, hd] merged after a permute): one DMA per row and block
+    // (a column window starts and ends on block boundaries: ColumnSplit::granule).
     int64_t D = ap.col_split;
-    if (width % D != 0) throw InternalError("codegen: column blocks do not tile the row in " + node.name);
+    if (width % D != 0 || c0 % D != 0 || cw % D != 0)
+      throw InternalError("codegen: column blocks do not tile the row in " + node.name);
     std::string key = strcat(e.buffer, "@", e.index.str(), "/", node.rows());
     if (auto it = tile_loads_.find(key); it != tile_loads_.end()) return it->second;
-    VReg v = alloc(rows_, width);
+    VReg v = alloc(rows_, cw);
     v.owned = false;
     for (int64_t r = 0; r < rows_; ++r)
-      for (int64_t j = 0; j < width / D; ++j) {
+      for (int64_t j = c0 / D; j < (c0 + cw) / D; ++j) {
         int64_t first = ap.row_offset(r0_ + r) + j * ap.col_outer_stride;
         check_bounds(first, D);
         Pending pd;
@@ -302,13 +325,13 @@ VReg KernelEmitter::load(const LoopNode& node, const ExprNode& e, const std::vec
         pd.in.cols = D;
         pd.in.hbm_addr = hbase + static_cast<uint64_t>(first * eb);
         pd.def = v.vid;
-        pd.def_offset = static_cast<uint64_t>((r * width + j * D) * kLmElem);
+        pd.def_offset = static_cast<uint64_t>((r * cw + j * D - c0) * kLmElem);
         loads_.push_back(pd);
       }
     tile_loads_[key] = v;
     return v;
   }
-  if (ap.row_affine && ap.row_stride == 0) {  // row-invariant: load once, keep resident
+  if (ap.row_affine && ap.row_stride == 0 && !windowed) {  // row-invariant: load once, keep resident
     std::string key = strcat(e.buffer, "@", ap.base, ",", ap.col_stride, ",", ncols);
     if (auto it = hoisted_.find(key); it != hoisted_.end()) return it->second;
     check_bounds(ap.base);
@@ -326,19 +349,22 @@ VReg KernelEmitter::load(const LoopNode& node, const ExprNode& e, const std::vec
     hoisted_[key] = v;
     return v;
   }
-  std::string key = strcat(e.buffer, "@", e.index.str(), "/", ap.col_stride, ",", ncols, "/", node.rows());
-  if (ap.row_affine) key = strcat(e.buffer, "@", ap.base, ",", ap.row_stride, ",", ap.col_stride, ",", ncols);
+  // A row-invariant window (a bias under column tiling) changes from column tile to column
+  // tile: loaded with the tile, one row broadcast to all.
+  int64_t load_rows = ap.row_affine && ap.row_stride == 0 ? 1 : rows_;
+  std::string key = strcat(e.buffer, "@", e.index.str(), "/", ap.col_stride, ",", ncols, "/", node.rows(), "+", coff);
+  if (ap.row_affine) key = strcat(e.buffer, "@", ap.base, ",", ap.row_stride, ",", ap.col_stride, ",", ncols, "+", coff);
   if (auto it = tile_loads_.find(key); it != tile_loads_.end()) return it->second;
-  VReg v = alloc(rows_, ncols);
+  VReg v = alloc(load_rows, ncols);
   v.owned = false;
   // One DMA per run of rows whose HBM offsets advance by one stride (all rows when affine).
-  for (const RowRun& run : row_runs(ap, r0_, rows_)) {
-    check_bounds(run.first);
-    check_bounds(run.first + run.stride * (run.count - 1));
+  for (const RowRun& run : row_runs(ap, r0_, load_rows)) {
+    check_bounds(run.first + coff);
+    check_bounds(run.first + coff + run.stride * (run.count - 1));
     Pending pd;
     pd.in = in;
     pd.in.rows = run.count;
-    pd.in.hbm_addr = hbase + static_cast<uint64_t>(run.first * eb);
+    pd.in.hbm_addr = hbase + static_cast<uint64_t>((run.first + coff) * eb);
     pd.in.hbm_rs = run.count > 1 ? run.stride : 0;
     pd.def = v.vid;
     pd.def_offset = static_cast<uint64_t>(run.row * ncols * kLmElem);
@@ -353,7 +379,8 @@ VReg KernelEmitter::matmul(const LoopNode& node) {
   const Expr& b_load = node.body->args.at(1);
   if (a_load->kind != ExprKind::Load || b_load->kind != ExprKind::Load)
     throw InternalError("codegen: matmul body is not mul(load, load) in " + node.name);
-  int64_t K = node.reduction_ranges.at(0), N = node.cols();
+  // Under column tiling N is the tile's window of columns [c0, c0 + N): B's columns of the tile only.
+  int64_t K = node.reduction_ranges.at(0), N = col_width(node), c0 = col0(node);
   VReg a = load(node, *a_load, {"r0"}, {K});
   if (a.imm || a.cols != K) throw InputError(strcat("node ", node.name, ": matmul A operand must vary along K"));
   // B streams from HBM: element (k, n) of row rho's matrix at b_base(rho) + ks*k + ns*n.
@@ -380,6 +407,7 @@ VReg KernelEmitter::matmul(const LoopNode& node) {
     int64_t base = rows_of_b.row_offset(r0_ + r);
     int64_t n = 1;
     while (r + n < rows_ && rows_of_b.row_offset(r0_ + r + n) == base) ++n;
+    base += ns * c0;
     int64_t last = base + ks * (K - 1) + ns * (N - 1);
     if (base < 0 || last >= bbuf.type.numel())
       throw InternalError(strcat("codegen: matmul B of ", node.name, " out of bounds"));
@@ -434,9 +462,12 @@ VReg KernelEmitter::gather(const LoopNode& node) {
   return dst;
 }
 
-int64_t KernelEmitter::emit_tile(int64_t r0, int64_t rows, uint64_t base, uint64_t limit, std::vector<Instruction>& out) {
+int64_t KernelEmitter::emit_tile(int64_t r0, int64_t rows, int64_t c0, int64_t cw, uint64_t base, uint64_t limit,
+                                 std::vector<Instruction>& out) {
   r0_ = r0;
   rows_ = rows;
+  c0_ = c0;
+  cw_ = cw;
   vsize_.clear();
   tile_loads_.clear();
   values_.clear();
@@ -446,9 +477,12 @@ int64_t KernelEmitter::emit_tile(int64_t r0, int64_t rows, uint64_t base, uint64
     const LoopNode& n = p_.nodes[static_cast<size_t>(idx)];
     LpuAsmHandler h(*this, n);
     VReg v = n.kind == LoopKind::Matmul ? matmul(n) : n.kind == LoopKind::Gather ? gather(n) : evaluate_node<VReg>(n, h);
-    if (!(v.owned && v.rows == rows && v.cols == n.out_cols())) v = h.expand(v, rows, n.out_cols());
+    int64_t ncols = col_width(n), nc0 = col0(n);
+    if (!(v.owned && v.rows == rows && v.cols == ncols)) v = h.expand(v, rows, ncols);
     values_[n.out()] = v;
-    if (hbm_out_.count(n.out())) {  // store right after the value is complete, so it can die early
+    // A node computing its whole row in every column tile stores it from the first one only.
+    bool store = hbm_out_.count(n.out()) && (split_.count(&n) || c0 == 0);
+    if (store) {  // store right after the value is complete, so it can die early
       const Buffer& buf = p_.buffers.at(n.out());
       AccessPattern sp = analyze_access(n, n.store_index);
       if (!sp.ok) throw InternalError(strcat("codegen: store of ", n.name, ": ", sp.why_not));
@@ -456,21 +490,21 @@ int64_t KernelEmitter::emit_tile(int64_t r0, int64_t rows, uint64_t base, uint64
       st.in.opcode = Opcode::DmaStore;
       st.in.dtype = buf.type.dtype;
       st.in.rows = rows;
-      st.in.cols = n.out_cols();
-      st.in.hbm_cs = n.out_cols() > 1 ? sp.col_stride : 0;
+      st.in.cols = ncols;
+      st.in.hbm_cs = ncols > 1 ? sp.col_stride : 0;
       st.in.kernel = id_;
       st.store_vid = v.vid;
       int64_t eb = dtype_bytes(buf.type.dtype);
       if (sp.col_split && sp.col_split < n.out_cols()) {  // two-level columns: a DMA per row and block
         int64_t D = sp.col_split;
         for (int64_t r = 0; r < rows; ++r)
-          for (int64_t j = 0; j < n.out_cols() / D; ++j) {
+          for (int64_t j = nc0 / D; j < (nc0 + ncols) / D; ++j) {
             Pending part = st;
             part.in.rows = 1;
             part.in.cols = D;
             part.in.hbm_addr = hbm_base(n.out()) + static_cast<uint64_t>((sp.row_offset(r0 + r) + j * sp.col_outer_stride) * eb);
             part.in.hbm_rs = 0;
-            part.store_offset = static_cast<uint64_t>((r * n.out_cols() + j * D) * kLmElem);
+            part.store_offset = static_cast<uint64_t>((r * ncols + j * D - nc0) * kLmElem);
             body_.push_back(part);
           }
         continue;
@@ -479,9 +513,9 @@ int64_t KernelEmitter::emit_tile(int64_t r0, int64_t rows, uint64_t base, uint64
       for (const RowRun& run : row_runs(sp, r0, rows)) {
         Pending part = st;
         part.in.rows = run.count;
-        part.in.hbm_addr = hbm_base(n.out()) + static_cast<uint64_t>(run.first * eb);
+        part.in.hbm_addr = hbm_base(n.out()) + static_cast<uint64_t>((run.first + sp.col_stride * nc0) * eb);
         part.in.hbm_rs = run.count > 1 ? run.stride : 0;
-        part.store_offset = static_cast<uint64_t>(run.row * n.out_cols() * kLmElem);
+        part.store_offset = static_cast<uint64_t>(run.row * ncols * kLmElem);
         body_.push_back(part);
       }
     }
@@ -586,66 +620,20 @@ std::vector<Instruction> fold_tiles(const std::vector<std::vector<Instruction>>&
 }
 
 namespace {
-// How a kernel is tiled: as many rows per tile as fit local memory (hoisted operands stay
-// resident below the tile regions, one region per buffer). Dry runs of the emitter find the
-// hoisted footprint and how tile bytes grow with rows.
-// A kernel whose one-row tile fits local memory only once (a wide LM head row on a small
-// LMU) runs single-buffered rather than not at all: slower (no DMA/compute overlap), but
-// it runs. min_lmu_bytes stays the requirement with the configured buffering, which is what
-// the scheduler checks, so no fusion produces such a kernel.
-struct TilePlan {
-  bool fits = false;          // one row per tile fits local memory (single-buffered if need be)
-  int64_t min_lmu_bytes = 0;  // hoisted + one row per tile (x2 when lmu.double_buffer)
-  int64_t buffers = 1;        // tile regions: 2 double-buffered
-  int64_t rows = 1, hoisted = 0, tile_bytes = 0;
-  int64_t one_row_bytes = 0;  // hoisted + one row per tile, single-buffered
-};
-TilePlan plan_tiles(const LoopProgram& p, const Kernel& k, int id, const std::map<std::string, uint64_t>& hbm,
-                    const CodegenOptions& opts, bool size_only = false) {
-  int64_t nbuf = opts.double_buffer ? 2 : 1;
-  std::map<int64_t, int64_t> measured;  // rows -> tile bytes
-  auto tile_bytes = [&](int64_t rows, int64_t* hoisted) {
-    if (auto it = measured.find(rows); it != measured.end() && !hoisted) return it->second;
-    KernelEmitter e(p, k, id, hbm);
+// plan_tiles' measure: a dry run of the emitter (addresses do not change sizes).
+TileSizer sizer(const LoopProgram& p, const Kernel& k, int id, const std::map<std::string, uint64_t>& hbm) {
+  return [&p, &k, id, &hbm](const ColumnSplit* columns, int64_t rows, int64_t cols, int64_t* hoisted,
+                            int64_t* hbm_bytes) {
+    KernelEmitter e(p, k, id, hbm, columns);
     std::vector<Instruction> scratch;
-    int64_t b = e.emit_tile(0, rows, 0, UINT64_MAX / 2, scratch);
+    int64_t b = e.emit_tile(0, rows, 0, cols, 0, UINT64_MAX / 2, scratch);
     if (hoisted) *hoisted = e.hoisted_bytes;
-    return measured[rows] = b;
+    if (hbm_bytes) {
+      *hbm_bytes = 0;
+      for (const auto& in : scratch) *hbm_bytes += instruction_hbm_bytes(in);
+    }
+    return b;
   };
-  TilePlan t;
-  int64_t one = tile_bytes(1, &t.hoisted);
-  int64_t avail = opts.lmu_bytes - align_up(t.hoisted, kLmAlign);
-  t.min_lmu_bytes = align_up(t.hoisted, kLmAlign) + one * nbuf;
-  t.one_row_bytes = align_up(t.hoisted, kLmAlign) + one;
-  if (one * nbuf > avail) nbuf = 1;
-  if (one * nbuf > avail) return t;
-  t.fits = true;
-  t.buffers = nbuf;
-  if (size_only) return t;
-  int64_t two = k.rows > 1 ? tile_bytes(2, nullptr) : one;
-  int64_t per_row = std::max<int64_t>(two - one, 1);
-  int64_t rows = std::min<int64_t>(k.rows, 1 + (avail / nbuf - one) / per_row);
-  if (opts.max_tile_rows > 0) rows = std::min(rows, opts.max_tile_rows);
-  rows = std::max<int64_t>(rows, 1);
-  while (rows > 1 && tile_bytes(rows, nullptr) * nbuf > avail) --rows;
-  t.rows = rows;
-  t.tile_bytes = align_up(tile_bytes(rows, nullptr), kLmAlign);
-  return t;
-}
-
-// HBM bytes one instruction moves, as the simulator counts them (DMA: every element; the
-// SXE streams its whole B block once per instruction, whatever the number of A rows).
-int64_t instruction_hbm_bytes(const Instruction& in) {
-  switch (in.opcode) {
-    case Opcode::DmaLoad:
-    case Opcode::DmaStore:
-    case Opcode::DmaGather:
-      return in.rows * in.cols * dtype_bytes(in.dtype);
-    case Opcode::SxeGemm:
-      return in.depth * in.cols * dtype_bytes(in.dtype);
-    default:
-      return 0;
-  }
 }
 }  // namespace
 
@@ -656,30 +644,40 @@ KernelCost kernel_cost(const LoopProgram& p, const Kernel& k, const CodegenOptio
     c.hbm_bytes = untiled_hbm_bytes(p, k);
     return c;
   }
-  TilePlan plan = plan_tiles(p, k, 0, no_addresses, opts, !with_traffic);
+  TilePlan plan = plan_tiles(p, k, sizer(p, k, 0, no_addresses), opts, !with_traffic);
   c.lmu_bytes = plan.min_lmu_bytes;
-  c.fits = plan.fits && plan.min_lmu_bytes <= opts.lmu_bytes;
+  c.fits = plan.configured;
+  c.col_tiled = plan.col_tiled;
+  if (!plan.configured && !plan.columns.ok) c.no_columns = plan.columns.why_not;
   if (!plan.fits || !with_traffic) return c;
   c.tile_rows = plan.rows;
-  KernelEmitter e(p, k, 0, no_addresses);
+  KernelEmitter e(p, k, 0, no_addresses, plan.col_tiled ? &plan.columns : nullptr);
+  std::vector<Instruction> code;
+  auto tile_bytes = [&](int64_t r0, int64_t rows, int64_t j) {
+    auto [c0, cw] = column_window(plan, j);
+    code.clear();
+    e.emit_tile(r0, rows, c0, cw, 0, UINT64_MAX / 2, code);
+    int64_t b = 0;
+    for (const auto& in : code) b += instruction_hbm_bytes(in);
+    return b;
+  };
+  // A row of column tiles: the first (it also stores the unsplit nodes) and the last (narrower)
+  // exactly, those between alike but for their HBM addresses.
+  auto row_bytes = [&](int64_t r0, int64_t rows) {
+    int64_t nc = plan.col_tiles, b = tile_bytes(r0, rows, 0);
+    if (nc > 2) b += (nc - 2) * tile_bytes(r0, rows, 1);
+    if (nc > 1) b += tile_bytes(r0, rows, nc - 1);
+    return b;
+  };
   // Tiles differ only in their HBM addresses, except where rows sharing a matmul B block
   // (attention groups) or row runs fall differently: the first tiles are emitted exactly and
   // the rest of the full tiles extrapolated from their mean; the last tile is exact.
   constexpr int64_t kExactTiles = 8;
   int64_t full = k.rows / plan.rows, rem = k.rows % plan.rows;
   int64_t exact = std::min(full, kExactTiles), exact_bytes = 0;
-  std::vector<Instruction> code;
-  for (int64_t t = 0; t < exact; ++t) {
-    code.clear();
-    e.emit_tile(t * plan.rows, plan.rows, 0, UINT64_MAX / 2, code);
-    for (const auto& in : code) exact_bytes += instruction_hbm_bytes(in);
-  }
+  for (int64_t t = 0; t < exact; ++t) exact_bytes += row_bytes(t * plan.rows, plan.rows);
   c.hbm_bytes = exact_bytes + (exact ? (full - exact) * exact_bytes / exact : 0);
-  if (rem) {
-    code.clear();
-    e.emit_tile(full * plan.rows, rem, 0, UINT64_MAX / 2, code);
-    for (const auto& in : code) c.hbm_bytes += instruction_hbm_bytes(in);
-  }
+  if (rem) c.hbm_bytes += row_bytes(full * plan.rows, rem);
   for (const auto& in : e.hoisted_code) c.hbm_bytes += instruction_hbm_bytes(in);
   return c;
 }
@@ -725,24 +723,32 @@ CodegenResult generate_lpu_program(const LoopProgram& p, const Schedule& s, cons
       call.kernel = id;
       prog.host_ops.push_back(std::move(h));
       prog.code.push_back(call);
-      res.tiling.push_back({k.name, 0, 0, 0, 0});
+      res.tiling.push_back({k.name, 0, 0, 0, 0, 0, 0});
       continue;
     }
-    TilePlan plan = plan_tiles(p, k, id, hbm, opts);
-    if (!plan.fits)
+    TilePlan plan = plan_tiles(p, k, sizer(p, k, id, hbm), opts);
+    if (!plan.fits) {
+      std::string cols = plan.columns.ok
+                             ? strcat("even in column tiles of ", plan.columns.granule, " columns it needs ", plan.min_lmu_bytes)
+                             : "it cannot be tiled in columns: " + plan.columns.why_not;
       throw InputError(strcat("kernel ", k.name, " needs ", plan.one_row_bytes,
                               " bytes of local memory for one row per tile, even single-buffered",
-                              "; the config has lmu.capacity_kib = ", opts.lmu_bytes / 1024, " (", opts.lmu_bytes, " bytes)"));
+                              "; the config has lmu.capacity_kib = ", opts.lmu_bytes / 1024, " (", opts.lmu_bytes,
+                              " bytes); ", cols));
+    }
     int64_t rows = plan.rows, hoisted = plan.hoisted, tb = plan.tile_bytes, nbuf = plan.buffers;
-    KernelEmitter e(p, k, id, hbm);
+    KernelEmitter e(p, k, id, hbm, plan.col_tiled ? &plan.columns : nullptr);
     std::vector<std::vector<Instruction>> tile_code;
     int64_t tiles = 0;
     uint64_t region0 = static_cast<uint64_t>(align_up(hoisted, kLmAlign));
-    for (int64_t r0 = 0; r0 < k.rows; r0 += rows, ++tiles) {
-      uint64_t base = region0 + static_cast<uint64_t>((tiles % nbuf) * tb);
-      tile_code.emplace_back();
-      e.emit_tile(r0, std::min(rows, k.rows - r0), base, static_cast<uint64_t>(tb), tile_code.back());
-    }
+    // Row tiles in order, each as its column tiles left to right (one tile without column tiling).
+    for (int64_t r0 = 0; r0 < k.rows; r0 += rows)
+      for (int64_t j = 0; j < plan.col_tiles; ++j, ++tiles) {
+        uint64_t base = region0 + static_cast<uint64_t>((tiles % nbuf) * tb);
+        auto [c0, cw] = column_window(plan, j);
+        tile_code.emplace_back();
+        e.emit_tile(r0, std::min(rows, k.rows - r0), c0, cw, base, static_cast<uint64_t>(tb), tile_code.back());
+      }
     prog.code.insert(prog.code.end(), e.hoisted_code.begin(), e.hoisted_code.end());
     std::vector<Instruction> body;
     if (opts.fold_loops) {
@@ -751,7 +757,7 @@ CodegenResult generate_lpu_program(const LoopProgram& p, const Schedule& s, cons
       for (const auto& t : tile_code) body.insert(body.end(), t.begin(), t.end());
     }
     prog.code.insert(prog.code.end(), body.begin(), body.end());
-    res.tiling.push_back({k.name, rows, tiles, hoisted, tb});
+    res.tiling.push_back({k.name, rows, tiles, hoisted, tb, plan.col_tiled ? plan.cols : 0, plan.col_tiles});
   }
   Instruction halt;
   halt.opcode = Opcode::Halt;

@@ -1,5 +1,7 @@
 // LPU code generation: a scheduled loop-IR program -> an LPU program (isa/program.h).
-// Each kernel is tiled over its rows so the tile working set fits local memory; loads that
+// Each kernel is tiled over its rows so the tile working set fits local memory, and a kernel
+// whose one row does not fit (a wide LM head) also over the columns of its matmul and
+// epilogue (the rule: codegen/tile_plan.h; which nodes split: column_split.h); loads that
 // do not depend on the row are hoisted out of the tile loop and stay resident; with double
 // buffering, consecutive tiles use alternating halves of local memory so the DMA of tile
 // t+1 overlaps the vector work of tile t (the simulator's scoreboard enforces the hazards).
@@ -24,9 +26,12 @@ struct CodegenOptions {
 struct KernelTiling {
   std::string kernel;
   int64_t tile_rows = 0;
-  int64_t tiles = 0;
+  int64_t tiles = 0;  // row tiles x column tiles
   int64_t hoisted_bytes = 0;
   int64_t tile_bytes = 0;  // per buffer (double-buffered kernels use two)
+  int64_t tile_cols = 0;   // column tiling: columns per tile of the split nodes (the last
+                           // narrower); 0 = whole rows
+  int64_t col_tiles = 1;   // column tiles per row tile
 };
 
 struct CodegenResult {
@@ -36,13 +41,14 @@ struct CodegenResult {
 
 // The fusion cost model's measure of a kernel: the HBM bytes it moves when tiled as
 // generate_lpu_program tiles it (a matmul's B block is streamed once per tile, so a kernel
-// whose tiles hold fewer rows re-reads its weights more often) and the local memory one row
-// per tile needs. The scheduler compares these before fusing (schedule.h). Without
-// `with_traffic` only the local memory is measured (hbm_bytes stays 0).
+// whose tiles hold fewer rows re-reads its weights more often; a column-tiled one re-reads the
+// rows feeding its matmul once per column tile) and the local memory its smallest tile needs.
+// The scheduler compares these before fusing (schedule.h). Without `with_traffic` only the
+// local memory is measured (hbm_bytes stays 0).
 KernelCost kernel_cost(const LoopProgram& p, const Kernel& k, const CodegenOptions& opts, bool with_traffic = true);
 
-// Throws InputError when a kernel cannot fit local memory even with one row per tile,
-// naming the kernel and the bytes it needs.
+// Throws InputError when a kernel cannot fit local memory even with one row per tile and
+// cannot be tiled in columns, naming the kernel, the bytes it needs and why not in columns.
 CodegenResult generate_lpu_program(const LoopProgram& p, const Schedule& s, const CodegenOptions& opts);
 
 }  // namespace lpu

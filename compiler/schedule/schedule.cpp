@@ -366,8 +366,9 @@ Schedule schedule_program(const LoopProgram& p, const ScheduleOptions& opts) {
         if (why.empty()) {
           KernelCost fused = cost_of(merged, has_matmul);
           if (!fused.fits || (opts.lmu_bytes > 0 && fused.lmu_bytes > opts.lmu_bytes)) {
-            why = strcat("local-memory overflow: one row per tile needs ", fused.lmu_bytes, " bytes, local memory has ",
-                         opts.lmu_bytes);
+            why = strcat("local-memory overflow: ", fused.col_tiled ? "a column tile of one row" : "one row per tile",
+                         " needs ", fused.lmu_bytes, " bytes, local memory has ", opts.lmu_bytes,
+                         fused.no_columns.empty() ? "" : "; it cannot be tiled in columns: " + fused.no_columns);
           } else if (has_matmul) {
             int64_t apart = group_cost(gx).hbm_bytes + group_cost(gy).hbm_bytes;
             d.apart_bytes = apart;

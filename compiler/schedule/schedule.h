@@ -16,12 +16,15 @@
 
 namespace lpu {
 
-// What a kernel costs: HBM bytes moved and local memory needed with one row per tile.
+// What a kernel costs: HBM bytes moved and local memory its smallest tile needs (one whole
+// row, or when that does not fit, one row of the narrowest column tile).
 struct KernelCost {
   int64_t hbm_bytes = 0;
   int64_t lmu_bytes = 0;
   int64_t tile_rows = 0;
-  bool fits = true;  // one row per tile fits local memory
+  bool fits = true;        // its tiles fit local memory with the configured buffering
+  bool col_tiled = false;  // tiled in columns: a whole row does not fit
+  std::string no_columns;  // when it does not fit: why it cannot be tiled in columns
 };
 
 // Without a code generator to ask: each buffer the kernel reads from HBM read once, each
@@ -30,8 +33,8 @@ int64_t untiled_hbm_bytes(const LoopProgram& p, const Kernel& k);
 
 struct ScheduleOptions {
   std::string policy = "greedy";
-  // Local memory a fused kernel may claim (0 = unlimited): fusions that would need more with
-  // one row per tile are declined with reason "local-memory overflow".
+  // Local memory a fused kernel may claim (0 = unlimited): fusions whose smallest tile would
+  // need more are declined with reason "local-memory overflow".
   int64_t lmu_bytes = 0;
   // The cost model (set by the driver from the code generator: codegen/kernel_cost). Every
   // fusion is checked against it: a fused kernel that would move more HBM bytes than the two

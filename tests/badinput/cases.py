@@ -350,7 +350,7 @@ CASES = [
     Case("workload_is_directory", 2, r"{d}", ["run", "{d}"], {"d": directory()}),
     Case("workload_model_is_list", 2, r"{f}:1: model: expected a scalar value", ["run", "{f}"],
          {"f": text("model: [gpt2]\n")}),
-    Case("workload_too_big_for_lmu", 2, r"bytes of local memory", ["run", "ln_gelu_add", "--set", "lmu.capacity_kib=8"]),
+    Case("workload_too_big_for_lmu", 2, r"bytes of local memory", ["run", "ln_gelu_add", "--set", "lmu.capacity_kib=4"]),
 
     # ---- graph JSON ----
     Case("graph_shape_element_count_wraps", 2, r"{f}: node %x: shape \[4294967296, 4294967296\] has too many elements", ["run", "{f}"],

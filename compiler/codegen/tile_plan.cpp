@@ -1,0 +1,125 @@
+#include "codegen/tile_plan.h"
+
+#include <algorithm>
+#include <map>
+#include <numeric>
+
+namespace lpu {
+
+int64_t instruction_hbm_bytes(const Instruction& in) {
+  switch (in.opcode) {
+    case Opcode::DmaLoad:
+    case Opcode::DmaStore:
+    case Opcode::DmaGather: return in.rows * in.cols * dtype_bytes(in.dtype);
+    case Opcode::SxeGemm: return in.depth * in.cols * dtype_bytes(in.dtype);
+    default: return 0;
+  }
+}
+
+namespace {
+// Tile bytes by (rows, cols), measured once each.
+struct TileMeasure {
+  const TileSizer& emit;
+  const ColumnSplit* columns;
+  std::map<std::pair<int64_t, int64_t>, int64_t> measured;
+  int64_t operator()(int64_t rows, int64_t cols, int64_t* hoisted = nullptr, int64_t* hbm_bytes = nullptr) {
+    auto key = std::make_pair(rows, cols);
+    if (auto it = measured.find(key); it != measured.end() && !hoisted && !hbm_bytes) return it->second;
+    return measured[key] = emit(columns, rows, cols, hoisted, hbm_bytes);
+  }
+};
+
+// Rules 3 and 4: for tiles of 1, 2, 4, ... rows, the widest column tile (a multiple of the granule,
+// and of 32 columns where that fits, so that windows start on 64-byte HBM boundaries in fp16)
+// that fits, balanced over the row; the fewest HBM bytes wins (more rows per tile re-read the
+// weights less often, wider tiles re-read the rows feeding the matmul less often). A decode
+// step has one row, so only width is chosen. `size_only`: the smallest tile is enough.
+bool plan_columns(TilePlan& t, TileMeasure& m, const Kernel& k, const CodegenOptions& opts, int64_t nbuf,
+                  bool size_only) {
+  const ColumnSplit& cs = t.columns;
+  int64_t G = cs.granule, W = cs.width;
+  int64_t hoisted = 0;
+  int64_t smallest = m(1, G, &hoisted);
+  int64_t avail = opts.lmu_bytes - align_up(hoisted, kLmAlign);
+  if (smallest * nbuf > avail) return false;
+  t.fits = true;
+  t.col_tiled = true;
+  t.buffers = nbuf;
+  t.hoisted = hoisted;
+  t.min_lmu_bytes = align_up(hoisted, kLmAlign) + smallest * nbuf;
+  if (size_only) return true;
+  constexpr int64_t kAlignCols = 32;
+  if (W >= 4 * kAlignCols && m(1, std::lcm(G, kAlignCols)) * nbuf <= avail) G = std::lcm(G, kAlignCols);
+  int64_t max_rows = opts.max_tile_rows > 0 ? std::min(k.rows, opts.max_tile_rows) : k.rows;
+  int64_t best = -1;
+  for (int64_t R = 1;; R = std::min(R * 2, max_rows)) {
+    if (m(R, G) * nbuf > avail) break;
+    int64_t lo = 1, hi = (W + G - 1) / G;  // widest fitting width lo * G (capped at W)
+    while (lo < hi) {
+      int64_t mid = (lo + hi + 1) / 2;
+      if (m(R, std::min(W, mid * G)) * nbuf <= avail)
+        lo = mid;
+      else
+        hi = mid - 1;
+    }
+    int64_t nc = (W + std::min(W, lo * G) - 1) / std::min(W, lo * G);
+    int64_t cw = std::min(W, ((W + nc - 1) / nc + G - 1) / G * G);  // balanced, no wider than what fitted
+    nc = (W + cw - 1) / cw;
+    int64_t tile_hbm = 0;
+    m(R, cw, nullptr, &tile_hbm);
+    int64_t bytes = tile_hbm * ((k.rows + R - 1) / R) * nc;
+    if (best < 0 || bytes < best) {
+      best = bytes;
+      t.rows = R;
+      t.cols = cw;
+      t.col_tiles = nc;
+    }
+    if (R >= max_rows) break;
+  }
+  t.tile_bytes = align_up(m(t.rows, t.cols), kLmAlign);
+  return true;
+}
+
+}  // namespace
+
+TilePlan plan_tiles(const LoopProgram& p, const Kernel& k, const TileSizer& emit, const CodegenOptions& opts,
+                    bool size_only) {
+  int64_t nbuf = opts.double_buffer ? 2 : 1;
+  TileMeasure whole{emit, nullptr, {}};
+  TilePlan t;
+  int64_t one = whole(1, 0, &t.hoisted);
+  int64_t avail = opts.lmu_bytes - align_up(t.hoisted, kLmAlign);
+  t.min_lmu_bytes = align_up(t.hoisted, kLmAlign) + one * nbuf;
+  t.one_row_bytes = align_up(t.hoisted, kLmAlign) + one;
+  if (one > avail) {  // rules 3 and 4
+    t.columns = analyze_column_split(p, k);
+    TileMeasure split{emit, &t.columns, {}};
+    if (t.columns.ok && plan_columns(t, split, k, opts, nbuf, size_only)) {
+      t.configured = true;
+    } else if (t.columns.ok && nbuf > 1) {
+      plan_columns(t, split, k, opts, 1, size_only);
+    }
+    return t;
+  }
+  t.configured = one * nbuf <= avail;
+  if (!t.configured) nbuf = 1;  // rule 2
+  t.fits = true;
+  t.buffers = nbuf;
+  if (size_only) return t;
+  int64_t two = k.rows > 1 ? whole(2, 0) : one;
+  int64_t per_row = std::max<int64_t>(two - one, 1);
+  int64_t rows = std::min<int64_t>(k.rows, 1 + (avail / nbuf - one) / per_row);
+  if (opts.max_tile_rows > 0) rows = std::min(rows, opts.max_tile_rows);
+  rows = std::max<int64_t>(rows, 1);
+  while (rows > 1 && whole(rows, 0) * nbuf > avail) --rows;
+  t.rows = rows;
+  t.tile_bytes = align_up(whole(rows, 0), kLmAlign);
+  return t;
+}
+
+std::pair<int64_t, int64_t> column_window(const TilePlan& t, int64_t j) {
+  if (!t.col_tiled) return {0, 0};
+  int64_t c0 = j * t.cols;
+  return {c0, std::min(t.cols, t.columns.width - c0)};
+}
+}  // namespace lpu
