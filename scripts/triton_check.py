@@ -15,8 +15,9 @@ the inputs are random (seeded) and greedy is compared with none only.
     python3 scripts/triton_check.py ROOT [--only a,b] [--iters 50] [--warmup 10] [--out results.jsonl]
 
 Prints one JSON line per workload (and writes them to --out, plus a CSV next to it): kernels,
-max error and pass/fail per policy, median milliseconds of launch() (CUDA events, after warmup),
-the greedy speedup, and the largest greedy-vs-none difference. Exit 0 when every check passed.
+max error and pass/fail per policy, non-finite output elements, median milliseconds of launch()
+(CUDA events, after warmup), the greedy speedup, and the largest greedy-vs-none difference (inf
+where only one of them is NaN). Exit 0 when every check passed.
 `--device cpu` with TRITON_INTERPRET=1 runs Triton's interpreter instead (slow; small workloads).
 """
 import argparse
@@ -187,6 +188,7 @@ def check_workload(torch, wdir, args):
             row["first_run_s_" + policy] = round(time.perf_counter() - t0, 2)
             got = {o: bufs[o] for o in plan["outputs"]}
             outs[policy] = got
+            row["nonfinite_" + policy] = sum(int((~torch.isfinite(t.float())).sum()) for t in got.values())
             if want is not None:
                 ok, err = compare(torch, got, want, tolerance(plan, data))
                 row["ok_" + policy] = ok
@@ -199,7 +201,8 @@ def check_workload(torch, wdir, args):
     if "none" in outs and "greedy" in outs:
         diff = 0.0
         for o, t in outs["none"].items():
-            diff = max(diff, float((t.float() - outs["greedy"][o].float()).abs().max()))
+            d = (t.float() - outs["greedy"][o].float()).abs()
+            diff = max(diff, float(torch.nan_to_num(d, nan=float("inf")).max()) if d.numel() else 0.0)
         row["greedy_vs_none_max_diff"] = diff
     if "ms_none" in row and "ms_greedy" in row and row["ms_greedy"] > 0:
         row["speedup_greedy"] = round(row["ms_none"] / row["ms_greedy"], 3)

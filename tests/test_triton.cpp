@@ -79,7 +79,7 @@ void check_plan(const Compilation& c, const std::string& what) {
     EXPECT_EQ(e["hbm_outputs"].get<std::vector<std::string>>(), k.hbm_outputs) << k.name;
     hbm.insert(k.hbm_outputs.begin(), k.hbm_outputs.end());
     std::string mode = e["mode"];
-    EXPECT_TRUE(mode == "rows" || mode == "serial" || mode == "dot" || mode == "host") << mode;
+    EXPECT_TRUE(mode == "rows" || mode == "grid" || mode == "dot" || mode == "host") << mode;
     EXPECT_EQ(mode == "host", e["triton"].get<std::string>().empty()) << k.name;
   }
   std::set<std::string> inputs(p.inputs.begin(), p.inputs.end()), seen;

@@ -71,7 +71,8 @@ def check_one(lpu, w, fusion, outdir):
             fn = funcs.get(k["triton"])
             assert fn is not None, "no def " + k["triton"]
             assert any(ast.unparse(dec) == "triton.jit" for dec in fn.decorator_list), k["triton"] + " is not @triton.jit"
-            assert len(fn.args.args) == len(k["args"]), k["triton"] + ": parameter count"
+            extra = 1 if k["mode"] == "grid" else 0  # the grid barrier's counter
+            assert len(fn.args.args) == len(k["args"]) + extra, k["triton"] + ": parameter count"
     except Exception as e:  # noqa: BLE001 - report which module failed and why
         return "%s %s: %s: %s" % (w, fusion, type(e).__name__, e)
     return None

@@ -93,13 +93,13 @@ class TritonExprHandler final : public OpsHandler<std::string> {
 // What one scheduled kernel becomes.
 struct KernelPlan {
   const Kernel* kernel = nullptr;
-  std::string fn;    // the @triton.jit function ("" for host)
-  std::string mode;  // "rows" | "serial" | "dot" | "host"
-  std::vector<int64_t> grid;
+  std::string fn;                          // the @triton.jit function ("" for host)
+  std::string mode;                        // "rows" | "grid" | "dot" | "host"
+  std::vector<int64_t> grid;               // "grid" mode: {0}, one program per SM (the launcher's)
   int64_t block = 0;                       // column block (rows mode with column split)
   std::vector<std::string> args;           // buffers passed, in parameter order
   std::vector<std::string> reads, writes;  // HBM reads (not produced here); every buffer stored
-  std::string why_serial;                  // when mode is "serial"
+  std::string why_not_rows;                // when mode is "grid"
 };
 
 struct ModulePlan {
@@ -124,6 +124,8 @@ ModulePlan plan_module(const LoopProgram& p, const Schedule& s);
 bool dot_operands(const LoopNode& n, Expr& a, Expr& b);
 int64_t tile(int64_t n, int64_t cap);  // a tl.dot block: a power of two in [16, cap]
 int64_t cdiv(int64_t a, int64_t b);
+// The buffers a node reads (host inputs, gather table and index, loads), in first-use order.
+std::vector<std::string> node_reads(const LoopNode& n);
 std::vector<KernelText> emit_kernels(const LoopProgram& p, ModulePlan& mp);
 
 }  // namespace lpu::triton

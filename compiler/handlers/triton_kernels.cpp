@@ -9,7 +9,8 @@
 namespace lpu::triton {
 namespace {
 
-// Emits one node of a rows/serial kernel; `j` numbers its local names.
+// Emits one node of a rows or grid kernel; `j` numbers its local names. In a grid kernel the
+// node's work items (rows x column blocks; rows for a reduction) are dealt out to the programs.
 class NodeEmitter {
  public:
   NodeEmitter(const LoopProgram& p, const LoopNode& n, size_t j, const KernelPlan& kp,
@@ -18,12 +19,25 @@ class NodeEmitter {
 
   void emit() {
     w_.line("# node " + pre_.substr(0, pre_.size() - 1) + ": " + kind_name());
-    bool serial = kp_.mode == "serial";
+    bool grid = kp_.mode == "grid";
     std::string rowv = "row";
-    if (serial) {
-      w_.open(strcat("for ", pre_, "rw in range(0, ", n_.rows(), "):"));
+    if (kp_.block > 0) {
+      block_ = kp_.block;
+      col_start_ = strcat("tl.program_id(1).to(tl.int64) * ", block_);
+    }
+    if (grid) {
+      int64_t cblocks = 1;
+      if (n_.kind == LoopKind::Matmul) block_ = std::min<int64_t>(next_pow2(n_.ranges.back()), 64);
+      if ((n_.kind == LoopKind::Pointwise || n_.kind == LoopKind::Gather) && !n_.ranges.empty())
+        block_ = std::min<int64_t>(next_pow2(n_.ranges.back()), 1024);
+      if (n_.kind != LoopKind::Reduction && !n_.ranges.empty()) cblocks = cdiv(n_.ranges.back(), block_);
+      int64_t items = n_.rows() * cblocks;
+      w_.open(strcat("for ", pre_, "it in range(tl.program_id(0), ", items, ", tl.num_programs(0)):"));
       rowv = pre_ + "row";
-      w_.line(rowv + " = " + pre_ + "rw.to(tl.int64)");
+      std::string it = pre_ + "it.to(tl.int64)";
+      w_.line(rowv + " = " + (cblocks == 1 ? it : strcat(it, " // ", cblocks)));
+      if (n_.kind != LoopKind::Reduction && !n_.ranges.empty())
+        col_start_ = cblocks == 1 ? std::string("0") : strcat("(", it, " % ", cblocks, ") * ", block_);
     }
     bind_rows(rowv);
     switch (n_.kind) {
@@ -33,7 +47,7 @@ class NodeEmitter {
       case LoopKind::Matmul: emit_matmul(); break;
       case LoopKind::Host: throw InternalError("triton handler: host node in a Triton kernel");
     }
-    if (serial) w_.close();
+    if (grid) w_.close();
   }
 
  private:
@@ -97,7 +111,7 @@ class NodeEmitter {
   // Opens the column loop (or takes the program's column block): PRE{c}x (int64 offsets), PRE{c}m (mask).
   void open_cols(const std::string& c, int64_t total, int64_t block, bool split) {
     if (split)
-      w_.line(strcat(pre_, c, "s = tl.program_id(1).to(tl.int64) * ", block));
+      w_.line(strcat(pre_, c, "s = ", col_start_));
     else
       w_.open(strcat("for ", pre_, c, "s in range(0, ", total, ", ", block, "):"));
     w_.line(strcat(pre_, c, "x = ", pre_, c, "s + tl.arange(0, ", block, ").to(tl.int64)"));
@@ -143,9 +157,9 @@ class NodeEmitter {
       store(value());
       return;
     }
-    bool split = kp_.block > 0;
+    bool split = !col_start_.empty();
     int64_t c = n_.ranges.back();
-    int64_t block = split ? kp_.block : std::min<int64_t>(next_pow2(c), 1024);
+    int64_t block = split ? block_ : std::min<int64_t>(next_pow2(c), 1024);
     open_cols("c", c, block, split);
     bind_cols({"i" + std::to_string(n_.ranges.size() - 1)}, {c}, pre_ + "cx", pre_ + "cm", "");
     store(value(), true);
@@ -224,9 +238,9 @@ class NodeEmitter {
 
   // One row of a matmul: column blocks of N, each a [BLOCK_K, BLOCK_N] product summed over K.
   void emit_matmul() {
-    bool split = kp_.block > 0;
+    bool split = !col_start_.empty();
     int64_t n = n_.ranges.back(), k = numel(n_.reduction_ranges);
-    int64_t bn = split ? kp_.block : std::min<int64_t>(next_pow2(n), 64);
+    int64_t bn = split ? block_ : std::min<int64_t>(next_pow2(n), 64);
     int64_t bk = std::min<int64_t>(next_pow2(k), 64);
     std::string cv = "i" + std::to_string(n_.ranges.size() - 1);
     open_cols("c", n, bn, split);
@@ -258,6 +272,8 @@ class NodeEmitter {
   const KernelPlan& kp_;
   PyWriter& w_;
   TritonExprHandler h_;
+  std::string col_start_;  // the column block this program runs (no column loop), or ""
+  int64_t block_ = 0;      // its width
 };
 
 // A kernel of one matmul node on tl.dot: BLOCK_M x BLOCK_N output tiles, K in BLOCK_K steps.
@@ -341,7 +357,7 @@ KernelText emit_kernel(const LoopProgram& p, const KernelPlan& kp) {
         return g;
       }(),
       "), HBM outputs: ", outs.empty() ? "none" : outs));
-  if (!kp.why_serial.empty()) c.line("#   serial: " + kp.why_serial);
+  if (!kp.why_not_rows.empty()) c.line("#   not one program per row: " + kp.why_not_rows);
   for (size_t i = 0; i < kp.args.size(); ++i) {
     std::string v = "p" + std::to_string(i);
     ptrs[kp.args[i]] = v;
@@ -354,6 +370,7 @@ KernelText emit_kernel(const LoopProgram& p, const KernelPlan& kp) {
     for (std::string l; std::getline(text, l); first = false)
       c.line((first ? strcat("#   node ", j, ": ") : "#     ") + l);
   }
+  if (kp.mode == "grid") params += ", sync";
   PyWriter w;
   w.line("@triton.jit");
   w.open("def @FN@(" + params + "):");
@@ -362,9 +379,20 @@ KernelText emit_kernel(const LoopProgram& p, const KernelPlan& kp) {
     emit_dot(p, p.nodes.at(static_cast<size_t>(k.nodes.front())), ptrs, w, tmp);
   } else {
     if (kp.mode == "rows") w.line("row = tl.program_id(0).to(tl.int64)");
+    std::set<std::string> written;  // by earlier nodes of this kernel
     for (size_t j = 0; j < k.nodes.size(); ++j) {
-      if (j > 0) w.line("tl.debug_barrier()  # the stores above are visible to the loads below");
-      NodeEmitter(p, p.nodes.at(static_cast<size_t>(k.nodes[j])), j, kp, ptrs, w, tmp).emit();
+      const LoopNode& n = p.nodes.at(static_cast<size_t>(k.nodes[j]));
+      bool reads_here = false;
+      for (const auto& b : node_reads(n)) reads_here = reads_here || written.count(b) > 0;
+      if (reads_here && kp.mode == "grid") {
+        w.line("_lpu_grid_barrier(sync)  # every program's stores above are visible below");
+        written.clear();
+      } else if (reads_here) {
+        w.line("tl.debug_barrier()  # the stores above are visible to the loads below");
+        written.clear();
+      }
+      NodeEmitter(p, n, j, kp, ptrs, w, tmp).emit();
+      written.insert(n.out());
     }
   }
   w.close();

@@ -6,9 +6,7 @@
 #include "support/error.h"
 
 namespace lpu::triton {
-namespace {
 
-// The buffers a node reads, in first-use order.
 std::vector<std::string> node_reads(const LoopNode& n) {
   std::vector<std::string> out;
   auto add = [&](const std::string& b) {
@@ -28,6 +26,8 @@ std::vector<std::string> node_reads(const LoopNode& n) {
     for (const auto& l : n.loads()) add(l->buffer);
   return out;
 }
+
+namespace {
 
 std::vector<Expr> node_loads(const LoopNode& n) {
   std::vector<Expr> out;
@@ -218,17 +218,20 @@ ModulePlan plan_module(const LoopProgram& p, const Schedule& s) {
       kp.grid = {batch * cdiv(m, tile(m, 64)), cdiv(n, tile(n, 64))};
     } else {
       bool split = false;
-      kp.why_serial = rows_problem(p, k, split);
-      if (kp.why_serial.empty()) {
+      kp.why_not_rows = rows_problem(p, k, split);
+      bool has_mm = false;
+      for (int idx : k.nodes) has_mm = has_mm || p.nodes.at(static_cast<size_t>(idx)).kind == LoopKind::Matmul;
+      if (kp.why_not_rows.empty() && (split || !has_mm)) {
         kp.mode = "rows";
-        bool has_mm = false;
-        for (int idx : k.nodes) has_mm = has_mm || p.nodes.at(static_cast<size_t>(idx)).kind == LoopKind::Matmul;
         int64_t cols = first.cols();
         kp.block = split ? std::min(next_pow2(cols), has_mm ? int64_t{64} : int64_t{1024}) : 0;
         kp.grid = {first.rows(), split ? cdiv(cols, kp.block) : 1};
       } else {
-        kp.mode = "serial";
-        kp.grid = {1};
+        // A matmul that one program per row would run alone, or rows that read each other:
+        // every program of the grid shares each node's work, with a grid barrier between nodes.
+        if (kp.why_not_rows.empty()) kp.why_not_rows = "a matmul fused with nodes that are not column-local";
+        kp.mode = "grid";
+        kp.grid = {0};  // one program per SM, chosen by the launcher
       }
     }
     available.insert(k.hbm_outputs.begin(), k.hbm_outputs.end());

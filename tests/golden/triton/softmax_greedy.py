@@ -32,6 +32,42 @@ def _lpu_mul(a, b):
     return a * b
 
 
+# Grid barrier of the "grid" kernels (as TorchInductor's cooperative reductions do it): every
+# program adds to a uint32 counter so that the top bit flips once all have arrived (program 0
+# adds 0x80000000 - (n - 1), the others 1), and spins until it sees the flip. Correct only when
+# all programs are resident at once: the launcher starts one per SM (_lpu_nprog).
+@triton.jit
+def _lpu_grid_barrier(sync):
+    tl.debug_barrier()
+    one_i32 = 1
+    one_u32 = one_i32.to(tl.uint32)
+    expected = tl.num_programs(0).to(tl.uint32)
+    if tl.program_id(0) == 0:
+        nb = 0x80000000 - (expected - one_u32)
+    else:
+        nb = one_u32
+    old_arrive = tl.atomic_add(sync, nb, sem="release")
+    bar_flipped = False
+    while not bar_flipped:
+        current_arrive = tl.atomic_add(sync, 0, sem="acquire")
+        bar_flipped = ((old_arrive ^ current_arrive) & 0x80000000) != 0
+    tl.debug_barrier()
+
+
+_NPROG = {}
+
+
+def _lpu_nprog(bufs):
+    """Programs of a "grid" kernel: one per SM (all resident, so the grid barrier cannot deadlock);
+    one under TRITON_INTERPRET, whose programs run one after another."""
+    dev = bufs["__lpu_sync"].device
+    if dev.type != "cuda":
+        return 1
+    if dev not in _NPROG:
+        _NPROG[dev] = torch.cuda.get_device_properties(dev).multi_processor_count
+    return _NPROG[dev]
+
+
 _DTYPES = {"f32": torch.float32, "f16": torch.float16, "bf16": torch.bfloat16,
            "i64": torch.int64, "i32": torch.int32, "bool": torch.bool}
 
@@ -300,6 +336,7 @@ def allocate(inputs, device="cuda"):
             bufs[b["name"]] = t.to(device=device, dtype=dt).contiguous()
         else:
             bufs[b["name"]] = torch.empty(b["shape"], dtype=dt, device=device)
+    bufs["__lpu_sync"] = torch.zeros(1, dtype=torch.uint32, device=device)  # the grid barrier's counter
     return bufs
 
 
