@@ -126,6 +126,15 @@ int64_t tile(int64_t n, int64_t cap);  // a tl.dot block: a power of two in [16,
 int64_t cdiv(int64_t a, int64_t b);
 // The buffers a node reads (host inputs, gather table and index, loads), in first-use order.
 std::vector<std::string> node_reads(const LoopNode& n);
+std::vector<Expr> node_loads(const LoopNode& n);  // every Load, the gather index's too
+// Why node `c`'s load `l` of a buffer that earlier nodes `ws` of its kernel wrote might read
+// outside the row that the same row of `ws` wrote ("" when it cannot). `exact`: it reads exactly
+// the element written at the same (row, column), so column blocks may be split too.
+std::string local_read_problem(const LoopNode& c, const Expr& l, const std::vector<const LoopNode*>& ws, bool& exact);
+// A grid kernel's work items for a node: rows x column blocks of `block` columns (1 column block
+// and block 0 for a reduction, which walks its own columns).
+int64_t grid_block(const LoopNode& n);
+int64_t grid_col_blocks(const LoopNode& n);
 std::vector<KernelText> emit_kernels(const LoopProgram& p, ModulePlan& mp);
 
 }  // namespace lpu::triton

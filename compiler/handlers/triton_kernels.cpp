@@ -26,11 +26,8 @@ class NodeEmitter {
       col_start_ = strcat("tl.program_id(1).to(tl.int64) * ", block_);
     }
     if (grid) {
-      int64_t cblocks = 1;
-      if (n_.kind == LoopKind::Matmul) block_ = std::min<int64_t>(next_pow2(n_.ranges.back()), 64);
-      if ((n_.kind == LoopKind::Pointwise || n_.kind == LoopKind::Gather) && !n_.ranges.empty())
-        block_ = std::min<int64_t>(next_pow2(n_.ranges.back()), 1024);
-      if (n_.kind != LoopKind::Reduction && !n_.ranges.empty()) cblocks = cdiv(n_.ranges.back(), block_);
+      block_ = grid_block(n_);
+      int64_t cblocks = grid_col_blocks(n_);
       int64_t items = n_.rows() * cblocks;
       w_.open(strcat("for ", pre_, "it in range(tl.program_id(0), ", items, ", tl.num_programs(0)):"));
       rowv = pre_ + "row";
@@ -379,20 +376,40 @@ KernelText emit_kernel(const LoopProgram& p, const KernelPlan& kp) {
     emit_dot(p, p.nodes.at(static_cast<size_t>(k.nodes.front())), ptrs, w, tmp);
   } else {
     if (kp.mode == "rows") w.line("row = tl.program_id(0).to(tl.int64)");
-    std::set<std::string> written;  // by earlier nodes of this kernel
+    // A node that reads what an earlier node of the kernel wrote waits for it: a CTA barrier when
+    // the same program wrote it (rows mode; in grid mode, the same work items and a read inside
+    // the item that wrote), a grid barrier otherwise.
+    std::map<std::string, std::vector<const LoopNode*>> since_grid;  // writers since the last grid barrier
+    std::set<std::string> since_any;
     for (size_t j = 0; j < k.nodes.size(); ++j) {
       const LoopNode& n = p.nodes.at(static_cast<size_t>(k.nodes[j]));
-      bool reads_here = false;
-      for (const auto& b : node_reads(n)) reads_here = reads_here || written.count(b) > 0;
-      if (reads_here && kp.mode == "grid") {
+      bool local = false, global = false;
+      for (const auto& b : node_reads(n)) local = local || since_any.count(b) > 0;
+      if (kp.mode == "grid") {
+        for (const auto& l : node_loads(n)) {
+          auto it = since_grid.find(l->buffer);
+          if (it == since_grid.end()) continue;
+          bool exact = true;
+          bool same_items = local_read_problem(n, l, it->second, exact).empty();
+          for (const LoopNode* wn : it->second)
+            same_items = same_items && wn->rows() == n.rows() && grid_col_blocks(*wn) == grid_col_blocks(n) &&
+                         grid_block(*wn) == grid_block(n);
+          if (grid_col_blocks(n) > 1 && !exact) same_items = false;
+          global = global || !same_items;
+        }
+        if (n.kind == LoopKind::Gather && since_grid.count(n.gather_table)) global = true;
+      }
+      if (global) {
         w.line("_lpu_grid_barrier(sync)  # every program's stores above are visible below");
-        written.clear();
-      } else if (reads_here) {
-        w.line("tl.debug_barrier()  # the stores above are visible to the loads below");
-        written.clear();
+        since_grid.clear();
+        since_any.clear();
+      } else if (local) {
+        w.line("tl.debug_barrier()  # this program's stores above are visible to its loads below");
+        since_any.clear();
       }
       NodeEmitter(p, n, j, kp, ptrs, w, tmp).emit();
-      written.insert(n.out());
+      since_grid[n.out()].push_back(&n);
+      since_any.insert(n.out());
     }
   }
   w.close();

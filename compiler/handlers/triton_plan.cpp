@@ -27,8 +27,6 @@ std::vector<std::string> node_reads(const LoopNode& n) {
   return out;
 }
 
-namespace {
-
 std::vector<Expr> node_loads(const LoopNode& n) {
   std::vector<Expr> out;
   if (n.kind == LoopKind::Gather) {
@@ -40,6 +38,8 @@ std::vector<Expr> node_loads(const LoopNode& n) {
     for (const auto& l : n.loads()) out.push_back(l);
   return out;
 }
+
+namespace {
 
 Expr strip_casts(Expr e) {
   while (e && e->kind == ExprKind::Cast) e = e->args[0];
@@ -75,6 +75,18 @@ bool dot_operands(const LoopNode& n, Expr& a, Expr& b) {
 int64_t tile(int64_t n, int64_t cap) { return std::max<int64_t>(16, std::min(next_pow2(n), cap)); }
 int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
+// A matmul's column blocks spread its weights over the programs; a pointwise node keeps a whole
+// row (up to 4096 columns) in one item, so that it lines up with the reductions around it and a
+// CTA barrier is enough between them (emit_kernel).
+int64_t grid_block(const LoopNode& n) {
+  if (n.kind == LoopKind::Reduction || n.ranges.empty()) return 0;
+  return std::min<int64_t>(next_pow2(n.ranges.back()), n.kind == LoopKind::Matmul ? 64 : 4096);
+}
+int64_t grid_col_blocks(const LoopNode& n) {
+  int64_t b = grid_block(n);
+  return b ? cdiv(n.ranges.back(), b) : 1;
+}
+
 namespace {
 
 // The columns of a load in its node's row/column view (a matmul's A operand walks r0).
@@ -92,6 +104,54 @@ AccessPattern load_pattern(const LoopNode& c, const Index& idx, int64_t& cols) {
   }
   return analyze_access(c, idx);
 }
+
+// Why node `c`'s load `l` of a buffer that earlier nodes `ws` of its kernel wrote might read
+// outside the row that the same row of `ws` wrote ("" when it cannot). `exact`: it reads exactly
+// the element written at the same (row, column), so column blocks may be split too.
+}  // namespace
+
+std::string local_read_problem(const LoopNode& c, const Expr& l, const std::vector<const LoopNode*>& ws, bool& exact) {
+  exact = true;
+  int64_t rows = c.rows();
+  int64_t ccols = 0;
+  AccessPattern rp = load_pattern(c, l->index, ccols);
+  if (!rp.ok) return strcat("node ", c.name, ": load of ", l->buffer, ": ", rp.why_not);
+  if (rp.col_split) return strcat("node ", c.name, ": load of ", l->buffer, " has two-level columns");
+  int64_t cs = ccols == 1 ? 0 : rp.col_stride;
+  if (cs != 0 && cs != 1) return strcat("node ", c.name, ": load of ", l->buffer, " is strided");
+  for (const auto& r : l->index.variables())
+    if (r[0] == 'r') exact = false;
+  std::vector<std::pair<const LoopNode*, AccessPattern>> wp;
+  for (const LoopNode* wn : ws) {
+    AccessPattern sp = analyze_access(*wn, wn->store_index);
+    if (!sp.ok) return strcat("node ", wn->name, ": store: ", sp.why_not);
+    if (sp.col_split || (wn->out_cols() > 1 && sp.col_stride != 1))
+      return strcat("node ", wn->name, ": strided store of ", l->buffer);
+    wp.emplace_back(wn, sp);
+    if (!(ws.size() == 1 && sp.col_stride == cs && wn->out_cols() == ccols && cs == 1)) exact = false;
+  }
+  bool affine = rp.row_affine;
+  for (auto& [wn, sp] : wp) affine = affine && sp.row_affine && sp.row_stride == rp.row_stride;
+  int64_t check_rows = affine ? 1 : rows;
+  if (check_rows > 65536) return strcat("node ", c.name, ": load of ", l->buffer, " is not row-affine");
+  for (int64_t r = 0; r < check_rows; ++r) {
+    std::vector<std::pair<int64_t, int64_t>> iv;  // what the writers wrote at row r
+    for (auto& [wn, sp] : wp) {
+      int64_t o = sp.row_offset(r);
+      iv.emplace_back(o, o + wn->out_cols() - 1);
+    }
+    std::sort(iv.begin(), iv.end());
+    int64_t lo = rp.row_offset(r), hi = lo + (cs ? ccols - 1 : 0);
+    for (const auto& [a, b] : iv)
+      if (a <= lo && lo <= b) lo = b + 1;
+    if (lo <= hi)
+      return strcat("node ", c.name, " reads ", l->buffer, " outside the row its writers wrote (row ", r, ")");
+    if (affine && rp.row_offset(r) != wp.front().second.row_offset(r)) exact = false;
+  }
+  return "";
+}
+
+namespace {
 
 // Why one program per row cannot run the kernel ("" when it can): every read of a buffer the
 // kernel itself writes must stay inside the row that wrote it. `split` says whether it is also
@@ -112,42 +172,10 @@ std::string rows_problem(const LoopProgram& p, const Kernel& k, bool& split) {
     for (const auto& l : node_loads(c)) {
       auto w = writers.find(l->buffer);
       if (w == writers.end()) continue;
-      int64_t ccols = 0;
-      AccessPattern rp = load_pattern(c, l->index, ccols);
-      if (!rp.ok) return strcat("node ", c.name, ": load of ", l->buffer, ": ", rp.why_not);
-      if (rp.col_split) return strcat("node ", c.name, ": load of ", l->buffer, " has two-level columns");
-      int64_t cs = ccols == 1 ? 0 : rp.col_stride;
-      if (cs != 0 && cs != 1) return strcat("node ", c.name, ": load of ", l->buffer, " is strided");
-      for (const auto& r : l->index.variables())
-        if (r[0] == 'r') split = false;
-      std::vector<std::pair<const LoopNode*, AccessPattern>> wp;
-      for (const LoopNode* wn : w->second) {
-        AccessPattern sp = analyze_access(*wn, wn->store_index);
-        if (!sp.ok) return strcat("node ", wn->name, ": store: ", sp.why_not);
-        if (sp.col_split || (wn->out_cols() > 1 && sp.col_stride != 1))
-          return strcat("node ", wn->name, ": strided store of ", l->buffer);
-        wp.emplace_back(wn, sp);
-        bool exact = w->second.size() == 1 && sp.col_stride == cs && wn->out_cols() == ccols && cs == 1;
-        if (!exact) split = false;
-      }
-      bool affine = rp.row_affine;
-      for (auto& [wn, sp] : wp) affine = affine && sp.row_affine && sp.row_stride == rp.row_stride;
-      int64_t check_rows = affine ? 1 : rows;
-      if (check_rows > 65536) return strcat("node ", c.name, ": load of ", l->buffer, " is not row-affine");
-      for (int64_t r = 0; r < check_rows; ++r) {
-        std::vector<std::pair<int64_t, int64_t>> iv;  // what the writers wrote at row r
-        for (auto& [wn, sp] : wp) {
-          int64_t o = sp.row_offset(r);
-          iv.emplace_back(o, o + wn->out_cols() - 1);
-        }
-        std::sort(iv.begin(), iv.end());
-        int64_t lo = rp.row_offset(r), hi = lo + (cs ? ccols - 1 : 0);
-        for (const auto& [a, b] : iv)
-          if (a <= lo && lo <= b) lo = b + 1;
-        if (lo <= hi)
-          return strcat("node ", c.name, " reads ", l->buffer, " outside the row its writers wrote (row ", r, ")");
-        if (affine && rp.row_offset(r) != wp.front().second.row_offset(r)) split = false;
-      }
+      bool exact = true;
+      std::string why = local_read_problem(c, l, w->second, exact);
+      if (!why.empty()) return why;
+      if (!exact) split = false;
     }
     writers[c.out()].push_back(&c);
   }

@@ -188,7 +188,7 @@ def tk_k0_ln_mean_x15(p0, p1, p2, p3, p4, p5, p6, p7, p8, p9, p10, p11, p12, p13
         n0_acc += tl.where(n0_rm, t0, 0.0)
     t1 = tl.sum(n0_acc, axis=0) / 64.0
     tl.store(p1 + (n0_i0), t1)
-    tl.debug_barrier()  # the stores above are visible to the loads below
+    tl.debug_barrier()  # this program's stores above are visible to its loads below
     # node n1: pointwise
     n1_i0 = row
     for n1_cs in range(0, 64, 64):
@@ -199,7 +199,7 @@ def tk_k0_ln_mean_x15(p0, p1, p2, p3, p4, p5, p6, p7, p8, p9, p10, p11, p12, p13
         t3 = tl.load(p1 + (n1_i0)).to(tl.float32)
         t4 = t2 - t3
         tl.store(p2 + (64*n1_i0 + n1_i1), t4, mask=n1_cm)
-    tl.debug_barrier()  # the stores above are visible to the loads below
+    tl.debug_barrier()  # this program's stores above are visible to its loads below
     # node n2: pointwise
     n2_i0 = row
     for n2_cs in range(0, 64, 64):
@@ -209,7 +209,7 @@ def tk_k0_ln_mean_x15(p0, p1, p2, p3, p4, p5, p6, p7, p8, p9, p10, p11, p12, p13
         t5 = tl.load(p2 + (64*n2_i0 + n2_i1), mask=n2_cm, other=0).to(tl.float32)
         t6 = t5 * t5
         tl.store(p3 + (64*n2_i0 + n2_i1), t6, mask=n2_cm)
-    tl.debug_barrier()  # the stores above are visible to the loads below
+    tl.debug_barrier()  # this program's stores above are visible to its loads below
     # node n3: reduction.mean
     n3_i0 = row
     n3_acc = tl.zeros([64], dtype=tl.float32)
@@ -221,7 +221,7 @@ def tk_k0_ln_mean_x15(p0, p1, p2, p3, p4, p5, p6, p7, p8, p9, p10, p11, p12, p13
         n3_acc += tl.where(n3_rm, t7, 0.0)
     t8 = tl.sum(n3_acc, axis=0) / 64.0
     tl.store(p4 + (n3_i0), t8)
-    tl.debug_barrier()  # the stores above are visible to the loads below
+    tl.debug_barrier()  # this program's stores above are visible to its loads below
     # node n4: pointwise
     n4_i0 = row
     for n4_cs in range(0, 1, 1):
@@ -231,7 +231,7 @@ def tk_k0_ln_mean_x15(p0, p1, p2, p3, p4, p5, p6, p7, p8, p9, p10, p11, p12, p13
         t9 = tl.load(p4 + (n4_i0)).to(tl.float32)
         t10 = t9 + 1e-05
         tl.store(p5 + (n4_i0 + 0 * n4_cx), t10, mask=n4_cm)
-    tl.debug_barrier()  # the stores above are visible to the loads below
+    tl.debug_barrier()  # this program's stores above are visible to its loads below
     # node n5: pointwise
     n5_i0 = row
     for n5_cs in range(0, 1, 1):
@@ -241,7 +241,7 @@ def tk_k0_ln_mean_x15(p0, p1, p2, p3, p4, p5, p6, p7, p8, p9, p10, p11, p12, p13
         t11 = tl.load(p5 + (n5_i0)).to(tl.float32)
         t12 = 1.0 / tl.sqrt_rn(t11)
         tl.store(p6 + (n5_i0 + 0 * n5_cx), t12, mask=n5_cm)
-    tl.debug_barrier()  # the stores above are visible to the loads below
+    tl.debug_barrier()  # this program's stores above are visible to its loads below
     # node n6: pointwise
     n6_i0 = row
     for n6_cs in range(0, 64, 64):
@@ -252,7 +252,7 @@ def tk_k0_ln_mean_x15(p0, p1, p2, p3, p4, p5, p6, p7, p8, p9, p10, p11, p12, p13
         t14 = tl.load(p6 + (n6_i0)).to(tl.float32)
         t15 = t13 * t14
         tl.store(p7 + (64*n6_i0 + n6_i1), t15, mask=n6_cm)
-    tl.debug_barrier()  # the stores above are visible to the loads below
+    tl.debug_barrier()  # this program's stores above are visible to its loads below
     # node n7: pointwise
     n7_i0 = row
     for n7_cs in range(0, 64, 64):
@@ -263,7 +263,7 @@ def tk_k0_ln_mean_x15(p0, p1, p2, p3, p4, p5, p6, p7, p8, p9, p10, p11, p12, p13
         t17 = tl.load(p8 + (n7_i1), mask=n7_cm, other=0).to(tl.float32)
         t18 = t16 * t17
         tl.store(p9 + (64*n7_i0 + n7_i1), t18, mask=n7_cm)
-    tl.debug_barrier()  # the stores above are visible to the loads below
+    tl.debug_barrier()  # this program's stores above are visible to its loads below
     # node n8: pointwise
     n8_i0 = row
     for n8_cs in range(0, 64, 64):
@@ -274,7 +274,7 @@ def tk_k0_ln_mean_x15(p0, p1, p2, p3, p4, p5, p6, p7, p8, p9, p10, p11, p12, p13
         t20 = tl.load(p10 + (n8_i1), mask=n8_cm, other=0).to(tl.float32)
         t21 = t19 + t20
         tl.store(p11 + (64*n8_i0 + n8_i1), t21, mask=n8_cm)
-    tl.debug_barrier()  # the stores above are visible to the loads below
+    tl.debug_barrier()  # this program's stores above are visible to its loads below
     # node n9: pointwise
     n9_i0 = row
     for n9_cs in range(0, 64, 64):
@@ -284,7 +284,7 @@ def tk_k0_ln_mean_x15(p0, p1, p2, p3, p4, p5, p6, p7, p8, p9, p10, p11, p12, p13
         t22 = tl.load(p11 + (64*n9_i0 + n9_i1), mask=n9_cm, other=0).to(tl.float32)
         t23 = t22 * 0.70710677
         tl.store(p12 + (64*n9_i0 + n9_i1), t23, mask=n9_cm)
-    tl.debug_barrier()  # the stores above are visible to the loads below
+    tl.debug_barrier()  # this program's stores above are visible to its loads below
     # node n10: pointwise
     n10_i0 = row
     for n10_cs in range(0, 64, 64):
@@ -294,7 +294,7 @@ def tk_k0_ln_mean_x15(p0, p1, p2, p3, p4, p5, p6, p7, p8, p9, p10, p11, p12, p13
         t24 = tl.load(p12 + (64*n10_i0 + n10_i1), mask=n10_cm, other=0).to(tl.float32)
         t25 = libdevice.erf(t24)
         tl.store(p13 + (64*n10_i0 + n10_i1), t25, mask=n10_cm)
-    tl.debug_barrier()  # the stores above are visible to the loads below
+    tl.debug_barrier()  # this program's stores above are visible to its loads below
     # node n11: pointwise
     n11_i0 = row
     for n11_cs in range(0, 64, 64):
@@ -304,7 +304,7 @@ def tk_k0_ln_mean_x15(p0, p1, p2, p3, p4, p5, p6, p7, p8, p9, p10, p11, p12, p13
         t26 = tl.load(p13 + (64*n11_i0 + n11_i1), mask=n11_cm, other=0).to(tl.float32)
         t27 = t26 + 1.0
         tl.store(p14 + (64*n11_i0 + n11_i1), t27, mask=n11_cm)
-    tl.debug_barrier()  # the stores above are visible to the loads below
+    tl.debug_barrier()  # this program's stores above are visible to its loads below
     # node n12: pointwise
     n12_i0 = row
     for n12_cs in range(0, 64, 64):
@@ -315,7 +315,7 @@ def tk_k0_ln_mean_x15(p0, p1, p2, p3, p4, p5, p6, p7, p8, p9, p10, p11, p12, p13
         t29 = tl.load(p14 + (64*n12_i0 + n12_i1), mask=n12_cm, other=0).to(tl.float32)
         t30 = t28 * t29
         tl.store(p15 + (64*n12_i0 + n12_i1), t30, mask=n12_cm)
-    tl.debug_barrier()  # the stores above are visible to the loads below
+    tl.debug_barrier()  # this program's stores above are visible to its loads below
     # node n13: pointwise
     n13_i0 = row
     for n13_cs in range(0, 64, 64):
@@ -325,7 +325,7 @@ def tk_k0_ln_mean_x15(p0, p1, p2, p3, p4, p5, p6, p7, p8, p9, p10, p11, p12, p13
         t31 = tl.load(p15 + (64*n13_i0 + n13_i1), mask=n13_cm, other=0).to(tl.float32)
         t32 = t31 * 0.5
         tl.store(p16 + (64*n13_i0 + n13_i1), t32, mask=n13_cm)
-    tl.debug_barrier()  # the stores above are visible to the loads below
+    tl.debug_barrier()  # this program's stores above are visible to its loads below
     # node n14: pointwise
     n14_i0 = row
     for n14_cs in range(0, 64, 64):

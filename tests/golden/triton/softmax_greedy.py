@@ -156,7 +156,7 @@ def tk_k0_probs_amax_x5(p0, p1, p2, p3, p4, p5):
         n0_acc = tl.maximum(n0_acc, tl.where(n0_rm, t0, float("-inf")))
     t1 = tl.max(n0_acc, axis=0)
     tl.store(p1 + (n0_i0), t1)
-    tl.debug_barrier()  # the stores above are visible to the loads below
+    tl.debug_barrier()  # this program's stores above are visible to its loads below
     # node n1: pointwise
     n1_i0 = row
     for n1_cs in range(0, 32, 32):
@@ -167,7 +167,7 @@ def tk_k0_probs_amax_x5(p0, p1, p2, p3, p4, p5):
         t3 = tl.load(p1 + (n1_i0)).to(tl.float32)
         t4 = t2 - t3
         tl.store(p2 + (32*n1_i0 + n1_i1), t4, mask=n1_cm)
-    tl.debug_barrier()  # the stores above are visible to the loads below
+    tl.debug_barrier()  # this program's stores above are visible to its loads below
     # node n2: pointwise
     n2_i0 = row
     for n2_cs in range(0, 32, 32):
@@ -177,7 +177,7 @@ def tk_k0_probs_amax_x5(p0, p1, p2, p3, p4, p5):
         t5 = tl.load(p2 + (32*n2_i0 + n2_i1), mask=n2_cm, other=0).to(tl.float32)
         t6 = tl.exp(t5)
         tl.store(p3 + (32*n2_i0 + n2_i1), t6, mask=n2_cm)
-    tl.debug_barrier()  # the stores above are visible to the loads below
+    tl.debug_barrier()  # this program's stores above are visible to its loads below
     # node n3: reduction.sum
     n3_i0 = row
     n3_acc = tl.zeros([32], dtype=tl.float32)
@@ -189,7 +189,7 @@ def tk_k0_probs_amax_x5(p0, p1, p2, p3, p4, p5):
         n3_acc += tl.where(n3_rm, t7, 0.0)
     t8 = tl.sum(n3_acc, axis=0)
     tl.store(p4 + (n3_i0), t8)
-    tl.debug_barrier()  # the stores above are visible to the loads below
+    tl.debug_barrier()  # this program's stores above are visible to its loads below
     # node n4: pointwise
     n4_i0 = row
     for n4_cs in range(0, 32, 32):
