@@ -9,7 +9,8 @@
 //                 schedule order (name, triton function, mode, grid, nodes, hbm_outputs, reads,
 //                 writes). triton_buffer_plan_json gives the same plan as JSON.
 //   allocate(inputs, device="cuda")  -> dict of every buffer: the inputs (moved to the device,
-//                 checked for shape, converted to the plan's dtype) and torch.empty for the rest
+//                 checked for shape, converted to the plan's dtype), torch.empty for the rest, and
+//                 "__lpu_sync", the grid barrier's counter
 //   launch(bufs)  runs every kernel in schedule order (a graph break runs on the host in torch)
 //   run(inputs, device="cuda") -> {output name: tensor}   allocate + launch
 //
@@ -17,14 +18,20 @@
 //   rows   grid (rows, column blocks): program (r, c) runs every node of the kernel for row r
 //          (the schedule's row/column view, loopir LoopNode::row_vars) and, when the kernel is
 //          column-local, column block c. A buffer produced and consumed inside the kernel lives in
-//          a scratch buffer; tl.debug_barrier() between nodes makes one node's stores visible to
-//          the next node's loads in the same program. Chosen only when every read of such a
-//          buffer stays inside the row (and column block) that wrote it.
-//   serial grid (1,): each node loops over all its rows; always correct, used otherwise.
+//          a scratch buffer; tl.debug_barrier() between dependent nodes makes one node's stores
+//          visible to the next node's loads in the same program. Chosen when every read of such a
+//          buffer stays inside the row (and column block) that wrote it, and the kernel has no
+//          matmul (or is column-local).
+//   grid   one program per SM (the launcher asks the device): each node's work items (rows x
+//          column blocks; rows for a reduction) are dealt out to all programs, and a grid barrier
+//          (TorchInductor's flip-bit counter) separates a node from the nodes it reads, or a CTA
+//          barrier where the reader's item is the writer's. For fused matmuls (a decode step's
+//          GEMVs would otherwise run on one program) and kernels whose rows read each other.
 //   dot    a kernel of one matmul node mul(load A, load B): BLOCK_M x BLOCK_N tiles with tl.dot
 //          (blocks >= 16, masked edges, fp32 accumulation; fp32 operands with
-//          input_precision="ieee").
+//          input_precision="ieee"). A matmul whose A does not vary with M (a GEMV) runs as rows.
 //   host   a graph break: no Triton kernel; the launcher calls torch.
+// Kernels of identical code (a model's layers) share one function, so one Triton compilation.
 // Indices are int64; floor division and modulo print as Python // and %, which are exact for
 // non-negative operands (Triton's integer // and % truncate like C); where Index::bounds cannot
 // prove an operand non-negative, the exact floor form is emitted instead.
