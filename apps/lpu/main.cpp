@@ -23,6 +23,8 @@
 #include "graph/ops.h"
 #include "handlers/counting.h"
 #include "handlers/cpp_source.h"
+#include "handlers/triton_source.h"
+#include "ref/reference.h"
 #include "isa/encoding.h"
 #include "jobs.h"
 #include "manifest.h"
@@ -314,6 +316,54 @@ int cmd_compare(const std::string& workload, const ArchFlags& af, const BreakFla
   return 0;
 }
 
+// --emit triton-data: what scripts/triton_check.py needs to check an emitted Triton module without
+// lpu: the inputs (stored as fp32, or, for a built-in workload's large random inputs, the seed of
+// ref/tensor.cpp's LCG, which the script reproduces) and the reference outputs (the reference
+// executor's, or PyTorch's for a graph file), in triton_data.json + triton_data.bin (fp32 LE).
+void write_triton_data(const WorkloadSpec& w, const Compilation& c, const std::string& outdir) {
+  std::optional<GraphFile> file;
+  if (!w.graph.empty()) file = load_graph_file(w.graph);
+  TensorMap inputs = file ? load_graph_inputs(*file, c.core) : make_random_inputs(c.core, w.seed);
+  std::vector<Tensor> expected = file ? load_expected_outputs(*file) : run_reference(c.core, inputs);
+  std::string bin;
+  auto put = [&](const Tensor& t) {
+    nlohmann::json e;
+    e["offset"] = bin.size();
+    e["numel"] = t.data.size();
+    bin.append(reinterpret_cast<const char*>(t.data.data()), t.data.size() * sizeof(float));
+    return e;
+  };
+  int64_t total = 0;
+  for (const auto& [name, t] : inputs) total += t.numel();
+  constexpr int64_t kStoreLimit = int64_t{1} << 21;  // elements: beyond, built-in inputs go by seed
+  nlohmann::json j, ins = nlohmann::json::object(), outs = nlohmann::json::object();
+  j["format"] = "lpu-triton-data/1";
+  j["workload"] = w.name;
+  j["program"] = c.loop_ir.name;
+  j["reference"] = file ? "PyTorch (graph file)" : "reference executor";
+  j["bin"] = "triton_data.bin";
+  for (const auto& n : c.core.nodes()) {
+    if (n.kind != NodeKind::Placeholder && n.kind != NodeKind::Parameter) continue;
+    const Tensor& t = inputs.at(n.name);
+    nlohmann::json e = file || total <= kStoreLimit ? put(t) : nlohmann::json::object();
+    if (!file) e["lcg_seed"] = w.seed + static_cast<uint64_t>(n.id) * 7919;
+    e["shape"] = t.type.shape;
+    e["dtype"] = dtype_name(t.type.dtype);
+    ins[n.name] = e;
+  }
+  if (expected.size() != c.loop_ir.outputs.size()) throw InternalError("triton-data: output count differs from the program's");
+  for (size_t i = 0; i < expected.size(); ++i) {
+    nlohmann::json e = put(expected[i]);
+    e["shape"] = expected[i].type.shape;
+    e["dtype"] = dtype_name(expected[i].type.dtype);
+    outs[c.loop_ir.outputs[i]] = e;
+  }
+  j["inputs"] = ins;
+  j["outputs"] = outs;
+  write_file(outdir + "/triton_data.bin", bin);
+  write_file(outdir + "/triton_data.json", j.dump(1) + "\n");
+}
+
 int cmd_compile(const std::string& workload, const ArchFlags& af, const BreakFlags& bf, const std::string& fusion,
                 const std::string& emit, const std::string& outdir) {
   check_output_dir("-o", outdir);
@@ -339,6 +389,9 @@ int cmd_compile(const std::string& workload, const ArchFlags& af, const BreakFla
       {"schedule-json", {"schedule.json", [&] { return schedule_to_json(c.loop_ir, c.schedule); }}},
       {"asm", {"program.s", [&] { return print_program(c.code.program); }}},
       {"cpp", {"kernels.cpp", [&] { return emit_cpp_source(c.loop_ir, c.schedule); }}},
+      {"triton", {"triton_kernels.py", [&] { return emit_triton_module(c.loop_ir, c.schedule); }}},
+      {"triton-plan", {"triton_plan.json", [&] { return triton_buffer_plan_json(c.loop_ir, c.schedule); }}},
+      {"triton-data", {"triton_data.json", [&] { return std::string(); }}},  // written by write_triton_data
       {"counts", {"counts.txt", [&] { return print_counts(count_kernels(c.loop_ir, c.schedule)); }}},
       {"counts_json", {"counts.json", [&] { return counts_to_json(count_kernels(c.loop_ir, c.schedule)).dump(2) + "\n"; }}},
       {"bin", {"program.lpubin", [&] {
@@ -350,8 +403,14 @@ int cmd_compile(const std::string& workload, const ArchFlags& af, const BreakFla
     auto it = artefacts.find(e);
     if (it == artefacts.end())
       throw InputError("--emit: unknown artefact '" + e +
-                       "' (graph, core, loopir, schedule, schedule-json, asm, bin, cpp, counts, counts_json)");
+                       "' (graph, core, loopir, schedule, schedule-json, asm, bin, cpp, triton, triton-plan, triton-data, counts, counts_json)");
     if (e == "bin" && outdir.empty()) throw InputError("--emit bin writes a binary file: give -o DIR");
+    if (e == "triton-data") {
+      if (outdir.empty()) throw InputError("--emit triton-data writes a binary file: give -o DIR");
+      write_triton_data(w, c, outdir);
+      std::cout << "wrote " << outdir << "/triton_data.json, " << outdir << "/triton_data.bin\n";
+      continue;
+    }
     if (e == "schedule" && !outdir.empty())  // the text report always comes with its JSON
       write_file(outdir + "/schedule.json", artefacts.at("schedule-json").second());
     if (outdir.empty()) {
@@ -565,7 +624,9 @@ int main(int argc, char** argv) {
   bf.add(comp);
   comp->add_option("--fusion", fusion, "fusion policy: none | greedy | search")->capture_default_str();
   comp->add_option("--emit", emit,
-                   "comma-separated: graph, core, loopir, schedule, schedule-json, asm, bin, cpp, counts, counts_json")
+                   "comma-separated: graph, core, loopir, schedule, schedule-json, asm, bin, cpp, triton (triton_kernels.py), "
+                   "triton-plan (triton_plan.json), triton-data (triton_data.{json,bin}: inputs and reference outputs for "
+                   "scripts/triton_check.py; needs -o), counts, counts_json")
       ->capture_default_str();
   comp->add_option("-o,--out", outdir, "directory to write into (default: stdout)");
 
