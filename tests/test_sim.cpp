@@ -194,6 +194,34 @@ TEST(SimModel, GemvMatchesClosedFormWithinFivePercent) {
   }
 }
 
+// Not the model's formula again but its behaviour: a GEMV bound by the MAC trees halves when
+// the trees double and ignores bandwidth; one bound by HBM halves when bandwidth doubles and
+// ignores the trees (the question behind "--set sxe.mac_trees=64 changes no cycle" on a
+// memory-bound decode step).
+TEST(SimModel, GemvScalesWithTheResourceThatBindsIt) {
+  auto cycles = [](int64_t K, int64_t N, std::vector<std::string> sets) {
+    sets.push_back("hbm.capacity_gib=4");
+    ArchConfig a = arch(sets);
+    std::string text = strcat(".program g\n.buffer w hbm:0x0 f16[", N, ", ", K, "] weight\n.kernel 0 k\n",
+                              "sxe.gemm f16 [1, ", K, ", ", N, "] lm:0x0 <- lm:0x0 [0, 1], hbm:0x0 [1, ", K,
+                              "]\nhalt\n");
+    return static_cast<double>(simulate(parse_program(text), a, {}).stats.cycles);
+  };
+  const int64_t K = 4096, N = 4096;
+  // Compute-bound: plenty of bandwidth for few trees.
+  double c8 = cycles(K, N, {"hbm.bandwidth_gbps=4096", "sxe.mac_trees=8"});
+  double c16 = cycles(K, N, {"hbm.bandwidth_gbps=4096", "sxe.mac_trees=16"});
+  double c16_bw = cycles(K, N, {"hbm.bandwidth_gbps=8192", "sxe.mac_trees=16"});
+  EXPECT_NEAR(c8 / c16, 2.0, 0.1) << c8 << " vs " << c16;
+  EXPECT_NEAR(c16_bw / c16, 1.0, 0.02) << c16_bw << " vs " << c16;
+  // Memory-bound: narrow HBM, many trees.
+  double m64 = cycles(K, N, {"hbm.bandwidth_gbps=64", "sxe.mac_trees=32"});
+  double m128 = cycles(K, N, {"hbm.bandwidth_gbps=128", "sxe.mac_trees=32"});
+  double m64_trees = cycles(K, N, {"hbm.bandwidth_gbps=64", "sxe.mac_trees=64"});
+  EXPECT_NEAR(m64 / m128, 2.0, 0.1) << m64 << " vs " << m128;
+  EXPECT_NEAR(m64_trees / m64, 1.0, 0.02) << m64_trees << " vs " << m64;
+}
+
 // Tokens: a signal is a barrier after earlier work; a wait nobody can satisfy is reported
 // (which device waits for which token), not left to run into the time limit.
 TEST(SimModel, SignalWaitsForEarlierWorkAndWaitConsumesIt) {

@@ -34,9 +34,8 @@ namespace {
 
 class LoopLine : public LineCursor {
  public:
-  LoopLine(const std::string& text, std::string where, const std::map<std::string, Buffer>& buffers,
-           const std::map<std::string, DType>& dtypes)
-      : LineCursor(text, std::move(where)), buffers_(buffers), dtypes_(dtypes) {}
+  LoopLine(const std::string& text, std::string where, const std::map<std::string, Buffer>& buffers)
+      : LineCursor(text, std::move(where)), buffers_(buffers) {}
 
   std::vector<std::string> name_list() {
     expect('[');
@@ -212,7 +211,6 @@ class LoopLine : public LineCursor {
   }
 
   const std::map<std::string, Buffer>& buffers_;
-  const std::map<std::string, DType>& dtypes_;  // of every buffer: expr_str's exact form
 };
 
 BufferRole parse_role(LoopLine& l) {
@@ -231,8 +229,7 @@ LoopProgram parse_loop_ir(const std::string& text, const std::string& source) {
   LoopProgram p;
   size_t i = 0;
   auto where = [&](size_t k) { return strcat(source, ":", k + 1); };
-  std::map<std::string, DType> dtypes;  // filled once the buffers are read
-  auto line = [&](size_t k) { return LoopLine(lines[k], where(k), p.buffers, dtypes); };
+  auto line = [&](size_t k) { return LoopLine(lines[k], where(k), p.buffers); };
   auto skip_blank = [&] {
     while (i < lines.size() && lines[i].find_first_not_of(" \t\r") == std::string::npos) ++i;
   };
@@ -268,7 +265,6 @@ LoopProgram parse_loop_ir(const std::string& text, const std::string& source) {
     b.role = parse_role(l);
     if (!l.at_end()) l.fail("expected the end of the line after the role");
     b.strides = contiguous_strides(b.type.shape);
-    dtypes[b.name] = b.type.dtype;
     p.buffers[b.name] = b;
   }
   for (auto [key, list] : {std::pair{"inputs:", &p.inputs}, std::pair{"outputs:", &p.outputs}}) {
