@@ -1,3 +1,4 @@
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include "codegen/lpu_codegen.h"
@@ -62,6 +63,37 @@ TEST(Schedule, CompulsoryTrafficIsInputsPlusOutputs) {
   Compilation c = compile_builtin("ln_gelu_add", "greedy", 256 * 1024, 64, 256);
   // x [64, 256] + weight [256] + bias [256] read, out [64, 256] written, fp32.
   EXPECT_EQ(c.compulsory_hbm_bytes, (64 * 256 * 2 + 256 * 2) * 4);
+}
+
+// The schedule verifier (run by the driver after every scheduling) on broken schedules.
+TEST(Schedule, VerifierNamesTheKernelAndTheRule) {
+  Compilation c = compile_builtin("softmax", "none");
+  ASSERT_GE(c.schedule.kernels.size(), 3u);
+  EXPECT_NO_THROW(verify_schedule(c.loop_ir, c.schedule));
+  auto why = [&](Schedule s) {
+    try {
+      verify_schedule(c.loop_ir, s);
+    } catch (const InputError& e) {
+      return std::string(e.what());
+    }
+    return std::string("(valid)");
+  };
+  using ::testing::HasSubstr;
+  Schedule dropped = c.schedule;
+  dropped.kernels.pop_back();
+  EXPECT_THAT(why(dropped), HasSubstr("is in no kernel"));
+  Schedule twice = c.schedule;
+  twice.kernels[1].nodes.push_back(twice.kernels[0].nodes[0]);
+  EXPECT_THAT(why(twice), HasSubstr("is also in kernel " + c.schedule.kernels[0].name));
+  Schedule swapped = c.schedule;
+  std::swap(swapped.kernels[0], swapped.kernels[1]);
+  EXPECT_THAT(why(swapped), HasSubstr("before any kernel writes it"));
+  Schedule kept_local = c.schedule;
+  kept_local.kernels[0].hbm_outputs.clear();
+  EXPECT_THAT(why(kept_local), HasSubstr("keeps local (not in its hbm_outputs)"));
+  Schedule foreign = c.schedule;
+  foreign.kernels[0].hbm_outputs.push_back(c.loop_ir.nodes[foreign.kernels[1].nodes[0]].out());
+  EXPECT_THAT(why(foreign), HasSubstr("is not written by the kernel"));
 }
 
 TEST(Schedule, UnknownPolicyIsInputError) { EXPECT_THROW(compile_builtin("softmax", "magic"), InputError); }

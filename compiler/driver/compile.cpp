@@ -41,6 +41,11 @@ Compilation compile_graph(const Graph& g, const CompileOptions& opts) {
   const CodegenOptions& cg = opts.codegen;
   so.kernel_cost = [&lp, &cg](const Kernel& k, bool with_traffic) { return kernel_cost(lp, k, cg, with_traffic); };
   c.schedule = schedule_program(c.loop_ir, so);
+  try {  // the kernels must be what codegen and the handlers rely on; if not, it is our bug
+    verify_schedule(c.loop_ir, c.schedule);
+  } catch (const InputError& e) {
+    throw InternalError(strcat("scheduling produced an invalid schedule: ", e.what()));
+  }
   c.code = generate_lpu_program(c.loop_ir, c.schedule, opts.codegen);
   c.compulsory_hbm_bytes = compulsory_hbm_bytes(c.loop_ir);
   return c;

@@ -53,6 +53,12 @@ const std::vector<std::string>& fusion_policies();
 // Graph inputs + weights read once, graph outputs written once: the traffic lower bound.
 int64_t compulsory_hbm_bytes(const LoopProgram& p);
 
+// Checks, naming the kernel: every node is in exactly one kernel; a node reads only inputs,
+// weights, what earlier nodes of its kernel wrote, or what an earlier kernel wrote to HBM
+// (listed in its hbm_outputs); hbm_outputs are written by their kernel; a host node is alone;
+// every graph output reaches HBM. The driver runs it after every scheduling (InternalError).
+void verify_schedule(const LoopProgram& p, const Schedule& s);
+
 std::string print_schedule(const LoopProgram& p, const Schedule& s);
 // The fusion report as JSON: kernels (with the graph nodes they came from) and every
 // candidate pair with score, decision and reason.
