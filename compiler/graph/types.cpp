@@ -2,6 +2,8 @@
 
 #include <charconv>
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
 
 #include "support/error.h"
 
@@ -96,6 +98,15 @@ std::string format_double(double v) {
   // Keep a visible decimal point or exponent so the text reads as a float.
   if (s.find_first_of(".en") == std::string::npos) s += ".0";
   return s;
+}
+
+std::string format_float_digits(float f) {
+  char buf[40];
+  for (int digits = 6; digits <= 9; ++digits) {  // 9 significant digits always suffice for fp32
+    std::snprintf(buf, sizeof buf, "%.*g", digits, static_cast<double>(f));
+    if (std::strtof(buf, nullptr) == f) break;
+  }
+  return buf;
 }
 
 }  // namespace lpu

@@ -45,5 +45,8 @@ const char* buffer_role_name(BufferRole r);  // "input", "weight", "intermediate
 
 // Shortest text that parses back to exactly the same double.
 std::string format_double(double v);
+// Shortest %g text (6 to 9 digits) that strtof reads back as exactly `f`, finite f only;
+// generated sources (C++, Triton) print their fp32 literals with it.
+std::string format_float_digits(float f);
 
 }  // namespace lpu

@@ -39,12 +39,7 @@ std::string float_literal(double v) {
   float f = static_cast<float>(v);
   if (std::isnan(f)) return "NAN";
   if (std::isinf(f)) return f > 0 ? "INFINITY" : "(-INFINITY)";
-  char buf[40];
-  for (int digits = 6; digits <= 9; ++digits) {  // the shortest text that reads back as f
-    std::snprintf(buf, sizeof buf, "%.*g", digits, static_cast<double>(f));
-    if (std::strtof(buf, nullptr) == f) break;
-  }
-  std::string s = buf;
+  std::string s = format_float_digits(f);
   if (s.find_first_of(".eE") == std::string::npos) s += ".0";
   s += "f";
   return std::signbit(f) ? "(" + s + ")" : s;
