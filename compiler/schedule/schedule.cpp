@@ -436,11 +436,15 @@ std::string print_schedule(const LoopProgram& p, const Schedule& s) {
     for (size_t i = 0; i < k.hbm_outputs.size(); ++i) os << (i ? ", " : "") << k.hbm_outputs[i];
     os << "]\n";
   }
-  if (!s.decisions.empty()) os << "candidates (score = HBM bytes saved):\n";
+  // Bytes with units, as everywhere users read them (support/units.h); exact counts are in
+  // --emit schedule-json.
+  if (!s.decisions.empty()) os << "candidates (score = HBM bytes saved before tiling; hbm = the cost model's bytes apart -> fused):\n";
   for (const auto& d : s.decisions)
     os << "  " << (d.fused ? "fused   " : "rejected") << " " << d.kind << " " << d.producer << " + " << d.consumer
-       << " score=" << d.score_bytes
-       << (d.apart_bytes || d.fused_bytes ? strcat(" hbm_apart=", d.apart_bytes, " hbm_fused=", d.fused_bytes) : "")
+       << " score=" << format_bytes(static_cast<double>(d.score_bytes))
+       << (d.apart_bytes || d.fused_bytes ? strcat(" hbm=", format_bytes(static_cast<double>(d.apart_bytes)), " -> ",
+                                                   format_bytes(static_cast<double>(d.fused_bytes)))
+                                          : "")
        << (d.reason.empty() ? "" : " reason: " + d.reason) << "\n";
   return os.str();
 }
