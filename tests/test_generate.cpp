@@ -132,6 +132,40 @@ TEST(Generate, BoundedCacheKeepsTheFirstPrograms) {
   EXPECT_EQ(again.compiles, 2u);
 }
 
+// The memoised cost model changes no decision: over a range of contexts, with one memo shared
+// by all of them (as a generation shares it), the program is the one compile_graph makes.
+void expect_memo_exact(const std::string& model, const std::vector<int64_t>& contexts, size_t simulated) {
+  ArchConfig a = testutil::small_arch();
+  CompileOptions co = compile_options_for(a, "greedy");
+  KernelCostMemo memo;
+  for (size_t i = 0; i < contexts.size(); ++i) {
+    WorkloadSpec w = tiny(model);
+    w.context = contexts[i];
+    w.phase = contexts[i] ? "decode" : "prefill";
+    w.seq_len = contexts[i] ? 1 : 5;
+    Graph g = build_graph(w);
+    Compilation concrete = compile_graph(g, co);
+    Compilation memoised = compile_with_memo(g, co, memo);
+    ASSERT_EQ(print_program(concrete.code.program), print_program(memoised.code.program))
+        << model << " context " << contexts[i];
+    if (i < simulated) {
+      EXPECT_EQ(simulate(concrete.code.program, a, {}).stats.cycles,
+                simulate(memoised.code.program, a, {}).stats.cycles);
+    }
+  }
+  EXPECT_GT(memo.hits(), 0u);
+}
+
+TEST(Generate, CostMemoIsExactOverContexts) {
+  std::vector<int64_t> ctx = {0};
+  for (int64_t c = 1; c <= 40; ++c) ctx.push_back(c);
+  ctx.push_back(255);
+  expect_memo_exact("tiny-opt", ctx, 4);
+  expect_memo_exact("tiny-llama", ctx, 4);
+}
+
+TEST(Generate, CostMemoIsExactOnOpt13b) { expect_memo_exact("opt-1.3b", {32, 33, 34, 500, 2046}, 2); }
+
 TEST(Generate, BadLengths) {
   ArchConfig a = testutil::small_arch();
   EXPECT_THAT(error_of(tiny(), a, lengths(4, 0)), HasSubstr("gen_len: --gen-len 0 out of range"));

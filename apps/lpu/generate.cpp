@@ -2,8 +2,11 @@
 
 #include <algorithm>
 #include <cmath>
+#include <set>
 #include <sstream>
 
+#include "codegen/lpu_codegen.h"
+#include "passes/passes.h"
 #include "progress.h"
 #include "support/error.h"
 #include "workload/transformer.h"
@@ -22,6 +25,74 @@ std::shared_ptr<const CompileCache::Entry> CompileCache::find(const std::string&
 
 void CompileCache::insert(const std::string& key, std::shared_ptr<const Entry> e) {
   if (entries_.size() < capacity_) entries_.emplace(key, std::move(e));
+}
+
+int64_t KernelCostMemo::intern(const std::string& s) {
+  return ids_.emplace(s, static_cast<int64_t>(ids_.size())).first->second;
+}
+
+void KernelCostMemo::prepare(const LoopProgram& p) {
+  node_ids_.clear();
+  for (const LoopNode& n : p.nodes) {
+    std::string key = print_loop_node(n) + "|" + n.origin;
+    std::set<std::string> touched = {n.out()};
+    for (const Expr& e : n.loads()) touched.insert(e->buffer);
+    if (!n.gather_table.empty()) touched.insert(n.gather_table);
+    touched.insert(n.host_inputs.begin(), n.host_inputs.end());
+    for (const auto& name : touched) {
+      auto it = p.buffers.find(name);
+      if (it == p.buffers.end()) {
+        key += "|" + name + " ?";
+        continue;
+      }
+      const Buffer& b = it->second;
+      key += strcat("|", name, " ", dtype_name(b.type.dtype), " ", b.offset, " ", static_cast<int>(b.role), " [");
+      for (auto d : b.type.shape) key += strcat(d, ",");
+      key += "] [";
+      for (auto st : b.strides) key += strcat(st, ",");
+      key += "]";
+    }
+    node_ids_.push_back(intern(key));
+  }
+}
+
+KernelCost KernelCostMemo::cost(const LoopProgram& p, const Kernel& k, const CodegenOptions& cg, bool with_traffic) {
+  if (node_ids_.size() != p.nodes.size()) throw InternalError("KernelCostMemo: program not prepared");
+  std::vector<int64_t> key = {with_traffic ? 1 : 0, k.rows, intern("kernel:" + k.name),
+                              static_cast<int64_t>(k.hbm_outputs.size())};
+  for (const auto& o : k.hbm_outputs) key.push_back(intern("out:" + o));
+  for (int i : k.nodes) key.push_back(node_ids_.at(static_cast<size_t>(i)));
+  auto it = memo_.find(key);
+  if (it != memo_.end()) {
+    ++hits_;
+    return it->second;
+  }
+  ++misses_;
+  KernelCost c = kernel_cost(p, k, cg, with_traffic);
+  memo_.emplace(std::move(key), c);
+  return c;
+}
+
+Compilation compile_with_memo(const Graph& g, const CompileOptions& opts, KernelCostMemo& memo) {
+  if (!opts.unsupported_ops.empty() || (opts.fusion != "none" && opts.fusion != "greedy"))
+    return compile_graph(g, opts);
+  Compilation c;
+  c.captured = g;
+  c.core = normalize_graph(g);
+  LoweringOptions lo;
+  lo.unsupported_to_host = opts.break_on_unsupported;
+  c.loop_ir = lower_to_loop_ir(c.core, lo);
+  ScheduleOptions so;
+  so.policy = opts.fusion;
+  so.lmu_bytes = static_cast<int64_t>(static_cast<double>(opts.codegen.lmu_bytes) * opts.fusion_lmu_fraction);
+  const LoopProgram& lp = c.loop_ir;
+  const CodegenOptions& cg = opts.codegen;
+  memo.prepare(lp);
+  so.kernel_cost = [&lp, &cg, &memo](const Kernel& k, bool with_traffic) { return memo.cost(lp, k, cg, with_traffic); };
+  c.schedule = schedule_program(c.loop_ir, so);
+  c.code = generate_lpu_program(c.loop_ir, c.schedule, opts.codegen);
+  c.compulsory_hbm_bytes = compulsory_hbm_bytes(c.loop_ir);
+  return c;
 }
 
 LatencySummary summarize_latencies(std::vector<double> v) {
@@ -162,6 +233,7 @@ GenerateResult run_generate(const WorkloadSpec& w, const ArchConfig& arch, const
                       r.prompt_len + r.gen_len - 2, ")"));
 
   CompileOptions co = compile_options_for(arch, o.fusion, o.breaks);
+  size_t memo_hits0 = cache.cost_memo.hits(), memo_misses0 = cache.cost_memo.misses();
   std::unique_ptr<Progress> progress;
   if (o.progress)
     progress = std::make_unique<Progress>(*o.progress, static_cast<size_t>(r.gen_len), 0, o.progress_bar, "generate",
@@ -185,7 +257,7 @@ GenerateResult run_generate(const WorkloadSpec& w, const ArchConfig& arch, const
         SearchReport rep;
         c = compile_with_search(g, arch, rep, o.breaks);
       } else {
-        c = compile_graph(g, co);
+        c = compile_with_memo(g, co, cache.cost_memo);
       }
       auto fresh = std::make_shared<CompileCache::Entry>();
       fresh->program = std::move(c.code.program);
@@ -210,6 +282,8 @@ GenerateResult run_generate(const WorkloadSpec& w, const ArchConfig& arch, const
     if (progress) progress->update(static_cast<size_t>(k), 0, 0, k == r.gen_len);
   }
   if (progress) progress->finish();
+  r.cost_memo_hits = cache.cost_memo.hits() - memo_hits0;
+  r.cost_memo_misses = cache.cost_memo.misses() - memo_misses0;
   r.wall_s = seconds_since(t0);
   return r;
 }
@@ -299,6 +373,7 @@ nlohmann::json GenerateResult::to_json() const {
       {"hbm_read_bytes", rd},
       {"hbm_write_bytes", wr},
       {"compile_cache", {{"compiles", compiles}, {"hits", cache_hits}}},
+      {"cost_model_memo", {{"hits", cost_memo_hits}, {"misses", cost_memo_misses}}},
       {"steps", steps_j},
       // The only part that differs between two runs of the same generation.
       {"wall", {{"total_s", wall_s}, {"compile_s", compile_s}, {"simulate_s", simulate_s}}},
@@ -340,6 +415,7 @@ std::string GenerateResult::summary() const {
       {"tokens per second", format_number("%.1f", total > 0 ? static_cast<double>(steps.size()) / total : 0.0)},
       {"HBM traffic", format_bytes(static_cast<double>(hbm_bytes()))},
       {"compiles / cache hits", strcat(compiles, " / ", cache_hits)},
+      {"cost-model memo hits / misses", strcat(cost_memo_hits, " / ", cost_memo_misses)},
       {"wall", strcat(format_number("%.2f s", wall_s), " (compile ", format_number("%.2f s", compile_s), ", simulate ",
                       format_number("%.2f s", simulate_s), ")")},
   };

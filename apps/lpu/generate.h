@@ -19,6 +19,36 @@
 
 namespace lpu {
 
+// The fusion cost model (codegen kernel_cost) memoised across compiles by the candidate
+// kernel's whole content: its fields, every loop node as printed, and every buffer its nodes
+// touch (name, type, strides, offset, role). kernel_cost reads nothing else of the program
+// (no addresses: codegen/lpu_codegen.cpp), so a hit returns what it would compute. Decode
+// steps at different contexts share every kernel outside attention, which is most of the
+// scheduler's work; within one compile the scheduler already caches per group.
+class KernelCostMemo {
+ public:
+  // Before scheduling `p`: gives each of its loop nodes the id of its content (the node as
+  // printed, its origin, the buffers it touches), the same id in every program, so that a
+  // lookup is a vector compare instead of printing the kernel for every call.
+  void prepare(const LoopProgram& p);
+  KernelCost cost(const LoopProgram& p, const Kernel& k, const CodegenOptions& cg, bool with_traffic);
+  size_t hits() const { return hits_; }
+  size_t misses() const { return misses_; }
+
+ private:
+  int64_t intern(const std::string& s);
+  size_t hits_ = 0, misses_ = 0;
+  std::map<std::string, int64_t> ids_;
+  std::vector<int64_t> node_ids_;  // of the program prepared last
+  std::map<std::vector<int64_t>, KernelCost> memo_;
+};
+
+// compile_graph (driver/compile.cpp) with the cost model memoised; the same stages and
+// options, so the same program (test_generate compares them over a range of contexts). Only
+// for what it can reproduce: fusion none/greedy without --unsupported-ops; anything else
+// goes to compile_graph.
+Compilation compile_with_memo(const Graph& g, const CompileOptions& opts, KernelCostMemo& memo);
+
 // Compiled programs by an exact key: everything the graph builder and the compiler read (the
 // step's workload fields, fusion policy, codegen options from the config, graph-break
 // options). Equal keys compile to equal programs, so a hit is exact. Bounded: once `capacity`
@@ -43,6 +73,9 @@ class CompileCache {
   size_t capacity_;
   size_t hits_ = 0, misses_ = 0;
   std::map<std::string, std::shared_ptr<const Entry>> entries_;
+
+ public:
+  KernelCostMemo cost_memo;  // shared by every compile through this cache
 };
 
 struct GenerateOptions {
@@ -84,6 +117,7 @@ struct GenerateResult {
   int64_t prompt_len = 0, gen_len = 0;
   std::vector<GenerateStep> steps;
   size_t compiles = 0, cache_hits = 0;
+  size_t cost_memo_hits = 0, cost_memo_misses = 0;  // kernel_cost calls answered by the memo, computed
   double wall_s = 0;
 
   double ttft_s() const { return steps.empty() ? 0 : steps.front().latency_s; }
