@@ -98,6 +98,14 @@ def main(lpu, work, all_models):
         check(run["cycles"] == s["cycles"], "step %d (%s): cycles %d == lpu run's %d" % (s["step"], s["phase"], s["cycles"], run["cycles"]))
         check(run["hbm_read_bytes"] + run["hbm_write_bytes"] == s["hbm_bytes"], "step %d: HBM bytes == lpu run's" % s["step"])
 
+    # `lpu report` reads the generate JSON: latency and bytes against position.
+    rj = os.path.join(work, "report.json")
+    r = lpu_run(lpu, "report", os.path.join(work, "a.json"), "-o", os.path.join(work, "report"), "--json", rj)
+    if check(r.returncode == 0, "lpu report of a generate JSON exits 0"):
+        with open(rj) as f:
+            plots = {p["file"] for p in json.load(f)["plots"]}
+        check({"generate_latency.png", "generate_hbm.png"} <= plots, "report: latency and HBM vs position plotted")
+
     # Lengths from the workload file; a flag overrides the file.
     wl = os.path.join(work, "gen.yaml")
     with open(wl, "w") as f:
