@@ -93,7 +93,8 @@ const std::vector<ModelBuilder>& model_builders() {
     };
     for (const auto& m : transformer_shapes()) {
       std::string what = strcat(m.layers, " layers, d_model ", m.d_model, ", ", m.heads, " heads",
-                                m.kv_heads != m.heads ? strcat(" (", m.kv_heads, " kv)") : "", ", ffn ", m.ffn);
+                                m.kv_heads != m.heads ? strcat(" (", m.kv_heads, " kv)") : "", ", ffn ", m.ffn,
+                                ", max_position ", m.max_position);
       const TransformerShape* shape = &m;
       v.push_back({m.name, what, {}, [shape](const WorkloadSpec& w) { return build_transformer(*shape, w); }});
     }
