@@ -28,10 +28,17 @@ void CompileCache::insert(const std::string& key, std::shared_ptr<const Entry> e
 }
 
 int64_t KernelCostMemo::intern(const std::string& s) {
-  return ids_.emplace(s, static_cast<int64_t>(ids_.size())).first->second;
+  auto [it, fresh] = ids_.try_emplace(s, next_id_, epoch_);
+  if (fresh) ++next_id_;
+  it->second.second = epoch_;
+  return it->second.first;
 }
 
 void KernelCostMemo::prepare(const LoopProgram& p) {
+  // Keep what the previous compile used (epoch_), drop the rest, then start this compile.
+  std::erase_if(ids_, [&](const auto& e) { return e.second.second < epoch_; });
+  std::erase_if(memo_, [&](const auto& e) { return e.second.second < epoch_; });
+  ++epoch_;
   node_ids_.clear();
   for (const LoopNode& n : p.nodes) {
     std::string key = print_loop_node(n) + "|" + n.origin;
@@ -65,11 +72,12 @@ KernelCost KernelCostMemo::cost(const LoopProgram& p, const Kernel& k, const Cod
   auto it = memo_.find(key);
   if (it != memo_.end()) {
     ++hits_;
-    return it->second;
+    it->second.second = epoch_;
+    return it->second.first;
   }
   ++misses_;
   KernelCost c = kernel_cost(p, k, cg, with_traffic);
-  memo_.emplace(std::move(key), c);
+  memo_.emplace(std::move(key), std::make_pair(c, epoch_));
   return c;
 }
 

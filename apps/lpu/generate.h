@@ -38,9 +38,14 @@ class KernelCostMemo {
  private:
   int64_t intern(const std::string& s);
   size_t hits_ = 0, misses_ = 0;
-  std::map<std::string, int64_t> ids_;
+  // Entries carry the epoch (compile) that last used them; prepare() drops those the previous
+  // compile did not use: a decode step's attention kernels never recur at another context,
+  // and kept they would grow the memo by ~1000 entries a step. Ids are never reused.
+  uint64_t epoch_ = 0;
+  int64_t next_id_ = 0;
+  std::map<std::string, std::pair<int64_t, uint64_t>> ids_;
   std::vector<int64_t> node_ids_;  // of the program prepared last
-  std::map<std::vector<int64_t>, KernelCost> memo_;
+  std::map<std::vector<int64_t>, std::pair<KernelCost, uint64_t>> memo_;
 };
 
 // compile_graph (driver/compile.cpp) with the cost model memoised; the same stages and
