@@ -166,6 +166,16 @@ TEST(Generate, CostMemoIsExactOverContexts) {
 
 TEST(Generate, CostMemoIsExactOnOpt13b) { expect_memo_exact("opt-1.3b", {32, 33, 34, 500, 2046}, 2); }
 
+// The memo holds what one compile uses, not every context's attention kernels.
+TEST(Generate, CostMemoStaysBounded) {
+  ArchConfig a = testutil::small_arch();
+  CompileCache short_run, long_run;
+  run_generate(tiny(), a, lengths(4, 6), short_run);
+  run_generate(tiny(), a, lengths(4, 40), long_run);
+  EXPECT_GT(long_run.cost_memo.hits(), 0u);
+  EXPECT_LE(long_run.cost_memo.size(), short_run.cost_memo.size() * 5 / 4);
+}
+
 TEST(Generate, BadLengths) {
   ArchConfig a = testutil::small_arch();
   EXPECT_THAT(error_of(tiny(), a, lengths(4, 0)), HasSubstr("gen_len: --gen-len 0 out of range"));

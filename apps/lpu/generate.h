@@ -34,6 +34,7 @@ class KernelCostMemo {
   KernelCost cost(const LoopProgram& p, const Kernel& k, const CodegenOptions& cg, bool with_traffic);
   size_t hits() const { return hits_; }
   size_t misses() const { return misses_; }
+  size_t size() const { return memo_.size(); }
 
  private:
   int64_t intern(const std::string& s);
