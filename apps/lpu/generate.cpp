@@ -6,7 +6,6 @@
 #include <sstream>
 
 #include "codegen/lpu_codegen.h"
-#include "passes/passes.h"
 #include "progress.h"
 #include "support/error.h"
 #include "workload/transformer.h"
@@ -82,25 +81,13 @@ KernelCost KernelCostMemo::cost(const LoopProgram& p, const Kernel& k, const Cod
 }
 
 Compilation compile_with_memo(const Graph& g, const CompileOptions& opts, KernelCostMemo& memo) {
-  if (!opts.unsupported_ops.empty() || (opts.fusion != "none" && opts.fusion != "greedy"))
-    return compile_graph(g, opts);
-  Compilation c;
-  c.captured = g;
-  c.core = normalize_graph(g);
-  LoweringOptions lo;
-  lo.unsupported_to_host = opts.break_on_unsupported;
-  c.loop_ir = lower_to_loop_ir(c.core, lo);
-  ScheduleOptions so;
-  so.policy = opts.fusion;
-  so.lmu_bytes = static_cast<int64_t>(static_cast<double>(opts.codegen.lmu_bytes) * opts.fusion_lmu_fraction);
-  const LoopProgram& lp = c.loop_ir;
-  const CodegenOptions& cg = opts.codegen;
-  memo.prepare(lp);
-  so.kernel_cost = [&lp, &cg, &memo](const Kernel& k, bool with_traffic) { return memo.cost(lp, k, cg, with_traffic); };
-  c.schedule = schedule_program(c.loop_ir, so);
-  c.code = generate_lpu_program(c.loop_ir, c.schedule, opts.codegen);
-  c.compulsory_hbm_bytes = compulsory_hbm_bytes(c.loop_ir);
-  return c;
+  CompileOptions o = opts;
+  o.cost_model = [&memo](const LoopProgram& lp, const CodegenOptions& cg) {
+    memo.prepare(lp);
+    // Pointers: the loop IR and the options outlive the scheduling that calls this.
+    return [&memo, p = &lp, c = &cg](const Kernel& k, bool with_traffic) { return memo.cost(*p, k, *c, with_traffic); };
+  };
+  return compile_graph(g, o);
 }
 
 LatencySummary summarize_latencies(std::vector<double> v) {

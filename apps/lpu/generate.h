@@ -49,10 +49,8 @@ class KernelCostMemo {
   std::map<std::vector<int64_t>, std::pair<KernelCost, uint64_t>> memo_;
 };
 
-// compile_graph (driver/compile.cpp) with the cost model memoised; the same stages and
-// options, so the same program (test_generate compares them over a range of contexts). Only
-// for what it can reproduce: fusion none/greedy without --unsupported-ops; anything else
-// goes to compile_graph.
+// compile_graph with its cost model replaced by `memo` (CompileOptions::cost_model): the same
+// pipeline, so the same program (test_generate compares them over a range of contexts).
 Compilation compile_with_memo(const Graph& g, const CompileOptions& opts, KernelCostMemo& memo);
 
 // Compiled programs by an exact key: everything the graph builder and the compiler read (the
