@@ -18,6 +18,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from html_page import Page  # noqa: E402
 from plot_util import NoData, fmt_value, number  # noqa: E402
+import plots_generate  # noqa: E402
 import plots_runs  # noqa: E402
 import plots_sweep  # noqa: E402
 import plots_trace  # noqa: E402
@@ -176,7 +177,27 @@ def runs_report(rep, inputs):
                "(`lpu sweep FILE -o DIR`, then `lpu report DIR -o ...`).", "note")
 
 
+def generate_report(rep, gens):
+    """`lpu generate` results: the metrics of each generation, latency and bytes vs position."""
+    rep.section("Generation", "generation")
+    us = lambda s: "%.3f" % (s * 1e6) if number(s) else ""  # noqa: E731
+    rows = []
+    for g in gens:
+        pt = g.get("per_token_latency_s") or {}
+        rows.append([plots_generate.label(g), us(g.get("ttft_s")), us(pt.get("mean")), us(pt.get("p50")),
+                     us(pt.get("p99")), num(g.get("tokens_per_s"), "%.1f"), num((g.get("hbm_bytes") or 0) / 1e9),
+                     "%s / %s" % (g.get("compile_cache", {}).get("compiles", "?"), g.get("compile_cache", {}).get("hits", "?"))])
+    rep.page.table(["generation", "TTFT (µs)", "per-token mean (µs)", "p50 (µs)", "p99 (µs)", "tokens/s", "HBM (GB)",
+                    "compiles / hits"], rows)
+    rep.page.p("Definitions: docs/generate.md (TTFT = the prefill including token 1; per-token latency over the "
+               "decode steps; tokens/s = gen_len / total latency).")
+    rep.attempt("Per-token latency vs position", lambda: plots_generate.latency_vs_position(gens, rep.out_dir))
+    rep.attempt("HBM traffic per decode step vs position", lambda: plots_generate.bytes_vs_position(gens, rep.out_dir))
+
+
 def title_for(inputs):
+    if inputs.generations and not inputs.runs and not inputs.sweep:
+        return "LPU report: generation of %s" % ", ".join(sorted({g["workload"].get("name", "?") for g in inputs.generations}))
     if inputs.sweep:
         return "LPU report: sweep %s" % inputs.sweep.name
     workloads = sorted({r.workload for r in inputs.runs})
@@ -208,14 +229,16 @@ def main(argv):
     args = ap.parse_args(argv)
     try:
         inputs = load_inputs(args.inputs)
-        if not inputs.runs and not inputs.traces and not (inputs.sweep and inputs.sweep.rows):
-            raise InputProblem("the inputs hold no runs, sweep rows or traces")
+        if not inputs.runs and not inputs.traces and not inputs.generations and not (inputs.sweep and inputs.sweep.rows):
+            raise InputProblem("the inputs hold no runs, sweep rows, generations or traces")
         os.makedirs(args.out, exist_ok=True)
         remove_previous(args.out)
         rep = Report(args.out, title_for(inputs))
+        if inputs.generations:
+            generate_report(rep, inputs.generations)
         if inputs.sweep:
             sweep_report(rep, inputs, args.cost)
-        else:
+        elif inputs.runs or inputs.traces or not inputs.generations:
             runs_report(rep, inputs)
     except InputProblem as e:
         print("error: %s" % e, file=sys.stderr)

@@ -5,6 +5,7 @@ Inputs, told apart by content (not by file name):
     as written by `lpu sweep`;
   * compare JSON (`lpu compare --json`): {"workload", "arch", "runs": [run, ...]};
   * run JSON (`lpu run --json`): one run's statistics;
+  * generate JSON (`lpu generate --json`): {"kind": "generate", "steps": [...], ...};
   * trace JSON (`lpu run --trace`): {"traceEvents": [...]}, optionally with "otherData"
     naming workload and fusion policy, which pairs it with its run.
 
@@ -68,6 +69,7 @@ class Inputs:
         self.runs = []        # every run (for a sweep: every successful point)
         self.traces = []
         self.sweep = None     # Sweep, when a sweep directory was given
+        self.generations = []  # `lpu generate --json` results, as read
         self.sources = []
 
 
@@ -217,6 +219,8 @@ def load_inputs(paths):
         j = load_json(p)
         if isinstance(j, dict) and "traceEvents" in j:
             inputs.traces.append(load_trace(p, j))
+        elif isinstance(j, dict) and j.get("kind") == "generate" and isinstance(j.get("steps"), list):
+            inputs.generations.append(j)
         elif isinstance(j, dict) and isinstance(j.get("runs"), list):
             inputs.runs.extend(run_from_json(r, p) for r in j["runs"])
         elif isinstance(j, dict) and "latency_us" in j:

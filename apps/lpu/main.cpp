@@ -26,6 +26,7 @@
 #include "handlers/triton_source.h"
 #include "ref/reference.h"
 #include "isa/encoding.h"
+#include "generate.h"
 #include "jobs.h"
 #include "manifest.h"
 #include "passes/passes.h"
@@ -222,6 +223,26 @@ int cmd_run(const std::string& workload, const ArchFlags& af, const BreakFlags& 
               << "): " << (o.check->ok ? "PASS" : "FAIL") << "\n";
     if (!o.check->ok) throw CheckFailed("functional check failed: worst element " + o.check->worst);
   }
+  return 0;
+}
+
+// `lpu generate` (apps/lpu/generate.h): flags over the workload's prompt_len/gen_len keys.
+int cmd_generate(const std::string& workload, const ArchFlags& af, const BreakFlags& bf, const std::string& fusion,
+                 GenerateOptions o, const std::string& json, const std::string& csv) {
+  check_output_file("--json", json);
+  check_output_file("--csv", csv);
+  WorkloadSpec w = resolve_workload(workload);
+  ArchConfig arch = af.load();
+  o.fusion = fusion;
+  o.breaks = bf.get();
+  o.progress = &std::cout;
+  o.progress_bar = isatty(STDOUT_FILENO);
+  CompileCache cache;
+  GenerateResult r = run_generate(w, arch, o, cache);
+  r.arch_overrides = af.sets;
+  std::cout << r.summary();
+  if (!json.empty()) write_json(json, r.to_json());
+  if (!csv.empty()) write_file(csv, r.to_csv());
   return 0;
 }
 
@@ -630,6 +651,18 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   comp->add_option("-o,--out", outdir, "directory to write into (default: stdout)");
 
+  auto* gen = app.add_subcommand("generate", "simulate a whole generation: the prefill, then one decode step per token");
+  gen->add_option("workload", workload, "a built-in LLM (lpu list workloads) or a workload YAML naming one")->required();
+  af.add(gen);
+  bf.add(gen);
+  gen->add_option("--fusion", fusion, "fusion policy: none | greedy | search")->capture_default_str();
+  int64_t prompt_len = 0, gen_len = 0;
+  auto* gen_prompt = gen->add_option("--prompt-len", prompt_len, "prompt tokens (default: the workload's prompt_len, else 32)");
+  auto* gen_gen = gen->add_option("--gen-len", gen_len, "tokens to generate (default: the workload's gen_len, else 32)");
+  std::string csv;
+  gen->add_option("--json", json, "write every metric and every step as JSON");
+  gen->add_option("--csv", csv, "write one row per step as CSV");
+
   std::vector<std::string> cfg_files;
   std::vector<std::string> cfg_sets;
   auto* chk = app.add_subcommand("check-config", "validate architecture config files");
@@ -666,7 +699,7 @@ int main(int argc, char** argv) {
   }
   // A path flag given an empty value ("--json ''") is a mistake, not "no output".
   for (CLI::App* sub : app.get_subcommands())
-    for (const char* flag : {"--json", "--trace", "--vcd", "--report", "-o"})
+    for (const char* flag : {"--json", "--csv", "--trace", "--vcd", "--report", "-o"})
       if (CLI::Option* opt = sub->get_option_no_throw(flag); opt && opt->count() > 0 && opt->as<std::string>().empty()) {
         std::cerr << "error: " << flag << ": empty path\n";
         return 2;
@@ -674,6 +707,12 @@ int main(int argc, char** argv) {
 
   try {
     if (*run) return cmd_run(workload, af, bf, fusion, functional, json, trace, vcd);
+    if (*gen) {
+      GenerateOptions go;
+      if (gen_prompt->count()) go.prompt_len = prompt_len;
+      if (gen_gen->count()) go.gen_len = gen_len;
+      return cmd_generate(workload, af, bf, fusion, go, json, csv);
+    }
     if (*cmp) return cmd_compare(workload, af, bf, policies, functional, json, report_dir);
     if (*mrg) return merge_command(merge_dirs, merge_out, json);
     if (*swp) {

@@ -22,6 +22,7 @@
 
 #include "jobs.h"
 #include "proc.h"
+#include "progress.h"
 #include "support/error.h"
 #include "sweep_store.h"
 
@@ -31,18 +32,7 @@ namespace lpu {
 
 namespace {
 
-using Clock = std::chrono::steady_clock;
 using ojson = nlohmann::ordered_json;
-
-double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
-
-std::string hms(double s) {
-  long t = std::lround(s);
-  char buf[32];
-  if (t >= 3600) std::snprintf(buf, sizeof buf, "%ld:%02ld:%02ld", t / 3600, t / 60 % 60, t % 60);
-  else std::snprintf(buf, sizeof buf, "%ld:%02ld", t / 60, t % 60);
-  return buf;
-}
 
 std::string read_text(const std::string& path) {
   std::ifstream f(path, std::ios::binary);
@@ -75,62 +65,6 @@ std::string trace_name(const std::string& workload, const std::string& policy, c
   std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(h));
   return base + "-" + std::string(hex, 8) + ".json";
 }
-
-// One line, redrawn on a terminal; plain lines at 10 % steps (or every 10 s) otherwise.
-class Progress {
- public:
-  Progress(std::ostream& out, size_t total, size_t skipped, bool bar)
-      : out_(out), total_(total), skipped_(skipped), bar_(bar), start_(Clock::now()), last_line_(start_) {}
-
-  void update(size_t done, size_t failed, size_t running, bool force = false) {
-    size_t todo = total_ - skipped_;
-    double el = seconds_since(start_);
-    std::string eta = done == 0 ? "?" : hms(el / static_cast<double>(done) * static_cast<double>(todo - done));
-    if (bar_) {
-      if (!force && seconds_since(last_draw_) < 0.2) return;
-      last_draw_ = Clock::now();
-      constexpr int kWidth = 30;
-      int fill = todo ? static_cast<int>(kWidth * done / todo) : kWidth;
-      char buf[256];
-      std::snprintf(buf, sizeof buf, "\r\033[K[%s%s] %zu/%zu%s  %zu failed  %zu running  %s elapsed  ETA %s",
-                    std::string(static_cast<size_t>(fill), '#').c_str(),
-                    std::string(static_cast<size_t>(kWidth - fill), '.').c_str(), done, todo,
-                    skipped_ ? strcat(" (+", skipped_, " done before)").c_str() : "", failed, running,
-                    hms(el).c_str(), eta.c_str());
-      out_ << buf << std::flush;
-      drawn_ = true;
-      return;
-    }
-    // Plain lines (a log file, CI): one per 10 % of the points, or every 10 s.
-    if (done == last_done_ || (done < todo * static_cast<size_t>(next_pct_) / 100 && seconds_since(last_line_) < 10))
-      return;
-    while (next_pct_ <= 100 && done >= todo * static_cast<size_t>(next_pct_) / 100) next_pct_ += 10;
-    last_line_ = Clock::now();
-    last_done_ = done;
-    out_ << "sweep: " << done << "/" << todo << " points done (" << failed << " failed, " << running
-         << " running), elapsed " << hms(el) << ", ETA " << eta << "\n" << std::flush;
-  }
-
-  // A line that must not be overwritten by the bar (a failed point).
-  void message(const std::string& line) {
-    if (bar_ && drawn_) out_ << "\r\033[K";
-    out_ << line << "\n" << std::flush;
-    drawn_ = false;
-  }
-
-  void finish() {
-    if (bar_ && drawn_) out_ << "\n" << std::flush;
-  }
-
- private:
-  std::ostream& out_;
-  size_t total_, skipped_;
-  bool bar_;
-  Clock::time_point start_, last_line_, last_draw_{};
-  int next_pct_ = 10;
-  size_t last_done_ = 0;
-  bool drawn_ = false;
-};
 
 struct Running {
   size_t point;

@@ -39,7 +39,10 @@ Compilation compile_graph(const Graph& g, const CompileOptions& opts) {
   so.lmu_bytes = static_cast<int64_t>(static_cast<double>(opts.codegen.lmu_bytes) * opts.fusion_lmu_fraction);
   const LoopProgram& lp = c.loop_ir;
   const CodegenOptions& cg = opts.codegen;
-  so.kernel_cost = [&lp, &cg](const Kernel& k, bool with_traffic) { return kernel_cost(lp, k, cg, with_traffic); };
+  if (opts.cost_model)
+    so.kernel_cost = opts.cost_model(lp, cg);
+  else
+    so.kernel_cost = [&lp, &cg](const Kernel& k, bool with_traffic) { return kernel_cost(lp, k, cg, with_traffic); };
   c.schedule = schedule_program(c.loop_ir, so);
   try {  // the kernels must be what codegen and the handlers rely on; if not, it is our bug
     verify_schedule(c.loop_ir, c.schedule);

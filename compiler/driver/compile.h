@@ -1,6 +1,7 @@
 // The compiler driver: workload graph -> normalised core graph -> loop IR -> schedule ->
 // LPU program. Each stage's result is kept so it can be printed (`lpu compile --emit`).
 #pragma once
+#include <functional>
 #include <set>
 #include <string>
 
@@ -24,6 +25,10 @@ struct CompileOptions {
   // nodes, and ops without a lowering, on the host (LoopKind::Host) instead of failing.
   std::set<std::string> unsupported_ops;
   bool break_on_unsupported = false;
+  // Replaces the fusion cost model (default: codegen's kernel_cost on this compile's loop IR),
+  // e.g. by a memo shared across compiles (lpu generate). Called once per compile, before
+  // scheduling, with the loop IR; what it returns must give what kernel_cost would.
+  std::function<std::function<KernelCost(const Kernel&, bool)>(const LoopProgram&, const CodegenOptions&)> cost_model;
 };
 
 struct Compilation {

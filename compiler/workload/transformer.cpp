@@ -10,18 +10,19 @@ namespace lpu {
 const std::vector<TransformerShape>& transformer_shapes() {
   using T = TransformerShape;
   static const std::vector<TransformerShape> s = {
-      {"opt-1.3b", 24, 2048, 32, 32, 8192, 50272, T::LayerNorm, T::Relu, false, true},
-      {"opt-6.7b", 32, 4096, 32, 32, 16384, 50272, T::LayerNorm, T::Relu, false, true},
-      {"opt-13b", 40, 5120, 40, 40, 20480, 50272, T::LayerNorm, T::Relu, false, true},
-      {"opt-30b", 48, 7168, 56, 56, 28672, 50272, T::LayerNorm, T::Relu, false, true},
-      {"opt-66b", 64, 9216, 72, 72, 36864, 50272, T::LayerNorm, T::Relu, false, true},
-      {"llama2-7b", 32, 4096, 32, 32, 11008, 32000, T::RmsNorm, T::SwiGlu, true, false},
-      {"llama2-13b", 40, 5120, 40, 40, 13824, 32000, T::RmsNorm, T::SwiGlu, true, false},
-      {"llama2-70b", 80, 8192, 64, 8, 28672, 32000, T::RmsNorm, T::SwiGlu, true, false},
-      {"gpt2", 12, 768, 12, 12, 3072, 50257, T::LayerNorm, T::Gelu, false, true},
-      // Tiny models for functional tests: every feature of the big ones at toy sizes.
-      {"tiny-opt", 2, 64, 4, 4, 128, 96, T::LayerNorm, T::Relu, false, true},
-      {"tiny-llama", 2, 64, 4, 2, 96, 96, T::RmsNorm, T::SwiGlu, true, false},
+      {"opt-1.3b", 24, 2048, 32, 32, 8192, 50272, T::LayerNorm, T::Relu, false, true, 2048},
+      {"opt-6.7b", 32, 4096, 32, 32, 16384, 50272, T::LayerNorm, T::Relu, false, true, 2048},
+      {"opt-13b", 40, 5120, 40, 40, 20480, 50272, T::LayerNorm, T::Relu, false, true, 2048},
+      {"opt-30b", 48, 7168, 56, 56, 28672, 50272, T::LayerNorm, T::Relu, false, true, 2048},
+      {"opt-66b", 64, 9216, 72, 72, 36864, 50272, T::LayerNorm, T::Relu, false, true, 2048},
+      {"llama2-7b", 32, 4096, 32, 32, 11008, 32000, T::RmsNorm, T::SwiGlu, true, false, 4096},
+      {"llama2-13b", 40, 5120, 40, 40, 13824, 32000, T::RmsNorm, T::SwiGlu, true, false, 4096},
+      {"llama2-70b", 80, 8192, 64, 8, 28672, 32000, T::RmsNorm, T::SwiGlu, true, false, 4096},
+      {"gpt2", 12, 768, 12, 12, 3072, 50257, T::LayerNorm, T::Gelu, false, true, 1024},
+      // Tiny models for functional tests: every feature of the big ones at toy sizes; their
+      // max_position (256) is a choice, small enough to test the limit cheaply.
+      {"tiny-opt", 2, 64, 4, 4, 128, 96, T::LayerNorm, T::Relu, false, true, 256},
+      {"tiny-llama", 2, 64, 4, 2, 96, 96, T::RmsNorm, T::SwiGlu, true, false, 256},
   };
   return s;
 }

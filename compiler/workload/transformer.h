@@ -23,6 +23,9 @@ struct TransformerShape {
   enum Ffn { Relu, Gelu, SwiGlu } ffn_kind;
   bool rotary;
   bool bias;
+  // Longest sequence (prompt + generated tokens) the model is trained for: HuggingFace's
+  // max_position_embeddings / n_positions. `lpu generate` refuses longer ones.
+  int64_t max_position;
 };
 
 const std::vector<TransformerShape>& transformer_shapes();

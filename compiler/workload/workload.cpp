@@ -93,7 +93,8 @@ const std::vector<ModelBuilder>& model_builders() {
     };
     for (const auto& m : transformer_shapes()) {
       std::string what = strcat(m.layers, " layers, d_model ", m.d_model, ", ", m.heads, " heads",
-                                m.kv_heads != m.heads ? strcat(" (", m.kv_heads, " kv)") : "", ", ffn ", m.ffn);
+                                m.kv_heads != m.heads ? strcat(" (", m.kv_heads, " kv)") : "", ", ffn ", m.ffn,
+                                ", max_position ", m.max_position);
       const TransformerShape* shape = &m;
       v.push_back({m.name, what, {}, [shape](const WorkloadSpec& w) { return build_transformer(*shape, w); }});
     }
@@ -154,6 +155,7 @@ WorkloadSpec load_workload_file(const std::string& path) {
     r.fail(root["model"], "model", strcat("unknown model '", w.model, "'; built-in models: ", all, " (or `graph: PATH` for a graph file)"));
   }
   std::vector<std::string> allowed = {"name", "model", "phase", "batch", "seq_len", "context", "layers", "dtype", "seed"};
+  if (find_transformer(w.model)) allowed.insert(allowed.end(), {"prompt_len", "gen_len"});
   for (const auto& [k, v] : mb->params) allowed.push_back(k);
   r.check_keys(root, "", allowed);
   w.name = read_workload_name(r, root, w.name);
@@ -168,6 +170,12 @@ WorkloadSpec load_workload_file(const std::string& path) {
   w.layers = r.get_int(root, "layers", "", -1);
   if (root["layers"]) r.check_range(root, "layers", "", static_cast<double>(w.layers), 1, 1000);
   w.seed = static_cast<uint64_t>(r.get_int(root, "seed", "", 1));
+  // Generation lengths: the range here, the model's max_position in `lpu generate`.
+  for (auto [key, dst] : {std::pair{"prompt_len", &w.prompt_len}, std::pair{"gen_len", &w.gen_len}}) {
+    if (!root[key]) continue;
+    *dst = r.get_int(root, key, "");
+    r.check_range(root, key, "", static_cast<double>(*dst), 1, 1 << 24);
+  }
   std::string dt = r.get_string(root, "dtype", "", "f32");
   if (!parse_dtype(dt, w.dtype) || !is_floating(w.dtype)) r.fail(root["dtype"], "dtype", "expected f32, f16 or bf16, got '" + dt + "'");
   for (const auto& [k, dflt] : mb->params) {

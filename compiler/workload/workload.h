@@ -29,6 +29,10 @@ struct WorkloadSpec {
   int64_t layers = -1;  // -1: the model's own layer count
   DType dtype = DType::f32;
   uint64_t seed = 1;    // input data for functional runs
+  // `lpu generate` (built-in LLMs only; docs/generate.md): prompt tokens and tokens to
+  // generate. 0: not given (the command's defaults or flags apply). Other commands ignore them.
+  int64_t prompt_len = 0;
+  int64_t gen_len = 0;
   std::map<std::string, int64_t> params;  // builder-specific shape keys
   int64_t param(const std::string& key) const;
   int64_t tokens() const { return batch * seq_len; }

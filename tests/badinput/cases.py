@@ -351,6 +351,27 @@ CASES = [
     Case("workload_model_is_list", 2, r"{f}:1: model: expected a scalar value", ["run", "{f}"],
          {"f": text("model: [gpt2]\n")}),
     Case("workload_too_big_for_lmu", 2, r"bytes of local memory", ["run", "ln_gelu_add", "--set", "lmu.capacity_kib=4"]),
+    # `lpu generate` lengths (docs/generate.md): the key, its source and the limit.
+    Case("workload_gen_len_zero", 2, r"{f}:2: gen_len: value 0 out of range", ["generate", "{f}"],
+         {"f": text("model: tiny-opt\ngen_len: 0\n")}),
+    Case("workload_prompt_len_negative", 2, r"{f}:2: prompt_len: value -4 out of range", ["generate", "{f}"],
+         {"f": text("model: tiny-opt\nprompt_len: -4\n")}),
+    Case("workload_gen_len_on_microbenchmark", 2, r"{f}:2: gen_len: unknown key", ["generate", "{f}"],
+         {"f": text("model: ln_gelu_add\ngen_len: 3\n")}),
+    Case("workload_gen_len_beyond_max_position", 2,
+         r"gen_len \({f}\): prompt_len 200 \+ gen_len 100 = 300 tokens is beyond tiny-opt's max_position 256",
+         ["generate", "{f}"], {"f": text("model: tiny-opt\nprompt_len: 200\ngen_len: 100\n")}),
+    Case("flags_gen_len_zero", 2, r"gen_len: --gen-len 0 out of range 1 \.\. 16777216", ["generate", "tiny-opt", "--gen-len", "0"]),
+    Case("flags_gen_len_negative", 2, r"gen_len: --gen-len -1 out of range", ["generate", "tiny-opt", "--gen-len", "-1"]),
+    Case("flags_gen_len_beyond_max_position", 2, r"gen_len \(--gen-len\): .* beyond gpt2's max_position 1024",
+         ["generate", "gpt2", "--prompt-len", "1000", "--gen-len", "25"]),
+    Case("flags_prompt_len_at_max_position", 2, r"prompt_len \(--prompt-len\): .* beyond opt-1.3b's max_position 2048",
+         ["generate", "opt-1.3b", "--prompt-len", "2048", "--gen-len", "1"]),
+    Case("set_kv_cache_beyond_hbm", 2,
+         r"gen_len: prompt_len 32 \+ gen_len 2016: the last decode step \(context 2046\) needs \d+ bytes .*KV cache 402259968 bytes"
+         r".*hbm.capacity_gib = 2.6 GiB .*it would need 2 devices",
+         ["generate", "opt-1.3b", "--prompt-len", "32", "--gen-len", "2016", "--set", "hbm.capacity_gib=2.6"]),
+    Case("workload_generate_not_an_llm", 2, r"generate: workload softmax is not a built-in LLM", ["generate", "softmax"]),
 
     # ---- graph JSON ----
     Case("graph_shape_element_count_wraps", 2, r"{f}: node %x: shape \[4294967296, 4294967296\] has too many elements", ["run", "{f}"],

@@ -1,0 +1,432 @@
+#include "generate.h"
+
+#include <algorithm>
+#include <cmath>
+#include <set>
+#include <sstream>
+
+#include "codegen/lpu_codegen.h"
+#include "progress.h"
+#include "support/error.h"
+#include "workload/transformer.h"
+
+namespace lpu {
+
+std::shared_ptr<const CompileCache::Entry> CompileCache::find(const std::string& key) {
+  auto it = entries_.find(key);
+  if (it == entries_.end()) {
+    ++misses_;
+    return nullptr;
+  }
+  ++hits_;
+  return it->second;
+}
+
+void CompileCache::insert(const std::string& key, std::shared_ptr<const Entry> e) {
+  if (entries_.size() < capacity_) entries_.emplace(key, std::move(e));
+}
+
+int64_t KernelCostMemo::intern(const std::string& s) {
+  auto [it, fresh] = ids_.try_emplace(s, next_id_, epoch_);
+  if (fresh) ++next_id_;
+  it->second.second = epoch_;
+  return it->second.first;
+}
+
+void KernelCostMemo::prepare(const LoopProgram& p) {
+  // Keep what the previous compile used (epoch_), drop the rest, then start this compile.
+  std::erase_if(ids_, [&](const auto& e) { return e.second.second < epoch_; });
+  std::erase_if(memo_, [&](const auto& e) { return e.second.second < epoch_; });
+  ++epoch_;
+  node_ids_.clear();
+  for (const LoopNode& n : p.nodes) {
+    std::string key = print_loop_node(n) + "|" + n.origin;
+    std::set<std::string> touched = {n.out()};
+    for (const Expr& e : n.loads()) touched.insert(e->buffer);
+    if (!n.gather_table.empty()) touched.insert(n.gather_table);
+    touched.insert(n.host_inputs.begin(), n.host_inputs.end());
+    for (const auto& name : touched) {
+      auto it = p.buffers.find(name);
+      if (it == p.buffers.end()) {
+        key += "|" + name + " ?";
+        continue;
+      }
+      const Buffer& b = it->second;
+      key += strcat("|", name, " ", dtype_name(b.type.dtype), " ", b.offset, " ", static_cast<int>(b.role), " [");
+      for (auto d : b.type.shape) key += strcat(d, ",");
+      key += "] [";
+      for (auto st : b.strides) key += strcat(st, ",");
+      key += "]";
+    }
+    node_ids_.push_back(intern(key));
+  }
+}
+
+KernelCost KernelCostMemo::cost(const LoopProgram& p, const Kernel& k, const CodegenOptions& cg, bool with_traffic) {
+  if (node_ids_.size() != p.nodes.size()) throw InternalError("KernelCostMemo: program not prepared");
+  std::vector<int64_t> key = {with_traffic ? 1 : 0, k.rows, intern("kernel:" + k.name),
+                              static_cast<int64_t>(k.hbm_outputs.size())};
+  for (const auto& o : k.hbm_outputs) key.push_back(intern("out:" + o));
+  for (int i : k.nodes) key.push_back(node_ids_.at(static_cast<size_t>(i)));
+  auto it = memo_.find(key);
+  if (it != memo_.end()) {
+    ++hits_;
+    it->second.second = epoch_;
+    return it->second.first;
+  }
+  ++misses_;
+  KernelCost c = kernel_cost(p, k, cg, with_traffic);
+  memo_.emplace(std::move(key), std::make_pair(c, epoch_));
+  return c;
+}
+
+Compilation compile_with_memo(const Graph& g, const CompileOptions& opts, KernelCostMemo& memo) {
+  CompileOptions o = opts;
+  o.cost_model = [&memo](const LoopProgram& lp, const CodegenOptions& cg) {
+    memo.prepare(lp);
+    // Pointers: the loop IR and the options outlive the scheduling that calls this.
+    return [&memo, p = &lp, c = &cg](const Kernel& k, bool with_traffic) { return memo.cost(*p, k, *c, with_traffic); };
+  };
+  return compile_graph(g, o);
+}
+
+LatencySummary summarize_latencies(std::vector<double> v) {
+  LatencySummary s;
+  s.count = v.size();
+  if (v.empty()) return s;
+  std::sort(v.begin(), v.end());
+  double sum = 0;
+  for (double x : v) sum += x;
+  s.mean = sum / static_cast<double>(v.size());
+  auto rank = [&](double p) {
+    auto r = static_cast<size_t>(std::ceil(p / 100.0 * static_cast<double>(v.size())));
+    return v[std::clamp<size_t>(r, 1, v.size()) - 1];
+  };
+  s.p50 = rank(50);
+  s.p99 = rank(99);
+  s.min = v.front();
+  s.max = v.back();
+  return s;
+}
+
+namespace {
+
+// Step k's workload: the prefill of the prompt, or one decode step at its context.
+WorkloadSpec step_workload(const WorkloadSpec& w, int64_t prompt_len, int64_t k) {
+  WorkloadSpec s = w;
+  s.phase = k == 1 ? "prefill" : "decode";
+  s.seq_len = k == 1 ? prompt_len : 1;
+  s.context = k == 1 ? 0 : prompt_len + k - 2;
+  return s;
+}
+
+// Everything build_graph and compile_graph read. The search policy simulates its candidates,
+// so with it the whole architecture is part of the key too.
+std::string cache_key(const WorkloadSpec& s, const CompileOptions& co, const ArchConfig& arch) {
+  std::string k =
+      strcat("name=", s.name, ";model=", s.model, ";phase=", s.phase, ";batch=", s.batch, ";seq_len=", s.seq_len,
+             ";context=", s.context, ";layers=", s.layers, ";dtype=", dtype_name(s.dtype));
+  for (const auto& [p, v] : s.params) k += strcat(";", p, "=", v);
+  k += strcat(";fusion=", co.fusion, ";lmu_fraction=", co.fusion_lmu_fraction, ";lmu_bytes=", co.codegen.lmu_bytes,
+              ";double_buffer=", co.codegen.double_buffer, ";hbm_alignment=", co.codegen.hbm_alignment,
+              ";max_tile_rows=", co.codegen.max_tile_rows, ";fold_loops=", co.codegen.fold_loops,
+              ";break=", co.break_on_unsupported);
+  for (const auto& op : co.unsupported_ops) k += ";unsupported=" + op;
+  if (co.fusion == "search") k += ";arch=" + arch_to_json(arch).dump();
+  return k;
+}
+
+// A length: the flag, else the workload's key, else the default; with where it came from.
+int64_t resolve_length(const std::optional<int64_t>& flag, int64_t key, int64_t dflt, const std::string& name,
+                       const std::string& flag_name, const WorkloadSpec& w, std::string& source) {
+  if (flag) {
+    source = flag_name;
+    if (*flag < 1 || *flag > (int64_t{1} << 24))
+      throw InputError(strcat(name, ": ", flag_name, " ", *flag, " out of range 1 .. ", int64_t{1} << 24));
+    return *flag;
+  }
+  source = key ? w.file : "default";
+  return key ? key : dflt;
+}
+
+// The HBM a step needs on one device: its graph's inputs and weights, the same criterion as
+// `lpu run` (run_job). The KV cache is the placeholders named *_cache.
+struct HbmNeed {
+  double total = 0, kv_cache = 0, weights = 0;
+};
+HbmNeed hbm_need(const Graph& g) {
+  HbmNeed n;
+  for (const auto& node : g.nodes()) {
+    if (node.kind != NodeKind::Placeholder && node.kind != NodeKind::Parameter) continue;
+    auto b = static_cast<double>(node.type.bytes());
+    n.total += b;
+    if (node.kind == NodeKind::Parameter)
+      n.weights += b;
+    else if (node.name.size() > 6 && node.name.compare(node.name.size() - 6, 6, "_cache") == 0)
+      n.kv_cache += b;
+  }
+  return n;
+}
+
+void check_fits(const WorkloadSpec& w, const ArchConfig& arch, const WorkloadSpec& step, const std::string& key,
+                const std::string& what) {
+  HbmNeed n = hbm_need(build_graph(step));
+  double cap = arch.hbm.capacity_gib * 1024.0 * 1024.0 * 1024.0;
+  if (n.total <= cap) return;
+  // Weights alone too big: no length would fit, so the lengths are not to blame.
+  const std::string& k = n.weights > cap ? w.name : key;
+  throw InputError(strcat(
+      k, ": ", what, " needs ", static_cast<int64_t>(n.total), " bytes (", format_bytes(n.total), ") of HBM: KV cache ",
+      static_cast<int64_t>(n.kv_cache), " bytes (", format_bytes(n.kv_cache), "), weights ",
+      static_cast<int64_t>(n.weights), " bytes, other inputs ", static_cast<int64_t>(n.total - n.kv_cache - n.weights),
+      " bytes; but ", arch.name, " has hbm.capacity_gib = ", arch.hbm.capacity_gib, " GiB (", static_cast<int64_t>(cap),
+      " bytes) per device: it would need ", static_cast<int64_t>(std::ceil(n.total / cap)), " devices, and ", w.name,
+      " generation runs on one device (multi-device generation is not available yet)"));
+}
+
+}  // namespace
+
+GenerateResult run_generate(const WorkloadSpec& w, const ArchConfig& arch, const GenerateOptions& o,
+                            CompileCache& cache) {
+  auto t0 = Clock::now();
+  const TransformerShape* m = w.graph.empty() ? find_transformer(w.model) : nullptr;
+  if (!m) {
+    std::string all;
+    for (const auto& s : transformer_shapes()) all += (all.empty() ? "" : ", ") + s.name;
+    throw InputError(strcat("generate: workload ", w.name, " is not a built-in LLM (", all, ")"));
+  }
+  if (w.batch != 1) throw InputError(strcat("batch: generate runs batch 1 only, got ", w.batch));
+  GenerateResult r;
+  r.workload = w;
+  r.arch = arch;
+  r.fusion = o.fusion;
+  std::string prompt_src, gen_src;
+  r.prompt_len = resolve_length(o.prompt_len, w.prompt_len, GenerateOptions::kDefaultPromptLen, "prompt_len",
+                                "--prompt-len", w, prompt_src);
+  r.gen_len = resolve_length(o.gen_len, w.gen_len, GenerateOptions::kDefaultGenLen, "gen_len", "--gen-len", w, gen_src);
+  // The sequence at the end holds prompt_len + gen_len tokens (the last one is produced, never
+  // fed back): it must fit the model's positions.
+  if (r.prompt_len + r.gen_len > m->max_position) {
+    bool prompt_alone = r.prompt_len >= m->max_position;  // no room for even one generated token
+    std::string key = prompt_alone ? "prompt_len" : "gen_len";
+    const std::string& src = prompt_alone ? prompt_src : gen_src;
+    std::string room =
+        prompt_alone
+            ? strcat("a prompt must leave room for one generated token: prompt_len < ", m->max_position)
+            : strcat("at most ", m->max_position - r.prompt_len, " tokens after a ", r.prompt_len, "-token prompt");
+    throw InputError(strcat(key, " (", src, "): prompt_len ", r.prompt_len, " + gen_len ", r.gen_len, " = ",
+                            r.prompt_len + r.gen_len, " tokens is beyond ", m->name, "'s max_position ",
+                            m->max_position, " (", room, ")"));
+  }
+  // The largest steps (the prefill, the last decode step: a decode step's inputs grow with its
+  // context) must fit one device, checked before anything is compiled.
+  check_fits(w, arch, step_workload(w, r.prompt_len, 1), "prompt_len",
+             strcat("the prefill of ", r.prompt_len, " tokens"));
+  if (r.gen_len > 1)
+    check_fits(w, arch, step_workload(w, r.prompt_len, r.gen_len), "gen_len",
+               strcat("prompt_len ", r.prompt_len, " + gen_len ", r.gen_len, ": the last decode step (context ",
+                      r.prompt_len + r.gen_len - 2, ")"));
+
+  CompileOptions co = compile_options_for(arch, o.fusion, o.breaks);
+  size_t memo_hits0 = cache.cost_memo.hits(), memo_misses0 = cache.cost_memo.misses();
+  std::unique_ptr<Progress> progress;
+  if (o.progress)
+    progress = std::make_unique<Progress>(*o.progress, static_cast<size_t>(r.gen_len), 0, o.progress_bar, "generate",
+                                          "steps", false);
+  for (int64_t k = 1; k <= r.gen_len; ++k) {
+    WorkloadSpec s = step_workload(w, r.prompt_len, k);
+    GenerateStep st;
+    st.step = k;
+    st.phase = s.phase;
+    st.position = r.prompt_len + k - 1;
+    st.context = s.context;
+    st.seq_len = s.seq_len;
+    auto tc = Clock::now();
+    std::string key = cache_key(s, co, arch);
+    std::shared_ptr<const CompileCache::Entry> e = cache.find(key);
+    st.cached = e != nullptr;
+    if (!e) {
+      Graph g = build_graph(s);
+      Compilation c;
+      if (o.fusion == "search") {
+        SearchReport rep;
+        c = compile_with_search(g, arch, rep, o.breaks);
+      } else {
+        c = compile_with_memo(g, co, cache.cost_memo);
+      }
+      auto fresh = std::make_shared<CompileCache::Entry>();
+      fresh->program = std::move(c.code.program);
+      fresh->kernels = c.schedule.kernels.size();
+      fresh->compulsory_hbm_bytes = c.compulsory_hbm_bytes;
+      e = fresh;
+      cache.insert(key, e);
+      ++r.compiles;
+    } else {
+      ++r.cache_hits;
+    }
+    st.compile_wall_s = seconds_since(tc);
+    auto ts = Clock::now();
+    SimStats stats = simulate(e->program, arch, {}).stats;
+    st.simulate_wall_s = seconds_since(ts);
+    st.cycles = stats.cycles;
+    st.latency_s = stats.latency_us * 1e-6;
+    st.hbm_read_bytes = stats.hbm_read_bytes;
+    st.hbm_write_bytes = stats.hbm_write_bytes;
+    st.kernels = e->kernels;
+    r.steps.push_back(st);
+    if (progress) progress->update(static_cast<size_t>(k), 0, 0, k == r.gen_len);
+  }
+  if (progress) progress->finish();
+  r.cost_memo_hits = cache.cost_memo.hits() - memo_hits0;
+  r.cost_memo_misses = cache.cost_memo.misses() - memo_misses0;
+  r.wall_s = seconds_since(t0);
+  return r;
+}
+
+double GenerateResult::total_latency_s() const {
+  double t = 0;
+  for (const auto& s : steps) t += s.latency_s;
+  return t;
+}
+
+uint64_t GenerateResult::total_cycles() const {
+  uint64_t c = 0;
+  for (const auto& s : steps) c += s.cycles;
+  return c;
+}
+
+uint64_t GenerateResult::hbm_bytes() const {
+  uint64_t b = 0;
+  for (const auto& s : steps) b += s.hbm_read_bytes + s.hbm_write_bytes;
+  return b;
+}
+
+LatencySummary GenerateResult::per_token() const {
+  std::vector<double> v;
+  for (const auto& s : steps)
+    if (s.step >= 2) v.push_back(s.latency_s);
+  return summarize_latencies(v);
+}
+
+namespace {
+
+nlohmann::json summary_json(const LatencySummary& s) {
+  if (s.count == 0) return nullptr;  // gen_len 1: no decode step
+  return {{"count", s.count}, {"mean", s.mean}, {"p50", s.p50}, {"p99", s.p99}, {"min", s.min}, {"max", s.max}};
+}
+
+}  // namespace
+
+nlohmann::json GenerateResult::to_json() const {
+  nlohmann::json wl = {{"name", workload.name},   {"file", workload.file},     {"model", workload.model},
+                       {"batch", workload.batch}, {"layers", workload.layers}, {"dtype", dtype_name(workload.dtype)}};
+  nlohmann::json steps_j = nlohmann::json::array();
+  uint64_t rd = 0, wr = 0, decode_cycles = 0;
+  double decode_s = 0, compile_s = 0, simulate_s = 0;
+  for (const auto& s : steps) {
+    steps_j.push_back({{"step", s.step},
+                       {"phase", s.phase},
+                       {"position", s.position},
+                       {"context", s.context},
+                       {"seq_len", s.seq_len},
+                       {"cycles", s.cycles},
+                       {"latency_s", s.latency_s},
+                       {"hbm_bytes", s.hbm_read_bytes + s.hbm_write_bytes},
+                       {"hbm_read_bytes", s.hbm_read_bytes},
+                       {"hbm_write_bytes", s.hbm_write_bytes},
+                       {"kernels", s.kernels},
+                       {"program", s.cached ? "cached" : "compiled"}});
+    rd += s.hbm_read_bytes;
+    wr += s.hbm_write_bytes;
+    compile_s += s.compile_wall_s;
+    simulate_s += s.simulate_wall_s;
+    if (s.step >= 2) {
+      decode_s += s.latency_s;
+      decode_cycles += s.cycles;
+    }
+  }
+  double total = total_latency_s();
+  nlohmann::json j = {
+      {"kind", "generate"},
+      {"workload", wl},
+      {"arch", arch_to_json(arch)},
+      {"arch_overrides", arch_overrides},
+      {"fusion", fusion},
+      {"devices_used", 1},
+      {"prompt_len", prompt_len},
+      {"gen_len", gen_len},
+      {"steps_count", steps.size()},
+      {"ttft_s", ttft_s()},
+      {"ttft_cycles", steps.empty() ? 0 : steps.front().cycles},
+      {"per_token_latency_s", summary_json(per_token())},
+      {"total_latency_s", total},
+      {"total_cycles", total_cycles()},
+      {"tokens_per_s", total > 0 ? static_cast<double>(steps.size()) / total : 0.0},
+      {"decode_tokens_per_s", decode_s > 0 ? static_cast<double>(steps.size() - 1) / decode_s : 0.0},
+      {"decode_cycles", decode_cycles},
+      {"hbm_bytes", rd + wr},
+      {"hbm_read_bytes", rd},
+      {"hbm_write_bytes", wr},
+      {"compile_cache", {{"compiles", compiles}, {"hits", cache_hits}}},
+      {"cost_model_memo", {{"hits", cost_memo_hits}, {"misses", cost_memo_misses}}},
+      {"steps", steps_j},
+      // The only part that differs between two runs of the same generation.
+      {"wall", {{"total_s", wall_s}, {"compile_s", compile_s}, {"simulate_s", simulate_s}}},
+  };
+  return j;
+}
+
+std::string GenerateResult::to_csv() const {
+  std::ostringstream out;
+  out << "step,phase,position,context,seq_len,cycles,latency_s,hbm_bytes,hbm_read_bytes,hbm_write_bytes,program\n";
+  for (const auto& s : steps)
+    out << s.step << "," << s.phase << "," << s.position << "," << s.context << "," << s.seq_len << "," << s.cycles
+        << "," << format_number("%.9e", s.latency_s) << "," << s.hbm_read_bytes + s.hbm_write_bytes << ","
+        << s.hbm_read_bytes << "," << s.hbm_write_bytes << "," << (s.cached ? "cached" : "compiled") << "\n";
+  return out.str();
+}
+
+std::string GenerateResult::summary() const {
+  auto us = [](double s) { return format_duration_us(s * 1e6); };
+  LatencySummary pt = per_token();
+  double total = total_latency_s(), compile_s = 0, simulate_s = 0;
+  for (const auto& s : steps) {
+    compile_s += s.compile_wall_s;
+    simulate_s += s.simulate_wall_s;
+  }
+  std::vector<std::vector<std::string>> rows = {
+      {"workload", workload.name},
+      {"arch", arch.name},
+      {"devices", strcat("1 of ", arch.devices, " (multi-device generation is not available yet)")},
+      {"fusion", fusion},
+      {"prompt / generated tokens", strcat(prompt_len, " / ", gen_len)},
+      {"steps", strcat(steps.size(), " (1 prefill + ", steps.size() - 1, " decode)")},
+      {"time to first token", us(ttft_s()) + " (prefill incl. token 1)"},
+      {"per-token latency mean", pt.count ? us(pt.mean) : "-"},
+      {"per-token latency p50", pt.count ? us(pt.p50) : "-"},
+      {"per-token latency p99", pt.count ? us(pt.p99) : "-"},
+      {"per-token latency min / max", pt.count ? us(pt.min) + " / " + us(pt.max) : "-"},
+      {"total latency", us(total)},
+      {"tokens per second", format_number("%.1f", total > 0 ? static_cast<double>(steps.size()) / total : 0.0)},
+      {"HBM traffic", format_bytes(static_cast<double>(hbm_bytes()))},
+      {"compiles / cache hits", strcat(compiles, " / ", cache_hits)},
+      {"cost-model memo hits / misses", strcat(cost_memo_hits, " / ", cost_memo_misses)},
+      {"wall", strcat(format_number("%.2f s", wall_s), " (compile ", format_number("%.2f s", compile_s), ", simulate ",
+                      format_number("%.2f s", simulate_s), ")")},
+  };
+  std::string out = format_table({"metric", "value"}, rows);
+  // Latency against position, a few evenly spaced steps (every step is in --json / --csv).
+  std::vector<std::vector<std::string>> lv;
+  size_t n = steps.size(), shown = std::min<size_t>(n, 9);
+  for (size_t i = 0; i < shown; ++i) {
+    const GenerateStep& s = steps[shown > 1 ? i * (n - 1) / (shown - 1) : 0];
+    lv.push_back({std::to_string(s.step), s.phase, std::to_string(s.position), std::to_string(s.context),
+                  std::to_string(s.cycles), us(s.latency_s),
+                  format_bytes(static_cast<double>(s.hbm_read_bytes + s.hbm_write_bytes)),
+                  s.cached ? "cached" : "compiled"});
+  }
+  out += "\n" + format_table({"step", "phase", "position", "context", "cycles", "latency", "HBM", "program"}, lv);
+  return out;
+}
+
+}  // namespace lpu

@@ -1,0 +1,142 @@
+// `lpu generate` (docs/generate.md): a whole generation of a built-in LLM on one device, the
+// prefill and then one decode step per further token with the context growing by one each,
+// each step compiled (or taken from the compile cache) and simulated. Step k (1-based) produces
+// generated token k, at position prompt_len + k - 1: step 1 is the prefill of the prompt (its LM
+// head produces token 1), step k >= 2 decodes the token at position prompt_len + k - 2 against
+// that many cached tokens. Steps run back to back: sampling and host time between them are
+// not modelled.
+#pragma once
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "jobs.h"
+
+namespace lpu {
+
+// The fusion cost model (codegen kernel_cost) memoised across compiles by the candidate
+// kernel's whole content: its fields, every loop node as printed, and every buffer its nodes
+// touch (name, type, strides, offset, role). kernel_cost reads nothing else of the program
+// (no addresses: codegen/lpu_codegen.cpp), so a hit returns what it would compute. Decode
+// steps at different contexts share every kernel outside attention, which is most of the
+// scheduler's work; within one compile the scheduler already caches per group.
+class KernelCostMemo {
+ public:
+  // Before scheduling `p`: gives each of its loop nodes the id of its content (the node as
+  // printed, its origin, the buffers it touches), the same id in every program, so that a
+  // lookup is a vector compare instead of printing the kernel for every call.
+  void prepare(const LoopProgram& p);
+  KernelCost cost(const LoopProgram& p, const Kernel& k, const CodegenOptions& cg, bool with_traffic);
+  size_t hits() const { return hits_; }
+  size_t misses() const { return misses_; }
+  size_t size() const { return memo_.size(); }
+
+ private:
+  int64_t intern(const std::string& s);
+  size_t hits_ = 0, misses_ = 0;
+  // Entries carry the epoch (compile) that last used them; prepare() drops those the previous
+  // compile did not use: a decode step's attention kernels never recur at another context,
+  // and kept they would grow the memo by ~1000 entries a step. Ids are never reused.
+  uint64_t epoch_ = 0;
+  int64_t next_id_ = 0;
+  std::map<std::string, std::pair<int64_t, uint64_t>> ids_;
+  std::vector<int64_t> node_ids_;  // of the program prepared last
+  std::map<std::vector<int64_t>, std::pair<KernelCost, uint64_t>> memo_;
+};
+
+// compile_graph with its cost model replaced by `memo` (CompileOptions::cost_model): the same
+// pipeline, so the same program (test_generate compares them over a range of contexts).
+Compilation compile_with_memo(const Graph& g, const CompileOptions& opts, KernelCostMemo& memo);
+
+// Compiled programs by an exact key: everything the graph builder and the compiler read (the
+// step's workload fields, fusion policy, codegen options from the config, graph-break
+// options). Equal keys compile to equal programs, so a hit is exact. Bounded: once `capacity`
+// programs are held, new ones are compiled but not kept (a 2048-step generation would
+// otherwise hold every program).
+class CompileCache {
+ public:
+  struct Entry {
+    Program program;
+    size_t kernels = 0;
+    int64_t compulsory_hbm_bytes = 0;
+  };
+  explicit CompileCache(size_t capacity = 64) : capacity_(capacity) {}
+  // The entry for `key`, or nullptr (counted as a hit or a miss).
+  std::shared_ptr<const Entry> find(const std::string& key);
+  void insert(const std::string& key, std::shared_ptr<const Entry> e);
+  size_t hits() const { return hits_; }
+  size_t misses() const { return misses_; }
+  size_t size() const { return entries_.size(); }
+
+ private:
+  size_t capacity_;
+  size_t hits_ = 0, misses_ = 0;
+  std::map<std::string, std::shared_ptr<const Entry>> entries_;
+
+ public:
+  KernelCostMemo cost_memo;  // shared by every compile through this cache
+};
+
+struct GenerateOptions {
+  // From flags; unset: the workload's keys, then the defaults below.
+  std::optional<int64_t> prompt_len, gen_len;
+  static constexpr int64_t kDefaultPromptLen = 32, kDefaultGenLen = 32;
+  std::string fusion = "greedy";
+  BreakOptions breaks;
+  std::ostream* progress = nullptr;  // progress lines (or a bar) go here when set
+  bool progress_bar = false;
+};
+
+struct GenerateStep {
+  int64_t step = 0;      // 1-based: the generated token this step produces
+  std::string phase;     // prefill | decode
+  int64_t position = 0;  // position of the token it produces
+  int64_t context = 0;   // cached tokens it attends to (0 for the prefill)
+  int64_t seq_len = 0;   // tokens it processes
+  uint64_t cycles = 0;
+  double latency_s = 0;
+  uint64_t hbm_read_bytes = 0, hbm_write_bytes = 0;
+  size_t kernels = 0;
+  bool cached = false;  // its program came from the compile cache
+  double compile_wall_s = 0, simulate_wall_s = 0;
+};
+
+struct LatencySummary {
+  size_t count = 0;
+  double mean = 0, p50 = 0, p99 = 0, min = 0, max = 0;
+};
+// Nearest-rank percentiles (p-th: the ceil(p/100 * n)-th smallest), exact values of steps.
+LatencySummary summarize_latencies(std::vector<double> v);
+
+struct GenerateResult {
+  WorkloadSpec workload;
+  ArchConfig arch;
+  std::vector<std::string> arch_overrides;
+  std::string fusion;
+  int64_t prompt_len = 0, gen_len = 0;
+  std::vector<GenerateStep> steps;
+  size_t compiles = 0, cache_hits = 0;
+  size_t cost_memo_hits = 0, cost_memo_misses = 0;  // kernel_cost calls answered by the memo, computed
+  double wall_s = 0;
+
+  double ttft_s() const { return steps.empty() ? 0 : steps.front().latency_s; }
+  double total_latency_s() const;
+  uint64_t total_cycles() const;
+  uint64_t hbm_bytes() const;
+  LatencySummary per_token() const;  // the decode steps (2 .. gen_len)
+  nlohmann::json to_json() const;    // everything; wall times only under "wall"
+  std::string to_csv() const;        // one row per step, no wall times (deterministic)
+  std::string summary() const;       // the terminal report
+};
+
+// Resolves the lengths (flags over workload keys over defaults) and checks them against the
+// model's max_position and, for the largest steps, one device's HBM: InputError naming the key.
+GenerateResult run_generate(const WorkloadSpec& w, const ArchConfig& arch, const GenerateOptions& o,
+                            CompileCache& cache);
+
+}  // namespace lpu

@@ -1,0 +1,51 @@
+"""Plots of `lpu generate --json` results (docs/generate.md): latency and HBM bytes against
+position, one line per generation."""
+import matplotlib.pyplot as plt
+
+from plot_util import NoData, colour_map, legend_outside, save
+
+
+def label(g):
+    return "%s on %s (%s, %d+%d)" % (g["workload"].get("name", "?"), g["arch"].get("name", "?"), g.get("fusion", "?"),
+                                     g.get("prompt_len", 0), g.get("gen_len", 0))
+
+
+def latency_vs_position(gens, out_dir):
+    """Each decode step's latency against the position of the token it produces; the prefill
+    (TTFT) is marked apart, since it is usually far above the decode steps."""
+    if not any(len(g.get("steps", [])) > 1 for g in gens):
+        raise NoData("no generation has a decode step (gen_len 1)")
+    colours = colour_map(label(g) for g in gens)
+    fig, ax = plt.subplots(figsize=(8, 4))
+    for g in gens:
+        dec = [s for s in g["steps"] if s["phase"] == "decode"]
+        c = colours[label(g)]
+        ax.plot([s["position"] for s in dec], [s["latency_s"] * 1e3 for s in dec], color=c, label=label(g))
+        if dec:
+            ttft = g["steps"][0]["latency_s"] * 1e3
+            ax.annotate("TTFT %.3g ms" % ttft, (dec[0]["position"], dec[0]["latency_s"] * 1e3), fontsize=7, color=c,
+                        textcoords="offset points", xytext=(4, 6))
+    ax.set_xlabel("position of the generated token")
+    ax.set_ylabel("decode step latency (ms)")
+    ax.grid(alpha=0.3)
+    legend_outside(ax)
+    return save(fig, out_dir, "generate_latency.png", "Per-token latency vs position",
+                "Simulated latency of each decode step (one token each) against the position of the token it "
+                "produces; the context is one less. The prefill (time to first token) is the annotation.")
+
+
+def bytes_vs_position(gens, out_dir):
+    if not any(g.get("steps") for g in gens):
+        raise NoData("no steps")
+    colours = colour_map(label(g) for g in gens)
+    fig, ax = plt.subplots(figsize=(8, 4))
+    for g in gens:
+        dec = [s for s in g["steps"] if s["phase"] == "decode"]
+        ax.plot([s["position"] for s in dec], [s["hbm_bytes"] / 1e6 for s in dec], color=colours[label(g)], label=label(g))
+    ax.set_xlabel("position of the generated token")
+    ax.set_ylabel("HBM traffic per step (MB)")
+    ax.grid(alpha=0.3)
+    legend_outside(ax)
+    return save(fig, out_dir, "generate_hbm.png", "HBM traffic per decode step vs position",
+                "HBM bytes read + written by each decode step: the weights once, plus a KV cache growing by one "
+                "token per step.")

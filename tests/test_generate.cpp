@@ -1,0 +1,204 @@
+// `lpu generate` in process (apps/lpu/generate.h): the step sequence, the percentiles, the
+// compile cache (exact hits, counted), the checks on the lengths, and each step against the
+// same step run on its own (run_job). The CLI side is tests/generate_test.py.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "generate.h"
+#include "support/error.h"
+#include "test_util.h"
+
+using namespace lpu;
+using ::testing::HasSubstr;
+
+namespace {
+
+WorkloadSpec tiny(const std::string& model = "tiny-opt") {
+  WorkloadSpec w = resolve_workload(model);  // a built-in LLM by name: fp16, like the CLI
+  return w;
+}
+
+GenerateOptions lengths(int64_t prompt, int64_t gen) {
+  GenerateOptions o;
+  o.prompt_len = prompt;
+  o.gen_len = gen;
+  return o;
+}
+
+std::string error_of(const WorkloadSpec& w, const ArchConfig& a, const GenerateOptions& o) {
+  CompileCache c;
+  try {
+    run_generate(w, a, o, c);
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(Generate, NearestRankPercentiles) {
+  std::vector<double> v;
+  for (int i = 100; i >= 1; --i) v.push_back(i);
+  LatencySummary s = summarize_latencies(v);
+  EXPECT_EQ(s.count, 100u);
+  EXPECT_DOUBLE_EQ(s.p50, 50);
+  EXPECT_DOUBLE_EQ(s.p99, 99);
+  EXPECT_DOUBLE_EQ(s.min, 1);
+  EXPECT_DOUBLE_EQ(s.max, 100);
+  EXPECT_DOUBLE_EQ(s.mean, 50.5);
+  LatencySummary one = summarize_latencies({7});
+  EXPECT_DOUBLE_EQ(one.p50, 7);
+  EXPECT_DOUBLE_EQ(one.p99, 7);
+  EXPECT_EQ(summarize_latencies({}).count, 0u);
+}
+
+TEST(Generate, StepsPositionsAndTotals) {
+  CompileCache cache;
+  GenerateResult r = run_generate(tiny(), testutil::small_arch(), lengths(6, 4), cache);
+  ASSERT_EQ(r.steps.size(), 4u);
+  uint64_t bytes = 0;
+  double lat = 0;
+  for (size_t i = 0; i < r.steps.size(); ++i) {
+    const GenerateStep& s = r.steps[i];
+    EXPECT_EQ(s.step, static_cast<int64_t>(i + 1));
+    EXPECT_EQ(s.position, 6 + static_cast<int64_t>(i));
+    EXPECT_EQ(s.phase, i == 0 ? "prefill" : "decode");
+    EXPECT_EQ(s.seq_len, i == 0 ? 6 : 1);
+    EXPECT_EQ(s.context, i == 0 ? 0 : 6 + static_cast<int64_t>(i) - 1);
+    EXPECT_GT(s.cycles, 0u);
+    bytes += s.hbm_read_bytes + s.hbm_write_bytes;
+    lat += s.latency_s;
+  }
+  EXPECT_EQ(r.hbm_bytes(), bytes);
+  EXPECT_DOUBLE_EQ(r.total_latency_s(), lat);
+  EXPECT_DOUBLE_EQ(r.ttft_s(), r.steps[0].latency_s);
+  EXPECT_EQ(r.per_token().count, 3u);
+  EXPECT_EQ(r.compiles, 4u);
+  EXPECT_EQ(r.cache_hits, 0u);
+}
+
+// Each step is exactly `lpu run` of that step's workload: same cycles, same bytes.
+TEST(Generate, StepsEqualRunJob) {
+  ArchConfig a = testutil::small_arch();
+  CompileCache cache;
+  GenerateResult r = run_generate(tiny("tiny-llama"), a, lengths(5, 3), cache);
+  for (const GenerateStep& s : r.steps) {
+    WorkloadSpec w = tiny("tiny-llama");
+    w.phase = s.phase;
+    w.seq_len = s.seq_len;
+    w.context = s.context;
+    RunOutcome o = run_job(w, a, "greedy", false);
+    EXPECT_EQ(s.cycles, o.sim.stats.cycles) << "step " << s.step;
+    EXPECT_EQ(s.hbm_read_bytes, o.sim.stats.hbm_read_bytes) << "step " << s.step;
+    EXPECT_EQ(s.hbm_write_bytes, o.sim.stats.hbm_write_bytes) << "step " << s.step;
+  }
+}
+
+// The same generation twice through one cache: the second compiles nothing and is identical.
+TEST(Generate, CacheHitsAreExactAndCounted) {
+  ArchConfig a = testutil::small_arch();
+  CompileCache cache;
+  GenerateResult first = run_generate(tiny(), a, lengths(4, 3), cache);
+  GenerateResult second = run_generate(tiny(), a, lengths(4, 3), cache);
+  EXPECT_EQ(second.compiles, 0u);
+  EXPECT_EQ(second.cache_hits, 3u);
+  EXPECT_EQ(cache.hits(), 3u);
+  EXPECT_EQ(cache.misses(), 3u);
+  for (size_t i = 0; i < 3; ++i) {
+    EXPECT_FALSE(first.steps[i].cached);
+    EXPECT_TRUE(second.steps[i].cached);
+    EXPECT_EQ(first.steps[i].cycles, second.steps[i].cycles);
+    EXPECT_EQ(first.steps[i].hbm_read_bytes, second.steps[i].hbm_read_bytes);
+  }
+  // One more token: the three shapes seen hit, the new context compiles.
+  GenerateResult longer = run_generate(tiny(), a, lengths(4, 4), cache);
+  EXPECT_EQ(longer.cache_hits, 3u);
+  EXPECT_EQ(longer.compiles, 1u);
+  // Another fusion policy is another key.
+  GenerateOptions none = lengths(4, 3);
+  none.fusion = "none";
+  GenerateResult unfused = run_generate(tiny(), a, none, cache);
+  EXPECT_EQ(unfused.compiles, 3u);
+  EXPECT_EQ(unfused.cache_hits, 0u);
+}
+
+TEST(Generate, BoundedCacheKeepsTheFirstPrograms) {
+  ArchConfig a = testutil::small_arch();
+  CompileCache cache(1);
+  run_generate(tiny(), a, lengths(4, 3), cache);
+  EXPECT_EQ(cache.size(), 1u);
+  GenerateResult again = run_generate(tiny(), a, lengths(4, 3), cache);
+  EXPECT_EQ(again.cache_hits, 1u);
+  EXPECT_TRUE(again.steps[0].cached);
+  EXPECT_EQ(again.compiles, 2u);
+}
+
+// The memoised cost model changes no decision: over a range of contexts, with one memo shared
+// by all of them (as a generation shares it), the program is the one compile_graph makes.
+void expect_memo_exact(const std::string& model, const std::vector<int64_t>& contexts, size_t simulated) {
+  ArchConfig a = testutil::small_arch();
+  CompileOptions co = compile_options_for(a, "greedy");
+  KernelCostMemo memo;
+  for (size_t i = 0; i < contexts.size(); ++i) {
+    WorkloadSpec w = tiny(model);
+    w.context = contexts[i];
+    w.phase = contexts[i] ? "decode" : "prefill";
+    w.seq_len = contexts[i] ? 1 : 5;
+    Graph g = build_graph(w);
+    Compilation concrete = compile_graph(g, co);
+    Compilation memoised = compile_with_memo(g, co, memo);
+    ASSERT_EQ(print_program(concrete.code.program), print_program(memoised.code.program))
+        << model << " context " << contexts[i];
+    if (i < simulated) {
+      EXPECT_EQ(simulate(concrete.code.program, a, {}).stats.cycles,
+                simulate(memoised.code.program, a, {}).stats.cycles);
+    }
+  }
+  EXPECT_GT(memo.hits(), 0u);
+}
+
+TEST(Generate, CostMemoIsExactOverContexts) {
+  std::vector<int64_t> ctx = {0};
+  for (int64_t c = 1; c <= 40; ++c) ctx.push_back(c);
+  ctx.push_back(255);
+  expect_memo_exact("tiny-opt", ctx, 4);
+  expect_memo_exact("tiny-llama", ctx, 4);
+}
+
+TEST(Generate, CostMemoIsExactOnOpt13b) { expect_memo_exact("opt-1.3b", {32, 33, 34, 500, 2046}, 2); }
+
+// The memo holds what one compile uses, not every context's attention kernels.
+TEST(Generate, CostMemoStaysBounded) {
+  ArchConfig a = testutil::small_arch();
+  CompileCache short_run, long_run;
+  run_generate(tiny(), a, lengths(4, 6), short_run);
+  run_generate(tiny(), a, lengths(4, 40), long_run);
+  EXPECT_GT(long_run.cost_memo.hits(), 0u);
+  EXPECT_LE(long_run.cost_memo.size(), short_run.cost_memo.size() * 5 / 4);
+}
+
+TEST(Generate, BadLengths) {
+  ArchConfig a = testutil::small_arch();
+  EXPECT_THAT(error_of(tiny(), a, lengths(4, 0)), HasSubstr("gen_len: --gen-len 0 out of range"));
+  EXPECT_THAT(error_of(tiny(), a, lengths(4, -3)), HasSubstr("gen_len: --gen-len -3 out of range"));
+  EXPECT_THAT(error_of(tiny(), a, lengths(0, 3)), HasSubstr("prompt_len: --prompt-len 0 out of range"));
+  // tiny-opt's max_position is 256: 250 + 7 = 257 tokens.
+  EXPECT_THAT(
+      error_of(tiny(), a, lengths(250, 7)),
+      HasSubstr("gen_len (--gen-len): prompt_len 250 + gen_len 7 = 257 tokens is beyond tiny-opt's max_position 256"));
+  EXPECT_EQ(error_of(tiny(), a, lengths(250, 6)), "");
+  EXPECT_THAT(error_of(tiny(), a, lengths(256, 1)), HasSubstr("prompt_len (--prompt-len)"));
+  WorkloadSpec micro = resolve_workload("ln_gelu_add");
+  EXPECT_THAT(error_of(micro, a, lengths(4, 2)), HasSubstr("is not a built-in LLM"));
+}
+
+TEST(Generate, KvCacheBeyondHbmSaysBytesAndDevices) {
+  // OPT-1.3B's weights (2.63 GB) fit 2.6 GiB; with 2048 tokens of KV cache they do not.
+  ArchConfig a = load_arch_config(std::string(LPU_SOURCE_DIR) + "/configs/lpu-small.yaml", {"hbm.capacity_gib=2.6"});
+  std::string e = error_of(resolve_workload("opt-1.3b"), a, lengths(32, 2016));
+  EXPECT_THAT(e, HasSubstr("gen_len: prompt_len 32 + gen_len 2016: the last decode step (context 2046) needs"));
+  EXPECT_THAT(e, HasSubstr("KV cache 402259968 bytes"));
+  EXPECT_THAT(e, HasSubstr("hbm.capacity_gib = 2.6 GiB"));
+  EXPECT_THAT(e, HasSubstr("it would need 2 devices"));
+}
+
+}  // namespace
