@@ -11,6 +11,7 @@ FILES=(compiler/support/json_util.h compiler/support/json_util.cpp compiler/ops/
        apps/lpu/op_class.h apps/lpu/op_class.cpp apps/lpu/roofline.h apps/lpu/roofline.cpp tests/test_roofline.cpp
        compiler/codegen/column_split.h compiler/codegen/column_split.cpp
        compiler/codegen/tile_plan.h compiler/codegen/tile_plan.cpp tests/test_column_tiling.cpp
-       compiler/handlers/triton_*.h compiler/handlers/triton_*.cpp tests/test_triton.cpp compiler/schedule/verify_schedule.cpp)
+       compiler/handlers/triton_*.h compiler/handlers/triton_*.cpp tests/test_triton.cpp compiler/schedule/verify_schedule.cpp
+       tuner/*.h tuner/*.cpp tests/test_tuner.cpp)
 clang-format --dry-run --Werror "${FILES[@]}"
 echo "format-check: ${#FILES[@]} files ok"
