@@ -12,6 +12,7 @@
 #include "ref/reference.h"
 #include "roofline.h"
 #include "support/error.h"
+#include "sweep_spec.h"  // scalar_to_json
 #include "workload/transformer.h"
 
 namespace lpu {
@@ -222,7 +223,7 @@ nlohmann::json RunOutcome::to_json() const {
     nlohmann::json cands = nlohmann::json::array();
     for (const auto& c : search->candidates) {
       nlohmann::json settings = nlohmann::json::object();
-      for (const auto& [k, v] : c.settings.fields()) settings[k] = v;
+      for (const auto& [k, v] : c.settings.fields()) settings[k] = scalar_to_json(v);  // typed: 0.5, true
       nlohmann::json cj = {{"name", c.name}, {"cycles", c.cycles}, {"hbm_bytes", c.hbm_bytes}, {"settings", settings}};
       if (!c.error.empty()) cj["error"] = c.error;
       if (!c.rejected.empty()) cj["rejected"] = c.rejected;
