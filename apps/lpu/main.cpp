@@ -410,6 +410,11 @@ int cmd_compile(const std::string& workload, const ArchFlags& af, const BreakFla
       Tuned t = tune(g, arch, tune_options_for(fusion), rep, bf.get());
       c = std::move(t.comp);
       arch = t.arch;  // the graph-break costs below are priced on what the choice runs on
+      // The program is for the chosen candidate's config: say which, and what it changed.
+      std::string changes;
+      for (const auto& ch : rep.arch_changes) changes += (changes.empty() ? "" : ", ") + ch;
+      std::cout << fusion << ": " << search_summary(rep) << "; chose " << rep.chosen
+                << (changes.empty() ? "" : "; the program is for the arch config with " + changes) << "\n";
     } else {
       c = compile_graph(g, compile_options_for(arch, fusion, bf.get()));
     }
