@@ -31,7 +31,7 @@ def colour_map(names):
 
 
 # Fusion policies keep their colour in every plot of every report (PALETTE order otherwise).
-POLICY_COLOURS = {"none": PALETTE[0], "greedy": PALETTE[1], "search": PALETTE[2]}
+POLICY_COLOURS = {"none": PALETTE[0], "greedy": PALETTE[1], "search": PALETTE[2], "search-isu": PALETTE[3]}
 
 
 def policy_colours(names):

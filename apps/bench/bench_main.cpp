@@ -16,6 +16,7 @@
 
 #include "graph/graph.h"
 #include "jobs.h"
+#include "policy_registry.h"
 #include "roofline.h"
 #include "support/error.h"
 
@@ -31,18 +32,23 @@ void policies(const ArchConfig& arch) {
   std::vector<std::vector<std::string>> rows;
   for (const char* m : models) {
     WorkloadSpec w = resolve_workload(std::string(m) + "-decode");
-    for (const std::string p : {"none", "greedy", "search"}) {
-      RunOutcome o = run_job(w, arch, p, false);
+    // Every policy of the registry (the CLI's and the sweeps'); a tuner row adds how many
+    // candidates it simulated and what its choice gains over greedy.
+    for (const auto& p : policy_registry()) {
+      RunOutcome o = run_job(w, arch, p.name, false);
       const auto& s = o.sim.stats;
-      rows.push_back({w.name, p, std::to_string(o.comp.schedule.kernels.size()),
+      rows.push_back({w.name, p.name, std::to_string(o.comp.schedule.kernels.size()),
                       fmt("%.4f", static_cast<double>(s.hbm_read_bytes + s.hbm_write_bytes) / 1e9),
                       fmt("%.3f", o.to_json()["traffic_ratio"].get<double>()), std::to_string(s.cycles),
-                      fmt("%.3f", s.latency_us / 1000), fmt("%.1f%%", 100 * s.hbm_bandwidth_utilization)});
+                      fmt("%.3f", s.latency_us / 1000), fmt("%.1f%%", 100 * s.hbm_bandwidth_utilization),
+                      o.search ? std::to_string(o.search->candidates.size()) : "-",
+                      o.search ? fmt("%.2f%%", o.search->gain_percent()) : "-",
+                      o.search ? o.search->chosen : "-"});
     }
   }
   std::cout << "decode steps (batch 1, context 2048, fp16) on " << arch.name << "\n"
             << format_table({"workload", "fusion", "kernels", "hbm_GB", "traffic/compulsory", "cycles", "ms/token",
-                             "bw_util"},
+                             "bw_util", "tried", "gain", "chosen"},
                             rows);
 }
 
@@ -175,7 +181,7 @@ void hbm(const ArchConfig& base) {
 int main(int argc, char** argv) {
   const char* usage =
       "usage: lpu-bench [policies|simulator|hbm|schedule|roofline|all] [--arch NAME] [--context N]\n"
-      "  policies   every LLM decode step under none, greedy and search (minutes)\n"
+      "  policies   every LLM decode step under every policy of the registry (minutes)\n"
       "  simulator  simulator speed on OPT-1.3B and OPT-30B decode steps\n"
       "  hbm        HBM calibration: bandwidth by transfer size, shape and DMA engines\n"
       "  schedule   compile time of relu chains of 1,000 to 30,000 nodes, greedy vs none\n"

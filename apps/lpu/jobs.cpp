@@ -8,82 +8,14 @@
 #include <unistd.h>
 
 #include "model/host.h"
+#include "policy_registry.h"
 #include "ref/reference.h"
 #include "roofline.h"
 #include "support/error.h"
+#include "sweep_spec.h"  // scalar_to_json
 #include "workload/transformer.h"
 
 namespace lpu {
-
-CompileOptions compile_options_for(const ArchConfig& arch, const std::string& fusion, const BreakOptions& b) {
-  CompileOptions o;
-  o.unsupported_ops = b.unsupported_ops;
-  o.break_on_unsupported = b.on_unsupported_break;
-  o.fusion = fusion;
-  o.codegen.lmu_bytes = arch.lmu_bytes();
-  o.codegen.double_buffer = arch.lmu.double_buffer;
-  o.codegen.hbm_alignment = std::max(arch.hbm.interleave_bytes, arch.hbm.burst_bytes);
-  return o;
-}
-
-Compilation compile_with_search(const Graph& g, const ArchConfig& arch, SearchReport& report, const BreakOptions& b) {
-  auto t0 = std::chrono::steady_clock::now();
-  struct Variant {
-    std::string name;
-    std::string fusion;
-    double lmu_fraction;
-    int64_t max_rows;
-    bool double_buffer;
-  };
-  // `none` first: its HBM traffic bounds every candidate. A tiling variant is outside the
-  // scheduler's fusion cost model (which prices fusions at the default tiling), so the search
-  // enforces the same promise itself: it never chooses a schedule that moves more bytes than
-  // `none`, however fast (greedy itself always qualifies: its cost model guarantees it).
-  std::vector<Variant> variants = {{"none", "none", 1.0, 0, arch.lmu.double_buffer},
-                                   {"greedy", "greedy", 1.0, 0, arch.lmu.double_buffer}};
-  for (double f : {0.5, 0.25}) variants.push_back({strcat("greedy/lmu_fraction=", f), "greedy", f, 0, arch.lmu.double_buffer});
-  for (int64_t r : {4, 16, 64}) variants.push_back({strcat("greedy/max_tile_rows=", r), "greedy", 1.0, r, arch.lmu.double_buffer});
-  if (arch.lmu.double_buffer) variants.push_back({"greedy/single_buffer", "greedy", 1.0, 0, false});
-  std::optional<Compilation> best;
-  uint64_t best_cycles = 0, best_bytes = 0;  // ties go to the fewer bytes
-  std::optional<uint64_t> none_bytes;
-  bool progress = isatty(STDERR_FILENO);  // a long search says what it is doing, on a terminal only
-  for (const auto& v : variants) {
-    SearchCandidate c;
-    c.name = v.name;
-    if (progress)
-      std::fprintf(stderr, "\r[search %zu/%zu] %s\x1b[K", report.candidates.size() + 1, variants.size(), v.name.c_str());
-    try {
-      CompileOptions o = compile_options_for(arch, v.fusion, b);
-      o.fusion_lmu_fraction = v.lmu_fraction;
-      o.codegen.max_tile_rows = v.max_rows;
-      o.codegen.double_buffer = v.double_buffer;
-      Compilation comp = compile_graph(g, o);
-      SimStats st = simulate(comp.code.program, arch, {}).stats;
-      c.cycles = st.cycles;
-      c.hbm_bytes = st.hbm_read_bytes + st.hbm_write_bytes;
-      if (v.name == "none") none_bytes = c.hbm_bytes;
-      if (none_bytes && c.hbm_bytes > *none_bytes)
-        c.rejected = strcat("moves ", format_bytes(static_cast<double>(c.hbm_bytes)), " of HBM traffic, more than none's ",
-                            format_bytes(static_cast<double>(*none_bytes)));
-      else if (!best || c.cycles < best_cycles || (c.cycles == best_cycles && c.hbm_bytes < best_bytes)) {
-        best = std::move(comp);
-        best_cycles = c.cycles;
-        best_bytes = c.hbm_bytes;
-        report.chosen = v.name;
-      }
-    } catch (const InputError& e) {
-      if (v.name == "greedy") throw;  // the baseline must compile
-      c.error = e.what();
-    }
-    report.candidates.push_back(c);
-  }
-  if (!best) throw InputError("search: no candidate compiled (not even greedy)");
-  if (progress) std::fprintf(stderr, "\r\x1b[K");
-  report.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  best->schedule.policy = "search";
-  return std::move(*best);
-}
 
 FunctionalCheck check_outputs(const std::vector<Tensor>& expected, const std::vector<std::string>& names,
                               const TensorMap& actual, DType dtype) {
@@ -182,9 +114,11 @@ RunOutcome run_job(const WorkloadSpec& w, const ArchConfig& arch, const std::str
                             " GiB of HBM per device: it would need ", static_cast<int64_t>(std::ceil(need / cap)),
                             " devices, and splitting a model across devices (tensor parallelism) is not implemented yet; "
                             "use a config with more HBM per device (e.g. --arch lpu-asic)"));
-  if (fusion == "search") {
+  if (require_policy(fusion).simulates) {
     SearchReport rep;
-    o.comp = compile_with_search(g, arch, rep, b);
+    Tuned t = tune(g, arch, tune_options_for(fusion), rep, b);
+    o.comp = std::move(t.comp);
+    o.arch = t.arch;
     o.search = rep;
   } else {
     o.comp = compile_graph(g, compile_options_for(arch, fusion, b));
@@ -196,7 +130,7 @@ RunOutcome run_job(const WorkloadSpec& w, const ArchConfig& arch, const std::str
   so.record_trace = trace;
   so.vcd_path = vcd_path;
   auto t0 = std::chrono::steady_clock::now();
-  o.sim = simulate(o.comp.code.program, arch, so, functional ? &inputs : nullptr);
+  o.sim = simulate(o.comp.code.program, o.arch, so, functional ? &inputs : nullptr);
   o.wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   if (functional && file) {
     std::vector<Tensor> actual;
@@ -288,13 +222,25 @@ nlohmann::json RunOutcome::to_json() const {
   if (search) {
     nlohmann::json cands = nlohmann::json::array();
     for (const auto& c : search->candidates) {
-      nlohmann::json cj = {{"name", c.name}, {"cycles", c.cycles}, {"hbm_bytes", c.hbm_bytes}};
+      nlohmann::json settings = nlohmann::json::object();
+      for (const auto& [k, v] : c.settings.fields()) settings[k] = scalar_to_json(v);  // typed: 0.5, true
+      nlohmann::json cj = {{"name", c.name}, {"cycles", c.cycles}, {"hbm_bytes", c.hbm_bytes}, {"settings", settings}};
       if (!c.error.empty()) cj["error"] = c.error;
       if (!c.rejected.empty()) cj["rejected"] = c.rejected;
       cands.push_back(cj);
     }
-    j["search"] = {{"candidates_evaluated", search->candidates.size()}, {"chosen", search->chosen},
-                   {"seconds", search->seconds}, {"candidates", cands}};
+    // The arch config keys the choice changed: `arch` above is the config it ran on, this says
+    // how it differs from the one asked for (search-isu only; [] for search).
+    j["search"] = {{"policy", search->policy},
+                   {"candidates_evaluated", search->candidates.size()},
+                   {"chosen", search->chosen},
+                   {"greedy_cycles", search->greedy_cycles},
+                   {"best_cycles", search->best_cycles},
+                   {"gain_cycles", search->gain_cycles()},
+                   {"gain_percent", search->gain_percent()},
+                   {"arch_changes", search->arch_changes},
+                   {"seconds", search->seconds},
+                   {"candidates", cands}};
   }
   if (check) {
     j["functional"] = {{"max_abs_error", check->max_abs_error}, {"max_rel_error", check->max_rel_error},

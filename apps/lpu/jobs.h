@@ -13,6 +13,7 @@
 #include "io/graph_file.h"
 #include "simulator.h"
 #include "support/units.h"
+#include "tuner.h"  // BreakOptions, compile_options_for, SearchReport: the search policies
 #include "workload/workload.h"
 
 namespace lpu {
@@ -27,22 +28,6 @@ struct FunctionalCheck {
   std::vector<double> max_abs_per_output;  // graph-file checks: one per graph output
 };
 
-// The `search` policy: candidate schedules (fusion and tiling variants around greedy) are
-// compiled and simulated; the fastest is kept. Greedy is always a candidate, so search is
-// never slower than greedy on simulated latency.
-struct SearchCandidate {
-  std::string name;
-  uint64_t cycles = 0;
-  uint64_t hbm_bytes = 0;  // read + written
-  std::string error;       // a candidate that does not compile (e.g. local memory) is skipped
-  std::string rejected;    // a candidate that moves more HBM bytes than `none` is not chosen
-};
-struct SearchReport {
-  std::vector<SearchCandidate> candidates;
-  std::string chosen;
-  double seconds = 0;
-};
-
 struct RunOutcome {
   WorkloadSpec workload;
   ArchConfig arch;
@@ -51,21 +36,13 @@ struct RunOutcome {
   SimResult sim;
   std::optional<FunctionalCheck> check;
   double wall_seconds = 0;     // simulation wall time
-  std::optional<SearchReport> search;
+  std::optional<SearchReport> search;  // a tuner policy (search, search-isu): what it tried
+
   nlohmann::json to_json() const;
 };
 
-// Graph breaks (--on-unsupported, --unsupported-ops): see CompileOptions.
-struct BreakOptions {
-  std::set<std::string> unsupported_ops;
-  bool on_unsupported_break = false;
-};
-
-CompileOptions compile_options_for(const ArchConfig& arch, const std::string& fusion, const BreakOptions& b = {});
-
-// Compiles `g` with the best candidate schedule found by simulating each (timing mode).
-Compilation compile_with_search(const Graph& g, const ArchConfig& arch, SearchReport& report, const BreakOptions& b = {});
-
+// `fusion` is any policy of the registry (policy_registry.h). A tuner policy may change the
+// arch config (search-isu): `arch` of the outcome is what the program was simulated on.
 RunOutcome run_job(const WorkloadSpec& w, const ArchConfig& arch, const std::string& fusion, bool functional,
                    bool trace = false, const BreakOptions& b = {}, const std::string& vcd_path = "");
 

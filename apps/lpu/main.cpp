@@ -30,6 +30,7 @@
 #include "jobs.h"
 #include "manifest.h"
 #include "passes/passes.h"
+#include "policy_registry.h"
 #include "report.h"
 #include "roofline.h"
 #include "sweep.h"
@@ -100,12 +101,30 @@ void check_output_dir(const std::string& flag, const std::string& path) {
   check_creatable(flag, fs::path(path));
 }
 
-// "8 candidates in 1.23 s, chose greedy/max_tile_rows=16 (2 moved more bytes than none)".
+// "15 candidates in 1.23 s: 2.38% (4541 cycles) faster than greedy (2 moved more HBM bytes than
+// none: not chosen)"; the choice and any arch config change get rows of their own (print_run).
 std::string search_summary(const SearchReport& r) {
   size_t rejected = 0;
   for (const auto& c : r.candidates) rejected += c.rejected.empty() ? 0 : 1;
-  return strcat(r.candidates.size(), " candidates in ", format_number("%.2f s", r.seconds), ", chose ", r.chosen,
+  return strcat(r.candidates.size(), " candidates in ", format_number("%.2f s", r.seconds), ": ",
+                format_number("%.2f%%", r.gain_percent()), " (", r.gain_cycles(), " cycles) faster than greedy",
                 rejected ? strcat(" (", rejected, " moved more HBM bytes than none: not chosen)") : "");
+}
+
+// Every candidate the tuner tried, in the order tried, with its cycles against greedy.
+std::string format_search_candidates(const SearchReport& r) {
+  std::vector<std::vector<std::string>> rows;
+  for (const auto& c : r.candidates) {
+    std::string vs = c.error.empty() && r.greedy_cycles
+                         ? format_number("%+.2f%%", 100.0 * (static_cast<double>(c.cycles) - static_cast<double>(r.greedy_cycles)) /
+                                                        static_cast<double>(r.greedy_cycles))
+                         : "-";
+    std::string note = c.name == r.chosen ? "chosen" : !c.error.empty() ? "error: " + c.error : c.rejected;
+    rows.push_back({c.name, c.error.empty() ? std::to_string(c.cycles) : "-", vs,
+                    c.error.empty() ? format_bytes(static_cast<double>(c.hbm_bytes)) : "-", note});
+  }
+  return strcat(r.policy, " candidates (settings: the name's knobs on greedy; all of them in --json)\n",
+                format_table({"candidate", "cycles", "vs_greedy", "hbm", "note"}, rows));
 }
 
 void write_json(const std::string& path, const nlohmann::json& j) { write_file(path, j.dump(2) + "\n"); }
@@ -185,6 +204,15 @@ void print_run(const RunOutcome& o, const std::vector<std::string>& sets) {
                                         format_bandwidth(o.arch.hbm.bandwidth_gbps * 1e9)},
       {"graph breaks", strcat(s.graph_breaks.size(), s.graph_breaks.empty() ? "" : fmt(", host time %.3f us", s.host_us()))},
   };
+  if (o.search) {
+    // After the search row: the choice, and what it changed in the arch config (search-isu may
+    // turn on ISU options, and the run is then on another config than the one asked for).
+    auto at = std::find_if(rows.begin(), rows.end(), [](const auto& r) { return r[0] == "search"; }) + 1;
+    std::string changes;
+    for (const auto& c : o.search->arch_changes) changes += (changes.empty() ? "" : ", ") + c;
+    if (!changes.empty()) at = rows.insert(at, {"arch config changed", changes + " (by " + o.search->policy + ")"});
+    rows.insert(at, {"search chose", o.search->chosen});
+  }
   for (const auto& b : s.graph_breaks)
     rows.push_back({"  break " + b.node, strcat(b.op, ", ", format_bytes(static_cast<double>(b.bytes)), ", ", format_duration_us(b.host_us))});
   if (int64_t t = llm_tokens_per_step(o.workload); t > 0) {
@@ -193,6 +221,7 @@ void print_run(const RunOutcome& o, const std::vector<std::string>& sets) {
   }
   for (const auto& e : s.engines) rows.push_back(engine_row(e));
   std::cout << format_table({"metric", "value"}, rows);
+  if (o.search) std::cout << "\n" << format_search_candidates(*o.search);
   // Where the time went, kernel by kernel (docs/sim-model.md, "Per-kernel attribution").
   std::cout << "\n" << format_top_kernels(o, 10) << "\n" << format_class_roofline(o);
 }
@@ -274,6 +303,7 @@ int cmd_compare(const std::string& workload, const ArchFlags& af, const BreakFla
   for (const auto& p : split_list(policies)) {
     if (std::find(names.begin(), names.end(), p) != names.end())
       throw InputError("--fusion: policy '" + p + "' given twice in '" + policies + "'");
+    require_policy(p, "--fusion policy");
     names.push_back(p);
   }
   if (names.empty()) throw InputError("--fusion: no policy given");
@@ -397,7 +427,18 @@ int cmd_compile(const std::string& workload, const ArchFlags& af, const BreakFla
   Compilation c;
   SearchReport rep;
   if (lower) {
-    c = fusion == "search" ? compile_with_search(g, arch, rep, bf.get()) : compile_graph(g, compile_options_for(arch, fusion, bf.get()));
+    if (require_policy(fusion).simulates) {
+      Tuned t = tune(g, arch, tune_options_for(fusion), rep, bf.get());
+      c = std::move(t.comp);
+      arch = t.arch;  // the graph-break costs below are priced on what the choice runs on
+      // The program is for the chosen candidate's config: say which, and what it changed.
+      std::string changes;
+      for (const auto& ch : rep.arch_changes) changes += (changes.empty() ? "" : ", ") + ch;
+      std::cout << fusion << ": " << search_summary(rep) << "; chose " << rep.chosen
+                << (changes.empty() ? "" : "; the program is for the arch config with " + changes) << "\n";
+    } else {
+      c = compile_graph(g, compile_options_for(arch, fusion, bf.get()));
+    }
   } else {
     c.captured = g;
     c.core = normalize_graph(g);
@@ -589,7 +630,7 @@ int main(int argc, char** argv) {
   run->add_option("workload", workload, workload_help)->required();
   af.add(run);
   bf.add(run);
-  run->add_option("--fusion", fusion, "fusion policy: none | greedy | search")->capture_default_str();
+  run->add_option("--fusion", fusion, "fusion policy: " + policy_names() + " (docs/scheduling.md)")->capture_default_str();
   run->add_flag("--functional", functional,
                 "simulate with real data and compare with the reference executor (graph files: with PyTorch's outputs)");
   run->add_option("--json", json, "write statistics as JSON");
@@ -643,7 +684,7 @@ int main(int argc, char** argv) {
   comp->add_option("workload", workload, workload_help)->required();
   af.add(comp);
   bf.add(comp);
-  comp->add_option("--fusion", fusion, "fusion policy: none | greedy | search")->capture_default_str();
+  comp->add_option("--fusion", fusion, "fusion policy: " + policy_names() + " (docs/scheduling.md)")->capture_default_str();
   comp->add_option("--emit", emit,
                    "comma-separated: graph, core, loopir, schedule, schedule-json, asm, bin, cpp, triton (triton_kernels.py), "
                    "triton-plan (triton_plan.json), triton-data (triton_data.{json,bin}: inputs and reference outputs for "

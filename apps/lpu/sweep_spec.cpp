@@ -10,7 +10,7 @@
 #include <sstream>
 
 #include "config/arch_config.h"
-#include "schedule/schedule.h"
+#include "policy_registry.h"
 #include "support/error.h"
 #include "support/yaml_util.h"
 #include "workload/workload.h"
@@ -259,12 +259,9 @@ SweepSpec resolve(const YamlDoc& doc, const std::string& base_dir) {
   i = 0;
   for (const auto& [p, node] : scalar_list(r, root["fusion"], "fusion")) {
     std::string path = strcat("fusion[", i++, "]");
-    const auto& known = fusion_policies();
-    if (std::find(known.begin(), known.end(), p) == known.end()) {
-      std::string all;
-      for (const auto& k : known) all += (all.empty() ? "" : ", ") + k;
-      r.fail(node, path, strcat("unknown fusion policy '", p, "'; expected one of: ", all));
-    }
+    // The one registry (tuner/policy_registry.h): a tuner policy runs as `lpu run --fusion
+    // search` in its point like any other, so every registered policy is accepted.
+    if (!find_policy(p)) r.fail(node, path, strcat("unknown fusion policy '", p, "'; expected one of: ", policy_names(", ")));
     if (std::find(s.policies.begin(), s.policies.end(), p) != s.policies.end()) r.fail(node, path, "listed twice: " + p);
     s.policies.push_back(p);
   }

@@ -37,6 +37,10 @@ Compilation compile_graph(const Graph& g, const CompileOptions& opts) {
   ScheduleOptions so;
   so.policy = opts.fusion;
   so.lmu_bytes = static_cast<int64_t>(static_cast<double>(opts.codegen.lmu_bytes) * opts.fusion_lmu_fraction);
+  so.max_kernel_nodes = opts.max_kernel_nodes;
+  so.fuse_horizontal = opts.fuse_horizontal;
+  so.fuse_prologue = opts.fuse_prologue;
+  so.fuse_epilogue = opts.fuse_epilogue;
   const LoopProgram& lp = c.loop_ir;
   const CodegenOptions& cg = opts.codegen;
   if (opts.cost_model)

@@ -19,6 +19,11 @@ struct CompileOptions {
   // Fraction of local memory a fused kernel may claim with one row per tile; below 1 the
   // greedy scheduler keeps kernels smaller so their tiles hold more rows (a search knob).
   double fusion_lmu_fraction = 1.0;
+  // Greedy's kernel size cap and fusion kinds (ScheduleOptions): search knobs of the tuner.
+  int max_kernel_nodes = 64;
+  bool fuse_horizontal = true;
+  bool fuse_prologue = true;
+  bool fuse_epilogue = true;
   // Graph breaks. `unsupported_ops` (a test switch) removes core ops from what the back end
   // supports: a core-graph node with such an op is unsupported (composite ops decompose
   // first, so name their core ops: gelu -> erf). `break_on_unsupported` runs unsupported

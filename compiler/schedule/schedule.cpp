@@ -286,6 +286,16 @@ std::string cycle_reason(const Analysis& a, const std::vector<int>& merged) {
   return "";
 }
 
+// A pair of a fusion kind the options turn off (ScheduleOptions::fuse_*), or "".
+std::string disabled_reason(const LoopProgram& p, const Candidate& c, const ScheduleOptions& opts) {
+  if (c.kind == "horizontal") return opts.fuse_horizontal ? "" : "disabled: horizontal fusion is off";
+  bool x_mm = p.nodes[static_cast<size_t>(c.x)].kind == LoopKind::Matmul;
+  bool y_mm = p.nodes[static_cast<size_t>(c.y)].kind == LoopKind::Matmul;
+  if (!opts.fuse_prologue && !x_mm && y_mm) return "disabled: prologue fusion into a matmul is off";
+  if (!opts.fuse_epilogue && x_mm && !y_mm) return "disabled: epilogue fusion of a matmul is off";
+  return "";
+}
+
 }  // namespace
 
 Schedule schedule_program(const LoopProgram& p, const ScheduleOptions& opts) {
@@ -346,8 +356,8 @@ Schedule schedule_program(const LoopProgram& p, const ScheduleOptions& opts) {
         judged[ci] = key;
         const auto& mx = groups.members(gx);
         const auto& my = groups.members(gy);
-        std::string why;
-        if (opts.max_kernel_nodes > 0 && mx.size() + my.size() > static_cast<size_t>(opts.max_kernel_nodes))
+        std::string why = disabled_reason(p, c, opts);
+        if (why.empty() && opts.max_kernel_nodes > 0 && mx.size() + my.size() > static_cast<size_t>(opts.max_kernel_nodes))
           why = strcat("kernel size limit: ", mx.size() + my.size(), " loop nodes, at most ", opts.max_kernel_nodes);
         std::vector<int> merged;
         if (why.empty()) {

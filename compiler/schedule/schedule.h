@@ -45,6 +45,14 @@ struct ScheduleOptions {
   // bounds what each fusion decision costs (the cost model emits the candidate kernel), so
   // scheduling stays near-linear in the graph size.
   int max_kernel_nodes = 64;
+  // Fusion kinds greedy may use (all by default). The tuner (tuner/) turns kinds off to try
+  // other kernel groupings, since the byte-saving order of greedy is not always the fastest:
+  // horizontal = siblings sharing a read; prologue = a non-matmul producer into a matmul
+  // consumer (a norm before a projection); epilogue = a matmul into a non-matmul consumer.
+  // A pair of a disabled kind is declined with reason "disabled: ...".
+  bool fuse_horizontal = true;
+  bool fuse_prologue = true;
+  bool fuse_epilogue = true;
 };
 
 Schedule schedule_program(const LoopProgram& p, const ScheduleOptions& opts);
