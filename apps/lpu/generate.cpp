@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "codegen/lpu_codegen.h"
+#include "policy_registry.h"
 #include "progress.h"
 #include "support/error.h"
 #include "workload/transformer.h"
@@ -227,6 +228,11 @@ GenerateResult run_generate(const WorkloadSpec& w, const ArchConfig& arch, const
                strcat("prompt_len ", r.prompt_len, " + gen_len ", r.gen_len, ": the last decode step (context ",
                       r.prompt_len + r.gen_len - 2, ")"));
 
+  // search-isu may pick other ISU options per step: a generation on a config that changes from
+  // token to token is no answer to "how fast is this hardware"; set isu.* with --set instead.
+  if (o.fusion == "search-isu")
+    throw InputError("fusion: generate takes none, greedy or search; search-isu changes the arch config per step "
+                     "(use --set isu.weight_prefetch=true --set isu.chaining=true to study those options)");
   CompileOptions co = compile_options_for(arch, o.fusion, o.breaks);
   size_t memo_hits0 = cache.cost_memo.hits(), memo_misses0 = cache.cost_memo.misses();
   std::unique_ptr<Progress> progress;
@@ -248,9 +254,9 @@ GenerateResult run_generate(const WorkloadSpec& w, const ArchConfig& arch, const
     if (!e) {
       Graph g = build_graph(s);
       Compilation c;
-      if (o.fusion == "search") {
+      if (require_policy(o.fusion).simulates) {  // the tuner; search-isu is refused above
         SearchReport rep;
-        c = compile_with_search(g, arch, rep, o.breaks);
+        c = tune(g, arch, tune_options_for(o.fusion), rep, o.breaks).comp;
       } else {
         c = compile_with_memo(g, co, cache.cost_memo);
       }
