@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Benchmark (not a test): the 1000-point OPT-1.3B decode sweep (configs/sweeps/opt13b_decode_1000.yaml)
 # with the local backend at -j 2 and as a Slurm job array on 2 CPUs. Prints wall time,
-# overhead per point and parallel efficiency against a serial sample (20 points at -j 1).
+# overhead per point and parallel efficiency against a serial sample (100 points at -j 1).
 # The machine should be otherwise idle: efficiency compares wall times.
 #   scripts/bench-sweep.sh [BUILD_DIR] [OUT_DIR] [local|slurm|all]
 # Slurm: uses $SLURM_CONF's cluster if set, else starts scripts/slurm-local.sh (root) and
@@ -19,12 +19,14 @@ ARRAY_SIZE=${ARRAY_SIZE:-2}
 # Wall and CPU seconds (user + sys of the command and all its children) of a command.
 timed() { /usr/bin/time -f "%e %U %S" -o "$OUT/time.txt" "$@" >/dev/null || true; read -r WALL U S < "$OUT/time.txt"; CPU=$(python3 -c "print($U + $S)"); }
 
-# Serial cost of a point: shard 0 of 50 (20 points) run one at a time.
+# Serial cost of a point: shard 0 of 10 (100 points, a hash-spread sample of every axis and
+# policy) run one at a time. (A round-robin sample of 20 once held only `none` points and
+# understated the serial cost by half.)
 rm -rf "$OUT/serial"
-timed "$LPU" sweep "$SWEEP" --shard 0/50 -j 1 -o "$OUT/serial"
-SERIAL_WALL=$(python3 -c "print($WALL / 20)")
-SERIAL_CPU=$(python3 -c "print($CPU / 20)")
-printf 'serial: %.3f s wall, %.3f s CPU per point (20 points, -j 1)\n' "$SERIAL_WALL" "$SERIAL_CPU"
+timed "$LPU" sweep "$SWEEP" --shard 0/10 -j 1 -o "$OUT/serial"
+SERIAL_WALL=$(python3 -c "print($WALL / 100)")
+SERIAL_CPU=$(python3 -c "print($CPU / 100)")
+printf 'serial: %.3f s wall, %.3f s CPU per point (100 points, -j 1)\n' "$SERIAL_WALL" "$SERIAL_CPU"
 
 report() {  # name cpus wall cpu|-
   /usr/bin/python3 - "$1" "$2" "$3" "$4" "$SERIAL_WALL" "$SERIAL_CPU" "$OUT/$1/results.jsonl" <<'EOF2'
