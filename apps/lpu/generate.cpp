@@ -231,8 +231,9 @@ GenerateResult run_generate(const WorkloadSpec& w, const ArchConfig& arch, const
   // search-isu may pick other ISU options per step: a generation on a config that changes from
   // token to token is no answer to "how fast is this hardware"; set isu.* with --set instead.
   if (o.fusion == "search-isu")
-    throw InputError("fusion: generate takes none, greedy or search; search-isu changes the arch config per step "
-                     "(use --set isu.weight_prefetch=true --set isu.chaining=true to study those options)");
+    throw InputError(
+        "fusion: generate takes none, greedy or search; search-isu changes the arch config per step "
+        "(use --set isu.weight_prefetch=true --set isu.chaining=true to study those options)");
   CompileOptions co = compile_options_for(arch, o.fusion, o.breaks);
   size_t memo_hits0 = cache.cost_memo.hits(), memo_misses0 = cache.cost_memo.misses();
   std::unique_ptr<Progress> progress;
