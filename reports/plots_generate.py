@@ -16,17 +16,22 @@ def latency_vs_position(gens, out_dir):
     if not any(len(g.get("steps", [])) > 1 for g in gens):
         raise NoData("no generation has a decode step (gen_len 1)")
     colours = colour_map(label(g) for g in gens)
+    # Microseconds for small models, so the axis does not read 0.0077831; the axis starts at 0,
+    # so a 0.1 % wobble does not look like a jump (growth with the KV cache stays visible).
+    peak = max((s["latency_s"] for g in gens for s in g.get("steps", []) if s["phase"] == "decode"), default=0)
+    unit, scale = ("ms", 1e3) if peak >= 1e-3 else ("µs", 1e6)
     fig, ax = plt.subplots(figsize=(8, 4))
     for g in gens:
         dec = [s for s in g["steps"] if s["phase"] == "decode"]
         c = colours[label(g)]
-        ax.plot([s["position"] for s in dec], [s["latency_s"] * 1e3 for s in dec], color=c, label=label(g))
+        ax.plot([s["position"] for s in dec], [s["latency_s"] * scale for s in dec], color=c, label=label(g))
         if dec:
-            ttft = g["steps"][0]["latency_s"] * 1e3
-            ax.annotate("TTFT %.3g ms" % ttft, (dec[0]["position"], dec[0]["latency_s"] * 1e3), fontsize=7, color=c,
-                        textcoords="offset points", xytext=(4, 6))
+            ttft = g["steps"][0]["latency_s"] * scale
+            ax.annotate("TTFT %.4g %s" % (ttft, unit), (dec[0]["position"], dec[0]["latency_s"] * scale), fontsize=7,
+                        color=c, textcoords="offset points", xytext=(4, -12))
+    ax.set_ylim(0, peak * scale * 1.15)  # head room: the line and its label stay inside
     ax.set_xlabel("position of the generated token")
-    ax.set_ylabel("decode step latency (ms)")
+    ax.set_ylabel("decode step latency (%s)" % unit)
     ax.grid(alpha=0.3)
     legend_outside(ax)
     return save(fig, out_dir, "generate_latency.png", "Per-token latency vs position",
@@ -42,6 +47,7 @@ def bytes_vs_position(gens, out_dir):
     for g in gens:
         dec = [s for s in g["steps"] if s["phase"] == "decode"]
         ax.plot([s["position"] for s in dec], [s["hbm_bytes"] / 1e6 for s in dec], color=colours[label(g)], label=label(g))
+    ax.set_ylim(bottom=0)
     ax.set_xlabel("position of the generated token")
     ax.set_ylabel("HBM traffic per step (MB)")
     ax.grid(alpha=0.3)
