@@ -11,7 +11,7 @@ FILES=(compiler/support/json_util.h compiler/support/json_util.cpp compiler/ops/
        apps/lpu/op_class.h apps/lpu/op_class.cpp apps/lpu/roofline.h apps/lpu/roofline.cpp tests/test_roofline.cpp
        compiler/codegen/column_split.h compiler/codegen/column_split.cpp
        compiler/codegen/tile_plan.h compiler/codegen/tile_plan.cpp tests/test_column_tiling.cpp
-       compiler/handlers/triton_*.h compiler/handlers/triton_*.cpp tests/test_triton.cpp compiler/schedule/verify_schedule.cpp
+       compiler/handlers/triton_*.h compiler/handlers/triton_*.cpp compiler/handlers/torch_*.h compiler/handlers/torch_*.cpp tests/test_triton.cpp compiler/schedule/verify_schedule.cpp
        apps/lpu/generate.h apps/lpu/generate.cpp apps/lpu/progress.h apps/lpu/progress.cpp tests/test_generate.cpp
        tuner/*.h tuner/*.cpp tests/test_tuner.cpp)
 # A merge that left conflict markers in any tracked file (one reached the README once).

@@ -12,6 +12,8 @@
 #include <sstream>
 
 #include "driver/compile.h"
+#include "handlers/torch_graph.h"
+#include "handlers/torch_python.h"
 #include "handlers/triton_internal.h"
 #include "handlers/triton_source.h"
 #include "test_programs.h"
@@ -225,4 +227,42 @@ TEST(TritonSource, GoldenKernels) {
   check_golden("matmul_none.py", emit_triton_module(mm.loop_ir, mm.schedule));
   Compilation gv = compile_model("gemv", "greedy", 1, 64);
   check_golden("gemv_greedy.py", emit_triton_module(gv.loop_ir, gv.schedule));
+}
+
+// The eager torch spelling of a core graph (--emit torch): golden text, and the table it shares with
+// the Triton launcher knows every element-wise op. ctest torch_graph_eager runs the modules on CPU.
+TEST(TorchGraph, GoldenModule) {
+  Compilation ln = compile_model("ln_gelu_add", "none", 4, 64);
+  check_golden("ln_gelu_add_torch.py", emit_torch_graph_module(ln.core, ln.loop_ir.outputs));
+}
+
+TEST(TorchGraph, EveryScalarOpIsInTheTorchTable) {
+  std::string table = torch_host_ops_py();
+  int ops = 0;
+#define LPU_FIND_OP(name, ...)                                                                                    \
+  EXPECT_NE(table.find(std::string("\"") + #name + "\": "), std::string::npos) << #name " has no torch spelling"; \
+  ++ops;
+  LPU_SCALAR_OPS(LPU_FIND_OP)
+#undef LPU_FIND_OP
+  EXPECT_GT(ops, 50);
+}
+
+TEST(TorchGraph, ZeroDimConstantsBecomeNumbersAndNamesMustMatchTheOutputs) {
+  Graph g("g");
+  NodeId x = g.add_placeholder("x", TensorType{DType::f16, {2, 3}});
+  Attrs half{{"value", 0.5}, {"shape", std::vector<int64_t>{}}, {"dtype", std::string("f16")}};
+  NodeId c = g.add_call("full", {}, half);
+  NodeId m = g.add_call("mul", {x, c});  // only operator users: a Python number
+  Attrs two = half;
+  two["value"] = 2.0;
+  NodeId c2 = g.add_call("full", {}, two);
+  NodeId mx = g.add_call("maximum", {m, c2});  // no operator spelling: this constant stays a tensor
+  g.set_output({mx});
+  std::string text = emit_torch_graph_module(g, {"out"});
+  EXPECT_EQ(text.find("v1 ="), std::string::npos) << text;
+  EXPECT_NE(text.find("v2 = _cast(v0 * 0.5, torch.float16)"), std::string::npos) << text;
+  EXPECT_NE(text.find("v3 = torch.full([], 2, dtype=torch.float16, device=dev)"), std::string::npos) << text;
+  EXPECT_NE(text.find("_HOST_SCALAR[\"maximum\"](v2, v3)"), std::string::npos) << text;
+  EXPECT_NE(text.find("OUTPUTS = [\"out\"]"), std::string::npos) << text;
+  EXPECT_THROW(emit_torch_graph_module(g, {}), InputError);
 }

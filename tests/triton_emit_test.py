@@ -5,7 +5,8 @@ workload file (workloads/*.yaml; on lpu-asic, where the 70B models fit), fusion 
   * it byte-compiles (py_compile) and parses (ast), and defines allocate/launch/run;
   * its BUFFER_PLAN (the json.loads literal) equals triton_plan.json;
   * the plan's kernels are the schedule's (schedule.json: names, loop nodes, HBM outputs, order);
-  * every non-host kernel's function is defined with @triton.jit and launched, in schedule order.
+  * every non-host kernel's function is defined with @triton.jit and launched, in schedule order;
+  * torch_graph.py (--emit torch) byte-compiles, defines forward/prepare/run, and its OUTPUTS are the plan's.
 Triton itself is not needed (nothing is imported). Usage:
   triton_emit_test.py LPU OUTDIR [--graphs FILE_OR_DIR ...] [--workloads-only] [-j N]
 """
@@ -33,7 +34,7 @@ def plan_literal(tree):
 def check_one(lpu, w, fusion, outdir):
     d = os.path.join(outdir, os.path.basename(w).replace(".", "_"), fusion)
     r = subprocess.run([lpu, "compile", w, "--fusion", fusion, "--arch", "lpu-asic",
-                        "--emit", "triton,triton-plan,schedule-json", "-o", d],
+                        "--emit", "triton,triton-plan,schedule-json,torch", "-o", d],
                        capture_output=True, text=True)
     if r.returncode != 0:
         return "%s %s: lpu compile exit %d: %s" % (w, fusion, r.returncode, r.stderr.strip()[-400:])
@@ -73,6 +74,14 @@ def check_one(lpu, w, fusion, outdir):
             assert any(ast.unparse(dec) == "triton.jit" for dec in fn.decorator_list), k["triton"] + " is not @triton.jit"
             extra = 1 if k["mode"] == "grid" else 0  # the grid barrier's counter
             assert len(fn.args.args) == len(k["args"]) + extra, k["triton"] + ": parameter count"
+        # --emit torch (the same graph as eager torch calls): byte-compiles, same outputs as the plan
+        tg = os.path.join(d, "torch_graph.py")
+        py_compile.compile(tg, cfile=os.path.join(d, "torch_graph.pyc"), doraise=True)
+        ttree = ast.parse(open(tg).read())
+        tfuncs = {n.name for n in ttree.body if isinstance(n, ast.FunctionDef)}
+        assert {"forward", "prepare", "run"} <= tfuncs, "torch_graph.py lacks forward/prepare/run"
+        touts = [n.value for n in ttree.body if isinstance(n, ast.Assign) and getattr(n.targets[0], "id", "") == "OUTPUTS"]
+        assert touts and ast.literal_eval(touts[0]) == plan["outputs"], "torch_graph.py OUTPUTS differ from the plan's"
     except Exception as e:  # noqa: BLE001 - report which module failed and why
         return "%s %s: %s: %s" % (w, fusion, type(e).__name__, e)
     return None

@@ -23,6 +23,7 @@
 #include "graph/ops.h"
 #include "handlers/counting.h"
 #include "handlers/cpp_source.h"
+#include "handlers/torch_graph.h"
 #include "handlers/triton_source.h"
 #include "ref/reference.h"
 #include "isa/encoding.h"
@@ -452,6 +453,7 @@ int cmd_compile(const std::string& workload, const ArchFlags& af, const BreakFla
       {"asm", {"program.s", [&] { return print_program(c.code.program); }}},
       {"cpp", {"kernels.cpp", [&] { return emit_cpp_source(c.loop_ir, c.schedule); }}},
       {"triton", {"triton_kernels.py", [&] { return emit_triton_module(c.loop_ir, c.schedule); }}},
+      {"torch", {"torch_graph.py", [&] { return emit_torch_graph_module(c.core, c.loop_ir.outputs); }}},
       {"triton-plan", {"triton_plan.json", [&] { return triton_buffer_plan_json(c.loop_ir, c.schedule); }}},
       {"triton-data", {"triton_data.json", [&] { return std::string(); }}},  // written by write_triton_data
       {"counts", {"counts.txt", [&] { return print_counts(count_kernels(c.loop_ir, c.schedule)); }}},
@@ -465,7 +467,7 @@ int cmd_compile(const std::string& workload, const ArchFlags& af, const BreakFla
     auto it = artefacts.find(e);
     if (it == artefacts.end())
       throw InputError("--emit: unknown artefact '" + e +
-                       "' (graph, core, loopir, schedule, schedule-json, asm, bin, cpp, triton, triton-plan, triton-data, counts, counts_json)");
+                       "' (graph, core, loopir, schedule, schedule-json, asm, bin, cpp, triton, triton-plan, triton-data, torch, counts, counts_json)");
     if (e == "bin" && outdir.empty()) throw InputError("--emit bin writes a binary file: give -o DIR");
     if (e == "triton-data") {
       if (outdir.empty()) throw InputError("--emit triton-data writes a binary file: give -o DIR");
@@ -688,7 +690,8 @@ int main(int argc, char** argv) {
   comp->add_option("--emit", emit,
                    "comma-separated: graph, core, loopir, schedule, schedule-json, asm, bin, cpp, triton (triton_kernels.py), "
                    "triton-plan (triton_plan.json), triton-data (triton_data.{json,bin}: inputs and reference outputs for "
-                   "scripts/triton_check.py; needs -o), counts, counts_json")
+                   "scripts/triton_check.py; needs -o), torch (torch_graph.py: the core graph as eager PyTorch calls), counts, "
+                   "counts_json")
       ->capture_default_str();
   comp->add_option("-o,--out", outdir, "directory to write into (default: stdout)");
 
