@@ -2,22 +2,31 @@
 # Runs every libFuzzer parser target (fuzz/) for SECONDS each, from its committed seed corpus
 # (fuzz/corpus/<target>/) plus what earlier runs found (BUILD/fuzz-corpus/<target>/, not
 # committed). Prints executions per target; exits non-zero on any crash, leak or timeout.
-#   scripts/fuzz.sh BUILD SECONDS     CI: bash .ci/run uses 20 s; as a benchmark: 600 or more
+#   scripts/fuzz.sh BUILD SECONDS [TARGET...]   CI: bash .ci/run uses 20 s; as a benchmark: 600 or more
+# FUZZ_RUNS=N stops each target after N executions instead (SECONDS still caps it), e.g.
+#   FUZZ_RUNS=1000000 scripts/fuzz.sh build-asan 3600 fuzz_sweep_yaml
 # The mutation sequence starts from a fixed seed (FUZZ_SEED, default 1), so a CI run explores
 # the same inputs first every time: a finding there is reproducible, not luck of the clock.
 set -euo pipefail
 BUILD="${1:?usage: scripts/fuzz.sh BUILD_DIR SECONDS}"
 SECONDS_EACH="${2:?usage: scripts/fuzz.sh BUILD_DIR SECONDS}"
 cd "$(dirname "$0")/.."
+shift 2
+targets=("$@")
+[ ${#targets[@]} -gt 0 ] || targets=(fuzz_graph_json fuzz_graph_text fuzz_loopir_text fuzz_asm fuzz_binary fuzz_arch_yaml
+                                    fuzz_workload_yaml fuzz_sweep_yaml)
+runs=()
+[ -z "${FUZZ_RUNS:-}" ] || runs=(-runs="$FUZZ_RUNS")
 status=0
-for t in fuzz_graph_json fuzz_graph_text fuzz_loopir_text fuzz_asm fuzz_binary fuzz_arch_yaml fuzz_workload_yaml fuzz_sweep_yaml; do
+for t in "${targets[@]}"; do
   work="$BUILD/fuzz-corpus/$t"
   mkdir -p "$work" "$BUILD/fuzz-crashes"
   log="$BUILD/fuzz-$t.log"
   # -timeout: one input over 10 s is a hang; -rss_limit_mb bounds memory; leaks are on (ASan).
   if "$BUILD/fuzz/$t" "$work" "fuzz/corpus/$t" -max_total_time="$SECONDS_EACH" -timeout=10 -rss_limit_mb=2048 \
-       -max_len=65536 -seed="${FUZZ_SEED:-1}" -artifact_prefix="$BUILD/fuzz-crashes/$t-" -print_final_stats=1 >"$log" 2>&1; then
-    echo "fuzz $t: $(grep -m1 -o 'stat::number_of_executed_units: *[0-9]*' "$log" | grep -o '[0-9]*$') executions, no finding"
+       -max_len=65536 -seed="${FUZZ_SEED:-1}" -artifact_prefix="$BUILD/fuzz-crashes/$t-" -print_final_stats=1 "${runs[@]}" >"$log" 2>&1; then
+    secs=$(grep -m1 -o 'Done [0-9]* runs in [0-9]* second' "$log" | grep -o 'in [0-9]*' | grep -o '[0-9]*' || echo "$SECONDS_EACH")
+    echo "fuzz $t: $(grep -m1 -o 'stat::number_of_executed_units: *[0-9]*' "$log" | grep -o '[0-9]*$') executions in $secs s, no finding"
   else
     echo "fuzz $t: FINDING (see $log and $BUILD/fuzz-crashes/)"; tail -30 "$log"; status=1
   fi

@@ -238,3 +238,26 @@ TEST(LoopIrText, VerifierNamesTheNodeAndTheRule) {
   EXPECT_EQ(parse_error(head + y + z), "(parsed)");
   EXPECT_THAT(parse_error(head + z + y), HasSubstr("node z: reads buffer y before (or while) node y writes it"));
 }
+
+// Loop variables are a typed value (loopir/index.h LoopVar): the one place their names are
+// spelled and read back.
+TEST(LoopVar, NamesRoundTripAndNothingElseParses) {
+  for (size_t d : {0u, 1u, 7u, 12u}) {
+    for (LoopVar v : {LoopVar::output(d), LoopVar::reduction(d)}) {
+      LoopVar back;
+      ASSERT_TRUE(LoopVar::parse(v.name(), back)) << v.name();
+      EXPECT_EQ(back, v) << v.name();
+    }
+  }
+  EXPECT_EQ(LoopVar::output(3).name(), "i3");
+  EXPECT_EQ(LoopVar::reduction(0).name(), "r0");
+  LoopVar v;
+  for (const char* bad : {"", "i", "r", "x0", "i01", "i-1", "r0x", "ii0", "i99999999999"})
+    EXPECT_FALSE(LoopVar::parse(bad, v)) << bad;
+  EXPECT_EQ(loop_var_names(LoopVar::Kind::Reduction, 3), (std::vector<std::string>{"r0", "r1", "r2"}));
+  LoopNode n;
+  n.ranges = {4, 8};
+  n.reduction_ranges = {16};
+  EXPECT_EQ(n.column_var(), LoopVar::output(1));
+  EXPECT_EQ(n.var_ranges(), (std::map<std::string, int64_t>{{"i0", 4}, {"i1", 8}, {"r0", 16}}));
+}

@@ -381,19 +381,20 @@ VReg KernelEmitter::matmul(const LoopNode& node) {
     throw InternalError("codegen: matmul body is not mul(load, load) in " + node.name);
   // Under column tiling N is the tile's window of columns [c0, c0 + N): B's columns of the tile only.
   int64_t K = node.reduction_ranges.at(0), N = col_width(node), c0 = col0(node);
-  VReg a = load(node, *a_load, {"r0"}, {K});
+  const std::string kvar = LoopVar::reduction(0).name();
+  VReg a = load(node, *a_load, {kvar}, {K});
   if (a.imm || a.cols != K) throw InputError(strcat("node ", node.name, ": matmul A operand must vary along K"));
   // B streams from HBM: element (k, n) of row rho's matrix at b_base(rho) + ks*k + ns*n.
-  std::string nvar = "i" + std::to_string(node.ranges.size() - 1);
+  std::string nvar = node.column_var().name();
   const Index& bi = b_load->index;
-  Index b_row = bi.substitute({{"r0", Index::constant(0)}, {nvar, Index::constant(0)}});
+  Index b_row = bi.substitute({{kvar, Index::constant(0)}, {nvar, Index::constant(0)}});
   Index b_cols = bi - b_row;
   for (const auto& v : b_cols.variables())
-    if (v != "r0" && v != nvar)
+    if (v != kvar && v != nvar)
       throw InputError(strcat("node ", node.name, ": B operand index ", bi.str(), " mixes rows with K/N"));
   if (!b_cols.is_affine())
     throw InputError(strcat("node ", node.name, ": B operand index ", bi.str(), " is not strided in K and N"));
-  int64_t ks = b_cols.coefficient("r0"), ns = b_cols.coefficient(nvar);
+  int64_t ks = b_cols.coefficient(kvar), ns = b_cols.coefficient(nvar);
   AccessPattern rows_of_b;  // reuse row_offset() to evaluate b_row per flattened row
   rows_of_b.row_part = b_row;
   rows_of_b.row_vars = node.row_vars();

@@ -49,14 +49,12 @@ class CountingHandler final : public OpsHandler<Varies> {
 // Points of the loop variables `index` depends on: the elements one pattern moves.
 int64_t pattern_elements(const LoopNode& n, const Index& index) {
   int64_t e = 1;
+  const auto ranges = n.var_ranges();
   for (const auto& v : index.variables()) {
-    const auto& sizes = v[0] == 'r' ? n.reduction_ranges : n.ranges;
-    size_t k = 0;
-    bool ok = v.size() > 1 && (v[0] == 'i' || v[0] == 'r') && v.find_first_not_of("0123456789", 1) == std::string::npos;
-    if (ok) k = static_cast<size_t>(std::stoull(v.substr(1)));
-    if (!ok || k >= sizes.size())
+    auto it = ranges.find(v);
+    if (it == ranges.end())
       throw InputError(strcat("node ", n.name, ": index ", index.str(), " uses ", v, ", not a loop variable of the node"));
-    e *= sizes[k];
+    e *= it->second;
   }
   return e;
 }

@@ -123,14 +123,19 @@ class Writer {
   int depth_ = 0;
 };
 
+// `for (int64_t i0 = 0; i0 < 8; ++i0)`: the loop over one variable.
+std::string loop_head(const LoopVar& v, int64_t range) {
+  const std::string n = v.name();
+  return strcat("for (int64_t ", n, " = 0; ", n, " < ", range, "; ++", n, ")");
+}
+
 // Emits one node: a block with its loop nest. Values are C++ expressions: an operand token
 // (a temporary's name or a literal), so every op can splice its arguments without parentheses.
 class CppSourceHandler final : public OpsHandler<std::string> {
  public:
   CppSourceHandler(const LoopNode& n, const std::map<std::string, std::string>& buf_vars, Writer& w)
       : n_(n), buf_vars_(buf_vars), w_(w) {
-    for (size_t i = 0; i < n.ranges.size(); ++i) vars_.insert("i" + std::to_string(i));
-    for (size_t i = 0; i < n.reduction_ranges.size(); ++i) vars_.insert("r" + std::to_string(i));
+    for (const auto& [v, range] : n.var_ranges()) vars_.insert(v);
   }
 
   void emit() {
@@ -140,11 +145,11 @@ class CppSourceHandler final : public OpsHandler<std::string> {
     for (std::string l; std::getline(text, l);) w_.line("// " + l);
     w_.open("");
     for (size_t i = 0; i < n_.ranges.size(); ++i)
-      w_.open(strcat("for (int64_t i", i, " = 0; i", i, " < ", n_.ranges[i], "; ++i", i, ")"));
+      w_.open(loop_head(LoopVar::output(i), n_.ranges[i]));
     if (reduces) {
       declare_accumulator();
       for (size_t i = 0; i < n_.reduction_ranges.size(); ++i)
-        w_.open(strcat("for (int64_t r", i, " = 0; r", i, " < ", n_.reduction_ranges[i], "; ++r", i, ")"));
+        w_.open(loop_head(LoopVar::reduction(i), n_.reduction_ranges[i]));
     }
     std::string v = evaluate_node<std::string>(n_, *this);  // a reduction closes its own loops
     w_.line(buffer(n_.out()) + "[" + checked_index(n_.store_index, "store") + "] = " + v + ";");
@@ -158,10 +163,10 @@ class CppSourceHandler final : public OpsHandler<std::string> {
     for (std::string l; std::getline(text, l);) w_.line("// " + l);
     w_.open("");
     for (size_t i = 0; i < n_.ranges.size(); ++i)
-      w_.open(strcat("for (int64_t i", i, " = 0; i", i, " < ", n_.ranges[i], "; ++i", i, ")"));
+      w_.open(loop_head(LoopVar::output(i), n_.ranges[i]));
     std::unordered_map<const ExprNode*, std::string> memo;
     std::string idx = evaluate(n_.gather_index, *this, memo);
-    std::string col = "i" + std::to_string(n_.ranges.size() - 1);
+    std::string col = n_.column_var().name();
     w_.line(buffer(n_.out()) + "[" + checked_index(n_.store_index, "store") + "] = " + buffer(n_.gather_table) +
             "[static_cast<int64_t>(" + idx + ") * " + std::to_string(n_.ranges.back()) + " + " + col + "];");
     for (size_t i = 0; i < n_.ranges.size(); ++i) w_.close();
@@ -243,7 +248,7 @@ class CppSourceHandler final : public OpsHandler<std::string> {
     Index flat;
     int64_t weight = 1;
     for (size_t k = n_.reduction_ranges.size(); k-- > 0;) {
-      flat = flat + Index::var("r" + std::to_string(k)) * weight;
+      flat = flat + Index::var(LoopVar::reduction(k)) * weight;
       weight *= n_.reduction_ranges[k];
     }
     return flat;

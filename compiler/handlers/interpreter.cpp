@@ -19,11 +19,11 @@ class InterpreterHandler final : public OpsHandler<Array> {
  public:
   InterpreterHandler(const LoopNode& n, const std::map<std::string, Tensor>& buffers) : node_(n), buffers_(buffers) {
     for (size_t i = 0; i < n.ranges.size(); ++i) {
-      vars_.push_back("i" + std::to_string(i));
+      vars_.push_back(LoopVar::output(i).name());
       sizes_.push_back(n.ranges[i]);
     }
     for (size_t i = 0; i < n.reduction_ranges.size(); ++i) {
-      vars_.push_back("r" + std::to_string(i));
+      vars_.push_back(LoopVar::reduction(i).name());
       sizes_.push_back(n.reduction_ranges[i]);
     }
     size_ = numel(sizes_);

@@ -128,7 +128,7 @@ class NodeEmitter {
   void store(const std::string& v, bool in_block = false) {
     std::string idx = index_py(n_.store_index, h_.scope, n_.name, "store");
     std::string m = mask_for(n_.store_index, h_.scope);
-    if (in_block && !n_.store_index.depends_on("i" + std::to_string(n_.ranges.size() - 1))) {
+    if (in_block && !n_.store_index.depends_on(n_.column_var())) {
       idx += " + 0 * " + pre_ + "cx";
       m = pre_ + "cm";
     }
@@ -143,7 +143,7 @@ class NodeEmitter {
     std::string idx = evaluate(n_.gather_index, h_, memo);
     if (h_.is_literal(idx)) idx = h_.temp("tl.full([], " + idx + ", tl.float32)");
     std::string row = h_.temp(idx + ".to(tl.int64)");
-    std::string cv = "i" + std::to_string(n_.ranges.size() - 1);
+    std::string cv = n_.column_var().name();
     return h_.raw_load(
         strcat(h_.ptr(n_.gather_table), " + (", row, " * ", n_.ranges.back(), " + ", h_.scope.var.at(cv), ")"),
         h_.scope.mask.at(cv));
@@ -158,14 +158,14 @@ class NodeEmitter {
     int64_t c = n_.ranges.back();
     int64_t block = split ? block_ : std::min<int64_t>(next_pow2(c), 1024);
     open_cols("c", c, block, split);
-    bind_cols({"i" + std::to_string(n_.ranges.size() - 1)}, {c}, pre_ + "cx", pre_ + "cm", "");
+    bind_cols({n_.column_var().name()}, {c}, pre_ + "cx", pre_ + "cm", "");
     store(value(), true);
     close_cols(split);
   }
 
   std::vector<std::string> rvars() const {
     std::vector<std::string> v;
-    for (size_t i = 0; i < n_.reduction_ranges.size(); ++i) v.push_back("r" + std::to_string(i));
+    for (size_t i = 0; i < n_.reduction_ranges.size(); ++i) v.push_back(LoopVar::reduction(i).name());
     return v;
   }
 
@@ -239,7 +239,7 @@ class NodeEmitter {
     int64_t n = n_.ranges.back(), k = numel(n_.reduction_ranges);
     int64_t bn = split ? block_ : std::min<int64_t>(next_pow2(n), 64);
     int64_t bk = std::min<int64_t>(next_pow2(k), 64);
-    std::string cv = "i" + std::to_string(n_.ranges.size() - 1);
+    std::string cv = n_.column_var().name();
     open_cols("c", n, bn, split);
     std::string acc = pre_ + "acc";
     w_.line(strcat(acc, " = tl.zeros([", bk, ", ", bn, "], dtype=tl.float32)"));
@@ -292,7 +292,7 @@ void emit_dot(const LoopProgram& p, const LoopNode& n, const std::map<std::strin
   int64_t stride = 1;
   std::vector<std::string> lines(nd - 2);  // batch dims from the program's batch index
   for (size_t i = nd - 2; i-- > 0;) {
-    std::string v = "i" + std::to_string(i);
+    std::string v = LoopVar::output(i).name();
     std::string e = stride == 1 ? "bt" : strcat("(bt // ", stride, ")");
     if (i > 0) e = strcat("(", e, " % ", n.ranges[i], ")");
     lines[i] = v + " = " + e;
@@ -301,7 +301,8 @@ void emit_dot(const LoopProgram& p, const LoopNode& n, const std::map<std::strin
     h.scope.range[v] = n.ranges[i];
   }
   for (const auto& l : lines) w.line(l);
-  std::string mv = "i" + std::to_string(nd - 2), nv = "i" + std::to_string(nd - 1);
+  std::string mv = LoopVar::output(nd - 2).name(), nv = LoopVar::output(nd - 1).name(),
+              kv = LoopVar::reduction(0).name();
   w.line(strcat("om = mb * ", bm, " + tl.arange(0, ", bm, ").to(tl.int64)"));
   w.line(strcat("mm = om < ", m));
   w.line(strcat("on = pid1 * ", bn, " + tl.arange(0, ", bn, ").to(tl.int64)"));
@@ -312,14 +313,14 @@ void emit_dot(const LoopProgram& p, const LoopNode& n, const std::map<std::strin
   w.line(strcat("km = ok < ", k));
   h.scope.range[mv] = m;
   h.scope.range[nv] = nn;
-  h.scope.range["r0"] = k;
+  h.scope.range[kv] = k;
   auto operand = [&](const Expr& e, const std::string& name, bool is_a) {
     h.scope.var[mv] = "om[:, None]";
     h.scope.mask[mv] = "mm[:, None]";
     h.scope.var[nv] = "on[None, :]";
     h.scope.mask[nv] = "nm[None, :]";
-    h.scope.var["r0"] = is_a ? "ok[None, :]" : "ok[:, None]";
-    h.scope.mask["r0"] = is_a ? "km[None, :]" : "km[:, None]";
+    h.scope.var[kv] = is_a ? "ok[None, :]" : "ok[:, None]";
+    h.scope.mask[kv] = is_a ? "km[None, :]" : "km[:, None]";
     std::string idx = index_py(e->index, h.scope, n.name, "load of " + e->buffer);
     std::string cast = half ? "" : ".to(tl.float32)";
     w.line(name + " = tl.load(" + h.ptr(e->buffer) + " + (" + idx + "), mask=" + mask_for(e->index, h.scope) +

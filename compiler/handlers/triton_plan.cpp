@@ -58,12 +58,12 @@ bool dot_operands(const LoopNode& n, Expr& a, Expr& b) {
   if (body->kind != ExprKind::Call || body->op != ScalarOp::mul) return false;
   Expr x = strip_casts(body->args[0]), y = strip_casts(body->args[1]);
   if (x->kind != ExprKind::Load || y->kind != ExprKind::Load) return false;
-  std::string m = "i" + std::to_string(n.ranges.size() - 2), nv = "i" + std::to_string(n.ranges.size() - 1);
+  const LoopVar m = LoopVar::output(n.ranges.size() - 2), nv = n.column_var(), k = LoopVar::reduction(0);
   auto is_a = [&](const Expr& e) {
-    return e->index.depends_on(m) && e->index.depends_on("r0") && !e->index.depends_on(nv);
+    return e->index.depends_on(m) && e->index.depends_on(k) && !e->index.depends_on(nv);
   };
   auto is_b = [&](const Expr& e) {
-    return e->index.depends_on(nv) && e->index.depends_on("r0") && !e->index.depends_on(m);
+    return e->index.depends_on(nv) && e->index.depends_on(k) && !e->index.depends_on(m);
   };
   if (is_a(y) && is_b(x)) std::swap(x, y);
   if (!is_a(x) || !is_b(y)) return false;
@@ -92,15 +92,15 @@ namespace {
 // The columns of a load in its node's row/column view (a matmul's A operand walks r0).
 AccessPattern load_pattern(const LoopNode& c, const Index& idx, int64_t& cols) {
   cols = c.cols();
-  if (c.kind == LoopKind::Matmul && idx.depends_on("r0")) {
-    std::string nv = "i" + std::to_string(c.ranges.size() - 1);
+  if (c.kind == LoopKind::Matmul && idx.depends_on(LoopVar::reduction(0))) {
+    const LoopVar nv = c.column_var();
     if (idx.depends_on(nv)) {
       AccessPattern bad;
       bad.why_not = "reads a kernel-local buffer over both K and N";
       return bad;
     }
     cols = numel(c.reduction_ranges);
-    return analyze_access(c, idx, {"r0"}, {cols});
+    return analyze_access(c, idx, {LoopVar::reduction(0).name()}, {cols});
   }
   return analyze_access(c, idx);
 }
@@ -120,7 +120,7 @@ std::string local_read_problem(const LoopNode& c, const Expr& l, const std::vect
   int64_t cs = ccols == 1 ? 0 : rp.col_stride;
   if (cs != 0 && cs != 1) return strcat("node ", c.name, ": load of ", l->buffer, " is strided");
   for (const auto& r : l->index.variables())
-    if (r[0] == 'r') exact = false;
+    if (LoopVar v; LoopVar::parse(r, v) && v.kind == LoopVar::Kind::Reduction) exact = false;
   std::vector<std::pair<const LoopNode*, AccessPattern>> wp;
   for (const LoopNode* wn : ws) {
     AccessPattern sp = analyze_access(*wn, wn->store_index);

@@ -27,6 +27,21 @@ Index Index::constant(int64_t c) {
   return i;
 }
 
+std::string LoopVar::name() const { return (kind == Kind::Output ? "i" : "r") + std::to_string(dim); }
+
+bool LoopVar::parse(const std::string& name, LoopVar& out) {
+  if (name.size() < 2 || name.size() > 10 || (name[0] != 'i' && name[0] != 'r')) return false;
+  if (name.find_first_not_of("0123456789", 1) != std::string::npos || (name[1] == '0' && name.size() > 2)) return false;
+  out = {name[0] == 'i' ? Kind::Output : Kind::Reduction, static_cast<size_t>(std::stoul(name.substr(1)))};
+  return true;
+}
+
+std::vector<std::string> loop_var_names(LoopVar::Kind kind, size_t n) {
+  std::vector<std::string> v;
+  for (size_t d = 0; d < n; ++d) v.push_back(LoopVar{kind, d}.name());
+  return v;
+}
+
 Index Index::var(const std::string& name) {
   Index i;
   IndexAtom a;

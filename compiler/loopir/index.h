@@ -15,6 +15,23 @@ namespace lpu {
 
 class Index;
 
+// A loop variable of a loop-IR node: output dimension `dim` (spelled i0, i1, ...) or reduction
+// dimension `dim` (r0, r1, ...). The one place that spells and parses the names: code builds
+// and inspects variables through this type; Index atoms and the IR's text hold the spelling.
+struct LoopVar {
+  enum class Kind { Output, Reduction };
+  Kind kind = Kind::Output;
+  size_t dim = 0;
+  static LoopVar output(size_t d) { return {Kind::Output, d}; }
+  static LoopVar reduction(size_t d) { return {Kind::Reduction, d}; }
+  std::string name() const;
+  // The variable a name spells; false for anything else ("x", "i", "r01", "i-1").
+  static bool parse(const std::string& name, LoopVar& out);
+  bool operator==(const LoopVar&) const = default;
+};
+// The first n variables of a kind: i0..i{n-1} or r0..r{n-1}.
+std::vector<std::string> loop_var_names(LoopVar::Kind kind, size_t n);
+
 struct IndexAtom {
   enum Kind { Var, FloorDiv, Mod } kind = Var;
   std::string var;                  // Var
@@ -28,6 +45,7 @@ class Index {
   Index() = default;
   static Index constant(int64_t c);
   static Index var(const std::string& name);
+  static Index var(const LoopVar& v) { return var(v.name()); }
 
   Index operator+(const Index& o) const;
   Index operator-(const Index& o) const;
@@ -39,11 +57,13 @@ class Index {
   int64_t constant_part() const { return constant_; }
   // Coefficient of a plain variable (0 when absent or only inside div/mod).
   int64_t coefficient(const std::string& var) const;
+  int64_t coefficient(const LoopVar& v) const { return coefficient(v.name()); }
   // True when the expression is constant + sum of coef * var (no div/mod).
   bool is_affine() const;
   // Every variable that occurs, at any depth.
   std::vector<std::string> variables() const;
   bool depends_on(const std::string& var) const;
+  bool depends_on(const LoopVar& v) const { return depends_on(v.name()); }
 
   // Simplifies using variable ranges (var in [0, range)): floordiv/mod of an expression
   // q*d + r with 0 <= r < d become q and r; and x//d*d + x%d folds back to x.

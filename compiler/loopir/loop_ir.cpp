@@ -14,7 +14,7 @@ namespace lpu {
 std::vector<std::string> LoopNode::row_vars() const {
   std::vector<std::string> v;
   size_t n = kind != LoopKind::Reduction && !ranges.empty() ? ranges.size() - 1 : ranges.size();
-  for (size_t i = 0; i < n; ++i) v.push_back("i" + std::to_string(i));
+  for (size_t i = 0; i < n; ++i) v.push_back(LoopVar::output(i).name());
   return v;
 }
 
@@ -25,12 +25,17 @@ std::vector<int64_t> LoopNode::row_sizes() const {
 
 std::vector<std::string> LoopNode::col_vars() const {
   if (kind == LoopKind::Reduction) {
-    std::vector<std::string> v;
-    for (size_t i = 0; i < reduction_ranges.size(); ++i) v.push_back("r" + std::to_string(i));
-    return v;
+    return loop_var_names(LoopVar::Kind::Reduction, reduction_ranges.size());
   }
   if (ranges.empty()) return {};
-  return {"i" + std::to_string(ranges.size() - 1)};
+  return {LoopVar::output(ranges.size() - 1).name()};
+}
+
+std::map<std::string, int64_t> LoopNode::var_ranges() const {
+  std::map<std::string, int64_t> r;
+  for (size_t i = 0; i < ranges.size(); ++i) r[LoopVar::output(i).name()] = ranges[i];
+  for (size_t i = 0; i < reduction_ranges.size(); ++i) r[LoopVar::reduction(i).name()] = reduction_ranges[i];
+  return r;
 }
 
 std::vector<int64_t> LoopNode::col_sizes() const {
@@ -276,12 +281,6 @@ ValueAccess view_access(const Node& n, const ValueAccess& x) {
   return v;
 }
 
-std::vector<std::string> var_names(size_t n, const char* prefix) {
-  std::vector<std::string> v;
-  for (size_t i = 0; i < n; ++i) v.push_back(prefix + std::to_string(i));
-  return v;
-}
-
 }  // namespace
 
 LoopProgram lower_to_loop_ir(const Graph& core, const LoweringOptions& opts) {
@@ -312,12 +311,7 @@ LoopProgram lower_to_loop_ir(const Graph& core, const LoweringOptions& opts) {
     for (size_t d = 0; d < s.size(); ++d) idx[d] = s[d] == 1 ? Index::constant(0) : Index::var(vars[off + d]);
     return idx;
   };
-  auto ranges_of = [](const LoopNode& ln) {
-    std::map<std::string, int64_t> r;
-    for (size_t i = 0; i < ln.ranges.size(); ++i) r["i" + std::to_string(i)] = ln.ranges[i];
-    for (size_t i = 0; i < ln.reduction_ranges.size(); ++i) r["r" + std::to_string(i)] = ln.reduction_ranges[i];
-    return r;
-  };
+  auto ranges_of = [](const LoopNode& ln) { return ln.var_ranges(); };
   auto finish = [&](LoopNode ln, const Node& n) {
     add_buffer(ln.output, n.type, BufferRole::Intermediate);
     access[n.name] = buffer_access(ln.output, n.type);
@@ -374,14 +368,14 @@ LoopProgram lower_to_loop_ir(const Graph& core, const LoweringOptions& opts) {
       ln.ranges = n.type.shape;
       ln.host_op = n.op;
       ln.host_attrs = n.attrs;
-      auto vars = var_names(ln.ranges.size(), "i");
+      auto vars = loop_var_names(LoopVar::Kind::Output, ln.ranges.size());
       ln.store_index = contiguous_index(n.type.shape, vars).simplify(ranges_of(ln));
       for (size_t j = 0; j < in.size(); ++j) {
         const ValueAccess& a = *in[j];
         const TensorType t{a.dtype, a.shape};
         LoopNode c;
         c.ranges = a.shape;
-        auto cv = var_names(c.ranges.size(), "i");
+        auto cv = loop_var_names(LoopVar::Kind::Output, c.ranges.size());
         auto rng = ranges_of(c);
         Idx idx;
         for (const auto& v : cv) idx.push_back(Index::var(v));
@@ -414,7 +408,7 @@ LoopProgram lower_to_loop_ir(const Graph& core, const LoweringOptions& opts) {
     } else if (info->category == OpCategory::Pointwise) {
       ln.kind = LoopKind::Pointwise;
       ln.ranges = n.type.shape;
-      auto vars = var_names(ln.ranges.size(), "i");
+      auto vars = loop_var_names(LoopVar::Kind::Output, ln.ranges.size());
       auto rng = ranges_of(ln);
       std::vector<Expr> args;
       for (const ValueAccess* a : in) args.push_back(load(*a, broadcast_idx(a->shape, ln.ranges, vars), rng));
@@ -441,10 +435,10 @@ LoopProgram lower_to_loop_ir(const Graph& core, const LoweringOptions& opts) {
       size_t ni = 0, nr = 0;
       for (size_t d = 0; d < x.shape.size(); ++d) {
         if (red.count(static_cast<int64_t>(d))) {
-          idx[d] = Index::var("r" + std::to_string(nr++));
+          idx[d] = Index::var(LoopVar::reduction(nr++));
           ln.reduction_ranges.push_back(x.shape[d]);
         } else {
-          std::string v = "i" + std::to_string(ni++);
+          std::string v = LoopVar::output(ni++).name();
           idx[d] = Index::var(v);
           ln.ranges.push_back(x.shape[d]);
           kept.push_back(x.shape[d]);
@@ -468,22 +462,22 @@ LoopProgram lower_to_loop_ir(const Graph& core, const LoweringOptions& opts) {
       bool vec = A.shape.size() == 1;
       if (vec) ln.ranges.insert(ln.ranges.begin(), 1);  // [N] -> [1, N]: one row
       ln.reduction_ranges = {A.shape.back()};
-      auto vars = var_names(ln.ranges.size(), "i");
+      auto vars = loop_var_names(LoopVar::Kind::Output, ln.ranges.size());
       size_t r = ln.ranges.size();
       Shape batch(ln.ranges.begin(), ln.ranges.end() - 2);
       std::vector<std::string> bvars(vars.begin(), vars.end() - 2);
       Idx ai, bi;
       if (vec) {
-        ai = {Index::var("r0")};
+        ai = {Index::var(LoopVar::reduction(0))};
       } else {
         Shape ab(A.shape.begin(), A.shape.end() - 2);
         ai = broadcast_idx(ab, batch, bvars);
         ai.push_back(A.shape[A.shape.size() - 2] == 1 ? Index::constant(0) : Index::var(vars[r - 2]));
-        ai.push_back(Index::var("r0"));
+        ai.push_back(Index::var(LoopVar::reduction(0)));
       }
       Shape bb(B.shape.begin(), B.shape.end() - 2);
       bi = broadcast_idx(bb, batch, bvars);
-      bi.push_back(Index::var("r0"));
+      bi.push_back(Index::var(LoopVar::reduction(0)));
       bi.push_back(Index::var(vars[r - 1]));
       auto rng = ranges_of(ln);
       ln.body = make_call(ScalarOp::mul, {load(A, ai, rng), load(B, bi, rng)}, n.type.dtype);
@@ -501,7 +495,7 @@ LoopProgram lower_to_loop_ir(const Graph& core, const LoweringOptions& opts) {
         throw InputError(strcat("node %", n.name, ": embedding table must be a contiguous [V, D] buffer"));
       ln.kind = LoopKind::Gather;
       ln.ranges = n.type.shape;
-      auto vars = var_names(ln.ranges.size(), "i");
+      auto vars = loop_var_names(LoopVar::Kind::Output, ln.ranges.size());
       auto rng = ranges_of(ln);
       Idx ii;
       for (size_t d = 0; d + 1 < vars.size(); ++d) ii.push_back(Index::var(vars[d]));
@@ -524,7 +518,7 @@ LoopProgram lower_to_loop_ir(const Graph& core, const LoweringOptions& opts) {
         w.dtype = n.type.dtype;
         w.kind = LoopKind::Pointwise;
         w.ranges = in[j]->shape;
-        auto vars = var_names(w.ranges.size(), "i");
+        auto vars = loop_var_names(LoopVar::Kind::Output, w.ranges.size());
         auto rng = ranges_of(w);
         Idx idx;
         for (const auto& v : vars) idx.push_back(Index::var(v));
@@ -560,7 +554,7 @@ LoopProgram lower_to_loop_ir(const Graph& core, const LoweringOptions& opts) {
       c.dtype = on.type.dtype;
       c.kind = LoopKind::Pointwise;
       c.ranges = on.type.shape;
-      auto vars = var_names(c.ranges.size(), "i");
+      auto vars = loop_var_names(LoopVar::Kind::Output, c.ranges.size());
       auto rng = ranges_of(c);
       Idx idx;
       for (const auto& v : vars) idx.push_back(Index::var(v));
@@ -578,9 +572,9 @@ LoopProgram lower_to_loop_ir(const Graph& core, const LoweringOptions& opts) {
 
 std::string print_loop_node(const LoopNode& n, const std::map<std::string, DType>* buffer_dtypes) {
   std::ostringstream os;
-  auto ranges = [](const std::vector<int64_t>& r, const char* prefix) {
+  auto ranges = [](const std::vector<int64_t>& r, LoopVar::Kind kind) {
     std::string s = "[";
-    for (size_t i = 0; i < r.size(); ++i) s += (i ? ", " : "") + std::string(prefix) + std::to_string(i) + " < " + std::to_string(r[i]);
+    for (size_t i = 0; i < r.size(); ++i) s += (i ? ", " : "") + LoopVar{kind, i}.name() + " < " + std::to_string(r[i]);
     return s + "]";
   };
   auto ex = [&](const Expr& e) { return expr_str(e, buffer_dtypes); };
@@ -588,26 +582,26 @@ std::string print_loop_node(const LoopNode& n, const std::map<std::string, DType
   const std::string from = buffer_dtypes && !n.origin.empty() && n.origin != n.name ? " from " + n.origin : "";
   const std::string& target = n.out();
   if (n.kind == LoopKind::Pointwise) {
-    os << n.name << " = pointwise " << ranges(n.ranges, "i") << " " << dtype_name(n.dtype) << from << "\n";
+    os << n.name << " = pointwise " << ranges(n.ranges, LoopVar::Kind::Output) << " " << dtype_name(n.dtype) << from << "\n";
     os << "  " << target << "[" << n.store_index.str() << "] = " << ex(n.body) << "\n";
   } else if (n.kind == LoopKind::Host) {
-    os << n.name << " = host " << ranges(n.ranges, "i") << " " << dtype_name(n.dtype) << from << "   ; graph break\n";
+    os << n.name << " = host " << ranges(n.ranges, LoopVar::Kind::Output) << " " << dtype_name(n.dtype) << from << "   ; graph break\n";
     os << "  " << target << "[" << n.store_index.str() << "] = " << n.host_op << "(";
     for (size_t i = 0; i < n.host_inputs.size(); ++i) os << (i ? ", " : "") << n.host_inputs[i];
     os << ")";
     if (buffer_dtypes && !n.host_attrs.empty()) os << " " << attrs_to_json(n.host_attrs);
     os << "\n";
   } else if (n.kind == LoopKind::Gather) {
-    os << n.name << " = gather " << ranges(n.ranges, "i") << " " << dtype_name(n.dtype) << from << "\n";
+    os << n.name << " = gather " << ranges(n.ranges, LoopVar::Kind::Output) << " " << dtype_name(n.dtype) << from << "\n";
     os << "  " << target << "[" << n.store_index.str() << "] = " << n.gather_table << "[" << ex(n.gather_index)
        << ", i" << n.ranges.size() - 1 << "]\n";
   } else if (n.kind == LoopKind::Matmul) {
-    os << n.name << " = matmul " << ranges(n.ranges, "i") << " over " << ranges(n.reduction_ranges, "r") << " "
+    os << n.name << " = matmul " << ranges(n.ranges, LoopVar::Kind::Output) << " over " << ranges(n.reduction_ranges, LoopVar::Kind::Reduction) << " "
        << dtype_name(n.dtype) << from << "\n";
     os << "  " << target << "[" << n.store_index.str() << "] = sum_r " << ex(n.body) << "\n";
   } else {
-    os << n.name << " = reduction." << reduction_type_name(n.reduction) << " " << ranges(n.ranges, "i") << " over "
-       << ranges(n.reduction_ranges, "r") << " " << dtype_name(n.dtype) << from << "\n";
+    os << n.name << " = reduction." << reduction_type_name(n.reduction) << " " << ranges(n.ranges, LoopVar::Kind::Output) << " over "
+       << ranges(n.reduction_ranges, LoopVar::Kind::Reduction) << " " << dtype_name(n.dtype) << from << "\n";
     os << "  " << target << "[" << n.store_index.str() << "] = " << reduction_type_name(n.reduction) << "_r "
        << ex(n.body) << "\n";
   }

@@ -66,6 +66,11 @@ struct LoopNode {
   std::vector<int64_t> row_sizes() const;
   std::vector<std::string> col_vars() const;
   std::vector<int64_t> col_sizes() const;
+  // Every loop variable's name and range (output dims, then reduction dims): what Index::simplify
+  // and Index::bounds take.
+  std::map<std::string, int64_t> var_ranges() const;
+  // The innermost output variable (the column of a pointwise/matmul/gather node).
+  LoopVar column_var() const { return LoopVar::output(ranges.empty() ? 0 : ranges.size() - 1); }
   int64_t rows() const;
   int64_t cols() const;        // the iteration width (reduction width for reductions)
   int64_t out_cols() const;    // columns of the result: cols() for pointwise, 1 for reductions

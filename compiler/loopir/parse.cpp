@@ -57,14 +57,14 @@ class LoopLine : public LineCursor {
   }
 
   // [i0 < 4, i1 < 8]: the variables must be PREFIX0, PREFIX1, ... in order.
-  std::vector<int64_t> ranges(char prefix) {
+  std::vector<int64_t> ranges(LoopVar::Kind kind) {
     expect('[');
     std::vector<int64_t> out;
     if (accept(']')) return out;
     do {
       std::string v = ident();
-      if (v != strcat(prefix, out.size()))
-        fail(strcat("expected loop variable ", prefix, out.size(), ", got '", v, "'"));
+      if (LoopVar want{kind, out.size()}; v != want.name())
+        fail(strcat("expected loop variable ", want.name(), ", got '", v, "'"));
       expect('<');
       int64_t n = integer();
       if (n < 0) fail(strcat("the range of ", v, " must not be negative, got ", n));
@@ -313,10 +313,10 @@ LoopProgram parse_loop_ir(const std::string& text, const std::string& source) {
     } else {
       h.fail(strcat("unknown node kind '", kind, "' (expected pointwise, reduction.TYPE, matmul, gather or host)"));
     }
-    n.ranges = h.ranges('i');
+    n.ranges = h.ranges(LoopVar::Kind::Output);
     if (n.kind == LoopKind::Reduction || n.kind == LoopKind::Matmul) {
       h.expect("over");
-      n.reduction_ranges = h.ranges('r');
+      n.reduction_ranges = h.ranges(LoopVar::Kind::Reduction);
     }
     n.dtype = h.dtype();
     n.origin = n.name;
@@ -346,8 +346,8 @@ LoopProgram parse_loop_ir(const std::string& text, const std::string& source) {
       n.gather_index = b.expr();
       b.expect(',');
       std::string last = b.ident();
-      if (n.ranges.empty() || last != strcat("i", n.ranges.size() - 1))
-        b.fail(strcat("expected the last loop variable i", n.ranges.empty() ? 0 : n.ranges.size() - 1));
+      if (n.ranges.empty() || last != n.column_var().name())
+        b.fail(strcat("expected the last loop variable ", n.column_var().name()));
       b.expect(']');
       n.body = make_load(n.gather_table, Index::var(last), it->second.type.dtype);
     } else {

@@ -83,10 +83,9 @@ class Verifier {
     if (!reduces && !n.reduction_ranges.empty()) fail("reduction ranges on a node that does not reduce");
     if (n.kind == LoopKind::Matmul && n.reduction != ReductionType::sum) fail("a matmul reduces by sum only");
 
-    vars_.clear();
-    for (size_t d = 0; d < n.ranges.size(); ++d) vars_[strcat("i", d)] = n.ranges[d];
-    out_vars_ = vars_;
-    for (size_t d = 0; d < n.reduction_ranges.size(); ++d) vars_[strcat("r", d)] = n.reduction_ranges[d];
+    vars_ = n.var_ranges();
+    out_vars_.clear();
+    for (size_t d = 0; d < n.ranges.size(); ++d) out_vars_[LoopVar::output(d).name()] = n.ranges[d];
 
     const Buffer& out = buffer(n.out(), "writes");
     if (out.role == BufferRole::Input || out.role == BufferRole::Weight)
@@ -105,7 +104,7 @@ class Verifier {
       buffer(n.gather_table, "gathers from");
       if (!n.gather_index) fail("a gather without a table index");
       std::map<std::string, int64_t> rows = out_vars_;
-      if (!n.ranges.empty()) rows.erase(strcat("i", n.ranges.size() - 1));
+      if (!n.ranges.empty()) rows.erase(n.column_var().name());
       check_expr(n.gather_index, rows);
       return;  // the body reads the gathered row indirectly: no affine bound to check
     }

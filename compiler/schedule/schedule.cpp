@@ -94,7 +94,7 @@ struct Analysis {
     auto it = read_patterns.find(key);
     if (it == read_patterns.end()) {
       const LoopNode& c = p.nodes[static_cast<size_t>(i)];
-      AccessPattern ap = c.kind == LoopKind::Matmul ? analyze_access(c, l->index, {"r0"}, c.reduction_ranges)
+      AccessPattern ap = c.kind == LoopKind::Matmul ? analyze_access(c, l->index, {LoopVar::reduction(0).name()}, c.reduction_ranges)
                                                     : analyze_access(c, l->index);
       it = read_patterns.emplace(key, std::move(ap)).first;
     }
