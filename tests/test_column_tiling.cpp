@@ -3,10 +3,13 @@
 // split. The rule is plan_tiles (codegen/tile_plan.h), the node split codegen/column_split.h.
 #include <gtest/gtest.h>
 
+#include <nlohmann/json.hpp>
+
 #include "codegen/column_split.h"
 #include "codegen/lpu_codegen.h"
 #include "driver/compile.h"
 #include "jobs.h"
+#include "schedule/schedule.h"
 #include "support/error.h"
 #include "test_util.h"
 
@@ -109,6 +112,16 @@ TEST(ColumnTiling, GemmTilesRowsAndColumns) {
   EXPECT_EQ(t.tiles, row_tiles * t.col_tiles);
   EXPECT_EQ(hbm_bytes(c.code.program, 0), (row_tiles * K * N + t.col_tiles * M * K + M * N) * 4);
   EXPECT_EQ(kernel_cost(c.loop_ir, c.schedule.kernels[0], CodegenOptions{lmu}).hbm_bytes, hbm_bytes(c.code.program, 0));
+  // The decision is recorded in the schedule and shown where users read it (--emit schedule, -json).
+  ASSERT_TRUE(c.schedule.kernels[0].tiling.has_value());
+  EXPECT_EQ(c.schedule.kernels[0].tiling->tiles, t.tiles);
+  EXPECT_EQ(c.schedule.kernels[0].tiling->tile_cols, t.tile_cols);
+  EXPECT_EQ(c.schedule.kernels[0].tiling->buffers, 2);
+  std::string text = print_schedule(c.loop_ir, c.schedule);
+  EXPECT_NE(text.find(strcat("tiles=", t.tiles, " (", t.tile_rows)), std::string::npos) << text;
+  EXPECT_NE(text.find(strcat(" x ", t.tile_cols, " columns, ", t.col_tiles, " per row)")), std::string::npos) << text;
+  auto js = nlohmann::json::parse(schedule_to_json(c.loop_ir, c.schedule));
+  EXPECT_EQ(js["kernels"][0]["tiling"]["col_tiles"].get<int64_t>(), t.col_tiles);
   RunOutcome o = run_job(w, arch_with_lmu(8), "greedy", true);
   ASSERT_TRUE(o.check.has_value());
   EXPECT_TRUE(o.check->ok) << o.check->worst;

@@ -724,7 +724,7 @@ CodegenResult generate_lpu_program(const LoopProgram& p, const Schedule& s, cons
       call.kernel = id;
       prog.host_ops.push_back(std::move(h));
       prog.code.push_back(call);
-      res.tiling.push_back({k.name, 0, 0, 0, 0, 0, 0});
+      res.tiling.push_back({k.name, 0, 0, 0, 0, 0, 0, 0});
       continue;
     }
     TilePlan plan = plan_tiles(p, k, sizer(p, k, id, hbm), opts);
@@ -758,7 +758,7 @@ CodegenResult generate_lpu_program(const LoopProgram& p, const Schedule& s, cons
       for (const auto& t : tile_code) body.insert(body.end(), t.begin(), t.end());
     }
     prog.code.insert(prog.code.end(), body.begin(), body.end());
-    res.tiling.push_back({k.name, rows, tiles, hoisted, tb, plan.col_tiled ? plan.cols : 0, plan.col_tiles});
+    res.tiling.push_back({k.name, rows, tiles, hoisted, tb, plan.col_tiled ? plan.cols : 0, plan.col_tiles, nbuf});
   }
   Instruction halt;
   halt.opcode = Opcode::Halt;

@@ -23,17 +23,6 @@ struct CodegenOptions {
   bool fold_loops = true;
 };
 
-struct KernelTiling {
-  std::string kernel;
-  int64_t tile_rows = 0;
-  int64_t tiles = 0;  // row tiles x column tiles
-  int64_t hoisted_bytes = 0;
-  int64_t tile_bytes = 0;  // per buffer (double-buffered kernels use two)
-  int64_t tile_cols = 0;   // column tiling: columns per tile of the split nodes (the last
-                           // narrower); 0 = whole rows
-  int64_t col_tiles = 1;   // column tiles per row tile
-};
-
 struct CodegenResult {
   Program program;
   std::vector<KernelTiling> tiling;

@@ -54,6 +54,9 @@ Compilation compile_graph(const Graph& g, const CompileOptions& opts) {
     throw InternalError(strcat("scheduling produced an invalid schedule: ", e.what()));
   }
   c.code = generate_lpu_program(c.loop_ir, c.schedule, opts.codegen);
+  if (c.code.tiling.size() != c.schedule.kernels.size())
+    throw InternalError("code generation tiled a different number of kernels than the schedule has");
+  for (size_t i = 0; i < c.code.tiling.size(); ++i) c.schedule.kernels[i].tiling = c.code.tiling[i];
   c.compulsory_hbm_bytes = compulsory_hbm_bytes(c.loop_ir);
   return c;
 }

@@ -5,16 +5,32 @@
 // scheduler (README "Layers").
 #pragma once
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
 namespace lpu {
+
+// How the code generator tiled a kernel to local memory (codegen/tile_plan.h decides it; the
+// driver records it in the schedule, so `--emit schedule` shows the decision the program runs).
+struct KernelTiling {
+  std::string kernel;
+  int64_t tile_rows = 0;  // rows per tile (0: a graph break, not tiled)
+  int64_t tiles = 0;      // row tiles x column tiles
+  int64_t hoisted_bytes = 0;
+  int64_t tile_bytes = 0;  // per buffer (double-buffered kernels use two)
+  int64_t tile_cols = 0;   // column tiling: columns per tile of the split nodes (the last
+                           // narrower); 0 = whole rows
+  int64_t col_tiles = 1;   // column tiles per row tile
+  int64_t buffers = 1;     // tile regions: 2 double-buffered
+};
 
 struct Kernel {
   std::string name;
   std::vector<int> nodes;                // indices into LoopProgram::nodes, topological
   int64_t rows = 1;                      // shared row count of its nodes
   std::vector<std::string> hbm_outputs;  // buffers it writes to HBM
+  std::optional<KernelTiling> tiling;    // after code generation (absent before)
 };
 
 struct FusionDecision {

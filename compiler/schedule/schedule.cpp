@@ -444,7 +444,14 @@ std::string print_schedule(const LoopProgram& p, const Schedule& s) {
     for (size_t i = 0; i < k.nodes.size(); ++i) os << (i ? ", " : "") << p.nodes[static_cast<size_t>(k.nodes[i])].name;
     os << "] hbm_outputs=[";
     for (size_t i = 0; i < k.hbm_outputs.size(); ++i) os << (i ? ", " : "") << k.hbm_outputs[i];
-    os << "]\n";
+    os << "]";
+    if (const auto& t = k.tiling; t && t->tile_rows > 0) {  // the code generator's decision
+      os << " tiles=" << t->tiles << " (" << t->tile_rows << (t->tile_rows == 1 ? " row" : " rows");
+      if (t->tile_cols > 0) os << " x " << t->tile_cols << " columns, " << t->col_tiles << " per row";
+      os << ") tile=" << format_bytes(static_cast<double>(t->tile_bytes)) << " x" << t->buffers
+         << " hoisted=" << format_bytes(static_cast<double>(t->hoisted_bytes));
+    }
+    os << "\n";
   }
   // Bytes with units, as everywhere users read them (support/units.h); exact counts are in
   // --emit schedule-json.
@@ -475,8 +482,16 @@ std::string schedule_to_json(const LoopProgram& p, const Schedule& s) {
       nodes.push_back(p.nodes[static_cast<size_t>(n)].name);
       origins.push_back(p.nodes[static_cast<size_t>(n)].origin);
     }
-    ks.push_back({{"name", k.name}, {"rows", k.rows}, {"loop_nodes", nodes}, {"graph_nodes", origins},
-                  {"hbm_outputs", k.hbm_outputs}});
+    nlohmann::json kj = {{"name", k.name},
+                         {"rows", k.rows},
+                         {"loop_nodes", nodes},
+                         {"graph_nodes", origins},
+                         {"hbm_outputs", k.hbm_outputs}};
+    if (const auto& t = k.tiling)  // the code generator's decision, once it ran
+      kj["tiling"] = {{"tile_rows", t->tile_rows},         {"tiles", t->tiles},         {"tile_bytes", t->tile_bytes},
+                      {"buffers", t->buffers},             {"tile_cols", t->tile_cols}, {"col_tiles", t->col_tiles},
+                      {"hoisted_bytes", t->hoisted_bytes}};
+    ks.push_back(kj);
   }
   j["kernels"] = ks;
   nlohmann::json ds = nlohmann::json::array();
