@@ -63,7 +63,9 @@ def lcg_bits(torch, seed, n):
     return ((states >> 40) & 0xFFFFFF)[:n]
 
 
-def lcg_tensor(torch, seed, shape, dtype):
+def lcg_tensor(torch, seed, shape, dtype, scale=1.0):
+    """ref/tensor.cpp's random_tensor, then ref/reference.cpp's weight scale: uniform [-1, 1) in
+    fp32, rounded to f16/bf16, times `scale` (fp32) and rounded again."""
     n = 1
     for d in shape:
         n *= d
@@ -74,6 +76,13 @@ def lcg_tensor(torch, seed, shape, dtype):
         v = bits.to(torch.float32) / float(1 << 23) - 1.0
         if dtype == "bool":
             v = (v > 0).to(torch.float32)
+    half = {"f16": torch.float16, "bf16": torch.bfloat16}.get(dtype)
+    if half is not None:
+        v = v.to(half).to(torch.float32)
+    if scale != 1.0:
+        v = v * torch.tensor(scale, dtype=torch.float32)
+        if half is not None:
+            v = v.to(half).to(torch.float32)
     return v.reshape(shape)
 
 
@@ -99,7 +108,7 @@ def data_inputs(torch, wdir, data):
         if "offset" in e:
             t = torch.frombuffer(bytearray(raw[e["offset"]:e["offset"] + 4 * e["numel"]]), dtype=torch.float32)
             return t.reshape(e["shape"])
-        return lcg_tensor(torch, e["lcg_seed"], e["shape"], e["dtype"])
+        return lcg_tensor(torch, e["lcg_seed"], e["shape"], e["dtype"], e.get("lcg_scale", 1.0))
 
     ins = {k: to_dtype(torch, tensor(e), e["dtype"]) for k, e in data["inputs"].items()}
     outs = {k: tensor(e) for k, e in data["outputs"].items()}
@@ -325,7 +334,7 @@ def self_test_lcg(torch, wdir):
         if "offset" not in e or "lcg_seed" not in e:
             continue
         stored = torch.frombuffer(bytearray(raw[e["offset"]:e["offset"] + 4 * e["numel"]]), dtype=torch.float32)
-        mine = lcg_tensor(torch, e["lcg_seed"], e["shape"], e["dtype"]).reshape(-1)
+        mine = lcg_tensor(torch, e["lcg_seed"], e["shape"], e["dtype"], e.get("lcg_scale", 1.0)).reshape(-1)
         if not torch.equal(stored, mine):
             bad = int((stored != mine).nonzero()[0])
             print("LCG mismatch for %s at %d: %r vs %r" % (k, bad, float(stored[bad]), float(mine[bad])))

@@ -398,7 +398,10 @@ void write_triton_data(const WorkloadSpec& w, const Compilation& c, const std::s
     if (n.kind != NodeKind::Placeholder && n.kind != NodeKind::Parameter) continue;
     const Tensor& t = inputs.at(n.name);
     nlohmann::json e = file || total <= kStoreLimit ? put(t) : nlohmann::json::object();
-    if (!file) e["lcg_seed"] = w.seed + static_cast<uint64_t>(n.id) * 7919;
+    if (!file) {
+      e["lcg_seed"] = w.seed + static_cast<uint64_t>(n.id) * 7919;
+      e["lcg_scale"] = random_input_scale(n);  // then rounded to the dtype again (ref/reference.h)
+    }
     e["shape"] = t.type.shape;
     e["dtype"] = dtype_name(t.type.dtype);
     ins[n.name] = e;

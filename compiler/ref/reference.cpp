@@ -275,11 +275,20 @@ std::vector<Tensor> run_reference(const Graph& g, const TensorMap& inputs) {
   return results;
 }
 
+float random_input_scale(const Node& n) {
+  if (n.kind != NodeKind::Parameter || n.type.rank() != 2 || !is_floating(n.type.dtype)) return 1.0f;
+  return 1.0f / std::sqrt(static_cast<float>(std::max<int64_t>(n.type.shape[0], 1)));
+}
+
 TensorMap make_random_inputs(const Graph& g, uint64_t seed) {
   TensorMap m;
   for (const Node& n : g.nodes())
-    if (n.kind == NodeKind::Placeholder || n.kind == NodeKind::Parameter)
-      m[n.name] = random_tensor(n.type, seed + static_cast<uint64_t>(n.id) * 7919);
+    if (n.kind == NodeKind::Placeholder || n.kind == NodeKind::Parameter) {
+      Tensor t = random_tensor(n.type, seed + static_cast<uint64_t>(n.id) * 7919);
+      if (float scale = random_input_scale(n); scale != 1.0f)
+        for (auto& v : t.data) v = round_to_dtype(v * scale, n.type.dtype);
+      m[n.name] = std::move(t);
+    }
   return m;
 }
 

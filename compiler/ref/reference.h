@@ -12,6 +12,13 @@ namespace lpu {
 std::vector<Tensor> run_reference(const Graph& g, const TensorMap& inputs);
 
 // Random inputs for every placeholder and parameter (seeded per node index).
+// Random inputs for a graph without data (functional runs of built-in workloads): every value
+// uniform in [-1, 1) from ref/tensor.cpp's LCG (seeded by `seed` and the node id), rounded to
+// what its dtype holds; a 2-D floating parameter (a weight [K, N], an embedding table) is scaled
+// by random_input_scale, 1/sqrt(K), as trained weights are: with unit-range weights a deep fp16
+// model saturates its softmaxes, and where two roundings differ (fused kernels keep fp32
+// intermediates) its outputs diverge, which says nothing about the compiler.
 TensorMap make_random_inputs(const Graph& g, uint64_t seed);
+float random_input_scale(const Node& n);
 
 }  // namespace lpu

@@ -72,6 +72,7 @@ Tensor random_tensor(const TensorType& t, uint64_t seed) {
     v = static_cast<float>(bits) / static_cast<float>(1u << 23) - 1.0f;
     if (t.dtype == DType::boolean) v = v > 0 ? 1.0f : 0.0f;
     if (t.dtype == DType::i64 || t.dtype == DType::i32) v = static_cast<float>(bits % 8);  // small indices
+    if (t.dtype == DType::f16 || t.dtype == DType::bf16) v = round_to_dtype(v, t.dtype);  // what the dtype holds
   }
   return x;
 }
