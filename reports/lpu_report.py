@@ -196,15 +196,19 @@ def generate_report(rep, gens):
 
 
 def title_for(inputs):
-    if inputs.generations and not inputs.runs and not inputs.sweep:
-        return "LPU report: generation of %s" % ", ".join(sorted({g["workload"].get("name", "?") for g in inputs.generations}))
+    """Names every kind of input the page shows: a generation next to runs must not be titled
+    after the runs alone (nor runs after the generation)."""
+    parts = []
+    if inputs.generations:
+        parts.append("generation of %s" % ", ".join(sorted({g["workload"].get("name", "?") for g in inputs.generations})))
     if inputs.sweep:
-        return "LPU report: sweep %s" % inputs.sweep.name
-    workloads = sorted({r.workload for r in inputs.runs})
-    archs = sorted({str(r.arch_value("name", "?")) for r in inputs.runs})
-    if workloads:
-        return "LPU report: %s on %s" % (", ".join(workloads), ", ".join(archs))
-    return "LPU report"
+        parts.append("sweep %s" % inputs.sweep.name)
+    else:
+        workloads = sorted({r.workload for r in inputs.runs})
+        archs = sorted({str(r.arch_value("name", "?")) for r in inputs.runs})
+        if workloads:
+            parts.append("%s on %s" % (", ".join(workloads), ", ".join(archs)))
+    return "LPU report: " + "; ".join(parts) if parts else "LPU report"
 
 
 def remove_previous(out_dir):

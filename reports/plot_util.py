@@ -81,3 +81,17 @@ def fmt_value(v):
     if isinstance(v, float):
         return "%g" % v
     return str(v)
+
+
+def time_unit(max_us):
+    """(divisor of µs, label) so that the largest value reads between 1 and 1000."""
+    return (1e6, "s") if max_us >= 1e6 else (1e3, "ms") if max_us >= 1e3 else (1.0, "µs")
+
+
+def byte_unit(max_bytes):
+    """(divisor of bytes, label) in decimal units, like the CLI's (compiler/support/units.h)."""
+    for div, label in ((1e12, "TB"), (1e9, "GB"), (1e6, "MB"), (1e3, "kB")):
+        if max_bytes >= div:
+            return div, label
+    return 1.0, "B"
+

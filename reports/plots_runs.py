@@ -3,9 +3,8 @@ import json
 import os
 import re
 
-from plot_util import NoData, colour_map, legend_outside, marker_map, number, plt, policy_colours, save, unique
-
-MB = 1e6
+from plot_util import (NoData, byte_unit, colour_map, legend_outside, marker_map, number, plt, policy_colours, save,
+                       time_unit, unique)
 
 
 def fusion_bars(runs, out_dir, name="fusion.png", subtitle=""):
@@ -17,6 +16,10 @@ def fusion_bars(runs, out_dir, name="fusion.png", subtitle=""):
     policies = unique(r.fusion for r in runs)
     colours = policy_colours(policies)
     width = 0.8 / len(policies)
+    # Units from the largest value, so a 50 ms step reads "50 ms", not "50000 µs".
+    tdiv, tunit = time_unit(max(r.get("latency_us") for r in runs))
+    bdiv, bunit = byte_unit(max(max(r.get("hbm_read_bytes", 0) + r.get("hbm_write_bytes", 0),
+                                    r.get("compulsory_hbm_bytes") or 0) for r in runs))
     fig, (ax_l, ax_t) = plt.subplots(1, 2, figsize=(13, 4.5))
     for wi, w in enumerate(workloads):
         first = None
@@ -25,27 +28,27 @@ def fusion_bars(runs, out_dir, name="fusion.png", subtitle=""):
             if r is None:
                 continue
             x = wi + (pi - (len(policies) - 1) / 2) * width
-            lat = r.get("latency_us")
+            lat = r.get("latency_us") / tdiv
             first = first or lat
             ax_l.bar(x, lat, width, color=colours[p], label=p if wi == 0 else None)
             ax_l.annotate("%.2fx" % (first / lat if lat else 0), (x, lat), ha="center", va="bottom", fontsize=8)
-            rd, wr = r.get("hbm_read_bytes", 0) / MB, r.get("hbm_write_bytes", 0) / MB
+            rd, wr = r.get("hbm_read_bytes", 0) / bdiv, r.get("hbm_write_bytes", 0) / bdiv
             ax_t.bar(x, rd, width, color=colours[p], label=p if wi == 0 else None)
             ax_t.bar(x, wr, width, bottom=rd, color=colours[p], hatch="//", edgecolor="white")
             comp = r.get("compulsory_hbm_bytes")
             if number(comp):
-                ax_t.plot([x - width / 2, x + width / 2], [comp / MB] * 2, color="black", lw=2,
+                ax_t.plot([x - width / 2, x + width / 2], [comp / bdiv] * 2, color="black", lw=2,
                           label="compulsory traffic" if (wi, pi) == (0, 0) else None)
     for ax in (ax_l, ax_t):
         ax.set_xticks(range(len(workloads)))
         ax.set_xticklabels(workloads)
         ax.set_xlabel("workload")
         ax.grid(axis="y", alpha=0.3)
-    ax_l.set_ylabel("latency (µs)")
+    ax_l.set_ylabel("latency (%s)" % tunit)
     ax_l.set_title("Latency per fusion policy (label: speedup vs %s)" % policies[0] if len(policies) > 1
                    else "Latency (%s)" % policies[0])
     ax_l.margins(y=0.12)  # room for the speedup labels above the bars
-    ax_t.set_ylabel("HBM traffic (MB, 1e6 bytes)")
+    ax_t.set_ylabel("HBM traffic (%s, decimal)" % bunit)
     ax_t.set_title("HBM traffic: read (solid) + write (hatched)")
     legend_outside(ax_t, title="fusion")
     if subtitle:

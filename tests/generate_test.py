@@ -105,6 +105,14 @@ def main(lpu, work, all_models):
         with open(rj) as f:
             plots = {p["file"] for p in json.load(f)["plots"]}
         check({"generate_latency.png", "generate_hbm.png"} <= plots, "report: latency and HBM vs position plotted")
+    # A page showing a generation and a run names both (it was titled after the run alone).
+    r = lpu_run(lpu, "report", os.path.join(work, "a.json"), os.path.join(work, "run1.json"), "-o",
+                os.path.join(work, "mixed"), "--json", rj)
+    if check(r.returncode == 0, "lpu report of a generate JSON and a run JSON exits 0"):
+        with open(rj) as f:
+            title = json.load(f)["title"]
+        check(title.startswith("LPU report: generation of ") and "; " in title and " on " in title,
+              "mixed report title names the generation and the run: %r" % title)
 
     # Lengths from the workload file; a flag overrides the file.
     wl = os.path.join(work, "gen.yaml")
