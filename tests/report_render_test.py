@@ -3,7 +3,7 @@
 
     report_render_test.py path/to/lpu WORK_DIR [SWEEP_DIR]
 
-Writes a compare report of an LLM decode step (LLaMA-2-7B, 32 layers, none vs greedy, with
+Writes a compare report of an LLM decode step (LLaMA-2-70B, 80 layers: the largest built-in, none vs greedy, with
 traces) and, when SWEEP_DIR is given, a sweep report; renders each page in headless Chromium
 (Debian's `chromium`) and fails on an image the browser cannot decode, an empty section or
 a blank screenshot. Checks the Perfetto traces too: no two slices overlap on one track (the
@@ -147,7 +147,7 @@ def main():
     if not check(chromium() is not None, "Chromium is installed (scripts/install-deps.sh installs it)"):
         return 1
     llm = os.path.join(work, "llm")
-    r = subprocess.run([lpu, "compare", "llama2-7b-decode", "--arch", "lpu-asic", "--fusion", "none,greedy",
+    r = subprocess.run([lpu, "compare", "llama2-70b-decode", "--arch", "lpu-asic", "--fusion", "none,greedy",
                         "--report", llm], capture_output=True, text=True, timeout=900)
     if check(r.returncode == 0, "LLM compare report written (exit %d) %s" % (r.returncode, r.stderr[-300:])):
         render(llm, "llm_report", work)
