@@ -206,8 +206,10 @@ def _draw_pareto(pts, xlabel, ylabel, title):
         front = _pareto_front([(c, lat) for c, lat, r in pts if r.workload == w])
         ax.step([c for c, _ in front], [lat for _, lat in front], where="post", color=colours[w], lw=2,
                 label="front: %s" % w)
-        ax.scatter([c for c, _ in front], [lat for _, lat in front], color=colours[w], s=60,
-                   edgecolor="black", zorder=3)
+        on_front = set(front)
+        for c, lat, r in pts:  # outlined, in the point's own marker (its fusion policy)
+            if r.workload == w and (c, lat) in on_front:
+                ax.scatter(c, lat, color=colours[w], marker=markers[r.fusion], s=70, edgecolor="black", zorder=3)
     ax.set_yscale("log")
     # A log axis spanning less than a decade gets one major tick at most: label the minor
     # ticks too (plain numbers), so the axis can be read.
@@ -259,6 +261,12 @@ def pareto_energy(sweep, runs, out_dir, name="pareto_energy.png"):
     cost_col, lat_col, xlabel, ylabel, scale = energy_columns(runs)
     pts = [(r.get(cost_col) * scale, r.get(lat_col), r) for r in runs]
     fig, ax = _draw_pareto(pts, xlabel, ylabel, "Pareto front: latency vs energy (lower left is better)")
+    costs = [c for c, _, _ in pts if c > 0]
+    if costs and max(costs) > 10 * min(costs):  # workloads of different sizes: each cluster stays legible
+        ax.set_xscale("log")
+        ax.xaxis.set_major_formatter(ticker.FuncFormatter(lambda v, _: "%g" % v))
+        ax.xaxis.set_minor_formatter(ticker.FuncFormatter(lambda v, _: "%g" % v))
+        ax.tick_params(axis="x", which="minor", labelsize=7)
     legend_outside(ax)
     front = sum(len(_pareto_front([(c, lat) for c, lat, r in pts if r.workload == w]))
                 for w in unique(r.workload for _, _, r in pts))
