@@ -442,7 +442,13 @@ std::string GenerateResult::summary() const {
                  : steps.empty()         ? "-"
                                          : strcat(format_energy(energy_j()), " (",
                                                   format_energy(energy_j() / static_cast<double>(steps.size())),
-                                                  " per token; TTFT ", format_energy(steps.front().energy_j), ")")},
+                                                  " per token; TTFT ", format_energy(steps.front().energy_j),
+                                          steps.size() > 1 ? "; decode " +
+                                                                 format_energy((energy_j() - steps.front().energy_j) /
+                                                                                       static_cast<double>(steps.size() - 1)) +
+                                                                 " per token"
+                                                                   : std::string(),
+                                                  ")")},
       {"compiles / cache hits", strcat(compiles, " / ", cache_hits)},
       {"cost-model memo hits / misses", strcat(cost_memo_hits, " / ", cost_memo_misses)},
       {"wall", strcat(format_number("%.2f s", wall_s), " (compile ", format_number("%.2f s", compile_s), ", simulate ",
