@@ -271,3 +271,31 @@ TEST(Energy, EveryPresetHasEnergies) {
     EXPECT_GT(a.energy.hbm_read_pj_per_bit, 0) << name;
   }
 }
+
+// Two devices: an ESL send is charged its bits, the tile leaving the sender's local memory and
+// landing in the receiver's; events are summed over the devices, and static power runs on both
+// until the last one halts.
+TEST(Energy, EslSendAndTwoDevices) {
+  Program tx =
+      parse_program(".program tx\n.kernel 0 k\nesl.send [4, 256] dev:1 lm:0x2000 <- lm:0x0 [256, 1] token:3\nhalt\n");
+  Program rx = parse_program(
+      ".program rx\n.kernel 0 k\nsync.wait 3\nvxe.mul [4, 256] lm:0x8000 <- lm:0x2000 [256, 1], #2.0\nhalt\n");
+  ArchConfig a = small({"devices=2"});
+  SimOptions o;
+  o.other_devices = {&rx};
+  SimStats s = simulate(tx, a, o).stats;
+  ASSERT_EQ(s.device_cycles.size(), 2u);
+  const uint64_t tile = 4 * 256 * 4;
+  EXPECT_EQ(s.energy.events.esl_bytes, tile);
+  EXPECT_EQ(s.energy.devices, 2);
+  // LMU: the tile read at the sender and written at the receiver; the multiply reads and writes it.
+  EXPECT_EQ(s.energy.events.lmu_read_bytes, 2 * tile);
+  EXPECT_EQ(s.energy.events.lmu_write_bytes, 2 * tile);
+  EXPECT_EQ(s.energy.events.vxe_ops.at("alu"), 1024);
+  const double esl = static_cast<double>(tile) * 8 * a.energy.esl_pj_per_bit * 1e-12;
+  EXPECT_NEAR(s.energy.engines.at("esl").dynamic_j, esl, esl * 1e-12);
+  const double seconds = static_cast<double>(std::max(s.device_cycles[0], s.device_cycles[1])) / (a.clock_ghz * 1e9);
+  EXPECT_NEAR(s.energy.seconds, seconds, 1.0 / (a.clock_ghz * 1e9));  // within a cycle
+  const double stat = static_w(a) * 2 * s.energy.seconds;
+  EXPECT_NEAR(s.energy.static_j, stat, stat * 1e-12);
+}
