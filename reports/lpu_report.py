@@ -203,6 +203,7 @@ def generate_report(rep, gens):
                "decode steps; tokens/s = gen_len / total latency).")
     rep.attempt("Per-token latency vs position", lambda: plots_generate.latency_vs_position(gens, rep.out_dir))
     rep.attempt("HBM traffic per decode step vs position", lambda: plots_generate.bytes_vs_position(gens, rep.out_dir))
+    rep.attempt("Energy per token vs position", lambda: plots_generate.energy_vs_position(gens, rep.out_dir))
 
 
 def title_for(inputs):
