@@ -67,6 +67,9 @@ def runs_table(rep, runs, extra_keys=()):
     header = ["workload", "fusion"] + list(extra_keys) + ["latency (µs)", "cycles", "kernels", "HBM read (MB)",
                                                           "HBM write (MB)", "traffic / compulsory", "of HBM floor"]
     header += ["%s util" % e for e in engines]
+    energy = any(number(r.get("energy.total_j")) for r in runs)  # configs with an energy section
+    per_token = energy and any(number(r.get("llm.j_per_token")) for r in runs)
+    header += (["energy (mJ)"] if energy else []) + (["mJ/token"] if per_token else [])
     rows = []
     for r in runs:
         rows.append([r.workload, r.fusion] + [fmt_value(r.point.get(k, "")) for k in extra_keys] + [
@@ -76,7 +79,10 @@ def runs_table(rep, runs, extra_keys=()):
             # regression) but the floor (compulsory bytes at peak bandwidth) over the latency:
             # higher is better whatever fusion did, 100 % is the memory roofline.
             num(r.get("traffic_ratio"), "%.2f"), pct(r.get("hbm_floor.of_peak_floor"))]
-            + [pct(r.get("engines.%s.utilization" % e)) for e in engines])
+            + [pct(r.get("engines.%s.utilization" % e)) for e in engines]
+            + ([num(r.get("energy.total_j") * 1e3 if number(r.get("energy.total_j")) else None)] if energy else [])
+            + ([num(r.get("llm.j_per_token") * 1e3 if number(r.get("llm.j_per_token")) else None)]
+               if per_token else []))
     rep.page.table(header, rows)
 
 
@@ -88,6 +94,8 @@ def per_run_sections(rep, runs, subtitle=""):
     rep.attempt("Per-engine utilisation", lambda: plots_runs.engine_utilisation(runs, rep.out_dir, subtitle=subtitle))
     rep.section("Time per op class", "kernels")
     rep.attempt("Time per op class", lambda: plots_runs.kernel_breakdown(runs, rep.out_dir, subtitle=subtitle))
+    rep.section("Energy", "energy")
+    rep.attempt("Energy by engine", lambda: plots_runs.energy_by_engine(runs, rep.out_dir, subtitle=subtitle))
     roofline_per_class(rep, runs)
 
 
@@ -186,13 +194,16 @@ def generate_report(rep, gens):
         pt = g.get("per_token_latency_s") or {}
         rows.append([plots_generate.label(g), us(g.get("ttft_s")), us(pt.get("mean")), us(pt.get("p50")),
                      us(pt.get("p99")), num(g.get("tokens_per_s"), "%.1f"), num((g.get("hbm_bytes") or 0) / 1e9),
-                     "%s / %s" % (g.get("compile_cache", {}).get("compiles", "?"), g.get("compile_cache", {}).get("hits", "?"))])
+                     "%s / %s" % (g.get("compile_cache", {}).get("compiles", "?"), g.get("compile_cache", {}).get("hits", "?")),
+                     num(g["energy"]["total_j"], "%.4g") if g.get("energy") else "",
+                     num(g["energy"]["decode_j_per_token"] * 1e3, "%.4g") if g.get("energy") else ""])
     rep.page.table(["generation", "TTFT (µs)", "per-token mean (µs)", "p50 (µs)", "p99 (µs)", "tokens/s", "HBM (GB)",
-                    "compiles / hits"], rows)
+                    "compiles / hits", "energy (J)", "decode mJ/token"], rows)
     rep.page.p("Definitions: docs/generate.md (TTFT = the prefill including token 1; per-token latency over the "
                "decode steps; tokens/s = gen_len / total latency).")
     rep.attempt("Per-token latency vs position", lambda: plots_generate.latency_vs_position(gens, rep.out_dir))
     rep.attempt("HBM traffic per decode step vs position", lambda: plots_generate.bytes_vs_position(gens, rep.out_dir))
+    rep.attempt("Energy per token vs position", lambda: plots_generate.energy_vs_position(gens, rep.out_dir))
 
 
 def title_for(inputs):

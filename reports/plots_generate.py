@@ -55,3 +55,30 @@ def bytes_vs_position(gens, out_dir):
     return save(fig, out_dir, "generate_hbm.png", "HBM traffic per decode step vs position",
                 "HBM bytes read + written by each decode step: the weights once, plus a KV cache growing by one "
                 "token per step.")
+
+
+def energy_vs_position(gens, out_dir):
+    """Each decode step's energy (= energy per generated token) against position, when the
+    generations were simulated on a config with an energy section."""
+    gens = [g for g in gens if g.get("energy") and any("energy_j" in s for s in g.get("steps", []))]
+    if not gens:
+        raise NoData("no generation has energy (its arch config needs an energy section: docs/config.md)")
+    colours = colour_map(label(g) for g in gens)
+    fig, ax = plt.subplots(figsize=(8, 4))
+    peak = 0
+    for g in gens:
+        dec = [s for s in g["steps"] if s["phase"] == "decode"]
+        ys = [s["energy_j"] * 1e3 for s in dec]
+        peak = max([peak] + ys)
+        ax.plot([s["position"] for s in dec], ys, color=colours[label(g)], label=label(g))
+        if dec:
+            ax.annotate("prefill %.4g mJ" % (g["steps"][0]["energy_j"] * 1e3), (dec[0]["position"], ys[0]), fontsize=7,
+                        color=colours[label(g)], textcoords="offset points", xytext=(4, -12))
+    ax.set_ylim(0, peak * 1.15 if peak > 0 else 1)
+    ax.set_xlabel("position of the generated token")
+    ax.set_ylabel("energy per decode step (mJ)")
+    ax.grid(alpha=0.3)
+    legend_outside(ax)
+    return save(fig, out_dir, "generate_energy.png", "Energy per token vs position",
+                "Energy of each decode step (one token each): the simulator's counted events x the config's "
+                "energies plus static power x the step's time; the prefill's is the annotation.")

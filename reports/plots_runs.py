@@ -235,3 +235,48 @@ def roofline(runs, out_dir, name="roofline.png", colour_by="workload"):
                 "vxe.lanes x clock_ghz element ops/ns; SXE peak sxe.mac_trees x sxe.lanes x 2 x clock_ghz FLOP/ns. "
                 "Fusion raises intensity (less traffic for the same work)." % ", ".join(keys)
                 + (" %d more roof(s) not drawn." % (len(mem) - len(shown)) if len(mem) > len(shown) else ""))
+
+
+
+ENERGY_ENGINES = ["hbm", "sxe", "vxe", "lmu", "dma", "esl", "isu"]  # sim/config energy_engines(), in order
+
+
+def energy_by_engine(runs, out_dir, name="energy.png", subtitle=""):
+    """Energy of each run split per engine: dynamic (counted events x the config's energies,
+    solid) and static (power x time, hatched); per token when every run is an LLM step."""
+    runs = [r for r in runs if number(r.get("energy.total_j"))]
+    if not runs:
+        raise NoData("no run has energy statistics (energy.total_j): the arch config needs an energy section "
+                     "(docs/config.md)")
+    per_token = all(number(r.get("llm.tokens_per_step")) for r in runs)
+    shown = [e for e in ENERGY_ENGINES if any((r.get("energy.engines.%s.total_j" % e) or 0) > 0 for r in runs)]
+    colours = colour_map(ENERGY_ENGINES)
+    fig, ax = plt.subplots(figsize=(max(6, 1.3 * len(runs) + 3), 4.5))
+    for i, r in enumerate(runs):
+        div = r.get("llm.tokens_per_step") if per_token else 1
+        bottom = 0
+        for e in shown:
+            for part, hatch in (("dynamic_j", None), ("static_j", "//")):
+                v = (r.get("energy.engines.%s.%s" % (e, part)) or 0) * 1e3 / div
+                if v > 0:
+                    ax.bar(i, v, 0.6, bottom=bottom, color=colours[e], hatch=hatch, edgecolor="white")
+                    bottom += v
+        ax.annotate("%.4g" % bottom, (i, bottom), ha="center", va="bottom", fontsize=8)
+    for e in shown:  # legend: one entry per engine
+        ax.bar([0], [0], 0, color=colours[e], label=e)
+    ax.set_xticks(range(len(runs)))
+    ax.set_xticklabels(["%s\n%s" % (r.workload, r.fusion) for r in runs], fontsize=8)
+    ax.set_ylabel("energy per token (mJ)" if per_token else "energy per run (mJ)")
+    ax.set_title("Energy by engine: dynamic (solid) + static (hatched)")
+    ax.grid(axis="y", alpha=0.3)
+    ax.margins(y=0.1)
+    legend_outside(ax, title="engine")
+    if subtitle:
+        fig.suptitle(subtitle, fontsize=10)
+    fig.tight_layout()
+    return save(fig, out_dir, name, "Energy by engine",
+                "Per run, %s: each engine's dynamic energy (the simulator's counted events x the config's per-event "
+                "energies: HBM bits, SXE MACs, VXE ops by class, LMU bytes, ESL bits) solid, and its static power x "
+                "the run's time hatched; the label is the total. The config's YAML comments say which energies are "
+                "sourced and which are assumptions." % ("per token" if per_token else "per run")
+                + (" " + subtitle if subtitle else ""))

@@ -181,12 +181,19 @@ def cost_function(sweep, runs, cost_key):
         "the mean of %s, each relative to the base config (a crude proxy; choose a column with --cost)" % names
 
 
-def pareto(sweep, runs, out_dir, cost_key="", name="pareto.png"):
-    cost, xlabel, what = cost_function(sweep, runs, cost_key)
-    pts = [(cost(r), r.get("latency_us"), r) for r in runs]
-    pts = [p for p in pts if p[0] is not None and number(p[1])]
-    if not pts:
-        raise NoData("no successful point has a cost (%s) and a latency" % xlabel)
+def _pareto_front(pts):
+    """The Pareto-optimal (cost, latency) pairs of `pts`, cheapest first: no cheaper point is as fast."""
+    front, best = [], float("inf")
+    for c, lat in sorted(pts):
+        if lat < best:
+            front.append((c, lat))
+            best = lat
+    return front
+
+
+def _draw_pareto(pts, xlabel, ylabel, title):
+    """Every point (cost, latency, run) coloured by workload with a marker per fusion policy, and
+    each workload's front as a step line through outlined points."""
     workloads = unique(r.workload for _, _, r in pts)
     colours = colour_map(workloads)
     markers = marker_map(unique(r.fusion for _, _, r in pts))
@@ -196,19 +203,13 @@ def pareto(sweep, runs, out_dir, cost_key="", name="pareto.png"):
     for f, m in markers.items():  # legend entries for the markers, in a neutral colour
         ax.scatter([], [], color="grey", marker=m, label="fusion %s" % f)
     for w in workloads:
-        mine = sorted((c, lat) for c, lat, r in pts if r.workload == w)
-        front, best = [], float("inf")
-        for c, lat in mine:
-            if lat < best:
-                front.append((c, lat))
-                best = lat
+        front = _pareto_front([(c, lat) for c, lat, r in pts if r.workload == w])
         ax.step([c for c, _ in front], [lat for _, lat in front], where="post", color=colours[w], lw=2,
                 label="front: %s" % w)
-        ax.scatter([c for c, _ in front], [lat for _, lat in front], color=colours[w], s=60,
-                   edgecolor="black", zorder=3)
-    if len({c for c, _, _ in pts}) == 1:
-        ax.annotate("every point has the same cost; choose another with --cost", (0.5, 0.95),
-                    xycoords="axes fraction", ha="center", fontsize=9)
+        on_front = set(front)
+        for c, lat, r in pts:  # outlined, in the point's own marker (its fusion policy)
+            if r.workload == w and (c, lat) in on_front:
+                ax.scatter(c, lat, color=colours[w], marker=markers[r.fusion], s=70, edgecolor="black", zorder=3)
     ax.set_yscale("log")
     # A log axis spanning less than a decade gets one major tick at most: label the minor
     # ticks too (plain numbers), so the axis can be read.
@@ -216,13 +217,63 @@ def pareto(sweep, runs, out_dir, cost_key="", name="pareto.png"):
     ax.yaxis.set_minor_formatter(ticker.FuncFormatter(lambda v, _: "%g" % v))
     ax.tick_params(axis="y", which="minor", labelsize=7)
     ax.set_xlabel(xlabel)
-    ax.set_ylabel("latency (µs)")
-    ax.set_title("Pareto front: latency vs cost (lower left is better)")
+    ax.set_ylabel(ylabel)
+    ax.set_title(title)
     ax.grid(True, which="both", alpha=0.2)
+    return fig, ax
+
+
+def pareto(sweep, runs, out_dir, cost_key="", name="pareto.png"):
+    cost, xlabel, what = cost_function(sweep, runs, cost_key)
+    pts = [(cost(r), r.get("latency_us"), r) for r in runs]
+    pts = [p for p in pts if p[0] is not None and number(p[1])]
+    if not pts:
+        raise NoData("no successful point has a cost (%s) and a latency" % xlabel)
+    fig, ax = _draw_pareto(pts, xlabel, "latency (µs)", "Pareto front: latency vs cost (lower left is better)")
+    if len({c for c, _, _ in pts}) == 1:
+        ax.annotate("every point has the same cost; choose another with --cost", (0.5, 0.95),
+                    xycoords="axes fraction", ha="center", fontsize=9)
     legend_outside(ax)
     return save(fig, out_dir, name, "Pareto front (latency vs cost)",
                 "Every successful point; outlined points are Pareto-optimal per workload (no cheaper point "
                 "is as fast). Cost: %s." % what)
+
+
+# Energy as the cost: per token where every point is an LLM step (the `llm` statistics), else per
+# run; latency likewise per token or per run. Columns from the simulator's `energy` statistics.
+ENERGY_COSTS = [("llm.j_per_token", "llm.ms_per_token", "energy per token (mJ)", "latency per token (ms)", 1e3),
+                ("energy.total_j", "latency_us", "energy per run (mJ)", "latency (µs)", 1e3)]
+
+
+def energy_columns(runs):
+    """(energy column, latency column, x label, y label, scale) of the first kind every
+    successful point has; NoData when none has energy (configs without an energy section)."""
+    for cost_col, lat_col, xlabel, ylabel, scale in ENERGY_COSTS:
+        if runs and all(number(r.get(cost_col)) and number(r.get(lat_col)) for r in runs):
+            return cost_col, lat_col, xlabel, ylabel, scale
+    raise NoData("the results have no energy statistics for every point (energy.total_j): the arch configs "
+                 "need an energy section (docs/config.md)")
+
+
+def pareto_energy(sweep, runs, out_dir, name="pareto_energy.png"):
+    """Latency vs energy: which points no other point beats on both (the simulator's counted
+    events x the config's energies, plus static power x time)."""
+    cost_col, lat_col, xlabel, ylabel, scale = energy_columns(runs)
+    pts = [(r.get(cost_col) * scale, r.get(lat_col), r) for r in runs]
+    fig, ax = _draw_pareto(pts, xlabel, ylabel, "Pareto front: latency vs energy (lower left is better)")
+    costs = [c for c, _, _ in pts if c > 0]
+    if costs and max(costs) > 10 * min(costs):  # workloads of different sizes: each cluster stays legible
+        ax.set_xscale("log")
+        ax.xaxis.set_major_locator(ticker.LogLocator(base=10, subs=(1.0, 1.5, 2.0, 3.0, 5.0, 7.0)))
+        ax.xaxis.set_major_formatter(ticker.FuncFormatter(lambda v, _: "%g" % v))
+        ax.xaxis.set_minor_formatter(ticker.NullFormatter())
+    legend_outside(ax)
+    front = sum(len(_pareto_front([(c, lat) for c, lat, r in pts if r.workload == w]))
+                for w in unique(r.workload for _, _, r in pts))
+    return save(fig, out_dir, name, "Pareto front (latency vs energy)",
+                "Every successful point; outlined points (%d of %d) are Pareto-optimal per workload: no point "
+                "uses less energy and is as fast. Energy: the column %s (events counted by the simulator x the "
+                "config's energies, plus static power x time); latency: %s." % (front, len(pts), cost_col, lat_col))
 
 
 def sweep_plots(sweep, runs, out_dir, cost_key=""):
@@ -234,5 +285,6 @@ def sweep_plots(sweep, runs, out_dir, cost_key=""):
                       lambda key=key, safe=safe: metric_vs_axis(sweep, runs, key, out_dir, "sweep_%s.png" % safe)))
     plots.append(("Latency heatmap", lambda: heatmap(sweep, runs, out_dir)))
     plots.append(("Pareto front", lambda: pareto(sweep, runs, out_dir, cost_key)))
+    plots.append(("Pareto front: latency vs energy", lambda: pareto_energy(sweep, runs, out_dir)))
     return plots
 

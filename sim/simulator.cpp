@@ -102,6 +102,7 @@ SimResult simulate(const Program& prog, const ArchConfig& arch, const SimOptions
   }
   SimResult res;
   std::vector<double> device_finish_ps;
+  EnergyEvents energy_events;  // summed over the devices
   {
     // The top level is built for `devices` LPUs. Device 0 runs the program; the others run an
     // empty one until programs are partitioned across devices (tensor parallelism, the ESL).
@@ -182,7 +183,13 @@ SimResult simulate(const Program& prog, const ArchConfig& arch, const SimOptions
     for (const auto* c : sync.contexts)
       if (c->wall_clock_exceeded) throw SimulationStuck(wall_clock_report(*c, arch));
     if (!sync.deadlock.empty()) throw SimulationStuck(strcat("simulation of ", prog.name, ": ", sync.deadlock));
-    for (const auto* c : sync.contexts) device_finish_ps.push_back(c->finish_ps);
+    for (const auto* c : sync.contexts) {
+      device_finish_ps.push_back(c->finish_ps);
+      EnergyEvents ev = c->energy;
+      for (size_t i = 0; i < c->engines.size(); ++i)
+        if (c->engine_names[i] == "sxe") ev.sxe_macs += c->engines[i].work;
+      energy_events += ev;
+    }
     if (!ctx.finished) {
       std::string report = strcat("simulation of ", prog.name, " did not finish within sim.max_us = ", arch.sim.max_us,
                                   " us; engines: ");
@@ -250,6 +257,10 @@ SimResult simulate(const Program& prog, const ArchConfig& arch, const SimOptions
                                       ks.start_cycle, ks.end_cycle, period);
     s.kernels.push_back(ks);
   }
+  // Static power is charged from the start until the last device halts, on every device.
+  double run_ps = ctx.finish_ps;
+  for (double f : device_finish_ps) run_ps = std::max(run_ps, f);
+  s.energy = compute_energy(energy_events, arch, run_ps * 1e-12, arch.devices);
   for (const auto& hc : ctx.host_calls) {
     const HostOp& h = prog.host_ops[hc.host_op];
     s.graph_breaks.push_back({h.node, h.op, hc.bytes, hc.host_us});
@@ -324,6 +335,7 @@ nlohmann::json stats_to_json(const SimStats& s) {
     gb.push_back({{"node", b.node}, {"op", b.op}, {"bytes", b.bytes}, {"host_us", b.host_us}});
   j["graph_breaks"] = gb;
   j["graph_breaks_host_us"] = s.host_us();
+  if (s.energy.configured) j["energy"] = energy_to_json(s.energy);
   return j;
 }
 

@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "config/arch_config.h"
+#include "energy.h"
 #include "isa/program.h"
 #include "ref/tensor.h"
 
@@ -89,6 +90,9 @@ struct SimStats {
   std::vector<KernelStats> kernels;
   std::vector<GraphBreakStats> graph_breaks;  // in execution order
   double host_us() const;                     // their total host time
+  // Energy of the whole run (every device; sim/energy.h), when the config has an energy
+  // section (JSON "energy" then, absent otherwise).
+  EnergyStats energy;
 };
 
 struct TraceRecord {

@@ -29,6 +29,9 @@ check list_ops 0 "layer_norm" -- "$LPU" list ops
 check list_workloads 0 "ln_gelu_add" -- "$LPU" list workloads
 check list_configs 0 "lpu-small" -- "$LPU" list configs
 check check_config_ok 0 ": ok" -- "$LPU" check-config configs/lpu-small.yaml
+check check_config_energy 0 "energy: HBM 3.9/3.9 pJ/bit read/written" -- "$LPU" check-config configs/lpu-small.yaml
+check check_config_energy_set 0 "energy: HBM 1.95/3.9 pJ/bit" -- "$LPU" check-config configs/lpu-small.yaml --set energy.hbm_read_pj_per_bit=1.95
+check energy_nan 2 "energy.sxe_pj_per_mac: must be a finite number" -- "$LPU" run ln_gelu_add --set energy.sxe_pj_per_mac=.nan
 
 sed 's/  channels: 8/  chanels: 8/' configs/lpu-small.yaml > "$TMP/typo.yaml"
 check misspelled_key 2 "typo.yaml:[0-9]+: hbm.chanels: unknown key" -- "$LPU" check-config "$TMP/typo.yaml"
@@ -43,6 +46,8 @@ check lmu_too_small 2 "cannot be tiled in columns" -- "$LPU" run ln_gelu_add --s
 
 check run_functional 0 "PASS" -- "$LPU" run ln_gelu_add --functional --json "$TMP/run.json" --trace "$TMP/trace.json"
 check run_json 0 "compulsory_hbm_bytes" -- cat "$TMP/run.json"
+check run_json_energy 0 '"j_per_token"|"static_j"' -- cat "$TMP/run.json"
+check run_energy_table 0 "energy by engine" -- "$LPU" run ln_gelu_add
 check trace_json 0 "traceEvents" -- cat "$TMP/trace.json"
 check compare 0 "greedy" -- "$LPU" compare ln_gelu_add --fusion none,greedy --json "$TMP/cmp.json"
 check compile_emit 0 "program.s" -- "$LPU" compile ln_gelu_add --emit graph,core,loopir,schedule,asm -o "$TMP/ir"

@@ -97,6 +97,7 @@ def main(lpu, work, all_models):
             run = json.load(f)
         check(run["cycles"] == s["cycles"], "step %d (%s): cycles %d == lpu run's %d" % (s["step"], s["phase"], s["cycles"], run["cycles"]))
         check(run["hbm_read_bytes"] + run["hbm_write_bytes"] == s["hbm_bytes"], "step %d: HBM bytes == lpu run's" % s["step"])
+        check(run["energy"]["total_j"] == s["energy_j"], "step %d: energy == lpu run's" % s["step"])
 
     # `lpu report` reads the generate JSON: latency and bytes against position.
     rj = os.path.join(work, "report.json")
@@ -104,7 +105,8 @@ def main(lpu, work, all_models):
     if check(r.returncode == 0, "lpu report of a generate JSON exits 0"):
         with open(rj) as f:
             plots = {p["file"] for p in json.load(f)["plots"]}
-        check({"generate_latency.png", "generate_hbm.png"} <= plots, "report: latency and HBM vs position plotted")
+        check({"generate_latency.png", "generate_hbm.png", "generate_energy.png"} <= plots,
+              "report: latency, HBM and energy vs position plotted")
     # A page showing a generation and a run names both (it was titled after the run alone).
     r = lpu_run(lpu, "report", os.path.join(work, "a.json"), os.path.join(work, "run1.json"), "-o",
                 os.path.join(work, "mixed"), "--json", rj)

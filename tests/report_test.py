@@ -17,7 +17,8 @@ import sys
 
 failures = []
 SWEEP_PLOTS = {"fusion.png", "engines.png", "kernels.png", "roofline.png", "timeline.png", "heatmap.png",
-               "pareto.png", "sweep_hbm_bandwidth_gbps.png", "sweep_lmu_capacity_kib.png"}
+               "pareto.png", "sweep_hbm_bandwidth_gbps.png", "sweep_lmu_capacity_kib.png", "energy.png",
+               "pareto_energy.png"}
 
 
 def check(cond, what):
@@ -100,7 +101,8 @@ def main(lpu, work):
     shutil.rmtree(cmp_dir, ignore_errors=True)
     r = lpu_run(lpu, "compare", "rms_norm", "--fusion", "none,greedy", "--report", cmp_dir)
     check(r.returncode == 0 and "index.html" in r.stdout, "compare --report exits 0 and says where the report is")
-    check_report(cmp_dir, {"fusion.png", "engines.png", "kernels.png", "roofline.png", "timeline.png"}, set())
+    check_report(cmp_dir, {"fusion.png", "engines.png", "kernels.png", "roofline.png", "timeline.png", "energy.png"},
+                 set())
     check(os.path.exists(os.path.join(cmp_dir, "traces", "greedy.json")), "compare --report keeps the traces")
     with open(os.path.join(cmp_dir, "index.html"), encoding="utf-8") as f:
         page = f.read()

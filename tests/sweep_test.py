@@ -68,6 +68,10 @@ def main(lpu, work):
     check(header[:9] == ["point_id", "status", "exit_code", "error", "workload", "fusion", "hbm.bandwidth_gbps",
                          "lmu.capacity_kib", "wall_s"], "CSV starts with the identity columns and the swept keys")
     check("engines.vxe.utilization" in header and "latency_us" in header, "CSV has flattened statistics")
+    check(all(k in header for k in ("energy.total_j", "energy.dynamic_j", "energy.static_j",
+                                     "energy.engines.hbm.total_j", "energy.events.sxe_macs")),
+          "CSV has the energy columns")
+    check(all(float(r["energy.total_j"]) > 0 for r in ref_csv), "every point has its energy")
     print("     uninterrupted: %.1f s" % t_full)
 
     # 2. Kill the sweep (SIGKILL, no chance to clean up) once at least 8 rows are in.

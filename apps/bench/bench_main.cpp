@@ -6,7 +6,8 @@
 //   3. HBM calibration: achieved bandwidth by transfer size, access shape and DMA engines.
 //   4. compile time of long relu chains, greedy vs none (scheduling must stay near-linear).
 //   5. roofline: decode steps per op class against their rooflines, and where the rest went.
-// Usage: build/lpu-bench [policies|simulator|hbm|schedule|roofline|all] [--arch NAME] [--context N]
+//   6. energy: every LLM decode step's energy per token (greedy), split per engine (README "Energy").
+// Usage: build/lpu-bench [policies|simulator|hbm|schedule|roofline|energy|all] [--arch NAME] [--context N]
 #include <sys/resource.h>
 
 #include <chrono>
@@ -49,6 +50,33 @@ void policies(const ArchConfig& arch) {
   std::cout << "decode steps (batch 1, context 2048, fp16) on " << arch.name << "\n"
             << format_table({"workload", "fusion", "kernels", "hbm_GB", "traffic/compulsory", "cycles", "ms/token",
                              "bw_util", "tried", "gain", "chosen"},
+                            rows);
+}
+
+// Energy per token of every decode step (greedy, batch 1, context 2048, fp16): the total, its
+// dynamic and static parts, and each engine's share (sim/energy.h: counted events x the
+// config's energies, static power x time).
+void energy(const ArchConfig& arch) {
+  if (!arch.energy.configured) throw InputError(arch.file + " has no energy section: energy is not modelled");
+  const char* models[] = {"gpt2", "opt-1.3b", "opt-6.7b", "opt-13b", "opt-30b", "opt-66b",
+                          "llama2-7b", "llama2-13b", "llama2-70b"};
+  std::vector<std::vector<std::string>> rows;
+  for (const char* m : models) {
+    WorkloadSpec w = resolve_workload(std::string(m) + "-decode");
+    RunOutcome o = run_job(w, arch, "greedy", false);
+    const EnergyStats& e = o.sim.stats.energy;
+    double tokens = static_cast<double>(llm_tokens_per_step(w));
+    auto share = [&](const char* engine) { return fmt("%.1f%%", 100 * e.engines.at(engine).total_j() / e.total_j()); };
+    rows.push_back({w.name, fmt("%.3f", o.sim.stats.latency_us / 1000 / tokens), fmt("%.2f", e.total_j() * 1e3 / tokens),
+                    fmt("%.2f", e.dynamic_j * 1e3 / tokens), fmt("%.2f", e.static_j * 1e3 / tokens),
+                    fmt("%.1f", e.total_j() / e.seconds), share("hbm"), share("sxe"), share("vxe"), share("lmu"),
+                    fmt("%.1f%%", 100 * (e.engines.at("dma").total_j() + e.engines.at("esl").total_j() +
+                                         e.engines.at("isu").total_j()) /
+                                      e.total_j())});
+  }
+  std::cout << "energy per token of the decode steps (batch 1, context 2048, fp16, greedy) on " << arch.name << "\n"
+            << format_table({"workload", "ms/token", "mJ/token", "dynamic_mJ", "static_mJ", "avg_W", "hbm", "sxe", "vxe",
+                             "lmu", "dma+esl+isu"},
                             rows);
 }
 
@@ -180,12 +208,13 @@ void hbm(const ArchConfig& base) {
 
 int main(int argc, char** argv) {
   const char* usage =
-      "usage: lpu-bench [policies|simulator|hbm|schedule|roofline|all] [--arch NAME] [--context N]\n"
+      "usage: lpu-bench [policies|simulator|hbm|schedule|roofline|energy|all] [--arch NAME] [--context N]\n"
       "  policies   every LLM decode step under every policy of the registry (minutes)\n"
       "  simulator  simulator speed on OPT-1.3B and OPT-30B decode steps\n"
       "  hbm        HBM calibration: bandwidth by transfer size, shape and DMA engines\n"
       "  schedule   compile time of relu chains of 1,000 to 30,000 nodes, greedy vs none\n"
       "  roofline   decode steps per op class against their rooflines (--context N, default 1040)\n"
+      "  energy     every LLM decode step's energy per token, split per engine (greedy)\n"
       "  all        hbm, simulator, policies and roofline (the default)\n";
   std::string what = "all";
   std::string arch_name = "lpu-asic";
@@ -200,7 +229,8 @@ int main(int argc, char** argv) {
       arch_name = argv[++i];
     } else if (a == "--context" && i + 1 < argc) {
       context = std::stoll(argv[++i]);
-    } else if (a == "roofline" || a == "policies" || a == "simulator" || a == "hbm" || a == "schedule" || a == "all") {
+    } else if (a == "roofline" || a == "policies" || a == "simulator" || a == "hbm" || a == "schedule" || a == "energy" ||
+               a == "all") {
       what = a;
     } else {
       std::cerr << "error: unexpected argument '" << a << "'\n" << usage;
@@ -213,6 +243,7 @@ int main(int argc, char** argv) {
     if (what == "simulator" || what == "all") simulator(arch);
     if (what == "policies" || what == "all") policies(arch);
     if (what == "schedule") schedule_scaling(arch);
+    if (what == "energy") energy(arch);
     if (what == "roofline" || what == "all") roofline(arch, context);
   } catch (const std::exception& e) {
     std::cerr << "error: " << e.what() << "\n";

@@ -279,6 +279,7 @@ GenerateResult run_generate(const WorkloadSpec& w, const ArchConfig& arch, const
     st.latency_s = stats.latency_us * 1e-6;
     st.hbm_read_bytes = stats.hbm_read_bytes;
     st.hbm_write_bytes = stats.hbm_write_bytes;
+    st.energy_j = stats.energy.total_j();
     st.kernels = e->kernels;
     r.steps.push_back(st);
     if (progress) progress->update(static_cast<size_t>(k), 0, 0, k == r.gen_len);
@@ -308,6 +309,12 @@ uint64_t GenerateResult::hbm_bytes() const {
   return b;
 }
 
+double GenerateResult::energy_j() const {
+  double j = 0;
+  for (const auto& s : steps) j += s.energy_j;
+  return j;
+}
+
 LatencySummary GenerateResult::per_token() const {
   std::vector<double> v;
   for (const auto& s : steps)
@@ -329,7 +336,7 @@ nlohmann::json GenerateResult::to_json() const {
                        {"batch", workload.batch}, {"layers", workload.layers}, {"dtype", dtype_name(workload.dtype)}};
   nlohmann::json steps_j = nlohmann::json::array();
   uint64_t rd = 0, wr = 0, decode_cycles = 0;
-  double decode_s = 0, compile_s = 0, simulate_s = 0;
+  double decode_s = 0, compile_s = 0, simulate_s = 0, decode_j = 0;
   for (const auto& s : steps) {
     steps_j.push_back({{"step", s.step},
                        {"phase", s.phase},
@@ -343,6 +350,7 @@ nlohmann::json GenerateResult::to_json() const {
                        {"hbm_write_bytes", s.hbm_write_bytes},
                        {"kernels", s.kernels},
                        {"program", s.cached ? "cached" : "compiled"}});
+    if (arch.energy.configured) steps_j.back()["energy_j"] = s.energy_j;
     rd += s.hbm_read_bytes;
     wr += s.hbm_write_bytes;
     compile_s += s.compile_wall_s;
@@ -350,6 +358,7 @@ nlohmann::json GenerateResult::to_json() const {
     if (s.step >= 2) {
       decode_s += s.latency_s;
       decode_cycles += s.cycles;
+      decode_j += s.energy_j;
     }
   }
   double total = total_latency_s();
@@ -380,16 +389,29 @@ nlohmann::json GenerateResult::to_json() const {
       // The only part that differs between two runs of the same generation.
       {"wall", {{"total_s", wall_s}, {"compile_s", compile_s}, {"simulate_s", simulate_s}}},
   };
+  if (arch.energy.configured) {  // per token: every generated token (one per step), and the decode steps alone
+    double n = static_cast<double>(steps.size());
+    j["energy"] = {{"total_j", energy_j()},
+                   {"j_per_token", n > 0 ? energy_j() / n : 0.0},
+                   {"prefill_j", steps.empty() ? 0.0 : steps.front().energy_j},
+                   {"decode_j", decode_j},
+                   {"decode_j_per_token", steps.size() > 1 ? decode_j / (n - 1) : 0.0}};
+  }
   return j;
 }
 
 std::string GenerateResult::to_csv() const {
   std::ostringstream out;
-  out << "step,phase,position,context,seq_len,cycles,latency_s,hbm_bytes,hbm_read_bytes,hbm_write_bytes,program\n";
-  for (const auto& s : steps)
+  const bool energy = arch.energy.configured;
+  out << "step,phase,position,context,seq_len,cycles,latency_s,hbm_bytes,hbm_read_bytes,hbm_write_bytes,program"
+      << (energy ? ",energy_j" : "") << "\n";
+  for (const auto& s : steps) {
     out << s.step << "," << s.phase << "," << s.position << "," << s.context << "," << s.seq_len << "," << s.cycles
         << "," << format_number("%.9e", s.latency_s) << "," << s.hbm_read_bytes + s.hbm_write_bytes << ","
-        << s.hbm_read_bytes << "," << s.hbm_write_bytes << "," << (s.cached ? "cached" : "compiled") << "\n";
+        << s.hbm_read_bytes << "," << s.hbm_write_bytes << "," << (s.cached ? "cached" : "compiled");
+    if (energy) out << "," << format_number("%.9e", s.energy_j);
+    out << "\n";
+  }
   return out.str();
 }
 
@@ -416,6 +438,17 @@ std::string GenerateResult::summary() const {
       {"total latency", us(total)},
       {"tokens per second", format_number("%.1f", total > 0 ? static_cast<double>(steps.size()) / total : 0.0)},
       {"HBM traffic", format_bytes(static_cast<double>(hbm_bytes()))},
+      {"energy", !arch.energy.configured ? "not modelled (" + arch.file + " has no energy section)"
+                 : steps.empty()         ? "-"
+                                         : strcat(format_energy(energy_j()), " (",
+                                                  format_energy(energy_j() / static_cast<double>(steps.size())),
+                                                  " per token; TTFT ", format_energy(steps.front().energy_j),
+                                          steps.size() > 1 ? "; decode " +
+                                                                 format_energy((energy_j() - steps.front().energy_j) /
+                                                                                       static_cast<double>(steps.size() - 1)) +
+                                                                 " per token"
+                                                                   : std::string(),
+                                                  ")")},
       {"compiles / cache hits", strcat(compiles, " / ", cache_hits)},
       {"cost-model memo hits / misses", strcat(cost_memo_hits, " / ", cost_memo_misses)},
       {"wall", strcat(format_number("%.2f s", wall_s), " (compile ", format_number("%.2f s", compile_s), ", simulate ",

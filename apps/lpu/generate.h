@@ -102,6 +102,7 @@ struct GenerateStep {
   double latency_s = 0;
   uint64_t hbm_read_bytes = 0, hbm_write_bytes = 0;
   size_t kernels = 0;
+  double energy_j = 0;  // the step's energy (sim/energy.h); 0 when the config has no energy section
   bool cached = false;  // its program came from the compile cache
   double compile_wall_s = 0, simulate_wall_s = 0;
 };
@@ -128,6 +129,7 @@ struct GenerateResult {
   double total_latency_s() const;
   uint64_t total_cycles() const;
   uint64_t hbm_bytes() const;
+  double energy_j() const;           // every step's energy (arch.energy.configured: else 0)
   LatencySummary per_token() const;  // the decode steps (2 .. gen_len)
   nlohmann::json to_json() const;    // everything; wall times only under "wall"
   std::string to_csv() const;        // one row per step, no wall times (deterministic)

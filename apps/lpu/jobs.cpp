@@ -218,6 +218,7 @@ nlohmann::json RunOutcome::to_json() const {
     double ms = sim.stats.latency_us / 1e3;
     j["llm"] = {{"tokens_per_step", t}, {"ms_per_token", ms / static_cast<double>(t)},
                 {"tokens_per_s", static_cast<double>(t) / (ms / 1e3)}};
+    if (sim.stats.energy.configured) j["llm"]["j_per_token"] = sim.stats.energy.total_j() / static_cast<double>(t);
   }
   if (search) {
     nlohmann::json cands = nlohmann::json::array();

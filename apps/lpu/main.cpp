@@ -186,6 +186,31 @@ std::vector<std::string> engine_row(const EngineStats& e) {
   return {e.name + " utilisation", format_percent(e.utilization) + what + busy2};
 }
 
+// Energy (sim/energy.h): the total and its dynamic/static parts, per token for an LLM step;
+// or why there is none.
+void energy_rows(const EnergyStats& e, int64_t tokens, const ArchConfig& arch, std::vector<std::vector<std::string>>& rows) {
+  if (!e.configured) {
+    rows.push_back({"energy", "not modelled (" + arch.file + " has no energy section)"});
+    return;
+  }
+  rows.push_back({"energy", strcat(format_energy(e.total_j()), " (dynamic ", format_energy(e.dynamic_j), ", static ",
+                                   format_energy(e.static_j), ")")});
+  if (tokens > 0) rows.push_back({"energy per token", format_energy(e.total_j() / static_cast<double>(tokens))});
+  if (e.seconds > 0) rows.push_back({"average power", fmt("%.2f W", e.total_j() / e.seconds)});
+}
+
+// Energy per engine: dynamic (events x config energies) and static (power x time).
+std::string format_energy_table(const EnergyStats& e) {
+  std::vector<std::vector<std::string>> rows;
+  for (const auto& name : energy_engines()) {
+    const EngineEnergy& g = e.engines.at(name);
+    rows.push_back({name, format_energy(g.dynamic_j), format_energy(g.static_j), format_energy(g.total_j()),
+                    format_percent(e.total_j() > 0 ? g.total_j() / e.total_j() : 0.0)});
+  }
+  rows.push_back({"total", format_energy(e.dynamic_j), format_energy(e.static_j), format_energy(e.total_j()), "100.0 %"});
+  return "energy by engine\n" + format_table({"engine", "dynamic", "static", "total", "share"}, rows);
+}
+
 void print_run(const RunOutcome& o, const std::vector<std::string>& sets) {
   const auto& s = o.sim.stats;
   std::vector<std::vector<std::string>> rows = {
@@ -221,7 +246,9 @@ void print_run(const RunOutcome& o, const std::vector<std::string>& sets) {
     rows.push_back({"tokens per second", fmt("%.1f", static_cast<double>(t) / (s.latency_us * 1e-6))});
   }
   for (const auto& e : s.engines) rows.push_back(engine_row(e));
+  energy_rows(s.energy, llm_tokens_per_step(o.workload), o.arch, rows);
   std::cout << format_table({"metric", "value"}, rows);
+  if (s.energy.configured) std::cout << "\n" << format_energy_table(s.energy);
   if (o.search) std::cout << "\n" << format_search_candidates(*o.search);
   // Where the time went, kernel by kernel (docs/sim-model.md, "Per-kernel attribution").
   std::cout << "\n" << format_top_kernels(o, 10) << "\n" << format_class_roofline(o);
@@ -333,6 +360,10 @@ int cmd_compare(const std::string& workload, const ArchFlags& af, const BreakFla
       row.push_back(fmt("%.3f", s.latency_us / 1e3 / static_cast<double>(tokens)));
       row.push_back(fmt("%.1f", static_cast<double>(tokens) / (s.latency_us * 1e-6)));
     }
+    if (s.energy.configured) {
+      row.push_back(format_energy(s.energy.total_j()));
+      if (tokens > 0) row.push_back(fmt("%.3f", s.energy.total_j() * 1e3 / static_cast<double>(tokens)));
+    }
     // Traffic over compulsory rather than bandwidth utilisation: fusion moves fewer bytes in
     // less time, so utilisation can fall when fusion helps and read like a regression.
     row.push_back(fmt("%.3f", r.to_json()["traffic_ratio"].get<double>()));
@@ -351,6 +382,10 @@ int cmd_compare(const std::string& workload, const ArchFlags& af, const BreakFla
   if (tokens > 0) {
     header.push_back("ms/token");
     header.push_back("tokens/s");
+  }
+  if (runs.front().sim.stats.energy.configured) {  // one config for every policy
+    header.push_back("energy");
+    if (tokens > 0) header.push_back("mJ/token");
   }
   header.push_back("traffic/compulsory");
   header.push_back("speedup");
@@ -550,7 +585,9 @@ int cmd_sim(const std::vector<std::string>& paths, const ArchFlags& af, const st
                                                 {"HBM read", format_bytes(static_cast<double>(s.hbm_read_bytes))},
                                                 {"HBM written", format_bytes(static_cast<double>(s.hbm_write_bytes))}};
   for (const auto& e : s.engines) rows.push_back(engine_row(e));
+  energy_rows(s.energy, 0, arch, rows);
   std::cout << format_table({"metric", "value"}, rows);
+  if (s.energy.configured) std::cout << "\n" << format_energy_table(s.energy);
   if (!json.empty()) write_json(json, stats_to_json(s));
   if (!trace.empty()) write_json(trace, trace_to_json(r.trace));
   return 0;
@@ -562,6 +599,19 @@ int cmd_check_config(const std::vector<std::string>& files, const std::vector<st
     std::cout << a.file << ": ok (" << a.name << ", " << a.clock_ghz << " GHz, " << a.devices << " device(s), HBM "
               << a.hbm.bandwidth_gbps << " GB/s x " << a.hbm.channels << " channels, LMU " << a.lmu.capacity_kib
               << " KiB, VXE " << a.vxe.lanes << " lanes, SXE " << a.sxe.mac_trees << "x" << a.sxe.lanes << ")\n";
+    if (!a.energy.configured) {
+      std::cout << "  energy: not modelled (no energy section)\n";
+      continue;
+    }
+    const auto& e = a.energy;
+    std::string vxe, st;
+    for (const auto& c : energy_vxe_classes()) vxe += strcat(vxe.empty() ? "" : ", ", c, " ", e.vxe_pj(c));
+    for (const auto& n : energy_engines()) st += strcat(st.empty() ? "" : ", ", n, " ", e.static_mw.at(n));
+    std::cout << "  energy: HBM " << e.hbm_read_pj_per_bit << "/" << e.hbm_write_pj_per_bit
+              << " pJ/bit read/written, SXE " << e.sxe_pj_per_mac << " pJ/MAC, LMU " << e.lmu_read_pj_per_byte << "/"
+              << e.lmu_write_pj_per_byte << " pJ/B read/written, ESL " << e.esl_pj_per_bit << " pJ/bit\n"
+              << "  energy: VXE pJ/op " << vxe << "\n"
+              << "  energy: static mW " << st << "\n";
   }
   return 0;
 }

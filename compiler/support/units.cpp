@@ -53,4 +53,13 @@ std::string format_duration_us(double us) {
 
 std::string format_percent(double fraction) { return format_number("%.1f %%", 100.0 * fraction); }
 
+std::string format_energy(double j) {
+  double a = std::fabs(j);
+  if (a == 0) return "0 J";
+  if (a < 1e-6) return format_number("%.0f nJ", j * 1e9);
+  if (a < 1e-3) return format_number("%.3f uJ", j * 1e6);
+  if (a < 1.0) return format_number("%.3f mJ", j * 1e3);
+  return format_number("%.3f J", j);
+}
+
 }  // namespace lpu

@@ -16,6 +16,7 @@ std::string format_binary_bytes(double bytes);      // "4.00 GiB", "256.0 KiB", 
 std::string format_duration_us(double us);          // "850 ns", "68.09 us", "1.234 ms", "1.009 s"
 std::string format_bandwidth(double bytes_per_s);   // "3.28 TB/s", "460.0 GB/s"
 std::string format_percent(double fraction);        // "75.1 %"
+std::string format_energy(double joules);           // "412 nJ", "3.456 uJ", "87.21 mJ", "1.203 J"
 // printf-style formatting of one number: format_number("%.3f us", 1.5).
 std::string format_number(const char* format, double v);
 

@@ -1,5 +1,6 @@
 #include "config/arch_config.h"
 
+#include <algorithm>
 #include <filesystem>
 
 #include "ops/reduction.h"
@@ -37,10 +38,46 @@ std::map<std::string, VxeOpTiming> default_vxe_ops() {
   return m;
 }
 
+// The optional `energy` section: every key in it required, each a finite number >= 0
+// (docs/config.md); absent, energy is not modelled.
+void resolve_energy(const YamlReader& r, const YAML::Node& root, ArchConfig::Energy& e) {
+  YAML::Node en = root["energy"];
+  if (!en || en.IsNull()) return;
+  const std::vector<std::string> scalars = {"hbm_read_pj_per_bit",  "hbm_write_pj_per_bit", "sxe_pj_per_mac",
+                                            "lmu_read_pj_per_byte", "lmu_write_pj_per_byte", "esl_pj_per_bit"};
+  std::vector<std::string> keys = scalars;
+  keys.push_back("vxe_pj_per_op");
+  keys.push_back("static_mw");
+  r.check_keys(en, "energy", keys);
+  auto value = [&](const YAML::Node& map, const std::string& key, const std::string& path, double hi) {
+    double v = r.get_double(map, key, path);
+    r.check_range(map, key, path, v, 0, hi);
+    return v;
+  };
+  e.configured = true;
+  e.hbm_read_pj_per_bit = value(en, "hbm_read_pj_per_bit", "energy", 1e6);
+  e.hbm_write_pj_per_bit = value(en, "hbm_write_pj_per_bit", "energy", 1e6);
+  e.sxe_pj_per_mac = value(en, "sxe_pj_per_mac", "energy", 1e6);
+  e.lmu_read_pj_per_byte = value(en, "lmu_read_pj_per_byte", "energy", 1e6);
+  e.lmu_write_pj_per_byte = value(en, "lmu_write_pj_per_byte", "energy", 1e6);
+  e.esl_pj_per_bit = value(en, "esl_pj_per_bit", "energy", 1e6);
+  // A table of keys: each listed key required, no other allowed.
+  auto table = [&](const char* key, const std::vector<std::string>& names, double hi, std::map<std::string, double>& out) {
+    YAML::Node t = en[key];
+    std::string path = std::string("energy.") + key;
+    if (!t) r.fail(en, path, "missing required key");
+    r.check_keys(t, path, names);
+    for (const auto& n : names) out[n] = value(t, n, path, hi);
+  };
+  table("vxe_pj_per_op", energy_vxe_classes(), 1e6, e.vxe_pj_per_op);
+  table("static_mw", energy_engines(), 1e9, e.static_mw);
+}
+
 ArchConfig resolve(YamlDoc& doc) {
   YamlReader r(doc);
   const YAML::Node& root = doc.root;
-  r.check_keys(root, "", {"name", "clock_ghz", "devices", "hbm", "dma", "lmu", "vxe", "sxe", "isu", "esl", "host", "sim"});
+  r.check_keys(root, "", {"name", "clock_ghz", "devices", "hbm", "dma", "lmu", "vxe", "sxe", "isu", "esl", "host", "energy",
+                         "sim"});
   ArchConfig a;
   a.file = doc.file;
   a.name = r.get_string(root, "name", "", std::filesystem::path(doc.file).stem().string());
@@ -151,6 +188,8 @@ ArchConfig resolve(YamlDoc& doc) {
   a.host.op_us = r.get_double(host, "op_us", "host", a.host.op_us);
   r.check_range(host, "op_us", "host", a.host.op_us, 0, 1e6);
 
+  resolve_energy(r, root, a.energy);
+
   YAML::Node sim = section("sim", {"max_us", "max_wall_s"}, false);
   a.sim.max_us = r.get_double(sim, "max_us", "sim", a.sim.max_us);
   r.check_range(sim, "max_us", "sim", a.sim.max_us, 1e-3, 1e12);
@@ -172,6 +211,37 @@ ArchConfig load_arch_config(const std::string& path, const std::vector<std::stri
   YamlDoc doc = load_yaml_file(path);
   for (const auto& o : overrides) apply_override(doc, o);
   return resolve(doc);
+}
+
+const std::vector<std::string>& energy_vxe_classes() {
+  static const std::vector<std::string> c = [] {
+    std::vector<std::string> v;
+    auto add = [&](const std::string& cls) {
+      if (std::find(v.begin(), v.end(), cls) == v.end()) v.push_back(cls);
+    };
+#define LPU_ENERGY_CLASS(name, arity, cls, ...) add(#cls);
+    LPU_SCALAR_OPS(LPU_ENERGY_CLASS)
+#undef LPU_ENERGY_CLASS
+    add("reduce");
+    add("mov");
+    return v;
+  }();
+  return c;
+}
+
+const std::vector<std::string>& energy_engines() {
+  static const std::vector<std::string> e = {"hbm", "sxe", "vxe", "lmu", "dma", "esl", "isu"};
+  return e;
+}
+
+double ArchConfig::Energy::vxe_pj(const std::string& op_class) const {
+  auto it = vxe_pj_per_op.find(op_class);
+  return it == vxe_pj_per_op.end() ? 0.0 : it->second;
+}
+
+double ArchConfig::Energy::static_w(const std::string& engine) const {
+  auto it = static_mw.find(engine);
+  return it == static_mw.end() ? 0.0 : it->second * 1e-3;
 }
 
 const char* sxe_model_name(ArchConfig::Sxe::Model m) { return m == ArchConfig::Sxe::Model::Rtl ? "rtl" : "approx"; }
@@ -212,6 +282,16 @@ nlohmann::json arch_to_json(const ArchConfig& a) {
               {"weight_prefetch", a.isu.weight_prefetch}};
   j["esl"] = {{"latency_ns", a.esl.latency_ns}, {"bandwidth_gbps", a.esl.bandwidth_gbps}};
   j["host"] = {{"link_gbps", a.host.link_gbps}, {"latency_us", a.host.latency_us}, {"op_us", a.host.op_us}};
+  if (a.energy.configured) {
+    const auto& e = a.energy;
+    nlohmann::json vx = nlohmann::json::object(), st = nlohmann::json::object();
+    for (const auto& [k, v] : e.vxe_pj_per_op) vx[k] = v;
+    for (const auto& [k, v] : e.static_mw) st[k] = v;
+    j["energy"] = {{"hbm_read_pj_per_bit", e.hbm_read_pj_per_bit}, {"hbm_write_pj_per_bit", e.hbm_write_pj_per_bit},
+                   {"sxe_pj_per_mac", e.sxe_pj_per_mac},           {"vxe_pj_per_op", vx},
+                   {"lmu_read_pj_per_byte", e.lmu_read_pj_per_byte}, {"lmu_write_pj_per_byte", e.lmu_write_pj_per_byte},
+                   {"esl_pj_per_bit", e.esl_pj_per_bit},           {"static_mw", st}};
+  }
   // sim.max_wall_s is left out: it decides only whether a run may finish, never what it
   // computes, and this JSON fingerprints sweeps (a longer limit must not make a sweep new).
   j["sim"] = {{"max_us", a.sim.max_us}};

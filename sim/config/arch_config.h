@@ -81,6 +81,21 @@ struct ArchConfig {
     double op_us = 10;           // host time per fallback op
   } host;
 
+  // Energy per counted event and static power (docs/config.md, "energy"; README "Energy").
+  // Optional as a section: without it energy is not modelled (`configured` false) and the
+  // statistics carry none; with it every key is required, so no energy number hides in code.
+  struct Energy {
+    bool configured = false;
+    double hbm_read_pj_per_bit = 0, hbm_write_pj_per_bit = 0;  // per bit a channel moves (burst-rounded)
+    double sxe_pj_per_mac = 0;                                 // per useful MAC of an sxe.gemm
+    std::map<std::string, double> vxe_pj_per_op;               // by op class: energy_vxe_classes()
+    double lmu_read_pj_per_byte = 0, lmu_write_pj_per_byte = 0;
+    double esl_pj_per_bit = 0;                                 // per bit sent over the ESL
+    std::map<std::string, double> static_mw;                   // by engine: energy_engines()
+    double vxe_pj(const std::string& op_class) const;
+    double static_w(const std::string& engine) const;
+  } energy;
+
   struct Sim {
     double max_us = 1e7;         // watchdog: simulated time limit
     double max_wall_s = 600;     // watchdog: wall-clock time limit of one simulation
@@ -100,6 +115,11 @@ std::string resolve_config_path(const std::string& name_or_path);
 std::string default_config_name();
 
 nlohmann::json arch_to_json(const ArchConfig& a);
+// The VXE op classes energy is given for: the op table's classes (alu, transcendental, divide:
+// ops/scalar_ops.h), reductions and moves: "alu", "transcendental", "divide", "reduce", "mov".
+const std::vector<std::string>& energy_vxe_classes();
+// The engines energy is split over, in report order: "hbm", "sxe", "vxe", "lmu", "dma", "esl", "isu".
+const std::vector<std::string>& energy_engines();
 const char* sxe_model_name(ArchConfig::Sxe::Model m);
 
 }  // namespace lpu

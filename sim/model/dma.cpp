@@ -84,7 +84,8 @@ double Dma::execute(size_t i, double start_ps) {
       kc.hbm_write += len;
   }
   append_union(ctx_.hbm_windows, Span::Bandwidth, kc.log);
-  double lmu_done = lmu_.reserve(setup_end, static_cast<uint64_t>(R * C * 4));
+  const auto tile = static_cast<uint64_t>(R * C * 4);  // a load writes the tile, a store reads it
+  double lmu_done = lmu_.reserve(setup_end, load ? 0 : tile, load ? tile : 0);
   return std::max(hbm_done, lmu_done);
 }
 

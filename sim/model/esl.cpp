@@ -17,6 +17,8 @@ double Esl::execute(size_t i, double start_ps) {
   uint64_t bytes = static_cast<uint64_t>(R * C * 4);  // LMU tiles are fp32
   if (in.lm_addr + bytes > static_cast<uint64_t>(ctx_.arch->lmu_bytes()))
     throw InputError(strcat("device ", ctx_.device, ": ", print_instruction(in), " writes beyond the receiver's local memory"));
+  ctx_.energy.esl_bytes += bytes;
+  ctx_.energy.lmu_read_bytes += bytes;  // the tile leaves the sender's local memory
   double link_end = start_ps + static_cast<double>(bytes) / (ctx_.arch->esl.bandwidth_gbps * 1e-3);
   double arrive = link_end + ctx_.arch->esl.latency_ns * 1000.0;
   // Functional: the tile as it is now, written into the receiver when it arrives.
@@ -37,9 +39,10 @@ double Esl::execute(size_t i, double start_ps) {
   uint64_t dst = in.lm_addr;
   int64_t token = in.token;
   double now = sc_core::sc_time_stamp().to_double();
-  sc_core::sc_spawn([sp, target, token, dst, tile = std::move(tile), wait_ps = arrive - now] {
+  sc_core::sc_spawn([sp, target, token, dst, bytes, tile = std::move(tile), wait_ps = arrive - now] {
     sc_core::wait(sc_core::sc_time(wait_ps, sc_core::SC_PS));
     DeviceContext* rx = sp->contexts[static_cast<size_t>(target)];
+    rx->energy.lmu_write_bytes += bytes;  // and lands in the receiver's
     if (!tile.empty() && !rx->lmu_data.empty()) std::copy(tile.begin(), tile.end(), rx->lmu_data.begin() + static_cast<long>(dst / 4));
     --sp->in_transit;
     ++sp->tokens[static_cast<size_t>(target)][token];

@@ -29,6 +29,7 @@ void Hbm::b_transport(tlm::tlm_generic_payload& trans, sc_core::sc_time& delay) 
   uint64_t lo = addr / burst * burst;
   uint64_t hi = (addr + len + burst - 1) / burst * burst;
   ctx_.hbm_burst_bytes += hi - lo;
+  (trans.is_read() ? ctx_.energy.hbm_read_bytes : ctx_.energy.hbm_write_bytes) += hi - lo;
 
   // Bytes per channel: walk interleave granules; whole rounds over all channels at once.
   uint64_t il = static_cast<uint64_t>(h.interleave_bytes);

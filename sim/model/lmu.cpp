@@ -17,7 +17,10 @@ double Lmu::conflict_factor(int64_t s) const {
   return static_cast<double>(g);
 }
 
-double Lmu::reserve(double start_ps, uint64_t bytes, int64_t elem_stride) {
+double Lmu::reserve(double start_ps, uint64_t read_bytes, uint64_t write_bytes, int64_t elem_stride) {
+  ctx_.energy.lmu_read_bytes += read_bytes;
+  ctx_.energy.lmu_write_bytes += write_bytes;
+  const uint64_t bytes = read_bytes + write_bytes;
   double s = std::max(start_ps, port_free_ps_);
   double e = s + static_cast<double>(bytes) / bytes_per_ps_ * conflict_factor(elem_stride);
   port_free_ps_ = e;

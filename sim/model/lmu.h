@@ -11,8 +11,9 @@ class Lmu : public sc_core::sc_module {
  public:
   Lmu(sc_core::sc_module_name name, DeviceContext& ctx);
 
-  // Reserves the port for `bytes` starting no earlier than `start_ps`; returns the end time.
-  double reserve(double start_ps, uint64_t bytes, int64_t elem_stride = 1);
+  // Reserves the port for `read_bytes` + `write_bytes` starting no earlier than `start_ps`;
+  // returns the end time. Both are counted for energy (they share the port's time).
+  double reserve(double start_ps, uint64_t read_bytes, uint64_t write_bytes, int64_t elem_stride = 1);
   // Conflict slow-down of an element stride.
   double conflict_factor(int64_t elem_stride) const;
 

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "config/arch_config.h"
+#include "energy.h"
 #include "isa/program.h"
 #include "model/attribution.h"
 
@@ -102,6 +103,7 @@ struct DeviceContext {
   std::vector<std::pair<double, double>> hbm_windows;
   std::vector<TraceEvent> trace;
   uint64_t hbm_read_bytes = 0, hbm_write_bytes = 0, hbm_burst_bytes = 0;
+  EnergyEvents energy;  // what costs energy (sim/energy.h); SXE MACs are taken from engines[] at the end
   double isu_hazard_stall_ps = 0, isu_queue_stall_ps = 0;
   std::vector<HostCallRecord> host_calls;
   // sxe.model: rtl -- what the verilated tree did, summed over the sxe.gemm instructions.

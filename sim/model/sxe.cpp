@@ -63,7 +63,7 @@ double Sxe::execute(size_t i, double start_ps) {
   double period = ctx_.period.to_double();
   int64_t cols_per_tree = (N + cfg.mac_trees - 1) / cfg.mac_trees;
   double stream_end = hbm_done + period * cfg.pipeline_depth;  // the last beat drains the adder tree
-  double lmu_end = lmu_.reserve(start_ps, static_cast<uint64_t>(M * K * 4 + M * N * 4));
+  double lmu_end = lmu_.reserve(start_ps, static_cast<uint64_t>(M * K * 4), static_cast<uint64_t>(M * N * 4));
   // The RTL reads its operands before compute() writes the destination (which may alias them).
   // Weight prefetch (isu.weight_prefetch): the stream started at issue; the MAC work starts
   // when the activation is ready.

@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "ops/reduction.h"
+#include "ops/scalar_ops.h"
 #include "support/error.h"
 
 namespace lpu::sim {
@@ -18,6 +19,15 @@ std::string timing_key(const Instruction& in) {
     default: return "mov";
   }
 }
+// The op's class for energy (ArchConfig::Energy::vxe_pj_per_op): the op table's class, or
+// reduce / mov.
+const char* energy_class(const Instruction& in) {
+  switch (in.opcode) {
+    case Opcode::VxeOp: return scalar_op_class(in.vop);
+    case Opcode::VxeReduce: return "reduce";
+    default: return "mov";
+  }
+}
 }  // namespace
 
 double Vxe::execute(size_t i, double start_ps) {
@@ -25,18 +35,20 @@ double Vxe::execute(size_t i, double start_ps) {
   const int64_t R = in.rows, C = in.cols;
   const int64_t out_elems = in.opcode == Opcode::VxeReduce ? R : R * C;
   lmu_.check(in.lm_addr, static_cast<uint64_t>(out_elems * 4), "vxe destination");
-  uint64_t bytes = static_cast<uint64_t>(out_elems * 4);
+  const auto written = static_cast<uint64_t>(out_elems * 4);
+  uint64_t read = 0;
   int64_t worst_stride = 1;
   for (const auto& s : in.srcs) {
     if (s.immediate) continue;
-    bytes += static_cast<uint64_t>((s.rs == 0 ? 1 : R) * (s.cs == 0 ? 1 : C) * 4);
+    read += static_cast<uint64_t>((s.rs == 0 ? 1 : R) * (s.cs == 0 ? 1 : C) * 4);
     if (s.cs != 0 && lmu_.conflict_factor(s.cs) > lmu_.conflict_factor(worst_stride)) worst_stride = s.cs;
   }
   VxeOpTiming t = ctx_.arch->vxe.timing(timing_key(in));
   double lanes = ctx_.arch->vxe.lanes;
   double groups = std::ceil(static_cast<double>(R * C) / lanes);
   double compute_end = start_ps + ctx_.period.to_double() * (t.latency + groups * t.ii);
-  double lmu_end = lmu_.reserve(start_ps, bytes, worst_stride);
+  double lmu_end = lmu_.reserve(start_ps, read, written, worst_stride);
+  ctx_.energy.vxe_ops[energy_class(in)] += static_cast<double>(R * C);
   if (auto it = ctx_.chain_after_ps.find(i); it != ctx_.chain_after_ps.end()) {
     // Chained on an SXE producer: the last input arrives when it finishes.
     compute_end = std::max(compute_end, it->second + ctx_.period.to_double() * t.latency);
