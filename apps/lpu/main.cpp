@@ -73,7 +73,9 @@ void check_creatable(const std::string& flag, const fs::path& p) {
   std::error_code ec;
   fs::path anc = p.has_parent_path() ? p.parent_path() : fs::path(".");
   while (!anc.empty() && !fs::exists(anc, ec) && anc.has_parent_path() && anc != anc.parent_path()) anc = anc.parent_path();
-  if (anc.empty()) anc = ".";
+  // A relative path none of whose directories exist yet ("out/sweeps/x" in a new checkout)
+  // is created below the working directory.
+  if (anc.empty() || (anc.is_relative() && !fs::exists(anc, ec))) anc = ".";
   if (!fs::is_directory(anc, ec))
     throw InputError(strcat(flag, " ", p.string(), ": cannot write: ", anc.string(), " is not a directory"));
   probe_directory(flag, p.string(), anc);
