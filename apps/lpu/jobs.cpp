@@ -218,6 +218,17 @@ nlohmann::json RunOutcome::to_json() const {
     double ms = sim.stats.latency_us / 1e3;
     j["llm"] = {{"tokens_per_step", t}, {"ms_per_token", ms / static_cast<double>(t)},
                 {"tokens_per_s", static_cast<double>(t) / (ms / 1e3)}};
+    // The step's two roofs: its compulsory HBM bytes at peak bandwidth, and its SXE work at
+    // the SXE's peak (mac_trees x lanes MACs a cycle). Batching reuses each weight for every
+    // sequence: the memory roof rises with the batch until the compute roof caps it.
+    StepRoofs roofs = step_roofs(*this);
+    double s_per_cycle = 1e-9 / arch.clock_ghz, tokens = static_cast<double>(t);
+    auto per_s = [&](double cycles) { return cycles > 0 ? tokens / (cycles * s_per_cycle) : 0.0; };
+    j["llm"]["memory_roof_tokens_per_s"] = per_s(roofs.memory_cycles);
+    j["llm"]["compute_roof_tokens_per_s"] = per_s(roofs.compute_cycles);
+    j["llm"]["roof_tokens_per_s"] = per_s(std::max(roofs.memory_cycles, roofs.compute_cycles));
+    j["llm"]["roof_latency_us"] = std::max(roofs.memory_cycles, roofs.compute_cycles) * s_per_cycle * 1e6;
+    j["llm"]["bound"] = roofs.compute_cycles > roofs.memory_cycles ? "compute" : "memory";
   }
   if (search) {
     nlohmann::json cands = nlohmann::json::array();
@@ -250,8 +261,16 @@ nlohmann::json RunOutcome::to_json() const {
   return j;
 }
 
+StepRoofs step_roofs(const RunOutcome& o) {
+  StepRoofs r;
+  r.memory_cycles = static_cast<double>(o.comp.compulsory_hbm_bytes) / o.arch.hbm_bytes_per_cycle();
+  double flops = static_cast<double>(work_to_json(o.comp.code.program)["sxe_flops"].get<uint64_t>());
+  r.compute_cycles = flops / (2.0 * o.arch.sxe.mac_trees * o.arch.sxe.lanes);
+  return r;
+}
+
 int64_t llm_tokens_per_step(const WorkloadSpec& w) {
-  if (!w.graph.empty() || !find_transformer(w.model)) return 0;
+  if (!decoder_of(w)) return 0;
   return w.phase == "prefill" ? w.tokens() : w.batch;
 }
 
