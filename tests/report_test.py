@@ -132,6 +132,8 @@ def main(lpu, work):
           "each point ran its batch")
     check(all(r["llm.tokens_per_step"] == r["workload.batch"] and r["llm.compute_roof_tokens_per_s"] > 0
               and r["llm.memory_roof_tokens_per_s"] > 0 for r in rows), "each row has the step's two roofs")
+    check(all(r["workload_spec"]["decoder"]["d_model"] == 64 and r["workload_spec"]["decoder"]["norm"] == "layernorm"
+              for r in rows), "each row records the decoder's shape as its keys")
 
     # Bad input: exit 2 with a message.
     r = lpu_run(lpu, "report", os.path.join(work, "nope.json"), "-o", os.path.join(work, "bad"))

@@ -196,6 +196,13 @@ nlohmann::json RunOutcome::to_json() const {
                        {"phase", workload.phase}, {"batch", workload.batch}, {"seq_len", workload.seq_len},
                        {"context", workload.context}, {"dtype", dtype_name(workload.dtype)}};
   for (const auto& [k, v] : workload.params) wl[k] = v;
+  // A built-in LLM's shape as its workload keys (docs/workloads.md), typed: the preset's, or
+  // what the file described.
+  if (const TransformerShape* m = decoder_of(workload)) {
+    nlohmann::json d = nlohmann::json::object();
+    for (const auto& [k, v] : decoder_keys(*m)) d[k] = scalar_to_json(v);
+    wl["decoder"] = d;
+  }
   j["workload"] = wl;
   j["arch"] = arch_to_json(arch);
   j["work"] = work_to_json(comp.code.program);
