@@ -274,6 +274,68 @@ def pareto_energy(sweep, runs, out_dir, name="pareto_energy.png"):
                 "Every successful point; outlined points (%d of %d) are Pareto-optimal per workload: no point "
                 "uses less energy and is as fast. Energy: the column %s (events counted by the simulator x the "
                 "config's energies, plus static power x time); latency: %s." % (front, len(pts), cost_col, lat_col))
+BATCH_KEY = "workload.batch"
+
+
+def batch_roofline(sweep, runs, out_dir, name="batch_roofline.png"):
+    """Tokens/s and step latency vs batch against the step's two roofs (docs/workloads.md):
+    memory (compulsory HBM bytes at peak bandwidth) and compute (SXE MACs at peak). Other axes
+    are held at the reference point."""
+    others = [a for a in sweep.axes if a != BATCH_KEY]
+    ref = tuple(sweep.reference.get(a) for a in others)
+    runs = [r for r in runs if BATCH_KEY in r.point and number(r.get("llm.tokens_per_s"))
+            and tuple(r.point[a] for a in others) == ref]
+    if not runs:
+        raise NoData("no successful point of a built-in LLM has %s" % BATCH_KEY)
+    workloads = unique(r.workload for r in runs)
+    policies = unique(r.fusion for r in runs)
+    colours = policy_colours(policies)
+    fig, axes = plt.subplots(2, len(workloads), figsize=(4.8 * len(workloads) + 1.5, 7.5), squeeze=False)
+    for wi, w in enumerate(workloads):
+        wr = [r for r in runs if r.workload == w]
+        batches = sorted(unique(r.point[BATCH_KEY] for r in wr))
+        # The roofs: the same for every policy of a batch (they count the step, not its schedule).
+        roof = {}
+        for r in wr:
+            roof.setdefault(r.point[BATCH_KEY], (r.get("llm.memory_roof_tokens_per_s"), r.get("llm.compute_roof_tokens_per_s"),
+                                                 r.get("llm.tokens_per_step")))
+        xs = [b for b in batches if all(number(v) and v > 0 for v in roof[b])]
+        top, bottom = axes[0, wi], axes[1, wi]
+        for p in policies:
+            pts = {r.point[BATCH_KEY]: r for r in wr if r.fusion == p}
+            px = [b for b in batches if b in pts]
+            top.plot(px, [pts[b].get("llm.tokens_per_s") for b in px], marker="o", color=colours[p], label=p)
+            bottom.plot(px, [pts[b].get("latency_us") for b in px], marker="o", color=colours[p], label=p)
+        for idx, (label, style) in enumerate([("memory roof (HBM bytes / bandwidth)", "--"),
+                                              ("compute roof (SXE MACs / peak)", ":")]):
+            top.plot(xs, [roof[b][idx] for b in xs], ls=style, color="black", label=label)
+            # A roof on tokens/s is a floor on the step's latency: tokens per step / roof.
+            bottom.plot(xs, [roof[b][2] / roof[b][idx] * 1e6 for b in xs], ls=style, color="black", label=label)
+        cross = [b for b in xs if roof[b][1] < roof[b][0]]
+        for ax in (top, bottom):
+            if cross:
+                ax.axvline(cross[0], color="grey", alpha=0.4)
+            if batches and min(batches) > 0 and max(batches) / min(batches) >= 8:
+                ax.set_xscale("log", base=2)
+                ax.xaxis.set_major_formatter(ticker.ScalarFormatter())
+            ax.set_xlabel("batch (sequences per step)")
+            ax.grid(alpha=0.3)
+        top.set_yscale("log")
+        bottom.set_yscale("log")
+        top.set_ylabel("tokens/s")
+        bottom.set_ylabel("step latency (µs)")
+        top.set_title(w + ("" if not cross else " (compute-bound from batch %s)" % fmt_value(cross[0])))
+    handles, labels = axes[0, 0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="upper center", bbox_to_anchor=(0.5, 0.0), ncol=min(4, len(labels)), fontsize=8)
+    held = ", ".join("%s=%s" % (a, fmt_value(v)) for a, v in zip(others, ref))
+    fig.suptitle("Tokens/s and latency vs batch against the roofs" + (" (%s)" % held if held else ""))
+    fig.tight_layout()
+    return save(fig, out_dir, name, "Batch roofline",
+                "Tokens/s (top) and step latency (bottom) per workload and policy as the batch grows, against the "
+                "memory roof (the step's compulsory HBM bytes at peak bandwidth: the weights are read once per step "
+                "whatever the batch, so it rises with the batch) and the compute roof (the step's SXE MACs at the "
+                "SXE's peak). The grey line marks the first batch where the compute roof is the lower one.%s"
+                % (" Other axes at the reference point: " + held + "." if held else ""))
 
 
 def sweep_plots(sweep, runs, out_dir, cost_key=""):
@@ -283,6 +345,8 @@ def sweep_plots(sweep, runs, out_dir, cost_key=""):
         safe = "".join(c if c.isalnum() else "_" for c in key)
         plots.append(("Metrics vs %s" % key,
                       lambda key=key, safe=safe: metric_vs_axis(sweep, runs, key, out_dir, "sweep_%s.png" % safe)))
+    if BATCH_KEY in sweep.axes:
+        plots.append(("Batch roofline", lambda: batch_roofline(sweep, runs, out_dir)))
     plots.append(("Latency heatmap", lambda: heatmap(sweep, runs, out_dir)))
     plots.append(("Pareto front", lambda: pareto(sweep, runs, out_dir, cost_key)))
     plots.append(("Pareto front: latency vs energy", lambda: pareto_energy(sweep, runs, out_dir)))

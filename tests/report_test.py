@@ -116,6 +116,27 @@ def main(lpu, work):
     check(r.returncode == 0, "a report of one run without a trace exits 0")
     check_report(os.path.join(work, "run-report"), {"fusion.png", "roofline.png"}, {"Timeline"})
 
+    # A sweep over the batch (a workload key as an axis): the batch roofline is drawn.
+    batch_dir = os.path.join(work, "batch")
+    shutil.rmtree(batch_dir, ignore_errors=True)
+    batch_yaml = os.path.join(work, "batch.yaml")
+    with open(batch_yaml, "w") as f:
+        f.write("base: lpu-small\nworkloads: [tiny-opt]\nfusion: [greedy]\ntraces: none\n"
+                "axes:\n  workload.batch: [1, 2, 4]\n")
+    r = lpu_run(lpu, "sweep", batch_yaml, "-j", "2", "-o", batch_dir)
+    check(r.returncode == 0, "a sweep over workload.batch exits 0 (%s)" % r.stderr.strip()[-300:])
+    r = lpu_run(lpu, "report", batch_dir, "-o", os.path.join(batch_dir, "report"))
+    check(r.returncode == 0, "its report exits 0 (%s)" % r.stderr.strip()[-300:])
+    check_report(os.path.join(batch_dir, "report"), {"batch_roofline.png", "sweep_workload_batch.png"})
+    with open(os.path.join(batch_dir, "results.jsonl")) as f:
+        rows = [json.loads(line) for line in f]
+    check(sorted(r["workload.batch"] for r in rows) == [1, 2, 4] and all(r["workload_spec"]["batch"] == r["workload.batch"] for r in rows),
+          "each point ran its batch")
+    check(all(r["llm.tokens_per_step"] == r["workload.batch"] and r["llm.compute_roof_tokens_per_s"] > 0
+              and r["llm.memory_roof_tokens_per_s"] > 0 for r in rows), "each row has the step's two roofs")
+    check(all(r["workload_spec"]["decoder"]["d_model"] == 64 and r["workload_spec"]["decoder"]["norm"] == "layernorm"
+              for r in rows), "each row records the decoder's shape as its keys")
+
     # Bad input: exit 2 with a message.
     r = lpu_run(lpu, "report", os.path.join(work, "nope.json"), "-o", os.path.join(work, "bad"))
     check(r.returncode == 2 and "no such file" in r.stderr, "a missing input is exit 2")

@@ -292,3 +292,23 @@ TEST(SweepSpec, BuiltInModelNamesNeedNoFile) {
   EXPECT_EQ(s.workloads[0].file, "tiny-llama");
   EXPECT_EQ(sweep_hash(s), sweep_hash(load_sweep_string("workloads: [tiny-llama, ln_gelu_add]\nfusion: [none]\n", "s.yaml")));
 }
+
+// Workload keys as axes (`workload.KEY`, docs/sweeps.md): each point passes the value to
+// `lpu run --set workload.KEY=V`, and each value is checked against every workload of the
+// sweep when the file loads (a value the workload refuses, a key a workload lacks).
+TEST(SweepSpec, WorkloadKeysAreAxes) {
+  SweepSpec s = load_sweep_string(
+      "base: lpu-small\nworkloads: [tiny-llama, tiny-opt-decode]\nfusion: [greedy]\naxes:\n  workload.batch: [1, 4]\n"
+      "  hbm.bandwidth_gbps: [128, 256]\n",
+      "s.yaml");
+  std::vector<SweepPoint> pts = expand_points(s);
+  ASSERT_EQ(pts.size(), 8u);
+  std::vector<std::string> sets = point_sets(s, pts.back());
+  EXPECT_NE(std::find(sets.begin(), sets.end(), "workload.batch=4"), sets.end());
+  EXPECT_THAT(error_of("base: lpu-small\nworkloads: [tiny-llama]\nfusion: [greedy]\naxes:\n  workload.batch: [1, 300]\n"),
+              ::testing::HasSubstr("s.yaml:5: axes.workload.batch: value 300 rejected by the config: workload tiny-llama: "));
+  EXPECT_THAT(error_of("base: lpu-small\nworkloads: [gemv]\nfusion: [greedy]\naxes:\n  workload.heads: [2]\n"),
+              ::testing::HasSubstr("workload gemv: "));
+  EXPECT_THAT(error_of("base: lpu-small\nworkloads: [gemv]\nfusion: [greedy]\naxes:\n  workload.heads: [2]\n"),
+              ::testing::HasSubstr("heads: unknown key"));
+}

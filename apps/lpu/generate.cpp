@@ -128,6 +128,7 @@ std::string cache_key(const WorkloadSpec& s, const CompileOptions& co, const Arc
       strcat("name=", s.name, ";model=", s.model, ";phase=", s.phase, ";batch=", s.batch, ";seq_len=", s.seq_len,
              ";context=", s.context, ";layers=", s.layers, ";dtype=", dtype_name(s.dtype));
   for (const auto& [p, v] : s.params) k += strcat(";", p, "=", v);
+  if (s.decoder) k += ";decoder=" + describe_decoder(*s.decoder);
   k += strcat(";fusion=", co.fusion, ";lmu_fraction=", co.fusion_lmu_fraction, ";lmu_bytes=", co.codegen.lmu_bytes,
               ";double_buffer=", co.codegen.double_buffer, ";hbm_alignment=", co.codegen.hbm_alignment,
               ";max_tile_rows=", co.codegen.max_tile_rows, ";fold_loops=", co.codegen.fold_loops,
@@ -190,11 +191,12 @@ void check_fits(const WorkloadSpec& w, const ArchConfig& arch, const WorkloadSpe
 GenerateResult run_generate(const WorkloadSpec& w, const ArchConfig& arch, const GenerateOptions& o,
                             CompileCache& cache) {
   auto t0 = Clock::now();
-  const TransformerShape* m = w.graph.empty() ? find_transformer(w.model) : nullptr;
+  const TransformerShape* m = decoder_of(w);
   if (!m) {
     std::string all;
     for (const auto& s : transformer_shapes()) all += (all.empty() ? "" : ", ") + s.name;
-    throw InputError(strcat("generate: workload ", w.name, " is not a built-in LLM (", all, ")"));
+    throw InputError(strcat("generate: workload ", w.name, " is not a built-in LLM (", all,
+                            ", or model: ", kDecoderModel, " with its keys)"));
   }
   if (w.batch != 1) throw InputError(strcat("batch: generate runs batch 1 only, got ", w.batch));
   GenerateResult r;

@@ -196,6 +196,13 @@ nlohmann::json RunOutcome::to_json() const {
                        {"phase", workload.phase}, {"batch", workload.batch}, {"seq_len", workload.seq_len},
                        {"context", workload.context}, {"dtype", dtype_name(workload.dtype)}};
   for (const auto& [k, v] : workload.params) wl[k] = v;
+  // A built-in LLM's shape as its workload keys (docs/workloads.md), typed: the preset's, or
+  // what the file described.
+  if (const TransformerShape* m = decoder_of(workload)) {
+    nlohmann::json d = nlohmann::json::object();
+    for (const auto& [k, v] : decoder_keys(*m)) d[k] = scalar_to_json(v);
+    wl["decoder"] = d;
+  }
   j["workload"] = wl;
   j["arch"] = arch_to_json(arch);
   j["work"] = work_to_json(comp.code.program);
@@ -219,6 +226,17 @@ nlohmann::json RunOutcome::to_json() const {
     j["llm"] = {{"tokens_per_step", t}, {"ms_per_token", ms / static_cast<double>(t)},
                 {"tokens_per_s", static_cast<double>(t) / (ms / 1e3)}};
     if (sim.stats.energy.configured) j["llm"]["j_per_token"] = sim.stats.energy.total_j() / static_cast<double>(t);
+    // The step's two roofs: its compulsory HBM bytes at peak bandwidth, and its SXE work at
+    // the SXE's peak (mac_trees x lanes MACs a cycle). Batching reuses each weight for every
+    // sequence: the memory roof rises with the batch until the compute roof caps it.
+    StepRoofs roofs = step_roofs(*this);
+    double s_per_cycle = 1e-9 / arch.clock_ghz, tokens = static_cast<double>(t);
+    auto per_s = [&](double cycles) { return cycles > 0 ? tokens / (cycles * s_per_cycle) : 0.0; };
+    j["llm"]["memory_roof_tokens_per_s"] = per_s(roofs.memory_cycles);
+    j["llm"]["compute_roof_tokens_per_s"] = per_s(roofs.compute_cycles);
+    j["llm"]["roof_tokens_per_s"] = per_s(std::max(roofs.memory_cycles, roofs.compute_cycles));
+    j["llm"]["roof_latency_us"] = std::max(roofs.memory_cycles, roofs.compute_cycles) * s_per_cycle * 1e6;
+    j["llm"]["bound"] = roofs.compute_cycles > roofs.memory_cycles ? "compute" : "memory";
   }
   if (search) {
     nlohmann::json cands = nlohmann::json::array();
@@ -251,8 +269,16 @@ nlohmann::json RunOutcome::to_json() const {
   return j;
 }
 
+StepRoofs step_roofs(const RunOutcome& o) {
+  StepRoofs r;
+  r.memory_cycles = static_cast<double>(o.comp.compulsory_hbm_bytes) / o.arch.hbm_bytes_per_cycle();
+  double flops = static_cast<double>(work_to_json(o.comp.code.program)["sxe_flops"].get<uint64_t>());
+  r.compute_cycles = flops / (2.0 * o.arch.sxe.mac_trees * o.arch.sxe.lanes);
+  return r;
+}
+
 int64_t llm_tokens_per_step(const WorkloadSpec& w) {
-  if (!w.graph.empty() || !find_transformer(w.model)) return 0;
+  if (!decoder_of(w)) return 0;
   return w.phase == "prefill" ? w.tokens() : w.batch;
 }
 

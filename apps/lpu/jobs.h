@@ -72,6 +72,13 @@ ReferenceRun run_reference_check(const std::string& graph_path);
 // (prefill: every prompt token); 0 when the workload is not a built-in LLM.
 int64_t llm_tokens_per_step(const WorkloadSpec& w);
 
+// A step's two roofs, in cycles: memory (its compulsory HBM bytes at peak bandwidth) and
+// compute (its SXE MACs at the SXE's peak, sxe.mac_trees x sxe.lanes a cycle).
+struct StepRoofs {
+  double memory_cycles = 0, compute_cycles = 0;
+};
+StepRoofs step_roofs(const RunOutcome& o);
+
 // Aligned text table.
 std::string format_table(const std::vector<std::string>& header, const std::vector<std::vector<std::string>>& rows);
 

@@ -137,9 +137,30 @@ struct ArchFlags {
   std::vector<std::string> sets;
   void add(CLI::App* app) {
     app->add_option("--arch", arch, "architecture config: a YAML path or a name in configs/")->capture_default_str();
-    app->add_option("--set", sets, "override a config key, e.g. --set hbm.bandwidth_gbps=230 (repeatable)");
+    app->add_option("--set", sets,
+                    "override a config key, e.g. --set hbm.bandwidth_gbps=230, or a workload key, e.g. "
+                    "--set workload.batch=8 (repeatable)");
   }
-  ArchConfig load() const { return load_arch_config(resolve_config_path(arch), sets); }
+  // The architecture's overrides, and the workload's (`workload.KEY=VALUE`, prefix removed).
+  std::vector<std::string> arch_sets() const {
+    std::vector<std::string> out;
+    for (const auto& s : sets)
+      if (s.rfind(kWorkloadKeyPrefix, 0) != 0) out.push_back(s);
+    return out;
+  }
+  std::vector<std::string> workload_sets() const {
+    std::vector<std::string> out;
+    for (const auto& s : sets)
+      if (s.rfind(kWorkloadKeyPrefix, 0) == 0) out.push_back(s.substr(std::string(kWorkloadKeyPrefix).size()));
+    return out;
+  }
+  ArchConfig load() const { return load_arch_config(resolve_config_path(arch), arch_sets()); }
+  // For commands without a workload YAML (a manifest of graph files, a program): no workload keys.
+  ArchConfig load_without_workload(const std::string& what) const {
+    if (auto w = workload_sets(); !w.empty())
+      throw InputError(strcat("--set ", kWorkloadKeyPrefix, w.front(), ": ", what, " has no workload keys"));
+    return load();
+  }
 };
 
 std::vector<std::string> split_list(const std::string& s);
@@ -246,6 +267,12 @@ void print_run(const RunOutcome& o, const std::vector<std::string>& sets) {
   if (int64_t t = llm_tokens_per_step(o.workload); t > 0) {
     rows.push_back({"time per token", format_duration_us(s.latency_us / static_cast<double>(t))});
     rows.push_back({"tokens per second", fmt("%.1f", static_cast<double>(t) / (s.latency_us * 1e-6))});
+    StepRoofs roofs = step_roofs(o);
+    double per_cycle = static_cast<double>(t) * o.arch.clock_ghz * 1e9;
+    rows.push_back({"tokens/s roofs",
+                    strcat(fmt("%.1f", per_cycle / roofs.memory_cycles), " memory (HBM bytes), ",
+                           fmt("%.1f", per_cycle / roofs.compute_cycles), " compute (SXE MACs): ",
+                           roofs.compute_cycles > roofs.memory_cycles ? "compute" : "memory", "-bound")});
   }
   for (const auto& e : s.engines) rows.push_back(engine_row(e));
   energy_rows(s.energy, llm_tokens_per_step(o.workload), o.arch, rows);
@@ -263,16 +290,16 @@ int cmd_run(const std::string& workload, const ArchFlags& af, const BreakFlags& 
   check_output_file("--vcd", vcd);
   if (is_manifest_file(workload)) {  // several graphs from torch.compile (apps/lpu/manifest.h)
     if (!trace.empty() || !vcd.empty()) throw InputError("--trace and --vcd take one graph, not a manifest");
-    ManifestRun r = run_manifest(load_manifest(workload), af.load(), fusion, functional, bf.get());
+    ManifestRun r = run_manifest(load_manifest(workload), af.load_without_workload("a manifest of graph files"), fusion, functional, bf.get());
     std::cout << format_manifest_run(r);
     if (!json.empty()) write_json(json, r.to_json());
     if (functional && !r.functional_ok) throw CheckFailed("functional check failed in a graph of " + workload);
     return 0;
   }
-  WorkloadSpec w = resolve_workload(workload);
+  WorkloadSpec w = resolve_workload(workload, af.workload_sets());
   ArchConfig arch = af.load();
   RunOutcome o = run_job(w, arch, fusion, functional, !trace.empty(), bf.get(), vcd);
-  print_run(o, af.sets);
+  print_run(o, af.arch_sets());
   if (!json.empty()) write_json(json, o.to_json());
   if (!trace.empty()) write_json(trace, trace_json_for(o));
   if (o.check) {
@@ -290,7 +317,7 @@ int cmd_generate(const std::string& workload, const ArchFlags& af, const BreakFl
                  GenerateOptions o, const std::string& json, const std::string& csv) {
   check_output_file("--json", json);
   check_output_file("--csv", csv);
-  WorkloadSpec w = resolve_workload(workload);
+  WorkloadSpec w = resolve_workload(workload, af.workload_sets());
   ArchConfig arch = af.load();
   o.fusion = fusion;
   o.breaks = bf.get();
@@ -298,7 +325,7 @@ int cmd_generate(const std::string& workload, const ArchFlags& af, const BreakFl
   o.progress_bar = isatty(STDOUT_FILENO);
   CompileCache cache;
   GenerateResult r = run_generate(w, arch, o, cache);
-  r.arch_overrides = af.sets;
+  r.arch_overrides = af.arch_sets();
   std::cout << r.summary();
   if (!json.empty()) write_json(json, r.to_json());
   if (!csv.empty()) write_file(csv, r.to_csv());
@@ -327,7 +354,7 @@ int cmd_compare(const std::string& workload, const ArchFlags& af, const BreakFla
                 bool functional, const std::string& json, const std::string& report) {
   check_output_file("--json", json);
   check_output_dir("--report", report);
-  WorkloadSpec w = resolve_workload(workload);
+  WorkloadSpec w = resolve_workload(workload, af.workload_sets());
   ArchConfig arch = af.load();
   std::vector<std::string> names;
   for (const auto& p : split_list(policies)) {
@@ -347,7 +374,7 @@ int cmd_compare(const std::string& workload, const ArchFlags& af, const BreakFla
   double base = static_cast<double>(runs.front().sim.stats.cycles);
   int64_t tokens = llm_tokens_per_step(w);
   std::vector<std::vector<std::string>> rows;
-  nlohmann::json out = {{"workload", w.name}, {"arch", arch.name}, {"arch_overrides", af.sets}, {"runs", nlohmann::json::array()}};
+  nlohmann::json out = {{"workload", w.name}, {"arch", arch.name}, {"arch_overrides", af.arch_sets()}, {"runs", nlohmann::json::array()}};
   bool all_ok = true;
   for (const auto& r : runs) {
     const auto& s = r.sim.stats;
@@ -393,7 +420,7 @@ int cmd_compare(const std::string& workload, const ArchFlags& af, const BreakFla
   header.push_back("speedup");
   if (functional) header.push_back("max_abs_err");
   header.push_back("why (vs " + runs.front().fusion + ")");
-  std::cout << "workload " << w.name << " on " << effective_arch(arch, af.sets) << "\n" << format_table(header, rows);
+  std::cout << "workload " << w.name << " on " << effective_arch(arch, af.arch_sets()) << "\n" << format_table(header, rows);
   // One rule for every policy (the same check), printed once under the table as `run` does.
   if (functional && runs.front().check) std::cout << "functional check: tolerance " << runs.front().check->rule << "\n";
   if (!json.empty()) {
@@ -459,7 +486,7 @@ void write_triton_data(const WorkloadSpec& w, const Compilation& c, const std::s
 int cmd_compile(const std::string& workload, const ArchFlags& af, const BreakFlags& bf, const std::string& fusion,
                 const std::string& emit, const std::string& outdir) {
   check_output_dir("-o", outdir);
-  WorkloadSpec w = resolve_workload(workload);
+  WorkloadSpec w = resolve_workload(workload, af.workload_sets());
   ArchConfig arch = af.load();
   Graph g = build_graph(w);
   // Only the stages asked for run, so graph/core work for graphs the back end cannot lower yet.
@@ -563,7 +590,7 @@ int cmd_sim(const std::vector<std::string>& paths, const ArchFlags& af, const st
   check_output_file("--vcd", vcd);
   std::vector<Program> progs;
   for (const auto& path : paths) progs.push_back(load_program_file(path));
-  ArchConfig arch = af.load();
+  ArchConfig arch = af.load_without_workload("a program");
   if (static_cast<int>(progs.size()) > arch.devices)
     throw InputError(strcat(progs.size(), " programs but ", arch.name, " has devices = ", arch.devices,
                             " (use --set devices=", progs.size(), ")"));
@@ -575,7 +602,7 @@ int cmd_sim(const std::vector<std::string>& paths, const ArchFlags& af, const st
   SimResult r = simulate(p, arch, o);
   const auto& s = r.stats;
   std::vector<std::vector<std::string>> rows = {{"program", p.name},
-                                                {"arch", effective_arch(arch, af.sets)},
+                                                {"arch", effective_arch(arch, af.arch_sets())},
                                                 {"instructions", std::to_string(s.instructions)},
                                                 {"cycles", std::to_string(s.cycles)},
                                                 {"device cycles", [&] {

@@ -9,20 +9,22 @@ namespace lpu {
 
 const std::vector<TransformerShape>& transformer_shapes() {
   using T = TransformerShape;
+  // name, layers, d_model, heads, kv_heads, ffn, vocab, norm, mlp, positions, bias,
+  // max_position, head_dim (0: d_model / heads), tied_embeddings: HuggingFace's configs.
   static const std::vector<TransformerShape> s = {
-      {"opt-1.3b", 24, 2048, 32, 32, 8192, 50272, T::LayerNorm, T::Relu, false, true, 2048},
-      {"opt-6.7b", 32, 4096, 32, 32, 16384, 50272, T::LayerNorm, T::Relu, false, true, 2048},
-      {"opt-13b", 40, 5120, 40, 40, 20480, 50272, T::LayerNorm, T::Relu, false, true, 2048},
-      {"opt-30b", 48, 7168, 56, 56, 28672, 50272, T::LayerNorm, T::Relu, false, true, 2048},
-      {"opt-66b", 64, 9216, 72, 72, 36864, 50272, T::LayerNorm, T::Relu, false, true, 2048},
-      {"llama2-7b", 32, 4096, 32, 32, 11008, 32000, T::RmsNorm, T::SwiGlu, true, false, 4096},
-      {"llama2-13b", 40, 5120, 40, 40, 13824, 32000, T::RmsNorm, T::SwiGlu, true, false, 4096},
-      {"llama2-70b", 80, 8192, 64, 8, 28672, 32000, T::RmsNorm, T::SwiGlu, true, false, 4096},
-      {"gpt2", 12, 768, 12, 12, 3072, 50257, T::LayerNorm, T::Gelu, false, true, 1024},
+      {"opt-1.3b", 24, 2048, 32, 32, 8192, 50272, T::LayerNorm, T::Relu, T::Learned, true, 2048, 0, true},
+      {"opt-6.7b", 32, 4096, 32, 32, 16384, 50272, T::LayerNorm, T::Relu, T::Learned, true, 2048, 0, true},
+      {"opt-13b", 40, 5120, 40, 40, 20480, 50272, T::LayerNorm, T::Relu, T::Learned, true, 2048, 0, true},
+      {"opt-30b", 48, 7168, 56, 56, 28672, 50272, T::LayerNorm, T::Relu, T::Learned, true, 2048, 0, true},
+      {"opt-66b", 64, 9216, 72, 72, 36864, 50272, T::LayerNorm, T::Relu, T::Learned, true, 2048, 0, true},
+      {"llama2-7b", 32, 4096, 32, 32, 11008, 32000, T::RmsNorm, T::SwiGlu, T::Rotary, false, 4096, 0, false},
+      {"llama2-13b", 40, 5120, 40, 40, 13824, 32000, T::RmsNorm, T::SwiGlu, T::Rotary, false, 4096, 0, false},
+      {"llama2-70b", 80, 8192, 64, 8, 28672, 32000, T::RmsNorm, T::SwiGlu, T::Rotary, false, 4096, 0, false},
+      {"gpt2", 12, 768, 12, 12, 3072, 50257, T::LayerNorm, T::Gelu, T::Learned, true, 1024, 0, true},
       // Tiny models for functional tests: every feature of the big ones at toy sizes; their
       // max_position (256) is a choice, small enough to test the limit cheaply.
-      {"tiny-opt", 2, 64, 4, 4, 128, 96, T::LayerNorm, T::Relu, false, true, 256},
-      {"tiny-llama", 2, 64, 4, 2, 96, 96, T::RmsNorm, T::SwiGlu, true, false, 256},
+      {"tiny-opt", 2, 64, 4, 4, 128, 96, T::LayerNorm, T::Relu, T::Learned, true, 256, 0, true},
+      {"tiny-llama", 2, 64, 4, 2, 96, 96, T::RmsNorm, T::SwiGlu, T::Rotary, false, 256, 0, false},
   };
   return s;
 }
@@ -31,6 +33,65 @@ const TransformerShape* find_transformer(const std::string& name) {
   for (const auto& m : transformer_shapes())
     if (m.name == name) return &m;
   return nullptr;
+}
+
+namespace {
+const char* const kNorms[] = {"layernorm", "rmsnorm"};
+const char* const kMlps[] = {"relu", "gelu", "swiglu", "geglu"};
+const char* const kPositions[] = {"learned", "rotary", "alibi"};
+
+template <typename E, size_t N>
+bool parse_enum(const char* const (&names)[N], const std::string& s, E& out) {
+  for (size_t i = 0; i < N; ++i)
+    if (s == names[i]) {
+      out = static_cast<E>(i);
+      return true;
+    }
+  return false;
+}
+}  // namespace
+
+const char* norm_name(TransformerShape::Norm n) { return kNorms[n]; }
+const char* mlp_name(TransformerShape::Ffn f) { return kMlps[f]; }
+const char* positions_name(TransformerShape::Positions p) { return kPositions[p]; }
+bool parse_norm(const std::string& s, TransformerShape::Norm& out) { return parse_enum(kNorms, s, out); }
+bool parse_mlp(const std::string& s, TransformerShape::Ffn& out) { return parse_enum(kMlps, s, out); }
+bool parse_positions(const std::string& s, TransformerShape::Positions& out) {
+  return parse_enum(kPositions, s, out);
+}
+
+int64_t TransformerShape::parameters() const {
+  const int64_t d = d_model, q = heads * hd(), kv = kv_heads * hd();
+  const int64_t norm_w = norm == LayerNorm ? 2 * d : d;
+  int64_t attn = d * q + 2 * d * kv + q * d + (bias ? q + 2 * kv + d : 0);
+  int64_t mlp_one = (gated() ? 3 : 2) * d * ffn;
+  int64_t mlp = experts > 0 ? experts * mlp_one + d * experts : mlp_one + (bias ? (gated() ? 0 : ffn + d) : 0);
+  int64_t total = layers * (attn + mlp + 2 * norm_w) + norm_w;
+  total += vocab * d * (tied_embeddings ? 1 : 2);              // embedding table (+ LM head)
+  if (positions == Learned) total += max_position * d;        // learned position table
+  return total;
+}
+
+std::vector<std::pair<std::string, std::string>> decoder_keys(const TransformerShape& m) {
+  auto s = [](int64_t v) { return std::to_string(v); };
+  auto b = [](bool v) { return std::string(v ? "true" : "false"); };
+  std::vector<std::pair<std::string, std::string>> k = {
+      {"layers", s(m.layers)},       {"d_model", s(m.d_model)},         {"heads", s(m.heads)},
+      {"kv_heads", s(m.kv_heads)},   {"head_dim", s(m.hd())},           {"ffn", s(m.ffn)},
+      {"vocab", s(m.vocab)},         {"norm", norm_name(m.norm)},       {"mlp", mlp_name(m.ffn_kind)},
+      {"positions", positions_name(m.positions)}, {"bias", b(m.bias)}, {"tied_embeddings", b(m.tied_embeddings)},
+      {"max_position", s(m.max_position)}};
+  if (m.experts > 0) {
+    k.push_back({"experts", s(m.experts)});
+    k.push_back({"experts_per_token", s(m.experts_per_token)});
+  }
+  return k;
+}
+
+std::string describe_decoder(const TransformerShape& m) {
+  std::string out;
+  for (const auto& [k, v] : decoder_keys(m)) out += (out.empty() ? "" : " ") + k + "=" + v;
+  return out;
 }
 
 namespace {
@@ -59,16 +120,25 @@ class Builder {
     if (bias) y = call("add", {y, param(name + ".bias", {out})}, {}, name + "_bias");
     return y;
   }
-  NodeId norm(const TransformerShape& m, NodeId x, const std::string& name) {
-    NodeId w = param(name + ".weight", {m.d_model});
-    if (m.norm == TransformerShape::RmsNorm) return call("rms_norm", {x, w}, {{"eps", 1e-6}}, name);
-    return call("layer_norm", {x, w, param(name + ".bias", {m.d_model})}, {{"eps", 1e-5}}, name);
+  NodeId norm(TransformerShape::Norm kind, int64_t d, NodeId x, const std::string& name) {
+    NodeId w = param(name + ".weight", {d});
+    if (kind == TransformerShape::RmsNorm) return call("rms_norm", {x, w}, {{"eps", 1e-6}}, name);
+    return call("layer_norm", {x, w, param(name + ".bias", {d})}, {{"eps", 1e-5}}, name);
   }
-  // Rotary embedding on [heads, T, hd]: x*cos + rotate_half(x)*sin, tables [T, hd] per step.
-  NodeId rotary(NodeId x, NodeId cos, NodeId sin, int64_t hd, const std::string& name) {
-    NodeId x1 = slice(x, 2, 0, hd / 2, name + "_x1");
-    NodeId x2 = slice(x, 2, hd / 2, hd, name + "_x2");
-    NodeId rot = call("cat", {call("neg", {x2}, {}, name + "_neg"), x1}, {{"dim", int64_t{2}}}, name + "_rot");
+  NodeId activation(TransformerShape::Ffn kind, NodeId x, const std::string& name) {
+    switch (kind) {
+      case TransformerShape::Relu: return call("relu", {x}, {}, name);
+      case TransformerShape::SwiGlu: return call("silu", {x}, {}, name);
+      case TransformerShape::Gelu:
+      case TransformerShape::GeGlu: return call("gelu", {x}, {{"approximate", std::string("tanh")}}, name);
+    }
+    throw InternalError("activation: bad mlp kind");
+  }
+  // Rotary embedding on [..., T, hd] (dim `d` is hd): x*cos + rotate_half(x)*sin, tables [T, hd].
+  NodeId rotary(NodeId x, NodeId cos, NodeId sin, int64_t hd, int64_t d, const std::string& name) {
+    NodeId x1 = slice(x, d, 0, hd / 2, name + "_x1");
+    NodeId x2 = slice(x, d, hd / 2, hd, name + "_x2");
+    NodeId rot = call("cat", {call("neg", {x2}, {}, name + "_neg"), x1}, {{"dim", d}}, name + "_rot");
     return call("add", {call("mul", {x, cos}, {}, name + "_cos"), call("mul", {rot, sin}, {}, name + "_sin")}, {},
                 name);
   }
@@ -78,97 +148,198 @@ class Builder {
   DType dt_;
 };
 
+// One forward step of a decoder. The activations are [N, d_model] rows, N = batch * seq_len;
+// the attention tensors are [heads, T, head_dim] per sequence, with a leading batch dim when
+// batch > 1 (batched() below adds it, so batch 1 keeps the graphs it always had). layer()
+// builds one decoder layer from the shape alone: the one place a layer's structure is written.
+class DecoderBuilder {
+ public:
+  DecoderBuilder(Graph& g, const TransformerShape& m, const WorkloadSpec& w)
+      : b_(g, w.dtype),
+        m_(m),
+        B_(w.batch),
+        T_(w.seq_len),
+        C_(w.context),
+        N_(w.batch * w.seq_len),
+        d_(m.d_model),
+        H_(m.heads),
+        Hkv_(m.kv_heads),
+        hd_(m.hd()),
+        G_(m.heads / m.kv_heads),
+        o_(w.batch > 1 ? 1 : 0) {}
+
+  // The step's inputs other than the KV caches (created first: graph inputs in this order).
+  NodeId inputs() {
+    NodeId x = b_.input("hidden", {N_, d_});
+    if (m_.positions == TransformerShape::Rotary) {
+      cos_ = b_.input("rope_cos", {T_, hd_});
+      sin_ = b_.input("rope_sin", {T_, hd_});
+    }
+    if (T_ > 1) mask_ = b_.input("causal_mask", {T_, T_});  // 0 on and below the diagonal, -1e9 above
+    if (m_.positions == TransformerShape::Alibi)
+      alibi_ = b_.input("alibi", {H_, T_, C_ + T_});  // slope[h] * (key position - query position)
+    return x;
+  }
+
+  // One decoder layer: x [N, d] -> [N, d]; appends the layer's new keys and values to `kv`.
+  NodeId layer(int64_t l, NodeId x, std::vector<NodeId>& kv) {
+    std::string p = strcat("l", l, ".");
+    NodeId h = b_.norm(m_.norm, d_, x, p + "attn_norm");
+    x = b_.call("add", {x, attention(p, h, kv)}, {}, p + "attn_residual");
+    NodeId h2 = b_.norm(m_.norm, d_, x, p + "ffn_norm");
+    NodeId f = m_.experts > 0 ? moe(p, h2) : mlp(p, h2);
+    return b_.call("add", {x, f}, {}, p + "ffn_residual");
+  }
+
+  // The final norm and the LM head on each sequence's last token: [batch, vocab].
+  NodeId head(NodeId x) {
+    NodeId last = x;
+    if (T_ > 1 && B_ == 1) last = b_.slice(x, 0, T_ - 1, T_, "last_token");
+    if (T_ > 1 && B_ > 1)
+      last = b_.reshape(b_.slice(b_.reshape(x, {B_, T_, d_}, "sequences"), 1, T_ - 1, T_, "last_token"), {B_, d_},
+                        "last_tokens");
+    return b_.linear(b_.norm(m_.norm, d_, last, "final_norm"), "lm_head", d_, m_.vocab, false);
+  }
+
+ private:
+  Shape batched(Shape s) const {
+    if (o_) s.insert(s.begin(), B_);
+    return s;
+  }
+  std::vector<int64_t> batched_perm(const std::vector<int64_t>& p) const {
+    if (!o_) return p;
+    std::vector<int64_t> r = {0};
+    for (int64_t v : p) r.push_back(v + 1);
+    return r;
+  }
+  // [N, heads*hd] -> [(B,) heads, T, hd]
+  NodeId heads_first(NodeId y, int64_t heads, const std::string& name) {
+    return b_.permute(b_.reshape(y, batched({T_, heads, hd_}), name + "_split"), batched_perm({1, 0, 2}),
+                      name + "_heads");
+  }
+  // [(B,) Hkv, S, hd] -> [(B,) H, S, hd]: each kv head serves G query heads (grouped-query attention).
+  NodeId share_kv(NodeId y, int64_t S, const std::string& name) {
+    if (G_ == 1) return y;
+    NodeId e = b_.call("expand", {b_.reshape(y, batched({Hkv_, 1, S, hd_}), name + "_g")},
+                       {{"shape", batched({Hkv_, G_, S, hd_})}}, name + "_expand");
+    return b_.reshape(e, batched({H_, S, hd_}), name + "_shared");
+  }
+  // [(B,) H, S, hd] -> [(B,) H, hd, S]
+  NodeId transposed(NodeId y, const std::string& name) { return b_.permute(y, batched_perm({0, 2, 1}), name); }
+
+  NodeId attention(const std::string& p, NodeId h, std::vector<NodeId>& kv) {
+    const bool bias = m_.bias;
+    const int64_t q_width = H_ * hd_, kv_width = Hkv_ * hd_, last = o_ + 2;
+    NodeId q = b_.linear(h, p + "q_proj", d_, q_width, bias);
+    NodeId k = b_.linear(h, p + "k_proj", d_, kv_width, bias);
+    NodeId v = b_.linear(h, p + "v_proj", d_, kv_width, bias);
+    NodeId qh = heads_first(q, H_, p + "q");
+    NodeId kh = heads_first(k, Hkv_, p + "k");
+    NodeId vh = heads_first(v, Hkv_, p + "v");
+    if (m_.positions == TransformerShape::Rotary) {
+      qh = b_.rotary(qh, cos_, sin_, hd_, last, p + "q_rope");
+      kh = b_.rotary(kh, cos_, sin_, hd_, last, p + "k_rope");
+    }
+    kv.push_back(kh);  // the cache append: new keys/values written once
+    kv.push_back(vh);
+    const double scale = 1.0 / std::sqrt(static_cast<double>(hd_));
+    NodeId qs = b_.call("mul", {qh, b_.scalar(scale)}, {}, p + "q_scaled");
+    NodeId s_new =
+        b_.call("matmul", {qs, transposed(share_kv(kh, T_, p + "k_new"), p + "kT_new")}, {}, p + "scores_new");
+    if (mask_ >= 0) s_new = b_.call("add", {s_new, mask_}, {}, p + "masked");
+    NodeId scores = s_new, k_cache = -1, v_cache = -1;
+    if (C_ > 0) {
+      k_cache = b_.input(p + "k_cache", batched({Hkv_, C_, hd_}));
+      v_cache = b_.input(p + "v_cache", batched({Hkv_, C_, hd_}));
+      NodeId s_old = b_.call("matmul", {qs, transposed(share_kv(k_cache, C_, p + "k_cache"), p + "kT_cache")}, {},
+                             p + "scores_cache");
+      scores = b_.call("cat", {s_old, s_new}, {{"dim", last}}, p + "scores");
+    }
+    if (alibi_ >= 0) scores = b_.call("add", {scores, alibi_}, {}, p + "alibi_scores");
+    NodeId probs = b_.call("softmax", {scores}, {{"dim", int64_t{-1}}}, p + "probs");
+    NodeId attn = b_.call("matmul", {C_ > 0 ? b_.slice(probs, last, C_, C_ + T_, p + "p_new") : probs,
+                                     share_kv(vh, T_, p + "v_new")},
+                          {}, p + "attn_new");
+    if (C_ > 0)
+      attn = b_.call("add",
+                     {b_.call("matmul", {b_.slice(probs, last, 0, C_, p + "p_cache"), share_kv(v_cache, C_, p + "v_cache")},
+                              {}, p + "attn_cache"),
+                      attn},
+                     {}, p + "attn");
+    NodeId merged =
+        b_.reshape(b_.permute(attn, batched_perm({1, 0, 2}), p + "attn_tokens"), {N_, q_width}, p + "attn_merged");
+    return b_.linear(merged, p + "o_proj", q_width, d_, bias);
+  }
+
+  // The dense MLP: [N, d] -> [N, d].
+  NodeId mlp(const std::string& p, NodeId h2) {
+    if (m_.gated()) {
+      NodeId gate = b_.activation(m_.ffn_kind, b_.linear(h2, p + "gate_proj", d_, m_.ffn, false), p + "gate_act");
+      NodeId up = b_.linear(h2, p + "up_proj", d_, m_.ffn, false);
+      return b_.linear(b_.call("mul", {gate, up}, {}, p + "glu"), p + "down_proj", m_.ffn, d_, false);
+    }
+    NodeId up = b_.linear(h2, p + "fc1", d_, m_.ffn, m_.bias);
+    return b_.linear(b_.activation(m_.ffn_kind, up, p + "act"), p + "fc2", m_.ffn, d_, m_.bias);
+  }
+
+  // Mixture of experts, as the HuggingFace MoE graphs spell it (Mixtral's batched_mm experts,
+  // tests/fixtures/hf): router logits -> softmax -> top-k (a host op) -> weights renormalised
+  // over the k; each (token, expert) pair gathers its expert's weights (aten.index, a host op)
+  // and multiplies its row by them; the k results are summed with the routing weights.
+  // Experts carry no biases (as Mixtral and Qwen2-MoE).
+  NodeId moe(const std::string& p, NodeId h2) {
+    const int64_t E = m_.experts, k = m_.experts_per_token, R = N_ * k;
+    NodeId probs = b_.call("softmax", {b_.linear(h2, p + "router", d_, E, false)}, {{"dim", int64_t{-1}}},
+                           p + "router_probs");
+    NodeId top_w = b_.call("aten.topk", {probs}, {{"k", k}, {"result", int64_t{0}}}, p + "top_weights");
+    NodeId top_i = b_.call("aten.topk", {probs}, {{"k", k}, {"result", int64_t{1}}}, p + "top_experts");
+    NodeId norm = b_.call("sum", {top_w}, {{"dims", std::vector<int64_t>{1}}, {"keepdim", true}}, p + "top_sum");
+    NodeId weights = b_.call("div", {top_w, norm}, {}, p + "routing");
+    NodeId ids = b_.reshape(top_i, {R}, p + "expert_ids");
+    NodeId rows = b_.reshape(b_.call("expand", {b_.reshape(h2, {N_, 1, d_}, p + "moe_in")}, {{"shape", Shape{N_, k, d_}}},
+                                     p + "moe_rows"),
+                             {R, 1, d_}, p + "moe_x");
+    // [R, 1, in] x (expert weights [E, out, in] gathered per row)^T -> [R, 1, out]
+    auto expert = [&](NodeId x, const std::string& name, int64_t in, int64_t out) {
+      NodeId w = b_.param(p + "experts." + name + ".weight", {E, out, in});
+      NodeId wg = b_.call("aten.index", {w, ids}, {}, p + name + "_gathered");
+      return b_.call("matmul", {x, b_.permute(wg, {0, 2, 1}, p + name + "_gT")}, {}, p + name);
+    };
+    NodeId y;
+    if (m_.gated()) {
+      NodeId gate = b_.activation(m_.ffn_kind, expert(rows, "gate_proj", d_, m_.ffn), p + "expert_gate_act");
+      NodeId up = expert(rows, "up_proj", d_, m_.ffn);
+      y = expert(b_.call("mul", {gate, up}, {}, p + "expert_glu"), "down_proj", m_.ffn, d_);
+    } else {
+      NodeId up = expert(rows, "fc1", d_, m_.ffn);
+      y = expert(b_.activation(m_.ffn_kind, up, p + "expert_act"), "fc2", m_.ffn, d_);
+    }
+    NodeId weighted = b_.call("mul", {b_.reshape(y, {N_, k, d_}, p + "expert_out"),
+                                      b_.reshape(weights, {N_, k, 1}, p + "routing_w")},
+                              {}, p + "expert_weighted");
+    return b_.call("sum", {weighted}, {{"dims", std::vector<int64_t>{1}}}, p + "moe");
+  }
+
+  Builder b_;
+  const TransformerShape& m_;
+  const int64_t B_, T_, C_, N_, d_, H_, Hkv_, hd_, G_, o_;
+  NodeId cos_ = -1, sin_ = -1, mask_ = -1, alibi_ = -1;
+};
+
 }  // namespace
 
 Graph build_transformer(const TransformerShape& m, const WorkloadSpec& w) {
-  Graph g(w.name);
-  Builder b(g, w.dtype);
-  if (w.batch != 1)
-    throw InputError(strcat("workload ", w.name, ": batch ", w.batch, " is not supported by the built-in ", m.name,
-                            " builder yet (batch 1, the LPU design point)"));
-  const int64_t T = w.seq_len, C = w.context, d = m.d_model, H = m.heads, Hkv = m.kv_heads, hd = d / H;
-  const int64_t G = H / Hkv, layers = w.layers > 0 ? std::min(w.layers, m.layers) : m.layers;
-  if (w.phase == "prefill" && T > 1 && C > 0)
+  if (w.phase == "prefill" && w.seq_len > 1 && w.context > 0)
     throw InputError(strcat("workload ", w.name, ": prefill with a cached prefix (context > 0) is not supported"));
-  const double scale = 1.0 / std::sqrt(static_cast<double>(hd));
-
-  NodeId x = b.input("hidden", {T, d});
-  NodeId cos = -1, sin = -1, mask = -1;
-  if (m.rotary) {
-    cos = b.input("rope_cos", {T, hd});
-    sin = b.input("rope_sin", {T, hd});
-  }
-  if (T > 1) mask = b.input("causal_mask", {T, T});  // 0 on and below the diagonal, -1e9 above
-  std::vector<NodeId> outputs;
-
-  // [T, heads*hd] -> [heads, T, hd]
-  auto heads_first = [&](NodeId y, int64_t heads, const std::string& name) {
-    return b.permute(b.reshape(y, {T, heads, hd}, name + "_split"), {1, 0, 2}, name + "_heads");
-  };
-  // [Hkv, S, hd] -> [H, S, hd]: each kv head serves G query heads (grouped-query attention).
-  auto share_kv = [&](NodeId y, int64_t S, const std::string& name) {
-    if (G == 1) return y;
-    NodeId e = b.call("expand", {b.reshape(y, {Hkv, 1, S, hd}, name + "_g")}, {{"shape", Shape{Hkv, G, S, hd}}},
-                      name + "_expand");
-    return b.reshape(e, {H, S, hd}, name + "_shared");
-  };
-
-  for (int64_t l = 0; l < layers; ++l) {
-    std::string p = strcat("l", l, ".");
-    NodeId h = b.norm(m, x, p + "attn_norm");
-    NodeId q = b.linear(h, p + "q_proj", d, d, m.bias);
-    NodeId k = b.linear(h, p + "k_proj", d, Hkv * hd, m.bias);
-    NodeId v = b.linear(h, p + "v_proj", d, Hkv * hd, m.bias);
-    NodeId qh = heads_first(q, H, p + "q");
-    NodeId kh = heads_first(k, Hkv, p + "k");
-    NodeId vh = heads_first(v, Hkv, p + "v");
-    if (m.rotary) {
-      qh = b.rotary(qh, cos, sin, hd, p + "q_rope");
-      kh = b.rotary(kh, cos, sin, hd, p + "k_rope");
-    }
-    outputs.push_back(kh);  // the cache append: new keys/values written once
-    outputs.push_back(vh);
-    NodeId qs = b.call("mul", {qh, b.scalar(scale)}, {}, p + "q_scaled");
-    NodeId s_new = b.call("matmul", {qs, b.permute(share_kv(kh, T, p + "k_new"), {0, 2, 1}, p + "kT_new")}, {},
-                          p + "scores_new");
-    if (mask >= 0) s_new = b.call("add", {s_new, mask}, {}, p + "masked");
-    NodeId scores = s_new, k_cache = -1, v_cache = -1;
-    if (C > 0) {
-      k_cache = b.input(p + "k_cache", {Hkv, C, hd});
-      v_cache = b.input(p + "v_cache", {Hkv, C, hd});
-      NodeId s_old = b.call("matmul", {qs, b.permute(share_kv(k_cache, C, p + "k_cache"), {0, 2, 1}, p + "kT_cache")},
-                            {}, p + "scores_cache");
-      scores = b.call("cat", {s_old, s_new}, {{"dim", int64_t{2}}}, p + "scores");
-    }
-    NodeId probs = b.call("softmax", {scores}, {{"dim", int64_t{-1}}}, p + "probs");
-    NodeId attn = b.call("matmul", {C > 0 ? b.slice(probs, 2, C, C + T, p + "p_new") : probs, share_kv(vh, T, p + "v_new")},
-                         {}, p + "attn_new");
-    if (C > 0)
-      attn = b.call("add", {b.call("matmul", {b.slice(probs, 2, 0, C, p + "p_cache"), share_kv(v_cache, C, p + "v_cache")},
-                                   {}, p + "attn_cache"),
-                            attn},
-                    {}, p + "attn");
-    NodeId merged = b.reshape(b.permute(attn, {1, 0, 2}, p + "attn_tokens"), {T, d}, p + "attn_merged");
-    x = b.call("add", {x, b.linear(merged, p + "o_proj", d, d, m.bias)}, {}, p + "attn_residual");
-
-    NodeId h2 = b.norm(m, x, p + "ffn_norm");
-    NodeId f;
-    if (m.ffn_kind == TransformerShape::SwiGlu) {
-      NodeId gate = b.call("silu", {b.linear(h2, p + "gate_proj", d, m.ffn, false)}, {}, p + "gate_act");
-      NodeId up = b.linear(h2, p + "up_proj", d, m.ffn, false);
-      f = b.linear(b.call("mul", {gate, up}, {}, p + "glu"), p + "down_proj", m.ffn, d, false);
-    } else {
-      NodeId up = b.linear(h2, p + "fc1", d, m.ffn, m.bias);
-      NodeId act = m.ffn_kind == TransformerShape::Relu
-                       ? b.call("relu", {up}, {}, p + "act")
-                       : b.call("gelu", {up}, {{"approximate", std::string("tanh")}}, p + "act");
-      f = b.linear(act, p + "fc2", m.ffn, d, m.bias);
-    }
-    x = b.call("add", {x, f}, {}, p + "ffn_residual");
-  }
-  NodeId last = T > 1 ? b.slice(x, 0, T - 1, T, "last_token") : x;
-  NodeId logits = b.linear(b.norm(m, last, "final_norm"), "lm_head", d, m.vocab, false);
-  outputs.insert(outputs.begin(), logits);
+  if (w.batch < 1 || w.batch > kMaxDecoderBatch)
+    throw InputError(strcat("workload ", w.name, ": batch ", w.batch, " is outside 1..", kMaxDecoderBatch));
+  Graph g(w.name);
+  DecoderBuilder b(g, m, w);
+  const int64_t layers = w.layers > 0 ? std::min(w.layers, m.layers) : m.layers;
+  NodeId x = b.inputs();
+  std::vector<NodeId> outputs = {-1};  // the logits first, then each layer's new keys and values
+  for (int64_t l = 0; l < layers; ++l) x = b.layer(l, x, outputs);
+  outputs[0] = b.head(x);
   g.set_output(outputs);
   return g;
 }

@@ -1,11 +1,18 @@
-// Built-in decoder-only transformer builders (OPT, LLaMA-2, GPT-2 and a tiny test model),
-// generating the graph of one forward step directly in C++.
-//   decode:  seq_len new tokens (usually 1) attend to `context` cached tokens; the KV cache of
-//            every layer is a graph input read once, and the new keys/values are graph
-//            outputs (the cache append).
+// Decoder-only transformers described by keys (docs/workloads.md): one TransformerShape holds
+// every fact about a model's shape and parts; the named models (OPT, LLaMA-2, GPT-2, the tiny
+// test models) are presets of it, and a workload file may name a preset and override keys or
+// describe a new model (`model: decoder`). build_transformer generates the graph of one
+// forward step directly in C++:
+//   decode:  seq_len new tokens (usually 1) per sequence attend to `context` cached tokens; the
+//            KV cache of every layer is a graph input read once, and the new keys/values are
+//            graph outputs (the cache append).
 //   prefill: seq_len tokens with a causal mask (context 0, or a cached prefix).
-// The step starts from the token embeddings (hidden states [tokens, d_model]) and ends with
-// the LM head on the last token. Shapes follow ../shared/reference/lpu-architecture.md.
+// `batch` sequences step together: every linear layer multiplies [batch * seq_len, in] rows
+// by its weight (read once, reused by every row), and each sequence has its own KV-cache
+// slice (a leading batch dim on the attention tensors). At batch 1 there is no batch dim.
+// The step starts from the token embeddings (hidden states [tokens, d_model], learned position
+// embeddings already added) and ends with the LM head on each sequence's last token. Shapes
+// follow ../shared/reference/lpu-architecture.md.
 #pragma once
 #include <string>
 #include <vector>
@@ -20,16 +27,47 @@ struct TransformerShape {
   std::string name;
   int64_t layers, d_model, heads, kv_heads, ffn, vocab;
   enum Norm { LayerNorm, RmsNorm } norm;
-  enum Ffn { Relu, Gelu, SwiGlu } ffn_kind;
-  bool rotary;
+  // The MLP: act(x W1) W2, or the gated act(x Wgate) * (x Wup) Wdown (SwiGLU: silu, GeGLU: gelu).
+  enum Ffn { Relu, Gelu, SwiGlu, GeGlu } ffn_kind;
+  // Learned: position embeddings added to the token embeddings before the step (nothing in
+  // the step graph; its table counts in parameters()); Rotary: cos/sin tables per step (graph
+  // inputs); Alibi: a per-head linear bias added to the attention scores (a graph input
+  // [heads, seq_len, context + seq_len], as the causal mask).
+  enum Positions { Learned, Rotary, Alibi } positions;
   bool bias;
   // Longest sequence (prompt + generated tokens) the model is trained for: HuggingFace's
   // max_position_embeddings / n_positions. `lpu generate` refuses longer ones.
   int64_t max_position;
+  int64_t head_dim = 0;          // 0: d_model / heads
+  bool tied_embeddings = false;  // the LM head is the embedding table (counted once)
+  // Mixture of experts: each layer's MLP is `experts` expert MLPs (ffn wide) behind a router;
+  // each token runs its top `experts_per_token` (0: a dense MLP).
+  int64_t experts = 0, experts_per_token = 0;
+
+  int64_t hd() const { return head_dim > 0 ? head_dim : d_model / heads; }
+  bool gated() const { return ffn_kind == SwiGlu || ffn_kind == GeGlu; }
+  // Weights of the whole model, the embedding table (and learned positions) included.
+  int64_t parameters() const;
 };
 
-const std::vector<TransformerShape>& transformer_shapes();
+// The names of the enum values as the workload keys spell them (norm, mlp, positions).
+const char* norm_name(TransformerShape::Norm n);
+const char* mlp_name(TransformerShape::Ffn f);
+const char* positions_name(TransformerShape::Positions p);
+bool parse_norm(const std::string& s, TransformerShape::Norm& out);
+bool parse_mlp(const std::string& s, TransformerShape::Ffn& out);
+bool parse_positions(const std::string& s, TransformerShape::Positions& out);
+
+// The shape as workload keys, in the order the workload file takes them:
+// {{"layers", "24"}, {"d_model", "2048"}, ..., {"max_position", "2048"}}.
+std::vector<std::pair<std::string, std::string>> decoder_keys(const TransformerShape& m);
+// "layers=24 d_model=2048 ...": decoder_keys on one line.
+std::string describe_decoder(const TransformerShape& m);
+
+const std::vector<TransformerShape>& transformer_shapes();  // the presets
 const TransformerShape* find_transformer(const std::string& name);
+// The model's graph for one step of workload `w` (phase, batch, seq_len, context, layers,
+// dtype); InputError for combinations the builder does not generate.
 Graph build_transformer(const TransformerShape& m, const WorkloadSpec& w);
 
 }  // namespace lpu

@@ -91,12 +91,14 @@ const std::vector<ModelBuilder>& model_builders() {
       {"attention_decode", "one decode step of attention over a KV cache of `context` tokens",
        {{"heads", 32}, {"head_dim", 128}}, build_attention_decode},
     };
+    // The decoder presets: their keys (a workload file may override any of them).
     for (const auto& m : transformer_shapes()) {
-      std::string what = strcat(m.layers, " layers, d_model ", m.d_model, ", ", m.heads, " heads",
-                                m.kv_heads != m.heads ? strcat(" (", m.kv_heads, " kv)") : "", ", ffn ", m.ffn,
-                                ", max_position ", m.max_position);
+      double n = static_cast<double>(m.parameters());
+      std::string count = n >= 1e9 ? strcat(std::round(n / 1e7) / 100, "B") : n >= 1e6 ? strcat(std::round(n / 1e5) / 10, "M")
+                                                                                     : strcat(m.parameters());
+      std::string what = strcat("decoder, ", count, " parameters: ", describe_decoder(m));
       const TransformerShape* shape = &m;
-      v.push_back({m.name, what, {}, [shape](const WorkloadSpec& w) { return build_transformer(*shape, w); }});
+      v.push_back({m.name, what, {}, [shape](const WorkloadSpec& w) { return build_transformer(w.decoder ? *w.decoder : *shape, w); }});
     }
     return v;
   }();
@@ -127,10 +129,114 @@ std::string read_workload_name(const YamlReader& r, const YAML::Node& root, cons
   return name;
 }
 
+// The decoder keys (transformer.h), in the order `lpu list workloads` prints them.
+const std::vector<std::string>& decoder_key_names() {
+  static const std::vector<std::string> k = {"layers", "d_model",   "heads",           "kv_heads",     "head_dim",
+                                             "ffn",    "vocab",     "norm",            "mlp",          "positions",
+                                             "bias",   "tied_embeddings", "max_position", "experts", "experts_per_token"};
+  return k;
+}
+
+// A decoder's shape: `preset` (nullptr for `model: decoder`) with the file's keys applied,
+// every key checked, then the keys checked against each other.
+TransformerShape read_decoder(const YamlReader& r, const YAML::Node& root, const WorkloadSpec& w,
+                              const TransformerShape* preset) {
+  TransformerShape m;
+  if (preset) {
+    m = *preset;
+  } else {
+    // A new model: its size keys are required; its parts default to LLaMA's.
+    for (const char* key : {"layers", "d_model", "heads", "ffn", "vocab"})
+      if (!root[key]) r.fail(root, key, "missing (model: decoder describes a new model: layers, d_model, heads, ffn and vocab are required)");
+    m.name = w.name;
+    m.layers = m.d_model = m.heads = m.kv_heads = m.ffn = m.vocab = 0;
+    m.norm = TransformerShape::RmsNorm;
+    m.ffn_kind = TransformerShape::SwiGlu;
+    m.positions = TransformerShape::Rotary;
+    m.bias = false;
+    m.max_position = 4096;
+  }
+  bool any = false;
+  for (const auto& k : decoder_key_names()) any = any || root[k];
+  if (preset && any) m.name = w.name;  // a preset changed: no longer that model
+  auto count = [&](const char* key, int64_t& dst, int64_t lo, int64_t hi) {
+    if (!root[key]) return;
+    dst = r.get_int(root, key, "");
+    r.check_range(root, key, "", static_cast<double>(dst), static_cast<double>(lo), static_cast<double>(hi));
+  };
+  count("layers", m.layers, 1, 1000);
+  count("d_model", m.d_model, 1, 1 << 20);
+  count("heads", m.heads, 1, 1 << 12);
+  if (preset && root["heads"] && !root["kv_heads"] && m.kv_heads == preset->heads) m.kv_heads = m.heads;  // MHA stays MHA
+  if (!preset) m.kv_heads = m.heads;
+  count("kv_heads", m.kv_heads, 1, 1 << 12);
+  if (root["head_dim"]) count("head_dim", m.head_dim, 1, 1 << 16);
+  else if (root["d_model"] || root["heads"]) m.head_dim = 0;  // derived again from the new d_model / heads
+  count("ffn", m.ffn, 1, 1 << 22);
+  count("vocab", m.vocab, 1, 1 << 24);
+  count("max_position", m.max_position, 1, 1 << 24);
+  auto word = [&](const char* key, auto& dst, bool (*parse)(const std::string&, std::remove_reference_t<decltype(dst)>&),
+                  const char* choices) {
+    if (!root[key]) return;
+    std::string v = r.get_string(root, key, "");
+    if (!parse(v, dst)) r.fail(root[key], key, strcat("expected ", choices, ", got '", name_for_message(v), "'"));
+  };
+  word("norm", m.norm, parse_norm, "layernorm or rmsnorm");
+  word("mlp", m.ffn_kind, parse_mlp, "relu, gelu, swiglu or geglu");
+  word("positions", m.positions, parse_positions, "learned, rotary or alibi");
+  m.bias = r.get_bool(root, "bias", "", m.bias);
+  m.tied_embeddings = r.get_bool(root, "tied_embeddings", "", m.tied_embeddings);
+  count("experts", m.experts, 1, 1 << 12);
+  count("experts_per_token", m.experts_per_token, 1, 1 << 12);
+
+  // The keys against each other (the message names the key that was given).
+  auto blame = [&](std::initializer_list<const char*> keys) {
+    for (const char* k : keys)
+      if (root[k]) return k;
+    return *keys.begin();
+  };
+  if (m.heads % m.kv_heads != 0) {
+    const char* k = blame({"kv_heads", "heads"});
+    r.fail(root[k] ? root[k] : root, k,
+           strcat("heads ", m.heads, " must be a multiple of kv_heads ", m.kv_heads, " (each kv head serves heads / kv_heads query heads)"));
+  }
+  if (m.kv_heads > m.heads) {
+    const char* k = blame({"kv_heads", "heads"});
+    r.fail(root[k] ? root[k] : root, k, strcat("kv_heads ", m.kv_heads, " exceeds heads ", m.heads));
+  }
+  if (m.head_dim == 0 && m.d_model % m.heads != 0) {
+    const char* k = blame({"d_model", "heads"});
+    r.fail(root[k] ? root[k] : root, k,
+           strcat("d_model ", m.d_model, " is not a multiple of heads ", m.heads,
+                  " (head_dim = d_model / heads unless head_dim is given)"));
+  }
+  if (m.positions == TransformerShape::Rotary && m.hd() % 2 != 0) {
+    const char* k = blame({"head_dim", "d_model", "heads", "positions"});
+    r.fail(root[k] ? root[k] : root, k,
+           strcat("rotary positions need an even head_dim, got ", m.hd(), " (rotary rotates the two halves of each head)"));
+  }
+  if (root["experts_per_token"] && !root["experts"] && m.experts == 0)
+    r.fail(root["experts_per_token"], "experts_per_token", "goes with experts (the number of experts)");
+  if (root["experts"] && !root["experts_per_token"] && (!preset || preset->experts == 0))
+    r.fail(root["experts"], "experts_per_token", "missing (required with experts: how many experts each token runs)");
+  if (m.experts_per_token > m.experts) {
+    const char* k = blame({"experts_per_token", "experts"});
+    r.fail(root[k], k, strcat("experts_per_token ", m.experts_per_token, " exceeds experts ", m.experts));
+  }
+  return m;
+}
+
 }  // namespace
 
-WorkloadSpec load_workload_file(const std::string& path) {
-  YamlDoc doc = load_yaml_file(path);
+const TransformerShape* decoder_of(const WorkloadSpec& w) {
+  if (!w.graph.empty()) return nullptr;
+  if (w.decoder) return &*w.decoder;
+  return find_transformer(w.model);
+}
+
+namespace {
+
+WorkloadSpec load_workload_doc(const YamlDoc& doc, const std::string& path) {
   YamlReader r(doc);
   const YAML::Node& root = doc.root;
   r.require_map(root, "");
@@ -148,21 +254,29 @@ WorkloadSpec load_workload_file(const std::string& path) {
     return w;
   }
   w.model = r.get_string(root, "model", "");
+  const TransformerShape* preset = find_transformer(w.model);
+  const bool decoder = preset || w.model == kDecoderModel;
   const ModelBuilder* mb = find_model_builder(w.model);
-  if (!mb) {
+  if (!mb && !decoder) {
     std::string all;
     for (const auto& b : model_builders()) all += (all.empty() ? "" : ", ") + b.name;
-    r.fail(root["model"], "model", strcat("unknown model '", w.model, "'; built-in models: ", all, " (or `graph: PATH` for a graph file)"));
+    r.fail(root["model"], "model", strcat("unknown model '", w.model, "'; built-in models: ", all, ", ", kDecoderModel,
+                                          " (a new decoder described by its keys) (or `graph: PATH` for a graph file)"));
   }
   std::vector<std::string> allowed = {"name", "model", "phase", "batch", "seq_len", "context", "layers", "dtype", "seed"};
-  if (find_transformer(w.model)) allowed.insert(allowed.end(), {"prompt_len", "gen_len"});
-  for (const auto& [k, v] : mb->params) allowed.push_back(k);
+  if (decoder) {
+    allowed.insert(allowed.end(), {"prompt_len", "gen_len"});
+    for (const auto& k : decoder_key_names())
+      if (k != "layers") allowed.push_back(k);
+  } else {
+    for (const auto& [k, v] : mb->params) allowed.push_back(k);
+  }
   r.check_keys(root, "", allowed);
   w.name = read_workload_name(r, root, w.name);
   w.phase = r.get_string(root, "phase", "", "decode");
   if (w.phase != "decode" && w.phase != "prefill") r.fail(root["phase"], "phase", "expected decode or prefill, got '" + w.phase + "'");
   w.batch = r.get_int(root, "batch", "", 1);
-  r.check_range(root, "batch", "", static_cast<double>(w.batch), 1, 1 << 20);
+  r.check_range(root, "batch", "", static_cast<double>(w.batch), 1, decoder ? kMaxDecoderBatch : 1 << 20);
   w.seq_len = r.get_int(root, "seq_len", "", 1);
   r.check_range(root, "seq_len", "", static_cast<double>(w.seq_len), 1, 1 << 24);
   w.context = r.get_int(root, "context", "", 0);
@@ -178,12 +292,20 @@ WorkloadSpec load_workload_file(const std::string& path) {
   }
   std::string dt = r.get_string(root, "dtype", "", "f32");
   if (!parse_dtype(dt, w.dtype) || !is_floating(w.dtype)) r.fail(root["dtype"], "dtype", "expected f32, f16 or bf16, got '" + dt + "'");
+  if (decoder) {
+    w.decoder = read_decoder(r, root, w, preset);  // `layers`, when given, is its layer count
+    return w;
+  }
   for (const auto& [k, dflt] : mb->params) {
     w.params[k] = r.get_int(root, k, "", dflt);
     r.check_range(root, k, "", static_cast<double>(w.params[k]), 1, 1 << 24);
   }
   return w;
 }
+
+}  // namespace
+
+WorkloadSpec load_workload_file(const std::string& path) { return load_workload_doc(load_yaml_file(path), path); }
 
 std::string workloads_dir() {
   if (std::filesystem::is_directory("workloads")) return "workloads";
@@ -210,17 +332,43 @@ WorkloadSpec resolve_workload(const std::string& name_or_path) {
     WorkloadSpec w;
     w.name = w.model = name_or_path;
     for (const auto& [k, dflt] : mb->params) w.params[k] = dflt;
-    if (find_transformer(name_or_path)) {
+    if (const TransformerShape* m = find_transformer(name_or_path)) {
       w.context = 2048;
       w.dtype = DType::f16;
+      w.decoder = *m;
     }
     return w;
   }
   throw InputError(strcat("workload '", name_for_message(name_or_path), "': no such file, and no ", name_for_message(cand), " (see `lpu list workloads`)"));
 }
 
+WorkloadSpec resolve_workload(const std::string& name_or_path, const std::vector<std::string>& overrides) {
+  if (overrides.empty()) return resolve_workload(name_or_path);
+  WorkloadSpec plain = resolve_workload(name_or_path);  // which file, and the errors for none
+  if (!plain.graph.empty())
+    throw InputError(strcat("workload ", plain.name, ": --set ", kWorkloadKeyPrefix, overrides.front(),
+                            ": a graph file carries its own shapes; workload keys apply to YAML workloads"));
+  YamlDoc doc;
+  if (!plain.file.empty()) {
+    doc = load_yaml_file(plain.file);
+  } else {  // a built-in model by name: the YAML of its defaults (resolve_workload above)
+    std::string text = "model: " + plain.model + "\n";
+    if (find_transformer(plain.model)) text += "context: 2048\ndtype: f16\n";
+    doc = load_yaml_string(text, plain.model);
+  }
+  for (const auto& o : overrides) apply_override(doc, o);
+  doc.overrides = overrides;
+  WorkloadSpec w = load_workload_doc(doc, plain.file.empty() ? plain.model : plain.file);
+  if (plain.file.empty()) {
+    w.file.clear();
+    w.name = plain.name;
+  }
+  return w;
+}
+
 Graph build_graph(const WorkloadSpec& w) {
   if (!w.graph.empty()) return load_graph_file(w.graph).graph;
+  if (w.decoder) return build_transformer(*w.decoder, w);
   const ModelBuilder* mb = find_model_builder(w.model);
   if (!mb) throw InputError(strcat("workload ", w.name, ": unknown model '", w.model, "'"));
   WorkloadSpec full = w;

@@ -3,6 +3,10 @@
 //   phase: decode|prefill   batch: 1   seq_len: 128   context: 0   layers: (all)   dtype: f32
 //   d_model: 1024           # builder-specific shape keys
 // Builders generate the graph directly in C++ (no Python needed).
+// A decoder-only LLM is a preset (`model: llama2-7b`, keys may override its shape) or a new
+// model (`model: decoder` and its keys): d_model, heads, kv_heads, head_dim, ffn, layers,
+// vocab, norm, mlp, positions, bias, tied_embeddings, max_position, experts,
+// experts_per_token (transformer.h; docs/workloads.md).
 // Or a YAML file naming a graph file (docs/graph-format.md), e.g. exported from PyTorch:
 //   graph: exported/gpt_block.json   # relative to the YAML file's directory
 //   name: gpt_block                  # optional (default: the YAML file's stem)
@@ -10,10 +14,12 @@
 #pragma once
 #include <functional>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "graph/graph.h"
+#include "workload/transformer.h"
 
 namespace lpu {
 
@@ -34,6 +40,10 @@ struct WorkloadSpec {
   int64_t prompt_len = 0;
   int64_t gen_len = 0;
   std::map<std::string, int64_t> params;  // builder-specific shape keys
+  // A decoder-only LLM's shape: the preset named by `model` with the file's keys applied, or
+  // the model the keys describe (`model: decoder`). Unset for other workloads, and for specs
+  // built in code, where decoder_of() falls back to the preset `model` names.
+  std::optional<TransformerShape> decoder;
   int64_t param(const std::string& key) const;
   int64_t tokens() const { return batch * seq_len; }
 };
@@ -48,11 +58,25 @@ struct ModelBuilder {
 const std::vector<ModelBuilder>& model_builders();
 const ModelBuilder* find_model_builder(const std::string& name);
 
+// The decoder a workload runs (its `decoder`, else the preset `model` names), or nullptr
+// when it is no built-in LLM (a microbenchmark, a graph file).
+const TransformerShape* decoder_of(const WorkloadSpec& w);
+// The `model` value that describes a new decoder by its keys.
+inline constexpr const char* kDecoderModel = "decoder";
+// Most sequences a decoder step takes at once (`batch`).
+inline constexpr int64_t kMaxDecoderBatch = 256;
+
 // Loads and validates a workload YAML file (unknown keys and bad values are InputErrors
 // naming file, line and key).
 WorkloadSpec load_workload_file(const std::string& path);
 // Accepts a path to a YAML file or a graph file, or the name of a file in workloads/.
 WorkloadSpec resolve_workload(const std::string& name_or_path);
+// The same with "key=value" assignments applied to the workload's YAML before it is read
+// (`--set workload.KEY=VALUE`, sweep axes `workload.KEY`), each checked like the file's own
+// keys; a built-in model named without a file is its defaults' YAML. A graph file takes none.
+WorkloadSpec resolve_workload(const std::string& name_or_path, const std::vector<std::string>& overrides);
+// The prefix that marks an override as the workload's rather than the architecture's.
+inline constexpr const char* kWorkloadKeyPrefix = "workload.";
 std::string workloads_dir();
 // The workload's graph: built by its model builder, or loaded from its graph file (the
 // JSON only: sidecar data is read on demand, see io/graph_file.h).

@@ -1,0 +1,292 @@
+// Decoders described by workload keys (issue 15, items 4 and 5; docs/workloads.md): the presets
+// build exactly the graphs the coded models built, every key takes effect, every bad value is
+// an InputError naming file, line and key, and batched steps compute what batch-1 steps do.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "graph/graph.h"
+#include "jobs.h"
+#include "legacy_transformer.h"
+#include "passes/passes.h"
+#include "ref/reference.h"
+#include "test_util.h"
+#include "workload/workload.h"
+
+using namespace lpu;
+using ::testing::HasSubstr;
+
+namespace {
+
+// A workload file with `text` in a fresh directory; returns its path.
+std::string yaml_file(const std::string& stem, const std::string& text) {
+  std::filesystem::path dir = std::filesystem::temp_directory_path() / "lpu_workload_keys_test";
+  std::filesystem::create_directories(dir);
+  std::filesystem::path p = dir / (stem + ".yaml");
+  std::ofstream(p) << text;
+  return p.string();
+}
+
+WorkloadSpec load(const std::string& text) { return load_workload_file(yaml_file("w", text)); }
+
+// The InputError message loading `text` gives ("" when it loads).
+std::string load_error(const std::string& text) {
+  try {
+    load_workload_file(yaml_file("bad", text));
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+bool has_node(const Graph& g, const std::string& name) {
+  for (const auto& n : g.nodes())
+    if (n.name == name) return true;
+  return false;
+}
+bool has_op(const Graph& g, const std::string& op) {
+  for (const auto& n : g.nodes())
+    if (n.op == op) return true;
+  return false;
+}
+Shape shape_of(const Graph& g, const std::string& name) {
+  for (const auto& n : g.nodes())
+    if (n.name == name) return n.type.shape;
+  ADD_FAILURE() << "no node " << name;
+  return {};
+}
+
+}  // namespace
+
+// Every preset builds, node for node, the graph its coded model built (the frozen builder in
+// legacy_transformer.h), in decode and prefill, with and without a KV cache; through a spec
+// built in code and through the name (which sets the resolved `decoder`).
+TEST(WorkloadKeys, PresetsBuildTheGraphsTheCodedModelsBuilt) {
+  struct Case {
+    const char* phase;
+    int64_t seq, ctx;
+  };
+  ASSERT_EQ(legacy::legacy_shapes().size(), transformer_shapes().size());
+  for (const auto& old : legacy::legacy_shapes())
+    for (const Case& c : {Case{"decode", 1, 0}, Case{"decode", 1, 7}, Case{"prefill", 5, 0}, Case{"decode", 3, 4}}) {
+      WorkloadSpec w = resolve_workload(old.name);
+      w.phase = c.phase;
+      w.seq_len = c.seq;
+      w.context = c.ctx;
+      w.layers = old.name.rfind("tiny", 0) == 0 ? -1 : 2;  // the big ones: two layers (each layer alike)
+      std::string want = print_graph(legacy::build_legacy(old, w));
+      EXPECT_EQ(print_graph(build_graph(w)), want) << old.name << " " << c.phase << " ctx " << c.ctx;
+      w.decoder.reset();  // the preset through the builder table
+      EXPECT_EQ(print_graph(build_graph(w)), want) << old.name;
+    }
+}
+
+// `lpu list workloads` prints the preset's keys, and parameters() counts HuggingFace's totals.
+TEST(WorkloadKeys, PresetsDescribeTheirKeysAndParameterCounts) {
+  const ModelBuilder* b = find_model_builder("llama2-70b");
+  ASSERT_NE(b, nullptr);
+  EXPECT_THAT(b->description, HasSubstr("layers=80 d_model=8192 heads=64 kv_heads=8 head_dim=128 ffn=28672 vocab=32000 "
+                                        "norm=rmsnorm mlp=swiglu positions=rotary bias=false tied_embeddings=false "
+                                        "max_position=4096"));
+  // HuggingFace: LLaMA-2-7B 6,738,415,616 weights; OPT-1.3B 1,315,758,080 (its position table
+  // has 2 rows more than max_position: 2 x 2048 fewer here); GPT-2 124,439,808.
+  EXPECT_EQ(find_transformer("llama2-7b")->parameters(), 6738415616);
+  EXPECT_EQ(find_transformer("opt-1.3b")->parameters(), 1315758080 - 2 * 2048);
+  EXPECT_EQ(find_transformer("gpt2")->parameters(), 124439808);
+}
+
+TEST(WorkloadKeys, APresetTakesOverrides) {
+  WorkloadSpec w = load("model: llama2-7b\nd_model: 2560\nheads: 20\nlayers: 3\nffn: 6912\nvocab: 50000\n");
+  ASSERT_TRUE(w.decoder.has_value());
+  EXPECT_EQ(w.decoder->d_model, 2560);
+  EXPECT_EQ(w.decoder->heads, 20);
+  EXPECT_EQ(w.decoder->kv_heads, 20);  // an MHA preset stays MHA
+  EXPECT_EQ(w.decoder->hd(), 128);
+  EXPECT_EQ(w.decoder->layers, 3);
+  EXPECT_EQ(w.decoder->norm, TransformerShape::RmsNorm);  // not overridden: the preset's
+  EXPECT_EQ(w.decoder->name, "w");                        // no longer llama2-7b
+  Graph g = build_graph(w);
+  EXPECT_EQ(shape_of(g, "l2.gate_proj.weight"), (Shape{6912, 2560}));
+  EXPECT_EQ(shape_of(g, "lm_head.weight"), (Shape{50000, 2560}));
+  EXPECT_FALSE(has_node(g, "l3.attn_norm.weight"));
+  EXPECT_EQ(decoder_of(w), &*w.decoder);
+}
+
+TEST(WorkloadKeys, ANewModelFromItsKeys) {
+  WorkloadSpec w = load(
+      "model: decoder\nname: mine\nlayers: 2\nd_model: 96\nheads: 4\nkv_heads: 2\nhead_dim: 32\nffn: 160\n"
+      "vocab: 100\nnorm: layernorm\nmlp: geglu\npositions: alibi\nbias: true\ntied_embeddings: true\n"
+      "max_position: 512\n");
+  ASSERT_TRUE(w.decoder.has_value());
+  const TransformerShape& m = *w.decoder;
+  EXPECT_EQ(m.name, "mine");
+  EXPECT_EQ(m.hd(), 32);
+  EXPECT_EQ(m.max_position, 512);
+  EXPECT_TRUE(m.tied_embeddings);
+  Graph g = build_graph(w);
+  EXPECT_EQ(shape_of(g, "l0.q_proj.weight"), (Shape{128, 96}));  // heads * head_dim != d_model
+  EXPECT_EQ(shape_of(g, "l0.k_proj.weight"), (Shape{64, 96}));
+  EXPECT_EQ(shape_of(g, "l0.o_proj.weight"), (Shape{96, 128}));
+  EXPECT_TRUE(has_node(g, "l0.q_proj.bias"));
+  EXPECT_TRUE(has_node(g, "l0.attn_norm.bias"));  // layernorm
+  EXPECT_TRUE(has_node(g, "l1.gate_act"));        // gated
+  EXPECT_TRUE(has_op(g, "gelu"));
+  EXPECT_TRUE(has_node(g, "alibi"));
+  EXPECT_FALSE(has_node(g, "rope_cos"));
+  // A new model's parts default to LLaMA's.
+  WorkloadSpec d = load("model: decoder\nlayers: 1\nd_model: 64\nheads: 4\nffn: 96\nvocab: 50\n");
+  EXPECT_EQ(d.decoder->norm, TransformerShape::RmsNorm);
+  EXPECT_EQ(d.decoder->ffn_kind, TransformerShape::SwiGlu);
+  EXPECT_EQ(d.decoder->positions, TransformerShape::Rotary);
+  EXPECT_EQ(d.decoder->kv_heads, 4);
+  EXPECT_TRUE(has_node(build_graph(d), "rope_cos"));
+}
+
+// Each key changes what it says, one at a time on tiny-opt.
+TEST(WorkloadKeys, EachKeyTakesEffect) {
+  auto graph = [](const std::string& keys) { return build_graph(load("model: tiny-opt\n" + keys)); };
+  EXPECT_TRUE(has_op(graph("norm: rmsnorm\n"), "rms_norm"));
+  EXPECT_FALSE(has_op(graph("norm: rmsnorm\n"), "layer_norm"));
+  EXPECT_TRUE(has_op(graph("mlp: gelu\n"), "gelu"));
+  EXPECT_TRUE(has_node(graph("mlp: swiglu\n"), "l0.glu"));
+  EXPECT_TRUE(has_op(graph("mlp: swiglu\n"), "silu"));
+  EXPECT_TRUE(has_node(graph("mlp: geglu\n"), "l0.glu"));
+  EXPECT_TRUE(has_node(graph("positions: rotary\n"), "rope_sin"));
+  EXPECT_TRUE(has_node(graph("positions: alibi\n"), "l1.alibi_scores"));
+  EXPECT_FALSE(has_node(graph("bias: false\n"), "l0.fc1.bias"));
+  EXPECT_EQ(shape_of(graph("kv_heads: 1\n"), "l0.v_proj.weight"), (Shape{16, 64}));
+  EXPECT_EQ(shape_of(graph("head_dim: 8\n"), "l0.q_proj.weight"), (Shape{32, 64}));
+  EXPECT_EQ(shape_of(graph("d_model: 128\n"), "l0.fc1.weight"), (Shape{128, 128}));
+  EXPECT_EQ(shape_of(graph("heads: 8\n"), "l0.k_split"), (Shape{1, 8, 8}));
+  EXPECT_EQ(shape_of(graph("ffn: 40\n"), "l0.fc2.weight"), (Shape{64, 40}));
+  EXPECT_EQ(shape_of(graph("vocab: 33\n"), "lm_head.weight"), (Shape{33, 64}));
+  EXPECT_TRUE(has_node(graph("layers: 3\n"), "l2.fc2.weight"));
+  EXPECT_EQ(load("model: tiny-opt\nmax_position: 99\n").decoder->max_position, 99);
+  int64_t tied = load("model: tiny-opt\n").decoder->parameters();
+  EXPECT_EQ(load("model: tiny-opt\ntied_embeddings: false\n").decoder->parameters(), tied + 96 * 64);
+  EXPECT_EQ(load("model: tiny-opt\npositions: rotary\n").decoder->parameters(), tied - 256 * 64);  // no position table
+  Graph moe = graph("experts: 4\nexperts_per_token: 2\n");
+  EXPECT_TRUE(has_op(moe, "aten.topk"));
+  EXPECT_TRUE(has_op(moe, "aten.index"));
+  EXPECT_EQ(shape_of(moe, "l0.experts.fc1.weight"), (Shape{4, 128, 64}));
+  EXPECT_EQ(shape_of(moe, "l0.router.weight"), (Shape{4, 64}));
+  EXPECT_EQ(shape_of(moe, "l0.fc1_gathered"), (Shape{2, 128, 64}));  // 1 token x top-2
+}
+
+// Every bad value: InputError naming the file, the line and the key.
+TEST(WorkloadKeys, BadKeysNameFileLineAndKey) {
+  struct Case {
+    std::string text, want;
+  };
+  const Case cases[] = {
+      {"model: tiny-opt\nd_modle: 64\n", "bad.yaml:2: d_modle: unknown key (did you mean 'd_model'?)"},
+      {"model: tiny-opt\nd_model: 0\n", "bad.yaml:2: d_model: value 0 out of range"},
+      {"model: tiny-opt\nd_model: big\n", "bad.yaml:2: d_model:"},
+      {"model: tiny-opt\nheads: 0\n", "bad.yaml:2: heads: value 0 out of range"},
+      {"model: tiny-opt\nkv_heads: 3\n", "bad.yaml:2: kv_heads: heads 4 must be a multiple of kv_heads 3"},
+      {"model: tiny-opt\nkv_heads: 8\n", "bad.yaml:2: kv_heads: heads 4 must be a multiple of kv_heads 8"},
+      {"model: tiny-opt\nheads: 6\n", "bad.yaml:2: heads: d_model 64 is not a multiple of heads 6"},
+      {"model: tiny-opt\nd_model: 66\n", "bad.yaml:2: d_model: d_model 66 is not a multiple of heads 4"},
+      {"model: tiny-llama\nhead_dim: 15\n", "bad.yaml:2: head_dim: rotary positions need an even head_dim, got 15"},
+      {"model: tiny-opt\nhead_dim: 0\n", "bad.yaml:2: head_dim: value 0 out of range"},
+      {"model: tiny-opt\nffn: -1\n", "bad.yaml:2: ffn: value -1 out of range"},
+      {"model: tiny-opt\nvocab: 0\n", "bad.yaml:2: vocab: value 0 out of range"},
+      {"model: tiny-opt\nlayers: 0\n", "bad.yaml:2: layers: value 0 out of range"},
+      {"model: tiny-opt\nmax_position: 0\n", "bad.yaml:2: max_position: value 0 out of range"},
+      {"model: tiny-opt\nnorm: batchnorm\n", "bad.yaml:2: norm: expected layernorm or rmsnorm, got 'batchnorm'"},
+      {"model: tiny-opt\nmlp: tanh\n", "bad.yaml:2: mlp: expected relu, gelu, swiglu or geglu, got 'tanh'"},
+      {"model: tiny-opt\npositions: sinus\n", "bad.yaml:2: positions: expected learned, rotary or alibi, got 'sinus'"},
+      {"model: tiny-opt\nbias: maybe\n", "bad.yaml:2: bias:"},
+      {"model: tiny-opt\ntied_embeddings: 3\n", "bad.yaml:2: tied_embeddings:"},
+      {"model: tiny-opt\nexperts: 0\nexperts_per_token: 1\n", "bad.yaml:2: experts: value 0 out of range"},
+      {"model: tiny-opt\nexperts: 4\n", "bad.yaml:2: experts_per_token: missing (required with experts"},
+      {"model: tiny-opt\nexperts_per_token: 2\n", "bad.yaml:2: experts_per_token: goes with experts"},
+      {"model: tiny-opt\nexperts: 2\nexperts_per_token: 3\n",
+       "bad.yaml:3: experts_per_token: experts_per_token 3 exceeds experts 2"},
+      {"model: tiny-opt\nbatch: 257\n", "bad.yaml:2: batch: value 257 out of range"},
+      {"model: tiny-opt\nbatch: 0\n", "bad.yaml:2: batch: value 0 out of range"},
+      {"model: decoder\nd_model: 64\nheads: 4\nffn: 8\nvocab: 9\n",
+       "bad.yaml:1: layers: missing (model: decoder describes a new model"},
+      {"model: decoder\nlayers: 1\nheads: 4\nffn: 8\nvocab: 9\n", "bad.yaml:1: d_model: missing"},
+      {"model: gemv\nd_model: 64\n", "bad.yaml:2: d_model: unknown key"},  // decoder keys are for decoders
+      {"model: decoders\n", "bad.yaml:1: model: unknown model 'decoders'"},
+  };
+  for (const Case& c : cases) EXPECT_THAT(load_error(c.text), HasSubstr(c.want)) << c.text;
+}
+
+// Batched steps: every sequence has its own KV cache and last token; the batch-1 graph is
+// the same step for one sequence. So on the reference executor, sequence b of a batch-3 step
+// equals a batch-1 step on sequence b's inputs (the weights shared), for decode and prefill,
+// dense and mixture-of-experts.
+TEST(WorkloadKeys, ABatchIsItsSequencesStepByStep) {
+  struct Case {
+    std::string keys;
+    const char* phase;
+    int64_t seq, ctx;
+  };
+  for (const Case& c : {Case{"model: tiny-llama\n", "decode", 1, 5}, Case{"model: tiny-opt\n", "prefill", 4, 0},
+                        Case{"model: tiny-llama\npositions: alibi\nmlp: geglu\n", "decode", 2, 3},
+                        Case{"model: tiny-llama\nexperts: 3\nexperts_per_token: 2\n", "decode", 1, 4}}) {
+    WorkloadSpec w = load(c.keys);
+    w.phase = c.phase;
+    w.seq_len = c.seq;
+    w.context = c.ctx;
+    const int64_t B = 3;
+    w.batch = B;
+    Graph gb = run_passes(build_graph(w), default_passes());
+    TensorMap in = make_random_inputs(gb, 5);
+    std::vector<Tensor> out = run_reference(gb, in);
+    w.batch = 1;
+    Graph g1 = run_passes(build_graph(w), default_passes());
+    for (int64_t b = 0; b < B; ++b) {
+      TensorMap one;
+      for (const auto& n : g1.nodes()) {
+        if (n.kind != NodeKind::Placeholder && n.kind != NodeKind::Parameter) continue;
+        const Tensor& t = in.at(n.name);
+        Tensor s(n.type);
+        // Per-sequence inputs (hidden rows, KV caches) are B slices along their first dim.
+        size_t per = s.data.size();
+        size_t off = t.data.size() == per * B ? static_cast<size_t>(b) * per : 0;
+        ASSERT_TRUE(t.data.size() == per || t.data.size() == per * B) << n.name;
+        std::copy(t.data.begin() + static_cast<long>(off), t.data.begin() + static_cast<long>(off + per),
+                  s.data.begin());
+        one[n.name] = s;
+      }
+      std::vector<Tensor> o1 = run_reference(g1, one);
+      ASSERT_EQ(o1.size(), out.size());
+      for (size_t i = 0; i < o1.size(); ++i) {
+        size_t per = o1[i].data.size();
+        ASSERT_EQ(out[i].data.size(), per * B);
+        for (size_t e = 0; e < per; ++e)
+          ASSERT_NEAR(out[i].data[static_cast<size_t>(b) * per + e], o1[i].data[e], 1e-4)
+              << c.keys << c.phase << " sequence " << b << " output " << i << " element " << e;
+      }
+    }
+  }
+}
+
+// The simulated LPU computes batched steps as the reference does (functional mode), both
+// schedules.
+TEST(WorkloadKeys, BatchedStepsOnTheLpuMatchTheReference) {
+  struct Case {
+    std::string keys;
+    const char* phase;
+    int64_t seq, ctx;
+  };
+  for (const Case& c : {Case{"model: tiny-opt\n", "decode", 1, 6}, Case{"model: tiny-llama\n", "decode", 1, 5},
+                        Case{"model: tiny-llama\n", "prefill", 4, 0},
+                        Case{"model: tiny-opt\npositions: alibi\nmlp: geglu\nhead_dim: 8\n", "decode", 1, 3},
+                        Case{"model: tiny-llama\nexperts: 3\nexperts_per_token: 2\n", "decode", 1, 4}}) {
+    WorkloadSpec w = load(c.keys + "batch: 3\n");
+    w.phase = c.phase;
+    w.seq_len = c.seq;
+    w.context = c.ctx;
+    for (const std::string policy : {"none", "greedy"}) {
+      RunOutcome o = run_job(w, testutil::small_arch(), policy, true);
+      ASSERT_TRUE(o.check.has_value());
+      EXPECT_TRUE(o.check->ok) << c.keys << c.phase << " " << policy << ": " << o.check->worst;
+    }
+  }
+}
