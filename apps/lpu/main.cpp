@@ -137,7 +137,16 @@ struct ArchFlags {
     app->add_option("--arch", arch, "architecture config: a YAML path or a name in configs/")->capture_default_str();
     app->add_option("--set", sets, "override a config key, e.g. --set hbm.bandwidth_gbps=230 (repeatable)");
   }
-  ArchConfig load() const { return load_arch_config(resolve_config_path(arch), sets); }
+  int tp = 0;  // --tp N: devices=N (tensor parallelism), after the --set overrides
+  void add_tp(CLI::App* app) {
+    app->add_option("--tp", tp, "tensor parallelism over N devices: sets devices=N (docs/tensor-parallel.md)")
+        ->check(CLI::Range(1, 1024));
+  }
+  ArchConfig load() const {
+    std::vector<std::string> s = sets;
+    if (tp > 0) s.push_back(strcat("devices=", tp));
+    return load_arch_config(resolve_config_path(arch), s);
+  }
 };
 
 std::vector<std::string> split_list(const std::string& s);
@@ -219,6 +228,25 @@ void print_run(const RunOutcome& o, const std::vector<std::string>& sets) {
   if (int64_t t = llm_tokens_per_step(o.workload); t > 0) {
     rows.push_back({"time per token", format_duration_us(s.latency_us / static_cast<double>(t))});
     rows.push_back({"tokens per second", fmt("%.1f", static_cast<double>(t) / (s.latency_us * 1e-6))});
+  }
+  if (!s.devices.empty()) {  // tensor parallelism: every device's own counters
+    uint64_t esl = 0, wait = 0, last = 0;
+    for (const auto& d : s.devices) {
+      esl += d.esl_bytes;
+      wait = std::max(wait, d.sync_wait_cycles);
+      last = std::max(last, d.cycles);
+    }
+    rows.push_back({"devices", strcat(s.devices.size(), " (tensor parallelism), all halted at cycle ", last, ", ",
+                                      format_duration_us(static_cast<double>(last) / (o.arch.clock_ghz * 1e3)))});
+    rows.push_back({"ESL sent", format_bytes(static_cast<double>(esl)) + " (all devices)"});
+    rows.push_back({"exposed sync", strcat(wait, " cycles (the most any device waited at sync.wait)")});
+    for (size_t d = 0; d < s.devices.size(); ++d) {
+      const auto& x = s.devices[d];
+      rows.push_back({strcat("  device ", d),
+                      strcat(x.cycles, " cycles, HBM ", format_bytes(static_cast<double>(x.hbm_read_bytes + x.hbm_write_bytes)),
+                             ", ESL ", format_bytes(static_cast<double>(x.esl_bytes)), " in ", x.esl_sends, " sends, sync wait ",
+                             x.sync_wait_cycles, " cycles")});
+    }
   }
   for (const auto& e : s.engines) rows.push_back(engine_row(e));
   std::cout << format_table({"metric", "value"}, rows);
@@ -634,6 +662,7 @@ int main(int argc, char** argv) {
   auto* run = app.add_subcommand("run", "compile and simulate one workload");
   run->add_option("workload", workload, workload_help)->required();
   af.add(run);
+  af.add_tp(run);
   bf.add(run);
   run->add_option("--fusion", fusion, "fusion policy: " + policy_names() + " (docs/scheduling.md)")->capture_default_str();
   run->add_flag("--functional", functional,
@@ -645,6 +674,7 @@ int main(int argc, char** argv) {
   auto* cmp = app.add_subcommand("compare", "run one workload under several fusion policies, side by side");
   cmp->add_option("workload", workload, workload_help)->required();
   af.add(cmp);
+  af.add_tp(cmp);
   bf.add(cmp);
   cmp->add_option("--fusion", policies, "comma-separated policies")->capture_default_str();
   cmp->add_flag("--functional", functional, "also check every policy's outputs against the reference");

@@ -80,6 +80,19 @@ class Builder {
 
 }  // namespace
 
+void check_tensor_parallel(const TransformerShape& m, const WorkloadSpec& w) {
+  if (w.tp < 1 || w.tp_rank < 0 || w.tp_rank >= w.tp)
+    throw InternalError(strcat("workload ", w.name, ": rank ", w.tp_rank, " of ", w.tp, " devices"));
+  if (w.tp > m.vocab)
+    throw InputError(strcat("workload ", w.name, ": devices = ", w.tp, " is more than ", m.name, "'s vocab = ", m.vocab,
+                            " (the LM head is split by vocabulary)"));
+  for (auto [key, v] : {std::pair<const char*, int64_t>{"heads", m.heads}, {"kv_heads", m.kv_heads}, {"ffn", m.ffn}})
+    if (v % w.tp != 0)
+      throw InputError(strcat("workload ", w.name, ": tensor parallelism over devices = ", w.tp, " needs ", m.name,
+                              "'s ", key, " (", v, ") to be a multiple of ", w.tp,
+                              " (devices must divide heads, kv_heads and ffn; the vocabulary may split unevenly)"));
+}
+
 Graph build_transformer(const TransformerShape& m, const WorkloadSpec& w) {
   Graph g(w.name);
   Builder b(g, w.dtype);
@@ -88,6 +101,11 @@ Graph build_transformer(const TransformerShape& m, const WorkloadSpec& w) {
                             " builder yet (batch 1, the LPU design point)"));
   const int64_t T = w.seq_len, C = w.context, d = m.d_model, H = m.heads, Hkv = m.kv_heads, hd = d / H;
   const int64_t G = H / Hkv, layers = w.layers > 0 ? std::min(w.layers, m.layers) : m.layers;
+  // Tensor parallelism: this rank's heads (by KV groups), FFN columns and vocabulary slice.
+  const int64_t N = w.tp, rank = w.tp_rank;
+  check_tensor_parallel(m, w);
+  const int64_t Hl = H / N, Hkvl = Hkv / N, ffn = m.ffn / N;
+  const int64_t vocab = (rank + 1) * m.vocab / N - rank * m.vocab / N;
   if (w.phase == "prefill" && T > 1 && C > 0)
     throw InputError(strcat("workload ", w.name, ": prefill with a cached prefix (context > 0) is not supported"));
   const double scale = 1.0 / std::sqrt(static_cast<double>(hd));
@@ -108,20 +126,27 @@ Graph build_transformer(const TransformerShape& m, const WorkloadSpec& w) {
   // [Hkv, S, hd] -> [H, S, hd]: each kv head serves G query heads (grouped-query attention).
   auto share_kv = [&](NodeId y, int64_t S, const std::string& name) {
     if (G == 1) return y;
-    NodeId e = b.call("expand", {b.reshape(y, {Hkv, 1, S, hd}, name + "_g")}, {{"shape", Shape{Hkv, G, S, hd}}},
+    NodeId e = b.call("expand", {b.reshape(y, {Hkvl, 1, S, hd}, name + "_g")}, {{"shape", Shape{Hkvl, G, S, hd}}},
                       name + "_expand");
-    return b.reshape(e, {H, S, hd}, name + "_shared");
+    return b.reshape(e, {Hl, S, hd}, name + "_shared");
+  };
+  // Row-parallel linear: each rank's partial product, summed over the ESL, then the bias once.
+  auto row_parallel = [&](NodeId x, const std::string& name, int64_t in, int64_t out, bool bias) {
+    if (N == 1) return b.linear(x, name, in, out, bias);
+    NodeId y = b.call("all_reduce", {b.linear(x, name, in, out, false)}, {{"group", N}, {"rank", rank}},
+                      name + "_allreduce");
+    return bias ? b.call("add", {y, b.param(name + ".bias", {out})}, {}, name + "_bias") : y;
   };
 
   for (int64_t l = 0; l < layers; ++l) {
     std::string p = strcat("l", l, ".");
     NodeId h = b.norm(m, x, p + "attn_norm");
-    NodeId q = b.linear(h, p + "q_proj", d, d, m.bias);
-    NodeId k = b.linear(h, p + "k_proj", d, Hkv * hd, m.bias);
-    NodeId v = b.linear(h, p + "v_proj", d, Hkv * hd, m.bias);
-    NodeId qh = heads_first(q, H, p + "q");
-    NodeId kh = heads_first(k, Hkv, p + "k");
-    NodeId vh = heads_first(v, Hkv, p + "v");
+    NodeId q = b.linear(h, p + "q_proj", d, Hl * hd, m.bias);
+    NodeId k = b.linear(h, p + "k_proj", d, Hkvl * hd, m.bias);
+    NodeId v = b.linear(h, p + "v_proj", d, Hkvl * hd, m.bias);
+    NodeId qh = heads_first(q, Hl, p + "q");
+    NodeId kh = heads_first(k, Hkvl, p + "k");
+    NodeId vh = heads_first(v, Hkvl, p + "v");
     if (m.rotary) {
       qh = b.rotary(qh, cos, sin, hd, p + "q_rope");
       kh = b.rotary(kh, cos, sin, hd, p + "k_rope");
@@ -134,8 +159,8 @@ Graph build_transformer(const TransformerShape& m, const WorkloadSpec& w) {
     if (mask >= 0) s_new = b.call("add", {s_new, mask}, {}, p + "masked");
     NodeId scores = s_new, k_cache = -1, v_cache = -1;
     if (C > 0) {
-      k_cache = b.input(p + "k_cache", {Hkv, C, hd});
-      v_cache = b.input(p + "v_cache", {Hkv, C, hd});
+      k_cache = b.input(p + "k_cache", {Hkvl, C, hd});
+      v_cache = b.input(p + "v_cache", {Hkvl, C, hd});
       NodeId s_old = b.call("matmul", {qs, b.permute(share_kv(k_cache, C, p + "k_cache"), {0, 2, 1}, p + "kT_cache")},
                             {}, p + "scores_cache");
       scores = b.call("cat", {s_old, s_new}, {{"dim", int64_t{2}}}, p + "scores");
@@ -148,26 +173,31 @@ Graph build_transformer(const TransformerShape& m, const WorkloadSpec& w) {
                                    {}, p + "attn_cache"),
                             attn},
                     {}, p + "attn");
-    NodeId merged = b.reshape(b.permute(attn, {1, 0, 2}, p + "attn_tokens"), {T, d}, p + "attn_merged");
-    x = b.call("add", {x, b.linear(merged, p + "o_proj", d, d, m.bias)}, {}, p + "attn_residual");
+    NodeId merged = b.reshape(b.permute(attn, {1, 0, 2}, p + "attn_tokens"), {T, Hl * hd}, p + "attn_merged");
+    x = b.call("add", {x, row_parallel(merged, p + "o_proj", Hl * hd, d, m.bias)}, {}, p + "attn_residual");
 
     NodeId h2 = b.norm(m, x, p + "ffn_norm");
     NodeId f;
     if (m.ffn_kind == TransformerShape::SwiGlu) {
-      NodeId gate = b.call("silu", {b.linear(h2, p + "gate_proj", d, m.ffn, false)}, {}, p + "gate_act");
-      NodeId up = b.linear(h2, p + "up_proj", d, m.ffn, false);
-      f = b.linear(b.call("mul", {gate, up}, {}, p + "glu"), p + "down_proj", m.ffn, d, false);
+      NodeId gate = b.call("silu", {b.linear(h2, p + "gate_proj", d, ffn, false)}, {}, p + "gate_act");
+      NodeId up = b.linear(h2, p + "up_proj", d, ffn, false);
+      f = row_parallel(b.call("mul", {gate, up}, {}, p + "glu"), p + "down_proj", ffn, d, false);
     } else {
-      NodeId up = b.linear(h2, p + "fc1", d, m.ffn, m.bias);
+      NodeId up = b.linear(h2, p + "fc1", d, ffn, m.bias);
       NodeId act = m.ffn_kind == TransformerShape::Relu
                        ? b.call("relu", {up}, {}, p + "act")
                        : b.call("gelu", {up}, {{"approximate", std::string("tanh")}}, p + "act");
-      f = b.linear(act, p + "fc2", m.ffn, d, m.bias);
+      f = row_parallel(act, p + "fc2", ffn, d, m.bias);
     }
     x = b.call("add", {x, f}, {}, p + "ffn_residual");
   }
   NodeId last = T > 1 ? b.slice(x, 0, T - 1, T, "last_token") : x;
-  NodeId logits = b.linear(b.norm(m, last, "final_norm"), "lm_head", d, m.vocab, false);
+  NodeId logits = b.linear(b.norm(m, last, "final_norm"), "lm_head", d, vocab, false);
+  if (N > 1) {  // the LM head split by vocabulary: every rank gets the whole logits
+    std::vector<int64_t> sizes;
+    for (int64_t r = 0; r < N; ++r) sizes.push_back((r + 1) * m.vocab / N - r * m.vocab / N);
+    logits = b.call("all_gather", {logits}, {{"dim", int64_t{1}}, {"rank", rank}, {"sizes", sizes}}, "lm_head_allgather");
+  }
   outputs.insert(outputs.begin(), logits);
   g.set_output(outputs);
   return g;

@@ -17,6 +17,8 @@ double Esl::execute(size_t i, double start_ps) {
   uint64_t bytes = static_cast<uint64_t>(R * C * 4);  // LMU tiles are fp32
   if (in.lm_addr + bytes > static_cast<uint64_t>(ctx_.arch->lmu_bytes()))
     throw InputError(strcat("device ", ctx_.device, ": ", print_instruction(in), " writes beyond the receiver's local memory"));
+  ctx_.esl_bytes += bytes;
+  ++ctx_.esl_sends;
   double link_end = start_ps + static_cast<double>(bytes) / (ctx_.arch->esl.bandwidth_gbps * 1e-3);
   double arrive = link_end + ctx_.arch->esl.latency_ns * 1000.0;
   // Functional: the tile as it is now, written into the receiver when it arrives.
