@@ -95,8 +95,8 @@ void check_capacity(const Program& prog, const ArchConfig& arch, int device) {
   int64_t devices = static_cast<int64_t>(std::ceil(static_cast<double>(need) / cap)) * std::max(arch.devices, 1);
   throw InputError(strcat("program ", prog.name, " of device ", device, " needs ", format_bytes(static_cast<double>(need)),
                           " (", format_binary_bytes(static_cast<double>(need)), ") of HBM but one device of ", arch.name,
-                          " has hbm.capacity_gib = ", arch.hbm.capacity_gib, ": split it over at least ", devices,
-                          " devices (--set devices=N, tensor parallelism: built-in decoders) or use a config with more "
+                          " has hbm.capacity_gib = ", arch.hbm.capacity_gib, ": it would need ", devices,
+                          " devices (the compiler splits the built-in decoders: --set devices=N) or a config with more "
                           "HBM per device (e.g. --arch lpu-asic)"));
 }
 }  // namespace

@@ -112,13 +112,22 @@ RunOutcome run_job(const WorkloadSpec& w, const ArchConfig& arch, const std::str
   for (const auto& n : g.nodes())
     if (n.kind == NodeKind::Placeholder || n.kind == NodeKind::Parameter) need += static_cast<double>(n.type.bytes());
   double cap = arch.hbm.capacity_gib * 1024.0 * 1024.0 * 1024.0;
-  if (need > cap)
+  if (need > cap) {
+    // The advice must work: the fewest devices (a multiple of this run's) whose share fits and
+    // that divide the model's heads, KV heads and FFN; only the built-in decoders split.
+    const TransformerShape* m = file ? nullptr : find_transformer(w.model);
+    const int64_t now = std::max(arch.devices, 1);
+    int64_t n = now * static_cast<int64_t>(std::ceil(need / cap));
+    while (m && n <= 1024 && (m->heads % n || m->kv_heads % n || m->ffn % n)) ++n;
+    std::string advice = m && n <= 1024
+                             ? strcat("it would need ", n, " devices: split it with --set devices=", n, " (or --tp ", n,
+                                      ", tensor parallelism) or use a config with more HBM per device (e.g. --arch lpu-asic)")
+                             : strcat("it would need ", n, " devices, and only the built-in decoders split across devices "
+                                      "(tensor parallelism); use a config with more HBM per device (e.g. --arch lpu-asic)");
     throw InputError(strcat("workload ", w.name, " needs ", format_bytes(need), " (", format_binary_bytes(need),
-                            ") of weights and inputs but ", arch.name, " has ", arch.hbm.capacity_gib,
-                            " GiB of HBM per device", ranks.empty() ? "" : strcat(" (on each of devices = ", arch.devices, ")"),
-                            ": split it over more devices (--set devices=N or --tp N, tensor parallelism of the built-in ",
-                            "decoders; about ", static_cast<int64_t>(std::ceil(need / cap)) * std::max(arch.devices, 1),
-                            " needed) or use a config with more HBM per device (e.g. --arch lpu-asic)"));
+                            ") of weights and inputs", ranks.empty() ? "" : strcat(" per device (devices = ", now, ")"),
+                            " but ", arch.name, " has ", arch.hbm.capacity_gib, " GiB of HBM per device: ", advice));
+  }
   if (!ranks.empty() && require_policy(fusion).simulates)
     throw InputError(strcat("--fusion ", fusion, ": the tuner searches one device's program; with devices = ", arch.devices,
                             " use a fixed policy (greedy, none, ...)"));

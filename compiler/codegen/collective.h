@@ -33,8 +33,11 @@ struct CollectivePlacement {
   int64_t bytes() const { return group ? 2 * (group + 1) * slot_bytes : 0; }  // of the area
 };
 // Where `p`'s collectives receive: the area at lm_base (the driver reserves its bytes() at
-// the top of local memory and gives the rest to every other kernel).
-CollectivePlacement place_collectives(const LoopProgram& p, uint64_t lm_base);
+// the top of local memory and gives the rest to every other kernel). The area takes at most a
+// quarter of `lmu_bytes` (the config's local memory): a slot smaller than an operand makes
+// the collective run in rounds, a barrier between them (each rank signals every peer that its
+// slots are free, sync.signal dev:P, and waits for theirs).
+CollectivePlacement place_collectives(const LoopProgram& p, uint64_t lm_base, int64_t lmu_bytes);
 
 // The code of collective node `n` (a LoopKind::Host node whose op is a collective), the
 // `seq`-th collective of the program (its half of the receive area: seq % 2).

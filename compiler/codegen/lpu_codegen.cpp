@@ -708,7 +708,7 @@ CodegenResult generate_lpu_program(const LoopProgram& p, const Schedule& s, cons
     for (const auto& o : k.hbm_outputs) place(o);
 
   // Collectives (tensor parallelism) receive above the local memory the kernels get.
-  const CollectivePlacement collectives = place_collectives(p, static_cast<uint64_t>(opts.lmu_bytes));
+  const CollectivePlacement collectives = place_collectives(p, static_cast<uint64_t>(opts.lmu_bytes), opts.lmu_bytes + opts.collective_lmu_bytes);
   int64_t collectives_seen = 0;
   for (size_t ki = 0; ki < s.kernels.size(); ++ki) {
     const Kernel& k = s.kernels[ki];

@@ -39,12 +39,9 @@ Compilation compile_graph(const Graph& g, const CompileOptions& opts) {
   // Collectives (tensor parallelism) receive in an area at the top of local memory that no
   // kernel uses (codegen/collective.h): every kernel gets what is below it.
   CodegenOptions cg_opts = opts.codegen;
-  if (int64_t area = place_collectives(c.loop_ir, 0).bytes()) {
-    if (area > cg_opts.lmu_bytes / 2)
-      throw InputError(strcat("the collectives of ", g.name(), " need ", area, " bytes of local memory to receive in (",
-                              "two halves of devices + 1 slots of the largest operand), more than half of the ",
-                              cg_opts.lmu_bytes, " the config has (lmu.capacity_kib)"));
+  if (int64_t area = place_collectives(c.loop_ir, 0, cg_opts.lmu_bytes).bytes()) {
     cg_opts.lmu_bytes -= area;
+    cg_opts.collective_lmu_bytes = area;
   }
   ScheduleOptions so;
   so.policy = opts.fusion;
