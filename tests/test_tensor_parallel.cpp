@@ -167,6 +167,19 @@ TEST(TensorParallel, FunctionalEqualsReference) {
   }
 }
 
+// A receive area smaller than the operands (4 KiB of local memory: 128-byte slots for 256-byte
+// partials) runs every collective in two rounds with a credit barrier between them: twice the
+// sends, the same bytes, the same values.
+TEST(TensorParallel, FunctionalInRounds) {
+  RunOutcome one = run_job(workload("tiny-llama-decode-32"), arch_with("lpu-small", {"devices=2"}), "greedy", true);
+  RunOutcome two = run_job(workload("tiny-llama-decode-32"),
+                           arch_with("lpu-small", {"devices=2", "lmu.capacity_kib=4"}), "greedy", true);
+  ASSERT_TRUE(two.check.has_value());
+  EXPECT_TRUE(two.check->ok) << two.check->worst;
+  EXPECT_EQ(two.sim.stats.devices[0].esl_sends, 2 * one.sim.stats.devices[0].esl_sends);
+  EXPECT_EQ(two.sim.stats.devices[0].esl_bytes, one.sim.stats.devices[0].esl_bytes);
+}
+
 // A model whose weights do not fit one device's HBM runs on two (OPT-66B's shapes, two layers,
 // on an ASIC whose HBM is cut to 3 GiB: the two layers and the LM head are about 4.9 GB).
 TEST(TensorParallel, TooLargeForOneDeviceRunsOnTwo) {
