@@ -148,8 +148,7 @@ RunOutcome run_job(const WorkloadSpec& w, const ArchConfig& arch, const std::str
   TensorMap whole_inputs;
   std::vector<TensorMap> rank_inputs;
   if (functional && !ranks.empty()) {
-    WorkloadSpec one = w;
-    whole_core = normalize_graph(build_graph(one));
+    whole_core = normalize_graph(build_graph(w));  // w.tp is 1: the whole model
     whole_inputs = make_random_inputs(whole_core, w.seed);
     inputs = slice_rank_inputs(whole_core, whole_inputs, o.comp.core, 0, arch.devices);
     for (size_t r = 1; r < ranks.size(); ++r)
