@@ -14,7 +14,9 @@ FILES=(compiler/support/json_util.h compiler/support/json_util.cpp compiler/ops/
        compiler/handlers/triton_*.h compiler/handlers/triton_*.cpp compiler/handlers/torch_*.h compiler/handlers/torch_*.cpp tests/test_triton.cpp compiler/schedule/verify_schedule.cpp
        apps/lpu/generate.h apps/lpu/generate.cpp apps/lpu/progress.h apps/lpu/progress.cpp tests/test_generate.cpp
        tuner/*.h tuner/*.cpp tests/test_tuner.cpp sim/energy.h sim/energy.cpp tests/test_energy.cpp
-       tests/test_workload_keys.cpp tests/legacy_transformer.h)
+       tests/test_workload_keys.cpp tests/legacy_transformer.h
+       compiler/graph/collective.h compiler/graph/collective.cpp compiler/codegen/collective.h compiler/codegen/collective.cpp
+       compiler/workload/tensor_parallel.h compiler/workload/tensor_parallel.cpp tests/test_tensor_parallel.cpp)
 # A merge that left conflict markers in any tracked file (one reached the README once).
 if git grep -n -E '^(<<<<<<<|>>>>>>>) [^ ]' -- . 2>/dev/null; then
   echo "format-check: merge conflict markers above" >&2

@@ -58,17 +58,54 @@ SpanBreakdown breakdown_cycles(const std::array<double, sim::kSpanKinds>& ps, do
 }
 }  // namespace
 
-SimResult simulate(const Program& prog, const ArchConfig& arch, const SimOptions& opts, const TensorMap* inputs) {
+namespace {
+// Functional mode: a device's input and weight buffers from `inputs`, in their HBM dtype.
+void load_inputs(const Program& prog, const TensorMap* inputs, std::vector<uint8_t>& hbm) {
+  for (const auto& b : prog.buffers) {
+    if (b.role != BufferRole::Input && b.role != BufferRole::Weight) continue;
+    if (!inputs || !inputs->count(b.name)) throw InputError("functional simulation: no data for buffer " + b.name);
+    const Tensor& t = inputs->at(b.name);
+    if (t.numel() != b.type.numel())
+      throw InputError(strcat("functional simulation: data for ", b.name, " has ", t.numel(), " elements, expected ",
+                              b.type.numel()));
+    int64_t eb = dtype_bytes(b.type.dtype);
+    for (int64_t k = 0; k < t.numel(); ++k)
+      sim::store_element(&hbm[b.hbm_addr + static_cast<uint64_t>(k * eb)], b.type.dtype, t.data[static_cast<size_t>(k)]);
+  }
+}
+
+TensorMap read_outputs(const Program& prog, const std::vector<uint8_t>& hbm) {
+  TensorMap out;
+  for (const auto& b : prog.buffers) {
+    if (b.role != BufferRole::Output) continue;
+    Tensor t(b.type);
+    int64_t eb = dtype_bytes(b.type.dtype);
+    for (int64_t k = 0; k < t.numel(); ++k)
+      t.data[static_cast<size_t>(k)] = sim::load_element(&hbm[b.hbm_addr + static_cast<uint64_t>(k * eb)], b.type.dtype);
+    out[b.name] = std::move(t);
+  }
+  return out;
+}
+
+// Every device's program must fit its own HBM.
+void check_capacity(const Program& prog, const ArchConfig& arch, int device) {
   uint64_t need = prog.hbm_bytes_allocated();
   double cap = arch.hbm.capacity_gib * 1024.0 * 1024.0 * 1024.0;
-  if (static_cast<double>(need) > cap) {
-    int64_t devices = static_cast<int64_t>(std::ceil(static_cast<double>(need) / cap));
-    throw InputError(strcat("program ", prog.name, " needs ", format_bytes(static_cast<double>(need)), " (",
-                            format_binary_bytes(static_cast<double>(need)), ") of HBM but one device of ", arch.name, " has ",
-                            arch.hbm.capacity_gib, " GiB: it would need ", devices,
-                            " devices, and splitting a program across devices (tensor parallelism) is not implemented yet; "
-                            "use a config with more HBM per device (e.g. --arch lpu-asic)"));
-  }
+  if (static_cast<double>(need) <= cap) return;
+  int64_t devices = static_cast<int64_t>(std::ceil(static_cast<double>(need) / cap)) * std::max(arch.devices, 1);
+  throw InputError(strcat("program ", prog.name, " of device ", device, " needs ", format_bytes(static_cast<double>(need)),
+                          " (", format_binary_bytes(static_cast<double>(need)), ") of HBM but one device of ", arch.name,
+                          " has hbm.capacity_gib = ", arch.hbm.capacity_gib, ": it would need ", devices,
+                          " devices (the compiler splits the built-in decoders: --set devices=N) or a config with more "
+                          "HBM per device (e.g. --arch lpu-asic)"));
+}
+}  // namespace
+
+SimResult simulate(const Program& prog, const ArchConfig& arch, const SimOptions& opts, const TensorMap* inputs) {
+  uint64_t need = prog.hbm_bytes_allocated();
+  check_capacity(prog, arch, 0);
+  for (size_t d = 0; d < opts.other_devices.size(); ++d)
+    if (opts.other_devices[d]) check_capacity(*opts.other_devices[d], arch, static_cast<int>(d + 1));
   check_program(prog, arch);
   for (const Program* other : opts.other_devices)
     if (other) check_program(*other, arch);
@@ -87,22 +124,12 @@ SimResult simulate(const Program& prog, const ArchConfig& arch, const SimOptions
   ctx.wall_deadline = wall_deadline;
   if (opts.functional) {
     ctx.hbm_data.assign(need, 0);
-    for (const auto& b : prog.buffers) {
-      if (b.role != BufferRole::Input && b.role != BufferRole::Weight) continue;
-      if (!inputs || !inputs->count(b.name)) throw InputError("functional simulation: no data for buffer " + b.name);
-      const Tensor& t = inputs->at(b.name);
-      if (t.numel() != b.type.numel())
-        throw InputError(strcat("functional simulation: data for ", b.name, " has ", t.numel(), " elements, expected ",
-                                b.type.numel()));
-      int64_t eb = dtype_bytes(b.type.dtype);
-      for (int64_t k = 0; k < t.numel(); ++k)
-        sim::store_element(&ctx.hbm_data[b.hbm_addr + static_cast<uint64_t>(k * eb)], b.type.dtype,
-                           t.data[static_cast<size_t>(k)]);
-    }
+    load_inputs(prog, inputs, ctx.hbm_data);
   }
   SimResult res;
   std::vector<double> device_finish_ps;
   EnergyEvents energy_events;  // summed over the devices
+  std::vector<DeviceStats> device_stats;
   {
     // The top level is built for `devices` LPUs. Device 0 runs the program; the others run an
     // empty one until programs are partitioned across devices (tensor parallelism, the ESL).
@@ -136,13 +163,14 @@ SimResult simulate(const Program& prog, const ArchConfig& arch, const SimOptions
       size_t k = static_cast<size_t>(d - 1);
       c->program = k < opts.other_devices.size() && opts.other_devices[k] ? opts.other_devices[k] : &idle;
       c->functional = opts.functional;
-      if (opts.functional) {  // their own memories (no input data: they start from zeros)
+      if (opts.functional) {  // their own memories (without input data they start from zeros)
         c->hbm_data.assign(c->program->hbm_bytes_allocated(), 0);
         c->lmu_data.assign(static_cast<size_t>(arch.lmu_bytes() / 4), 0.0f);
+        if (k < opts.other_inputs.size() && opts.other_inputs[k]) load_inputs(*c->program, opts.other_inputs[k], c->hbm_data);
       }
       c->arch = &arch;
       c->period = ctx.period;
-      c->kernels.resize(1);
+      c->kernels.resize(std::max<size_t>(c->program->kernels.size(), 1));
       c->wall_deadline = wall_deadline;
       c->devices_running = &running;
       c->sync = &sync;
@@ -189,7 +217,17 @@ SimResult simulate(const Program& prog, const ArchConfig& arch, const SimOptions
       for (size_t i = 0; i < c->engines.size(); ++i)
         if (c->engine_names[i] == "sxe") ev.sxe_macs += c->engines[i].work;
       energy_events += ev;
+      DeviceStats d;
+      d.hbm_read_bytes = c->hbm_read_bytes;
+      d.hbm_write_bytes = c->hbm_write_bytes;
+      d.esl_bytes = c->esl_bytes;
+      d.esl_sends = c->esl_sends;
+      d.sync_wait_cycles = static_cast<uint64_t>(std::llround(c->sync_wait_ps / arch.period_ps()));
+      for (const auto& e : c->engines) d.instructions += e.instructions;
+      device_stats.push_back(d);
     }
+    if (opts.functional)
+      for (const auto& c : others) res.other_outputs.push_back(read_outputs(*c->program, c->hbm_data));
     if (!ctx.finished) {
       std::string report = strcat("simulation of ", prog.name, " did not finish within sim.max_us = ", arch.sim.max_us,
                                   " us; engines: ");
@@ -203,6 +241,11 @@ SimResult simulate(const Program& prog, const ArchConfig& arch, const SimOptions
   double period = arch.period_ps();
   s.cycles = static_cast<uint64_t>(std::llround(ctx.finish_ps / period));
   for (double f : device_finish_ps) s.device_cycles.push_back(static_cast<uint64_t>(std::llround(f / period)));
+  if (arch.devices > 1)
+    for (size_t d = 0; d < device_stats.size(); ++d) {
+      device_stats[d].cycles = s.device_cycles.at(d);
+      s.devices.push_back(device_stats[d]);
+    }
   s.latency_us = ctx.finish_ps * 1e-6;
   s.hbm_read_bytes = ctx.hbm_read_bytes;
   s.hbm_write_bytes = ctx.hbm_write_bytes;
@@ -265,17 +308,7 @@ SimResult simulate(const Program& prog, const ArchConfig& arch, const SimOptions
     const HostOp& h = prog.host_ops[hc.host_op];
     s.graph_breaks.push_back({h.node, h.op, hc.bytes, hc.host_us});
   }
-  if (opts.functional) {
-    for (const auto& b : prog.buffers) {
-      if (b.role != BufferRole::Output) continue;
-      Tensor t(b.type);
-      int64_t eb = dtype_bytes(b.type.dtype);
-      for (int64_t k = 0; k < t.numel(); ++k)
-        t.data[static_cast<size_t>(k)] =
-            sim::load_element(&ctx.hbm_data[b.hbm_addr + static_cast<uint64_t>(k * eb)], b.type.dtype);
-      res.outputs[b.name] = std::move(t);
-    }
-  }
+  if (opts.functional) res.outputs = read_outputs(prog, ctx.hbm_data);
   if (opts.record_trace) {
     int nch = arch.hbm.channels, groups = std::min(nch, 8), per_group = (nch + groups - 1) / groups;
     auto track = [&](int engine) -> std::string {
@@ -296,6 +329,21 @@ nlohmann::json stats_to_json(const SimStats& s) {
   nlohmann::json j;
   j["cycles"] = s.cycles;
   if (s.device_cycles.size() > 1) j["device_cycles"] = s.device_cycles;
+  if (!s.devices.empty()) {
+    nlohmann::json devs = nlohmann::json::array();
+    uint64_t esl = 0, wait = 0, rd = 0, wr = 0;
+    for (const auto& d : s.devices) {
+      devs.push_back({{"cycles", d.cycles}, {"hbm_read_bytes", d.hbm_read_bytes}, {"hbm_write_bytes", d.hbm_write_bytes},
+                      {"esl_bytes", d.esl_bytes}, {"esl_sends", d.esl_sends}, {"sync_wait_cycles", d.sync_wait_cycles},
+                      {"instructions", d.instructions}});
+      esl += d.esl_bytes;
+      wait += d.sync_wait_cycles;
+      rd += d.hbm_read_bytes;
+      wr += d.hbm_write_bytes;
+    }
+    j["devices"] = devs;
+    j["devices_total"] = {{"esl_bytes", esl}, {"sync_wait_cycles", wait}, {"hbm_read_bytes", rd}, {"hbm_write_bytes", wr}};
+  }
   j["latency_us"] = s.latency_us;
   j["hbm_read_bytes"] = s.hbm_read_bytes;
   j["hbm_write_bytes"] = s.hbm_write_bytes;

@@ -19,6 +19,9 @@ struct SimOptions {
   std::string vcd_path;      // write a VCD of queue occupancy, busy workers and in-flight count
   // Programs of devices 1, 2, ... (device 0 runs `prog`); devices without one stay idle.
   std::vector<const Program*> other_devices;
+  // Functional mode: their input and weight data (other_inputs[d-1] for device d; a device
+  // without one starts from zeros).
+  std::vector<const TensorMap*> other_inputs;
 };
 
 // Utilisation is useful work over the work the engine could have done at its peak in the
@@ -74,6 +77,15 @@ struct GraphBreakStats {
   double host_us = 0;
 };
 
+// One device of a multi-device run (tensor parallelism): its own counters.
+struct DeviceStats {
+  uint64_t cycles = 0;                   // when it halted
+  uint64_t hbm_read_bytes = 0, hbm_write_bytes = 0;
+  uint64_t esl_bytes = 0, esl_sends = 0;  // what it sent over the ESL
+  uint64_t sync_wait_cycles = 0;          // its ISU blocked at sync.wait: exposed synchronisation
+  uint64_t instructions = 0;
+};
+
 struct SimStats {
   uint64_t cycles = 0;                     // device 0
   std::vector<uint64_t> device_cycles;     // when each device halted
@@ -89,6 +101,7 @@ struct SimStats {
   std::vector<EngineStats> engines;
   std::vector<KernelStats> kernels;
   std::vector<GraphBreakStats> graph_breaks;  // in execution order
+  std::vector<DeviceStats> devices;           // every device, when the config has more than one
   double host_us() const;                     // their total host time
   // Energy of the whole run (every device; sim/energy.h), when the config has an energy
   // section (JSON "energy" then, absent otherwise).
@@ -105,6 +118,7 @@ struct TraceRecord {
 struct SimResult {
   SimStats stats;
   TensorMap outputs;                 // functional mode: every output buffer, by name
+  std::vector<TensorMap> other_outputs;  // functional mode, devices 1, 2, ...: theirs
   std::vector<TraceRecord> trace;    // when record_trace
 };
 

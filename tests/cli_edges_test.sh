@@ -33,9 +33,12 @@ lacks() {  # lacks NAME PATTERN -- command...: the output must not match
 # A model name from `lpu list workloads` runs (an LLM: one decode step, with per-token figures).
 check model_name_runs 0 "time per token" -- "$LPU" run gpt2 --arch lpu-asic
 check model_name_tokens_per_s 0 "tokens per second" -- "$LPU" run gpt2 --arch lpu-asic
-# Too big for one device: the true thing (no tensor parallelism yet), not advice that fails.
-check too_big_says_why 2 "tensor parallelism\) is not implemented yet" -- "$LPU" run llama2-7b
-lacks too_big_no_set_devices "--set devices" -- "$LPU" run llama2-7b
+# Too big for one device: advice that works (tensor parallelism over enough devices, which run).
+check too_big_says_why 2 "it would need 4 devices: split it with --set devices=4" -- "$LPU" run llama2-7b
+check too_big_advice_runs 0 "devices +4 \(tensor parallelism\)" -- "$LPU" run llama2-7b --set devices=4
+# Issue 14's acceptance command: OPT-66B fp16 split over two ASIC devices (a few seconds).
+check opt66b_on_two_devices 0 "devices +2 \(tensor parallelism\)" -- "$LPU" run workloads/opt-66b-decode.yaml --arch configs/lpu-asic.yaml --set devices=2
+check tp_not_dividing 2 "heads \(32\) to be a multiple of 3" -- "$LPU" run llama2-7b --tp 3
 # The arch as run, overrides included.
 check effective_arch 0 "lpu-small \(overridden: hbm.bandwidth_gbps=128\)" -- "$LPU" run ln_gelu_add --set hbm.bandwidth_gbps=128
 # Units: bytes with their unit, and utilisation saying what it counts.

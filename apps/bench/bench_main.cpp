@@ -7,7 +7,9 @@
 //   4. compile time of long relu chains, greedy vs none (scheduling must stay near-linear).
 //   5. roofline: decode steps per op class against their rooflines, and where the rest went.
 //   6. energy: every LLM decode step's energy per token (greedy), split per engine (README "Energy").
-// Usage: build/lpu-bench [policies|simulator|hbm|schedule|roofline|energy|all] [--arch NAME] [--context N]
+//   7. tp: tensor-parallel scaling of the large decoders on 1, 2, 4 and 8 devices
+//      (docs/tensor-parallel.md): ms/token, speedup per doubling, ESL bytes, exposed sync.
+// Usage: build/lpu-bench [policies|simulator|hbm|schedule|roofline|energy|tp|all] [--arch NAME] [--context N]
 #include <sys/resource.h>
 
 #include <chrono>
@@ -77,6 +79,39 @@ void energy(const ArchConfig& arch) {
   std::cout << "energy per token of the decode steps (batch 1, context 2048, fp16, greedy) on " << arch.name << "\n"
             << format_table({"workload", "ms/token", "mJ/token", "dynamic_mJ", "static_mJ", "avg_W", "hbm", "sxe", "vxe",
                              "lmu", "dma+esl+isu"},
+                            rows);
+}
+
+// A step is done when the last device halts; exposed sync is the most any device spent
+// blocked at sync.wait (its ISU waiting for a peer's chunk).
+void tensor_parallel(const ArchConfig& base) {
+  std::vector<std::vector<std::string>> rows;
+  for (const char* m : {"opt-6.7b", "opt-13b", "opt-30b", "opt-66b", "llama2-70b"}) {
+    WorkloadSpec w = resolve_workload(std::string(m) + "-decode");
+    double prev_ms = 0;
+    for (int n : {1, 2, 4, 8}) {
+      ArchConfig arch = base;
+      arch.devices = n;
+      RunOutcome o = run_job(w, arch, "greedy", false);
+      const SimStats& s = o.sim.stats;
+      uint64_t cycles = s.cycles, esl = 0, wait = 0;
+      for (const auto& d : s.devices) {
+        cycles = std::max(cycles, d.cycles);
+        esl += d.esl_bytes;
+        wait = std::max(wait, d.sync_wait_cycles);
+      }
+      double ms = static_cast<double>(cycles) / (arch.clock_ghz * 1e6);
+      rows.push_back({w.name, std::to_string(n), std::to_string(cycles), fmt("%.3f", ms),
+                      prev_ms > 0 ? fmt("%.2fx", prev_ms / ms) : "-", fmt("%.3f", static_cast<double>(esl) / 1e6),
+                      fmt("%.1f", static_cast<double>(wait) / (arch.clock_ghz * 1e3)),
+                      fmt("%.1f%%", cycles ? 100.0 * static_cast<double>(wait) / static_cast<double>(cycles) : 0.0)});
+      prev_ms = ms;
+    }
+  }
+  std::cout << "tensor parallelism: decode steps (batch 1, context 2048, fp16, greedy) on " << base.name << " (esl "
+            << base.esl.bandwidth_gbps << " GB/s, " << base.esl.latency_ns << " ns)\n"
+            << format_table({"workload", "devices", "cycles", "ms/token", "speedup", "esl_MB", "exposed_sync_us",
+                             "sync_share"},
                             rows);
 }
 
@@ -208,13 +243,14 @@ void hbm(const ArchConfig& base) {
 
 int main(int argc, char** argv) {
   const char* usage =
-      "usage: lpu-bench [policies|simulator|hbm|schedule|roofline|energy|all] [--arch NAME] [--context N]\n"
+      "usage: lpu-bench [policies|simulator|hbm|schedule|roofline|energy|tp|all] [--arch NAME] [--context N]\n"
       "  policies   every LLM decode step under every policy of the registry (minutes)\n"
       "  simulator  simulator speed on OPT-1.3B and OPT-30B decode steps\n"
       "  hbm        HBM calibration: bandwidth by transfer size, shape and DMA engines\n"
       "  schedule   compile time of relu chains of 1,000 to 30,000 nodes, greedy vs none\n"
       "  roofline   decode steps per op class against their rooflines (--context N, default 1040)\n"
       "  energy     every LLM decode step's energy per token, split per engine (greedy)\n"
+      "  tp         tensor parallelism: OPT-6.7B..66B, LLaMA-2-70B on 1, 2, 4, 8 devices (minutes)\n"
       "  all        hbm, simulator, policies and roofline (the default)\n";
   std::string what = "all";
   std::string arch_name = "lpu-asic";
@@ -229,7 +265,7 @@ int main(int argc, char** argv) {
       arch_name = argv[++i];
     } else if (a == "--context" && i + 1 < argc) {
       context = std::stoll(argv[++i]);
-    } else if (a == "roofline" || a == "policies" || a == "simulator" || a == "hbm" || a == "schedule" || a == "energy" ||
+    } else if (a == "roofline" || a == "policies" || a == "simulator" || a == "hbm" || a == "schedule" || a == "energy" || a == "tp" ||
                a == "all") {
       what = a;
     } else {
@@ -244,6 +280,7 @@ int main(int argc, char** argv) {
     if (what == "policies" || what == "all") policies(arch);
     if (what == "schedule") schedule_scaling(arch);
     if (what == "energy") energy(arch);
+    if (what == "tp") tensor_parallel(arch);
     if (what == "roofline" || what == "all") roofline(arch, context);
   } catch (const std::exception& e) {
     std::cerr << "error: " << e.what() << "\n";

@@ -13,6 +13,7 @@
 #include "roofline.h"
 #include "support/error.h"
 #include "sweep_spec.h"  // scalar_to_json
+#include "workload/tensor_parallel.h"
 #include "workload/transformer.h"
 
 namespace lpu {
@@ -102,18 +103,34 @@ RunOutcome run_job(const WorkloadSpec& w, const ArchConfig& arch, const std::str
   // A graph file brings its own inputs, weights and PyTorch's outputs (read only when functional).
   std::optional<GraphFile> file;
   if (!w.graph.empty()) file = load_graph_file(w.graph);
-  Graph g = file ? file->graph : build_graph(w);
+  // devices > 1: tensor parallelism, one graph per device (workload/tensor_parallel.h).
+  std::vector<Graph> ranks;
+  if (arch.devices > 1) ranks = build_rank_graphs(w, arch.devices);
+  Graph g = file ? file->graph : ranks.empty() ? build_graph(w) : ranks[0];
   // Weights and inputs must fit one device's HBM: say so before compiling.
   double need = 0;
   for (const auto& n : g.nodes())
     if (n.kind == NodeKind::Placeholder || n.kind == NodeKind::Parameter) need += static_cast<double>(n.type.bytes());
   double cap = arch.hbm.capacity_gib * 1024.0 * 1024.0 * 1024.0;
-  if (need > cap)
+  if (need > cap) {
+    // The advice must work: the fewest devices (a multiple of this run's) whose share fits and
+    // that divide the model's heads, KV heads and FFN; only the built-in decoders split.
+    const TransformerShape* m = file ? nullptr : find_transformer(w.model);
+    const int64_t now = std::max(arch.devices, 1);
+    int64_t n = now * static_cast<int64_t>(std::ceil(need / cap));
+    while (m && n <= 1024 && (m->heads % n || m->kv_heads % n || m->ffn % n)) ++n;
+    std::string advice = m && n <= 1024
+                             ? strcat("it would need ", n, " devices: split it with --set devices=", n, " (or --tp ", n,
+                                      ", tensor parallelism) or use a config with more HBM per device (e.g. --arch lpu-asic)")
+                             : strcat("it would need ", n, " devices, and only the built-in decoders split across devices "
+                                      "(tensor parallelism); use a config with more HBM per device (e.g. --arch lpu-asic)");
     throw InputError(strcat("workload ", w.name, " needs ", format_bytes(need), " (", format_binary_bytes(need),
-                            ") of weights and inputs but ", arch.name, " has ", arch.hbm.capacity_gib,
-                            " GiB of HBM per device: it would need ", static_cast<int64_t>(std::ceil(need / cap)),
-                            " devices, and splitting a model across devices (tensor parallelism) is not implemented yet; "
-                            "use a config with more HBM per device (e.g. --arch lpu-asic)"));
+                            ") of weights and inputs", ranks.empty() ? "" : strcat(" per device (devices = ", now, ")"),
+                            " but ", arch.name, " has ", arch.hbm.capacity_gib, " GiB of HBM per device: ", advice));
+  }
+  if (!ranks.empty() && require_policy(fusion).simulates)
+    throw InputError(strcat("--fusion ", fusion, ": the tuner searches one device's program; with devices = ", arch.devices,
+                            " use a fixed policy (greedy, none, ...)"));
   if (require_policy(fusion).simulates) {
     SearchReport rep;
     Tuned t = tune(g, arch, tune_options_for(fusion), rep, b);
@@ -123,16 +140,42 @@ RunOutcome run_job(const WorkloadSpec& w, const ArchConfig& arch, const std::str
   } else {
     o.comp = compile_graph(g, compile_options_for(arch, fusion, b));
   }
+  for (size_t r = 1; r < ranks.size(); ++r) o.rank_comps.push_back(compile_graph(ranks[r], compile_options_for(arch, fusion, b)));
   TensorMap inputs;
-  if (functional) inputs = file ? load_graph_inputs(*file, o.comp.core) : make_random_inputs(o.comp.core, w.seed);
   SimOptions so;
+  // Tensor parallelism, functional: the whole model's inputs, each rank given its slices.
+  Graph whole_core;
+  TensorMap whole_inputs;
+  std::vector<TensorMap> rank_inputs;
+  if (functional && !ranks.empty()) {
+    whole_core = normalize_graph(build_graph(w));  // w.tp is 1: the whole model
+    whole_inputs = make_random_inputs(whole_core, w.seed);
+    inputs = slice_rank_inputs(whole_core, whole_inputs, o.comp.core, 0, arch.devices);
+    for (size_t r = 1; r < ranks.size(); ++r)
+      rank_inputs.push_back(slice_rank_inputs(whole_core, whole_inputs, o.rank_comps[r - 1].core, static_cast<int64_t>(r),
+                                              arch.devices));
+  } else if (functional) {
+    inputs = file ? load_graph_inputs(*file, o.comp.core) : make_random_inputs(o.comp.core, w.seed);
+  }
+  for (size_t r = 1; r < ranks.size(); ++r) {
+    so.other_devices.push_back(&o.rank_comps[r - 1].code.program);
+    if (functional) so.other_inputs.push_back(&rank_inputs[r - 1]);
+  }
   so.functional = functional;
   so.record_trace = trace;
   so.vcd_path = vcd_path;
   auto t0 = std::chrono::steady_clock::now();
   o.sim = simulate(o.comp.code.program, o.arch, so, functional ? &inputs : nullptr);
   o.wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  if (functional && file) {
+  if (functional && !ranks.empty()) {  // the devices' outputs joined, against the whole model's reference
+    std::vector<TensorMap> per_rank{o.sim.outputs};
+    for (const auto& t : o.sim.other_outputs) per_rank.push_back(t);
+    std::vector<Tensor> expected = run_reference(whole_core, whole_inputs);
+    std::vector<TensorType> types;
+    for (const auto& t : expected) types.push_back(t.type);
+    const auto& names = o.comp.loop_ir.outputs;
+    o.check = check_outputs(expected, names, join_rank_outputs(names, types, per_rank), w.dtype);
+  } else if (functional && file) {
     std::vector<Tensor> actual;
     for (const auto& name : o.comp.loop_ir.outputs) {
       auto it = o.sim.outputs.find(name);

@@ -32,7 +32,8 @@ struct RunOutcome {
   WorkloadSpec workload;
   ArchConfig arch;
   std::string fusion;
-  Compilation comp;
+  Compilation comp;               // device 0's (tensor parallelism: rank 0's)
+  std::vector<Compilation> rank_comps;  // devices 1, 2, ... (arch.devices > 1)
   SimResult sim;
   std::optional<FunctionalCheck> check;
   double wall_seconds = 0;     // simulation wall time

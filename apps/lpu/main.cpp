@@ -154,7 +154,16 @@ struct ArchFlags {
       if (s.rfind(kWorkloadKeyPrefix, 0) == 0) out.push_back(s.substr(std::string(kWorkloadKeyPrefix).size()));
     return out;
   }
-  ArchConfig load() const { return load_arch_config(resolve_config_path(arch), arch_sets()); }
+  int tp = 0;  // --tp N: devices=N (tensor parallelism), after the --set overrides
+  void add_tp(CLI::App* app) {
+    app->add_option("--tp", tp, "tensor parallelism over N devices: sets devices=N (docs/tensor-parallel.md)")
+        ->check(CLI::Range(1, 1024));
+  }
+  ArchConfig load() const {
+    std::vector<std::string> s = arch_sets();
+    if (tp > 0) s.push_back(strcat("devices=", tp));
+    return load_arch_config(resolve_config_path(arch), s);
+  }
   // For commands without a workload YAML (a manifest of graph files, a program): no workload keys.
   ArchConfig load_without_workload(const std::string& what) const {
     if (auto w = workload_sets(); !w.empty())
@@ -273,6 +282,25 @@ void print_run(const RunOutcome& o, const std::vector<std::string>& sets) {
                     strcat(fmt("%.1f", per_cycle / roofs.memory_cycles), " memory (HBM bytes), ",
                            fmt("%.1f", per_cycle / roofs.compute_cycles), " compute (SXE MACs): ",
                            roofs.compute_cycles > roofs.memory_cycles ? "compute" : "memory", "-bound")});
+  }
+  if (!s.devices.empty()) {  // tensor parallelism: every device's own counters
+    uint64_t esl = 0, wait = 0, last = 0;
+    for (const auto& d : s.devices) {
+      esl += d.esl_bytes;
+      wait = std::max(wait, d.sync_wait_cycles);
+      last = std::max(last, d.cycles);
+    }
+    rows.push_back({"devices", strcat(s.devices.size(), " (tensor parallelism), all halted at cycle ", last, ", ",
+                                      format_duration_us(static_cast<double>(last) / (o.arch.clock_ghz * 1e3)))});
+    rows.push_back({"ESL sent", format_bytes(static_cast<double>(esl)) + " (all devices)"});
+    rows.push_back({"exposed sync", strcat(wait, " cycles (the most any device waited at sync.wait)")});
+    for (size_t d = 0; d < s.devices.size(); ++d) {
+      const auto& x = s.devices[d];
+      rows.push_back({strcat("  device ", d),
+                      strcat(x.cycles, " cycles, HBM ", format_bytes(static_cast<double>(x.hbm_read_bytes + x.hbm_write_bytes)),
+                             ", ESL ", format_bytes(static_cast<double>(x.esl_bytes)), " in ", x.esl_sends, " sends, sync wait ",
+                             x.sync_wait_cycles, " cycles")});
+    }
   }
   for (const auto& e : s.engines) rows.push_back(engine_row(e));
   energy_rows(s.energy, llm_tokens_per_step(o.workload), o.arch, rows);
@@ -713,6 +741,7 @@ int main(int argc, char** argv) {
   auto* run = app.add_subcommand("run", "compile and simulate one workload");
   run->add_option("workload", workload, workload_help)->required();
   af.add(run);
+  af.add_tp(run);
   bf.add(run);
   run->add_option("--fusion", fusion, "fusion policy: " + policy_names() + " (docs/scheduling.md)")->capture_default_str();
   run->add_flag("--functional", functional,
@@ -724,6 +753,7 @@ int main(int argc, char** argv) {
   auto* cmp = app.add_subcommand("compare", "run one workload under several fusion policies, side by side");
   cmp->add_option("workload", workload, workload_help)->required();
   af.add(cmp);
+  af.add_tp(cmp);
   bf.add(cmp);
   cmp->add_option("--fusion", policies, "comma-separated policies")->capture_default_str();
   cmp->add_flag("--functional", functional, "also check every policy's outputs against the reference");

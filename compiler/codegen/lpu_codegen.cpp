@@ -4,10 +4,12 @@
 #include <map>
 #include <set>
 
+#include "codegen/collective.h"
 #include "codegen/column_split.h"
 #include "codegen/tile_plan.h"
 #include "handlers/ops_handler.h"
 #include "graph/attrs_json.h"
+#include "graph/collective.h"
 #include "support/error.h"
 
 namespace lpu {
@@ -705,11 +707,21 @@ CodegenResult generate_lpu_program(const LoopProgram& p, const Schedule& s, cons
   for (const auto& k : s.kernels)
     for (const auto& o : k.hbm_outputs) place(o);
 
+  // Collectives (tensor parallelism) receive above the local memory the kernels get.
+  const CollectivePlacement collectives = place_collectives(p, static_cast<uint64_t>(opts.lmu_bytes), opts.lmu_bytes + opts.collective_lmu_bytes);
+  int64_t collectives_seen = 0;
   for (size_t ki = 0; ki < s.kernels.size(); ++ki) {
     const Kernel& k = s.kernels[ki];
     prog.kernels.push_back(k.name);
     int id = static_cast<int>(ki);
     const LoopNode& first = p.nodes[static_cast<size_t>(k.nodes.at(0))];
+    if (first.kind == LoopKind::Host && is_collective_op(first.host_op)) {  // over the ESL: codegen/collective.h
+      auto code = emit_collective(p, first, id, collectives_seen++, hbm.at(first.host_inputs.at(0)), hbm.at(first.out()),
+                                  collectives);
+      prog.code.insert(prog.code.end(), code.begin(), code.end());
+      res.tiling.push_back({k.name, 0, 0, 0, 0, 0, 0, 0});
+      continue;
+    }
     if (first.kind == LoopKind::Host) {  // a graph break: one host.call, no tiles
       if (k.nodes.size() != 1) throw InternalError("codegen: host node " + first.name + " fused into a kernel");
       HostOp h;

@@ -21,6 +21,9 @@ struct CodegenOptions {
   // Fold a kernel's repeating tiles into `loop N ... endloop` with per-iteration HBM address
   // steps (the same execution, a program a fraction of the size).
   bool fold_loops = true;
+  // Local memory above lmu_bytes reserved for the collectives' receive area (the driver sets
+  // it, codegen/collective.h; 0 without collectives).
+  int64_t collective_lmu_bytes = 0;
 };
 
 struct CodegenResult {

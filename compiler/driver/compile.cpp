@@ -1,5 +1,7 @@
 #include "driver/compile.h"
 
+#include "codegen/collective.h"
+
 #include "graph/ops.h"
 #include "passes/passes.h"
 #include "support/error.h"
@@ -34,15 +36,22 @@ Compilation compile_graph(const Graph& g, const CompileOptions& opts) {
   } catch (const InputError& e) {
     throw InternalError(strcat("lowering produced invalid loop IR: ", e.what()));
   }
+  // Collectives (tensor parallelism) receive in an area at the top of local memory that no
+  // kernel uses (codegen/collective.h): every kernel gets what is below it.
+  CodegenOptions cg_opts = opts.codegen;
+  if (int64_t area = place_collectives(c.loop_ir, 0, cg_opts.lmu_bytes).bytes()) {
+    cg_opts.lmu_bytes -= area;
+    cg_opts.collective_lmu_bytes = area;
+  }
   ScheduleOptions so;
   so.policy = opts.fusion;
-  so.lmu_bytes = static_cast<int64_t>(static_cast<double>(opts.codegen.lmu_bytes) * opts.fusion_lmu_fraction);
+  so.lmu_bytes = static_cast<int64_t>(static_cast<double>(cg_opts.lmu_bytes) * opts.fusion_lmu_fraction);
   so.max_kernel_nodes = opts.max_kernel_nodes;
   so.fuse_horizontal = opts.fuse_horizontal;
   so.fuse_prologue = opts.fuse_prologue;
   so.fuse_epilogue = opts.fuse_epilogue;
   const LoopProgram& lp = c.loop_ir;
-  const CodegenOptions& cg = opts.codegen;
+  const CodegenOptions& cg = cg_opts;
   if (opts.cost_model)
     so.kernel_cost = opts.cost_model(lp, cg);
   else
@@ -53,7 +62,7 @@ Compilation compile_graph(const Graph& g, const CompileOptions& opts) {
   } catch (const InputError& e) {
     throw InternalError(strcat("scheduling produced an invalid schedule: ", e.what()));
   }
-  c.code = generate_lpu_program(c.loop_ir, c.schedule, opts.codegen);
+  c.code = generate_lpu_program(c.loop_ir, c.schedule, cg_opts);
   if (c.code.tiling.size() != c.schedule.kernels.size())
     throw InternalError("code generation tiled a different number of kernels than the schedule has");
   for (size_t i = 0; i < c.code.tiling.size(); ++i) c.schedule.kernels[i].tiling = c.code.tiling[i];

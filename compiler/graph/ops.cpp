@@ -4,6 +4,7 @@
 #include <map>
 
 #include "graph/aten.h"
+#include "graph/collective.h"
 #include "ops/scalar_ops.h"
 #include "ref/host_ops.h"
 #include "support/error.h"
@@ -19,6 +20,7 @@ const char* op_category_name(OpCategory c) {
     case OpCategory::Matmul: return "matmul";
     case OpCategory::Movement: return "movement";
     case OpCategory::Host: return "host";
+    case OpCategory::Collective: return "collective";
   }
   return "?";
 }
@@ -352,6 +354,7 @@ std::vector<OpInfo> make_registry() {
   add("softmax", C::Composite, 1, 1, softmax, "softmax over {dim = -1}");
   for (auto& op : aten::registry()) ops.push_back(std::move(op));
   for (auto& op : host_ops::registry()) ops.push_back(std::move(op));
+  for (auto& op : collective_op_registry()) ops.push_back(std::move(op));
   // Wrap every infer with the arity check so callers never index past the inputs.
   for (auto& op : ops) {
     auto inner = op.infer;

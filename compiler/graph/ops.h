@@ -24,6 +24,8 @@ enum class OpCategory {
   Movement,   // data movement without arithmetic: reshape permute expand slice cat embedding
   Host,       // no LPU lowering (sort, cumsum, scatter, ...): always a priced graph break; the
               // host computes it with the reference semantics of ref/host_ops.cpp
+  Collective, // all_reduce, all_gather: ranks of a partitioned graph exchange data over the
+              // ESL (graph/collective.h); coded as esl.send + sync, never fused
 };
 const char* op_category_name(OpCategory c);
 

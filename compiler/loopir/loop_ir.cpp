@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "graph/attrs_json.h"
+#include "graph/collective.h"
 #include "graph/ops.h"
 #include "support/error.h"
 
@@ -403,7 +404,9 @@ LoopProgram lower_to_loop_ir(const Graph& core, const LoweringOptions& opts) {
       if (!opts.unsupported_to_host) throw InputError(why);
       make_host();
     };
-    if (opts.host_nodes.count(n.name) || info->host()) {
+    // A collective (graph/collective.h) is a node of its own like a graph break: whole buffers
+    // in and out, never fused; the code generator sends it over the ESL (codegen/collective.h).
+    if (opts.host_nodes.count(n.name) || info->host() || info->category == OpCategory::Collective) {
       make_host();
     } else if (info->category == OpCategory::Pointwise) {
       ln.kind = LoopKind::Pointwise;
@@ -585,7 +588,8 @@ std::string print_loop_node(const LoopNode& n, const std::map<std::string, DType
     os << n.name << " = pointwise " << ranges(n.ranges, LoopVar::Kind::Output) << " " << dtype_name(n.dtype) << from << "\n";
     os << "  " << target << "[" << n.store_index.str() << "] = " << ex(n.body) << "\n";
   } else if (n.kind == LoopKind::Host) {
-    os << n.name << " = host " << ranges(n.ranges, LoopVar::Kind::Output) << " " << dtype_name(n.dtype) << from << "   ; graph break\n";
+    os << n.name << " = host " << ranges(n.ranges, LoopVar::Kind::Output) << " " << dtype_name(n.dtype) << from
+       << (is_collective_op(n.host_op) ? "   ; collective over the ESL\n" : "   ; graph break\n");
     os << "  " << target << "[" << n.store_index.str() << "] = " << n.host_op << "(";
     for (size_t i = 0; i < n.host_inputs.size(); ++i) os << (i ? ", " : "") << n.host_inputs[i];
     os << ")";

@@ -5,6 +5,7 @@
 #include <functional>
 #include <map>
 
+#include "graph/collective.h"
 #include "graph/ops.h"
 #include "ops/scalar_ops.h"
 #include "ref/host_ops.h"
@@ -215,64 +216,122 @@ float convert(float v, DType to) {
 
 }  // namespace
 
-std::vector<Tensor> run_reference(const Graph& g, const TensorMap& inputs) {
-  std::vector<Tensor> vals(g.size());
-  for (const Node& n : g.nodes()) {
-    std::vector<const Tensor*> in;
-    for (NodeId i : n.inputs) in.push_back(&vals[static_cast<size_t>(i)]);
-    Tensor& out = vals[static_cast<size_t>(n.id)];
-    switch (n.kind) {
-      case NodeKind::Placeholder:
-      case NodeKind::Parameter: {
-        auto it = inputs.find(n.name);
-        if (it == inputs.end()) throw InputError(strcat("reference: no data for input %", n.name));
-        if (it->second.type.shape != n.type.shape)
-          throw InputError(strcat("reference: data for %", n.name, " has shape ", shape_str(it->second.type.shape),
-                                  ", expected ", shape_str(n.type.shape)));
-        out = it->second;
-        break;
+namespace {
+// One node of one graph on its operands (`inputs`: the graph's input data).
+Tensor eval_node(const Node& n, const std::vector<const Tensor*>& in, const TensorMap& inputs) {
+  Tensor out;
+  switch (n.kind) {
+    case NodeKind::Placeholder:
+    case NodeKind::Parameter: {
+      auto it = inputs.find(n.name);
+      if (it == inputs.end()) throw InputError(strcat("reference: no data for input %", n.name));
+      if (it->second.type.shape != n.type.shape)
+        throw InputError(strcat("reference: data for %", n.name, " has shape ", shape_str(it->second.type.shape),
+                                ", expected ", shape_str(n.type.shape)));
+      out = it->second;
+      break;
+    }
+    case NodeKind::Output: break;
+    case NodeKind::Call: {
+      const OpInfo* info = find_op(n.op);
+      if (!info) throw InputError(strcat("node %", n.name, ": unknown op '", n.op, "'"));
+      if (info->category == OpCategory::Constant) {
+        out = Tensor(n.type);
+        std::fill(out.data.begin(), out.data.end(), static_cast<float>(n.attr_float("value", 0)));
+      } else if (info->host()) {
+        out = host_ops::evaluate(n, in);
+      } else if (info->category == OpCategory::Reduction) {
+        out = reduce(n, *in[0]);
+      } else if (info->category == OpCategory::Matmul) {
+        out = matmul(n, *in[0], *in[1]);
+      } else if (n.op == "to_dtype") {
+        DType to = n.type.dtype;
+        out = map_n(n, in, [to](const std::vector<float>& a) { return convert(a[0], to); });
+      } else if (n.op == "reshape") {
+        out = Tensor(n.type);
+        out.data = in[0]->data;
+      } else if (n.op == "permute") {
+        out = permute(n, *in[0]);
+      } else if (n.op == "expand") {
+        out = expand(n, *in[0]);
+      } else if (n.op == "slice") {
+        out = slice(n, *in[0]);
+      } else if (n.op == "cat") {
+        out = cat(n, in);
+      } else if (n.op == "embedding") {
+        out = embedding(n, *in[0], *in[1]);
+      } else if (ScalarOp op; parse_scalar_op(n.op, op)) {  // the op table's semantics
+        out = map_n(n, in, [op](const std::vector<float>& a) { return eval_scalar_op(op, a.data()); });
+      } else {
+        throw InputError(strcat("node %", n.name, ": op '", n.op, "' is not a core op; run decompose first"));
       }
-      case NodeKind::Output: break;
-      case NodeKind::Call: {
-        const OpInfo* info = find_op(n.op);
-        if (!info) throw InputError(strcat("node %", n.name, ": unknown op '", n.op, "'"));
-        if (info->category == OpCategory::Constant) {
-          out = Tensor(n.type);
-          std::fill(out.data.begin(), out.data.end(), static_cast<float>(n.attr_float("value", 0)));
-        } else if (info->host()) {
-          out = host_ops::evaluate(n, in);
-        } else if (info->category == OpCategory::Reduction) {
-          out = reduce(n, *in[0]);
-        } else if (info->category == OpCategory::Matmul) {
-          out = matmul(n, *in[0], *in[1]);
-        } else if (n.op == "to_dtype") {
-          DType to = n.type.dtype;
-          out = map_n(n, in, [to](const std::vector<float>& a) { return convert(a[0], to); });
-        } else if (n.op == "reshape") {
-          out = Tensor(n.type);
-          out.data = in[0]->data;
-        } else if (n.op == "permute") {
-          out = permute(n, *in[0]);
-        } else if (n.op == "expand") {
-          out = expand(n, *in[0]);
-        } else if (n.op == "slice") {
-          out = slice(n, *in[0]);
-        } else if (n.op == "cat") {
-          out = cat(n, in);
-        } else if (n.op == "embedding") {
-          out = embedding(n, *in[0], *in[1]);
-        } else if (ScalarOp op; parse_scalar_op(n.op, op)) {  // the op table's semantics
-          out = map_n(n, in, [op](const std::vector<float>& a) { return eval_scalar_op(op, a.data()); });
-        } else {
-          throw InputError(strcat("node %", n.name, ": op '", n.op, "' is not a core op; run decompose first"));
-        }
-        break;
-      }
+      break;
     }
   }
-  std::vector<Tensor> results;
-  for (NodeId o : g.outputs()) results.push_back(vals[static_cast<size_t>(o)]);
+  return out;
+}
+}  // namespace
+
+namespace {
+
+// The ranks' graphs stepped together, node by node: every node but a collective is evaluated
+// on its own rank; a collective (the same op at the same place in every rank's graph) combines
+// the ranks' operands (graph/collective.h). One graph is the plain reference.
+std::vector<std::vector<Tensor>> run_ranks(const std::vector<const Graph*>& gs, const std::vector<const TensorMap*>& ins) {
+  const size_t R = gs.size();
+  for (size_t r = 1; r < R; ++r)
+    if (gs[r]->size() != gs[0]->size())
+      throw InputError(strcat("reference: rank ", r, "'s graph has ", gs[r]->size(), " nodes, rank 0's ", gs[0]->size(),
+                              " (the ranks of a partitioned graph have the same nodes)"));
+  std::vector<std::vector<Tensor>> vals(R, std::vector<Tensor>(gs[0]->size()));
+  for (size_t id = 0; id < gs[0]->size(); ++id) {
+    const Node& n0 = gs[0]->nodes()[id];
+    if (n0.kind == NodeKind::Call && is_collective_op(n0.op)) {
+      std::vector<const Tensor*> operands;
+      for (size_t r = 0; r < R; ++r) {
+        const Node& n = gs[r]->nodes()[id];
+        if (n.op != n0.op)
+          throw InputError(strcat("reference: node %", n0.name, " is ", n0.op, " on rank 0 but ", n.op, " on rank ", r));
+        operands.push_back(&vals[r][static_cast<size_t>(n.inputs.at(0))]);
+      }
+      if (R == 1 && collective_attrs(n0, operands[0]->type.shape).group != 1)
+        throw InputError(strcat("reference: node %", n0.name, " (", n0.op,
+                                ") combines the ranks of a partitioned graph: run every rank's graph together "
+                                "(run_reference_ranks)"));
+      Tensor result = collective_evaluate(n0, operands);  // the same on every rank
+      for (size_t r = 0; r < R; ++r) vals[r][id] = result;
+      continue;
+    }
+    for (size_t r = 0; r < R; ++r) {
+      const Graph& g = *gs[r];
+      const TensorMap& inputs = *ins[r];
+      std::vector<Tensor>& v = vals[r];
+      const Node& n = g.nodes()[id];
+      std::vector<const Tensor*> in;
+      for (NodeId i : n.inputs) in.push_back(&v[static_cast<size_t>(i)]);
+      v[id] = eval_node(n, in, inputs);
+    }
+  }
+  std::vector<std::vector<Tensor>> results(R);
+  for (size_t r = 0; r < R; ++r)
+    for (NodeId o : gs[r]->outputs()) results[r].push_back(vals[r][static_cast<size_t>(o)]);
   return results;
+}
+
+}  // namespace
+
+std::vector<Tensor> run_reference(const Graph& g, const TensorMap& inputs) { return run_ranks({&g}, {&inputs})[0]; }
+
+std::vector<std::vector<Tensor>> run_reference_ranks(const std::vector<Graph>& ranks, const std::vector<TensorMap>& inputs) {
+  if (ranks.empty() || inputs.size() != ranks.size())
+    throw InputError(strcat("reference: ", ranks.size(), " rank graphs with ", inputs.size(), " input sets"));
+  std::vector<const Graph*> gs;
+  std::vector<const TensorMap*> ins;
+  for (size_t r = 0; r < ranks.size(); ++r) {
+    gs.push_back(&ranks[r]);
+    ins.push_back(&inputs[r]);
+  }
+  return run_ranks(gs, ins);
 }
 
 float random_input_scale(const Node& n) {

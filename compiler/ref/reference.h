@@ -10,6 +10,10 @@ namespace lpu {
 // `inputs` holds a tensor for every placeholder and parameter, by node name.
 // Returns the graph outputs in order. Throws InputError for missing inputs or non-core ops.
 std::vector<Tensor> run_reference(const Graph& g, const TensorMap& inputs);
+// The ranks of a partitioned graph (tensor parallelism) run together: ranks[r] on inputs[r],
+// their collectives combining the ranks' operands (graph/collective.h). Returns each rank's
+// outputs. A collective over more than one rank needs this (run_reference refuses it).
+std::vector<std::vector<Tensor>> run_reference_ranks(const std::vector<Graph>& ranks, const std::vector<TensorMap>& inputs);
 
 // Random inputs for every placeholder and parameter (seeded per node index).
 // Random inputs for a graph without data (functional runs of built-in workloads): every value

@@ -166,7 +166,13 @@ class DecoderBuilder {
         Hkv_(m.kv_heads),
         hd_(m.hd()),
         G_(m.heads / m.kv_heads),
-        o_(w.batch > 1 ? 1 : 0) {}
+        o_(w.batch > 1 ? 1 : 0),
+        tp_(w.tp),
+        rank_(w.tp_rank),
+        Hl_(m.heads / w.tp),
+        Hkvl_(m.kv_heads / w.tp),
+        ffn_(m.ffn / w.tp),
+        vocab_((w.tp_rank + 1) * m.vocab / w.tp - w.tp_rank * m.vocab / w.tp) {}
 
   // The step's inputs other than the KV caches (created first: graph inputs in this order).
   NodeId inputs() {
@@ -177,7 +183,7 @@ class DecoderBuilder {
     }
     if (T_ > 1) mask_ = b_.input("causal_mask", {T_, T_});  // 0 on and below the diagonal, -1e9 above
     if (m_.positions == TransformerShape::Alibi)
-      alibi_ = b_.input("alibi", {H_, T_, C_ + T_});  // slope[h] * (key position - query position)
+      alibi_ = b_.input("alibi", {Hl_, T_, C_ + T_});  // slope[h] * (key position - query position)
     return x;
   }
 
@@ -198,7 +204,13 @@ class DecoderBuilder {
     if (T_ > 1 && B_ > 1)
       last = b_.reshape(b_.slice(b_.reshape(x, {B_, T_, d_}, "sequences"), 1, T_ - 1, T_, "last_token"), {B_, d_},
                         "last_tokens");
-    return b_.linear(b_.norm(m_.norm, d_, last, "final_norm"), "lm_head", d_, m_.vocab, false);
+    NodeId logits = b_.linear(b_.norm(m_.norm, d_, last, "final_norm"), "lm_head", d_, vocab_, false);
+    if (tp_ == 1) return logits;
+    // The LM head split by vocabulary: every rank gets the whole logits.
+    std::vector<int64_t> sizes;
+    for (int64_t r = 0; r < tp_; ++r) sizes.push_back((r + 1) * m_.vocab / tp_ - r * m_.vocab / tp_);
+    return b_.call("all_gather", {logits}, {{"dim", int64_t{1}}, {"rank", rank_}, {"sizes", sizes}},
+                   "lm_head_allgather");
   }
 
  private:
@@ -218,24 +230,34 @@ class DecoderBuilder {
                       name + "_heads");
   }
   // [(B,) Hkv, S, hd] -> [(B,) H, S, hd]: each kv head serves G query heads (grouped-query attention).
+  // Under tensor parallelism this rank's heads only (whole KV groups).
   NodeId share_kv(NodeId y, int64_t S, const std::string& name) {
     if (G_ == 1) return y;
-    NodeId e = b_.call("expand", {b_.reshape(y, batched({Hkv_, 1, S, hd_}), name + "_g")},
-                       {{"shape", batched({Hkv_, G_, S, hd_})}}, name + "_expand");
-    return b_.reshape(e, batched({H_, S, hd_}), name + "_shared");
+    NodeId e = b_.call("expand", {b_.reshape(y, batched({Hkvl_, 1, S, hd_}), name + "_g")},
+                       {{"shape", batched({Hkvl_, G_, S, hd_})}}, name + "_expand");
+    return b_.reshape(e, batched({Hl_, S, hd_}), name + "_shared");
+  }
+  // Row-parallel linear: each rank's partial product, summed over the ESL, then the bias once.
+  NodeId row_parallel(NodeId x, const std::string& name, int64_t in, int64_t out, bool bias) {
+    if (tp_ == 1) return b_.linear(x, name, in, out, bias);
+    NodeId y = all_reduce(b_.linear(x, name, in, out, false), name);
+    return bias ? b_.call("add", {y, b_.param(name + ".bias", {out})}, {}, name + "_bias") : y;
+  }
+  NodeId all_reduce(NodeId x, const std::string& name) {
+    return b_.call("all_reduce", {x}, {{"group", tp_}, {"rank", rank_}}, name + "_allreduce");
   }
   // [(B,) H, S, hd] -> [(B,) H, hd, S]
   NodeId transposed(NodeId y, const std::string& name) { return b_.permute(y, batched_perm({0, 2, 1}), name); }
 
   NodeId attention(const std::string& p, NodeId h, std::vector<NodeId>& kv) {
     const bool bias = m_.bias;
-    const int64_t q_width = H_ * hd_, kv_width = Hkv_ * hd_, last = o_ + 2;
+    const int64_t q_width = Hl_ * hd_, kv_width = Hkvl_ * hd_, last = o_ + 2;
     NodeId q = b_.linear(h, p + "q_proj", d_, q_width, bias);
     NodeId k = b_.linear(h, p + "k_proj", d_, kv_width, bias);
     NodeId v = b_.linear(h, p + "v_proj", d_, kv_width, bias);
-    NodeId qh = heads_first(q, H_, p + "q");
-    NodeId kh = heads_first(k, Hkv_, p + "k");
-    NodeId vh = heads_first(v, Hkv_, p + "v");
+    NodeId qh = heads_first(q, Hl_, p + "q");
+    NodeId kh = heads_first(k, Hkvl_, p + "k");
+    NodeId vh = heads_first(v, Hkvl_, p + "v");
     if (m_.positions == TransformerShape::Rotary) {
       qh = b_.rotary(qh, cos_, sin_, hd_, last, p + "q_rope");
       kh = b_.rotary(kh, cos_, sin_, hd_, last, p + "k_rope");
@@ -249,8 +271,8 @@ class DecoderBuilder {
     if (mask_ >= 0) s_new = b_.call("add", {s_new, mask_}, {}, p + "masked");
     NodeId scores = s_new, k_cache = -1, v_cache = -1;
     if (C_ > 0) {
-      k_cache = b_.input(p + "k_cache", batched({Hkv_, C_, hd_}));
-      v_cache = b_.input(p + "v_cache", batched({Hkv_, C_, hd_}));
+      k_cache = b_.input(p + "k_cache", batched({Hkvl_, C_, hd_}));
+      v_cache = b_.input(p + "v_cache", batched({Hkvl_, C_, hd_}));
       NodeId s_old = b_.call("matmul", {qs, transposed(share_kv(k_cache, C_, p + "k_cache"), p + "kT_cache")}, {},
                              p + "scores_cache");
       scores = b_.call("cat", {s_old, s_new}, {{"dim", last}}, p + "scores");
@@ -268,18 +290,18 @@ class DecoderBuilder {
                      {}, p + "attn");
     NodeId merged =
         b_.reshape(b_.permute(attn, batched_perm({1, 0, 2}), p + "attn_tokens"), {N_, q_width}, p + "attn_merged");
-    return b_.linear(merged, p + "o_proj", q_width, d_, bias);
+    return row_parallel(merged, p + "o_proj", q_width, d_, bias);
   }
 
   // The dense MLP: [N, d] -> [N, d].
   NodeId mlp(const std::string& p, NodeId h2) {
     if (m_.gated()) {
-      NodeId gate = b_.activation(m_.ffn_kind, b_.linear(h2, p + "gate_proj", d_, m_.ffn, false), p + "gate_act");
-      NodeId up = b_.linear(h2, p + "up_proj", d_, m_.ffn, false);
-      return b_.linear(b_.call("mul", {gate, up}, {}, p + "glu"), p + "down_proj", m_.ffn, d_, false);
+      NodeId gate = b_.activation(m_.ffn_kind, b_.linear(h2, p + "gate_proj", d_, ffn_, false), p + "gate_act");
+      NodeId up = b_.linear(h2, p + "up_proj", d_, ffn_, false);
+      return row_parallel(b_.call("mul", {gate, up}, {}, p + "glu"), p + "down_proj", ffn_, d_, false);
     }
-    NodeId up = b_.linear(h2, p + "fc1", d_, m_.ffn, m_.bias);
-    return b_.linear(b_.activation(m_.ffn_kind, up, p + "act"), p + "fc2", m_.ffn, d_, m_.bias);
+    NodeId up = b_.linear(h2, p + "fc1", d_, ffn_, m_.bias);
+    return row_parallel(b_.activation(m_.ffn_kind, up, p + "act"), p + "fc2", ffn_, d_, m_.bias);
   }
 
   // Mixture of experts, as the HuggingFace MoE graphs spell it (Mixtral's batched_mm experts,
@@ -307,32 +329,50 @@ class DecoderBuilder {
     };
     NodeId y;
     if (m_.gated()) {
-      NodeId gate = b_.activation(m_.ffn_kind, expert(rows, "gate_proj", d_, m_.ffn), p + "expert_gate_act");
-      NodeId up = expert(rows, "up_proj", d_, m_.ffn);
-      y = expert(b_.call("mul", {gate, up}, {}, p + "expert_glu"), "down_proj", m_.ffn, d_);
+      NodeId gate = b_.activation(m_.ffn_kind, expert(rows, "gate_proj", d_, ffn_), p + "expert_gate_act");
+      NodeId up = expert(rows, "up_proj", d_, ffn_);
+      y = expert(b_.call("mul", {gate, up}, {}, p + "expert_glu"), "down_proj", ffn_, d_);
     } else {
-      NodeId up = expert(rows, "fc1", d_, m_.ffn);
-      y = expert(b_.activation(m_.ffn_kind, up, p + "expert_act"), "fc2", m_.ffn, d_);
+      NodeId up = expert(rows, "fc1", d_, ffn_);
+      y = expert(b_.activation(m_.ffn_kind, up, p + "expert_act"), "fc2", ffn_, d_);
     }
     NodeId weighted = b_.call("mul", {b_.reshape(y, {N_, k, d_}, p + "expert_out"),
                                       b_.reshape(weights, {N_, k, 1}, p + "routing_w")},
                               {}, p + "expert_weighted");
-    return b_.call("sum", {weighted}, {{"dims", std::vector<int64_t>{1}}}, p + "moe");
+    // Under tensor parallelism each expert's FFN columns are split like the dense MLP's: the
+    // weighted sum of the partial products is summed over the ranks.
+    NodeId out = b_.call("sum", {weighted}, {{"dims", std::vector<int64_t>{1}}}, p + "moe");
+    return tp_ == 1 ? out : all_reduce(out, p + "moe");
   }
 
   Builder b_;
   const TransformerShape& m_;
   const int64_t B_, T_, C_, N_, d_, H_, Hkv_, hd_, G_, o_;
+  const int64_t tp_, rank_, Hl_, Hkvl_, ffn_, vocab_;  // tensor parallelism: this rank's share
   NodeId cos_ = -1, sin_ = -1, mask_ = -1, alibi_ = -1;
 };
 
 }  // namespace
+
+void check_tensor_parallel(const TransformerShape& m, const WorkloadSpec& w) {
+  if (w.tp < 1 || w.tp_rank < 0 || w.tp_rank >= w.tp)
+    throw InternalError(strcat("workload ", w.name, ": rank ", w.tp_rank, " of ", w.tp, " devices"));
+  if (w.tp > m.vocab)
+    throw InputError(strcat("workload ", w.name, ": devices = ", w.tp, " is more than ", m.name, "'s vocab = ", m.vocab,
+                            " (the LM head is split by vocabulary)"));
+  for (auto [key, v] : {std::pair<const char*, int64_t>{"heads", m.heads}, {"kv_heads", m.kv_heads}, {"ffn", m.ffn}})
+    if (v % w.tp != 0)
+      throw InputError(strcat("workload ", w.name, ": tensor parallelism over devices = ", w.tp, " needs ", m.name,
+                              "'s ", key, " (", v, ") to be a multiple of ", w.tp,
+                              " (devices must divide heads, kv_heads and ffn; the vocabulary may split unevenly)"));
+}
 
 Graph build_transformer(const TransformerShape& m, const WorkloadSpec& w) {
   if (w.phase == "prefill" && w.seq_len > 1 && w.context > 0)
     throw InputError(strcat("workload ", w.name, ": prefill with a cached prefix (context > 0) is not supported"));
   if (w.batch < 1 || w.batch > kMaxDecoderBatch)
     throw InputError(strcat("workload ", w.name, ": batch ", w.batch, " is outside 1..", kMaxDecoderBatch));
+  check_tensor_parallel(m, w);
   Graph g(w.name);
   DecoderBuilder b(g, m, w);
   const int64_t layers = w.layers > 0 ? std::min(w.layers, m.layers) : m.layers;

@@ -68,6 +68,12 @@ const std::vector<TransformerShape>& transformer_shapes();  // the presets
 const TransformerShape* find_transformer(const std::string& name);
 // The model's graph for one step of workload `w` (phase, batch, seq_len, context, layers,
 // dtype); InputError for combinations the builder does not generate.
+// w.tp > 1: the graph of rank w.tp_rank (docs/tensor-parallel.md): Q/K/V and up/gate column-
+// parallel (this rank's heads, by KV groups, and FFN columns), the output and down projections
+// row-parallel with an all_reduce after them (their bias added after it), the LM head split by
+// vocabulary ((r+1)*V/N - r*V/N rows each) and all_gather'ed.
 Graph build_transformer(const TransformerShape& m, const WorkloadSpec& w);
+// InputError naming the key when w.tp does not divide heads, kv_heads or ffn.
+void check_tensor_parallel(const TransformerShape& m, const WorkloadSpec& w);
 
 }  // namespace lpu

@@ -39,6 +39,9 @@ struct WorkloadSpec {
   // generate. 0: not given (the command's defaults or flags apply). Other commands ignore them.
   int64_t prompt_len = 0;
   int64_t gen_len = 0;
+  // Tensor parallelism (docs/tensor-parallel.md): the graph of rank tp_rank of tp devices
+  // (set by workload/tensor_parallel.h from the config's `devices`, never read from YAML).
+  int64_t tp = 1, tp_rank = 0;
   std::map<std::string, int64_t> params;  // builder-specific shape keys
   // A decoder-only LLM's shape: the preset named by `model` with the file's keys applied, or
   // the model the keys describe (`model: decoder`). Unset for other workloads, and for specs

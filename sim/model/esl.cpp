@@ -19,6 +19,8 @@ double Esl::execute(size_t i, double start_ps) {
     throw InputError(strcat("device ", ctx_.device, ": ", print_instruction(in), " writes beyond the receiver's local memory"));
   ctx_.energy.esl_bytes += bytes;
   ctx_.energy.lmu_read_bytes += bytes;  // the tile leaves the sender's local memory
+  ctx_.esl_bytes += bytes;
+  ++ctx_.esl_sends;
   double link_end = start_ps + static_cast<double>(bytes) / (ctx_.arch->esl.bandwidth_gbps * 1e-3);
   double arrive = link_end + ctx_.arch->esl.latency_ns * 1000.0;
   // Functional: the tile as it is now, written into the receiver when it arrives.

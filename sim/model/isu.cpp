@@ -183,6 +183,7 @@ void Isu::run() {
         wait_token(in, i);
       double s1 = sc_core::sc_time_stamp().to_double();
       if (s1 > s0) ctx_.kernel_of(in).log.push_back({s0, s1, Span::Sync});
+      if (in.opcode == Opcode::SyncWait) ctx_.sync_wait_ps += s1 - s0;
       if (in.opcode == Opcode::SyncWait && !ctx_.sync->deadlock.empty()) return;
       continue;
     }

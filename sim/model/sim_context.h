@@ -105,6 +105,8 @@ struct DeviceContext {
   uint64_t hbm_read_bytes = 0, hbm_write_bytes = 0, hbm_burst_bytes = 0;
   EnergyEvents energy;  // what costs energy (sim/energy.h); SXE MACs are taken from engines[] at the end
   double isu_hazard_stall_ps = 0, isu_queue_stall_ps = 0;
+  double sync_wait_ps = 0;                  // the ISU blocked at sync.wait
+  uint64_t esl_bytes = 0, esl_sends = 0;    // sent over the ESL
   std::vector<HostCallRecord> host_calls;
   // sxe.model: rtl -- what the verilated tree did, summed over the sxe.gemm instructions.
   uint64_t sxe_rtl_gemms = 0, sxe_rtl_cycles = 0, sxe_rtl_stall_cycles = 0;

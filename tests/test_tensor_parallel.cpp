@@ -1,0 +1,211 @@
+// Tensor parallelism over the ESL (docs/tensor-parallel.md): the partition's shapes, the
+// collectives' text forms and reference semantics, N-device functional equality with the
+// single-device reference, a model too large for one device's HBM on two, and bad input.
+#include <gtest/gtest.h>
+
+#include "codegen/collective.h"
+#include "graph/collective.h"
+#include "graph/ops.h"
+#include "jobs.h"
+#include "passes/passes.h"
+#include "ref/reference.h"
+#include "support/error.h"
+#include "test_util.h"
+#include "workload/tensor_parallel.h"
+
+using namespace lpu;
+
+namespace {
+
+WorkloadSpec workload(const std::string& name) { return resolve_workload(name); }
+
+const Node& node(const Graph& g, const std::string& name) {
+  for (const Node& n : g.nodes())
+    if (n.name == name) return n;
+  throw std::runtime_error("no node " + name);
+}
+
+int count_op(const Graph& g, const std::string& op) {
+  int c = 0;
+  for (const Node& n : g.nodes()) c += n.kind == NodeKind::Call && n.op == op;
+  return c;
+}
+
+ArchConfig arch_with(const std::string& config, const std::vector<std::string>& sets) {
+  return load_arch_config(std::string(LPU_SOURCE_DIR) + "/configs/" + config + ".yaml", sets);
+}
+
+}  // namespace
+
+// GQA: tiny-llama has 4 heads in 2 KV groups; over 2 devices each rank keeps 2 query heads and
+// the one KV head they share, half the FFN columns, half the vocabulary.
+TEST(TensorParallel, PartitionShapesGqa) {
+  WorkloadSpec w = workload("tiny-llama-decode-32");
+  std::vector<Graph> ranks = build_rank_graphs(w, 2);
+  ASSERT_EQ(ranks.size(), 2u);
+  const int64_t hd = 16;
+  for (const Graph& g : ranks) {
+    EXPECT_EQ(node(g, "l0.q_proj.weight").type.shape, (Shape{2 * hd, 64}));
+    EXPECT_EQ(node(g, "l0.k_proj.weight").type.shape, (Shape{1 * hd, 64}));
+    EXPECT_EQ(node(g, "l0.v_proj.weight").type.shape, (Shape{1 * hd, 64}));
+    EXPECT_EQ(node(g, "l0.o_proj.weight").type.shape, (Shape{64, 2 * hd}));
+    EXPECT_EQ(node(g, "l0.gate_proj.weight").type.shape, (Shape{48, 64}));
+    EXPECT_EQ(node(g, "l0.up_proj.weight").type.shape, (Shape{48, 64}));
+    EXPECT_EQ(node(g, "l0.down_proj.weight").type.shape, (Shape{64, 48}));
+    EXPECT_EQ(node(g, "l0.k_cache").type.shape, (Shape{1, 32, hd}));
+    EXPECT_EQ(node(g, "lm_head.weight").type.shape, (Shape{48, 64}));
+    EXPECT_EQ(node(g, "hidden").type.shape, (Shape{1, 64}));       // replicated
+    EXPECT_EQ(count_op(g, "all_reduce"), 4);                       // o_proj and down_proj of 2 layers
+    EXPECT_EQ(count_op(g, "all_gather"), 1);                       // the LM head
+    EXPECT_EQ(g.node(g.outputs()[0]).type.shape, (Shape{1, 96}));  // the whole logits on every rank
+  }
+  EXPECT_EQ(node(ranks[1], "l1.o_proj_allreduce").attr_int("rank"), 1);
+}
+
+// OPT: biases of row-parallel layers are added once, after the all_reduce; the vocabulary may
+// split unevenly (GPT-2's 50257 over 2 devices: 25128 and 25129 rows).
+TEST(TensorParallel, PartitionShapesOptAndUnevenVocab) {
+  std::vector<Graph> ranks = build_rank_graphs(workload("tiny-opt-decode"), 4);
+  const Graph& g = ranks[3];
+  EXPECT_EQ(node(g, "l0.q_proj.weight").type.shape, (Shape{16, 64}));
+  EXPECT_EQ(node(g, "l0.q_proj.bias").type.shape, (Shape{16}));
+  EXPECT_EQ(node(g, "l0.o_proj.bias").type.shape, (Shape{64}));
+  EXPECT_EQ(node(g, "l0.fc1.weight").type.shape, (Shape{32, 64}));
+  EXPECT_EQ(node(g, "l0.fc2.weight").type.shape, (Shape{64, 32}));
+  const Node& bias = node(g, "l0.o_proj_bias");
+  EXPECT_EQ(g.node(bias.inputs[0]).op, "all_reduce");
+  WorkloadSpec gpt2 = workload("gpt2-decode");
+  gpt2.layers = 1;
+  std::vector<Graph> g2 = build_rank_graphs(gpt2, 2);
+  EXPECT_EQ(node(g2[0], "lm_head.weight").type.shape, (Shape{25128, 768}));
+  EXPECT_EQ(node(g2[1], "lm_head.weight").type.shape, (Shape{25129, 768}));
+  EXPECT_EQ(node(g2[1], "lm_head_allgather").attr_ints("sizes"), (std::vector<int64_t>{25128, 25129}));
+}
+
+// The collectives are ops like any other: typed, printed and parsed in the graph, loop-IR and
+// assembly text forms, print -> parse -> print the identity.
+TEST(TensorParallel, CollectiveTextRoundTrip) {
+  std::vector<Graph> ranks = build_rank_graphs(workload("tiny-opt-decode"), 2);
+  std::string text = print_graph(ranks[1]);
+  EXPECT_NE(text.find("all_reduce("), std::string::npos);
+  EXPECT_NE(text.find("all_gather("), std::string::npos);
+  EXPECT_EQ(print_graph(parse_graph(text)), text);
+  const OpInfo* info = find_op("all_reduce");
+  ASSERT_NE(info, nullptr);
+  EXPECT_EQ(info->category, OpCategory::Collective);
+
+  Compilation c = compile_graph(ranks[1], compile_options_for(testutil::small_arch(), "greedy"));
+  std::string lir = print_loop_ir(c.loop_ir);
+  EXPECT_NE(lir.find("all_reduce("), std::string::npos);
+  EXPECT_NE(lir.find("collective over the ESL"), std::string::npos);
+  EXPECT_EQ(print_loop_ir(parse_loop_ir(lir)), lir);
+
+  std::string asm_text = print_program(c.code.program);
+  EXPECT_NE(asm_text.find("esl.send"), std::string::npos);
+  EXPECT_NE(asm_text.find("sync.wait"), std::string::npos);
+  EXPECT_EQ(print_program(parse_program(asm_text)), asm_text);
+}
+
+// Bad attributes are input errors naming the node.
+TEST(TensorParallel, CollectiveBadAttributes) {
+  Graph g("bad");
+  NodeId x = g.add_placeholder("x", {DType::f32, {1, 8}});
+  EXPECT_THROW(g.add_call("all_reduce", {x}, {{"group", int64_t{2}}, {"rank", int64_t{2}}}, "ar"), InputError);
+  EXPECT_THROW(g.add_call("all_gather", {x},
+                          {{"dim", int64_t{1}}, {"rank", int64_t{0}}, {"sizes", std::vector<int64_t>{4, 8}}}, "ag"),
+               InputError);
+  NodeId ok = g.add_call("all_gather", {x},
+                         {{"dim", int64_t{1}}, {"rank", int64_t{1}}, {"sizes", std::vector<int64_t>{3, 8}}}, "ag");
+  EXPECT_EQ(g.node(ok).type.shape, (Shape{1, 11}));
+}
+
+// Reference semantics: the ranks stepped together on their slices of the whole model's inputs
+// give the whole model's outputs (the logits whole on every rank; keys and values by heads).
+TEST(TensorParallel, ReferenceRanksEqualWholeModel) {
+  WorkloadSpec w = workload("tiny-llama-decode-32");
+  Graph whole = normalize_graph(build_graph(w));
+  TensorMap inputs = make_random_inputs(whole, 7);
+  std::vector<Tensor> expected = run_reference(whole, inputs);
+  for (int64_t n : {2}) {
+    std::vector<Graph> ranks;
+    std::vector<TensorMap> rank_inputs;
+    for (Graph& g : build_rank_graphs(w, n)) {
+      ranks.push_back(normalize_graph(g));
+      rank_inputs.push_back(slice_rank_inputs(whole, inputs, ranks.back(), static_cast<int64_t>(ranks.size()) - 1, n));
+    }
+    auto got = run_reference_ranks(ranks, rank_inputs);
+    std::vector<std::string> names;
+    std::vector<TensorType> types;
+    std::vector<TensorMap> per_rank(ranks.size());
+    for (size_t i = 0; i < expected.size(); ++i) {
+      names.push_back(strcat("out", i));
+      types.push_back(expected[i].type);
+      for (size_t r = 0; r < ranks.size(); ++r) per_rank[r][names.back()] = got[r][i];
+    }
+    TensorMap joined = join_rank_outputs(names, types, per_rank);
+    for (size_t i = 0; i < expected.size(); ++i)
+      for (size_t k = 0; k < expected[i].data.size(); ++k)
+        EXPECT_NEAR(joined.at(names[i]).data[k], expected[i].data[k], 1e-4) << names[i] << "[" << k << "]";
+    // One rank alone cannot evaluate a collective over two.
+    EXPECT_THROW(run_reference(ranks[0], rank_inputs[0]), InputError);
+  }
+}
+
+// The simulator: N devices, each its own program and its slices of the weights, against the
+// single-device reference (functional mode).
+TEST(TensorParallel, FunctionalEqualsReference) {
+  for (auto [name, n] : {std::pair<const char*, int>{"tiny-llama-decode-32", 2}, {"tiny-opt-decode", 4}}) {
+    ArchConfig arch = arch_with("lpu-small", {strcat("devices=", n)});
+    RunOutcome o = run_job(workload(name), arch, "greedy", true);
+    ASSERT_TRUE(o.check.has_value());
+    EXPECT_TRUE(o.check->ok) << name << " on " << n << ": " << o.check->worst;
+    ASSERT_EQ(o.sim.stats.devices.size(), static_cast<size_t>(n));
+    for (const auto& d : o.sim.stats.devices) {
+      EXPECT_GT(d.esl_bytes, 0u);
+      EXPECT_GT(d.cycles, 0u);
+    }
+  }
+}
+
+// A receive area smaller than the operands (4 KiB of local memory: 128-byte slots for 256-byte
+// partials) runs every collective in two rounds with a credit barrier between them: twice the
+// sends, the same bytes, the same values.
+TEST(TensorParallel, FunctionalInRounds) {
+  RunOutcome one = run_job(workload("tiny-llama-decode-32"), arch_with("lpu-small", {"devices=2"}), "greedy", true);
+  RunOutcome two = run_job(workload("tiny-llama-decode-32"),
+                           arch_with("lpu-small", {"devices=2", "lmu.capacity_kib=4"}), "greedy", true);
+  ASSERT_TRUE(two.check.has_value());
+  EXPECT_TRUE(two.check->ok) << two.check->worst;
+  EXPECT_EQ(two.sim.stats.devices[0].esl_sends, 2 * one.sim.stats.devices[0].esl_sends);
+  EXPECT_EQ(two.sim.stats.devices[0].esl_bytes, one.sim.stats.devices[0].esl_bytes);
+}
+
+// A model whose weights do not fit one device's HBM runs on two (OPT-66B's shapes, two layers,
+// on an ASIC whose HBM is cut to 3 GiB: the two layers and the LM head are about 4.9 GB).
+TEST(TensorParallel, TooLargeForOneDeviceRunsOnTwo) {
+  WorkloadSpec w = workload("opt-66b-decode");
+  w.layers = 2;
+  w.context = 64;
+  EXPECT_THROW(run_job(w, arch_with("lpu-asic", {"hbm.capacity_gib=3"}), "greedy", false), InputError);
+  RunOutcome o = run_job(w, arch_with("lpu-asic", {"hbm.capacity_gib=3", "devices=2"}), "greedy", false);
+  ASSERT_EQ(o.sim.stats.devices.size(), 2u);
+  // Per device: half the weights, and 2 layers x 2 all_reduces of 9216 fp32 + the logits' half.
+  const auto& d = o.sim.stats.devices[1];
+  EXPECT_EQ(d.esl_bytes, static_cast<uint64_t>(4 * 9216 * 4 + 25136 * 4));
+  EXPECT_LT(d.hbm_read_bytes, 3ull << 30);
+}
+
+// devices must divide heads, kv_heads and ffn: an input error naming the key.
+TEST(TensorParallel, NonDividingDevicesIsAnInputError) {
+  auto message = [](const std::string& wl, int n) {
+    try {
+      run_job(workload(wl), arch_with("lpu-small", {strcat("devices=", n)}), "greedy", false);
+    } catch (const InputError& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_NE(message("tiny-opt-decode", 3).find("heads (4) to be a multiple of 3"), std::string::npos);
+  EXPECT_NE(message("tiny-llama-decode-32", 4).find("kv_heads (2) to be a multiple of 4"), std::string::npos);
+  EXPECT_NE(message("softmax", 2).find("partitions the built-in decoders only"), std::string::npos);
+}
