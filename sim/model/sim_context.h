@@ -75,9 +75,6 @@ struct DeviceContext {
   // Instances of instructions issued inside loops (their addresses advanced per iteration),
   // by issue id >= program->code.size(); released when they retire.
   std::unordered_map<size_t, Instruction> instances;
-  // Chaining (isu.chaining): when each running instruction will finish, and for a consumer
-  // issued on a running producer's first results, the time its last input is ready.
-  std::unordered_map<size_t, double> expected_end_ps, chain_after_ps;
   const Instruction& instr(size_t id) const {
     return id < program->code.size() ? program->code[id] : instances.at(id);
   }
@@ -102,7 +99,6 @@ struct DeviceContext {
   std::vector<std::pair<double, double>> hbm_windows;
   std::vector<TraceEvent> trace;
   uint64_t hbm_read_bytes = 0, hbm_write_bytes = 0, hbm_burst_bytes = 0;
-  double isu_hazard_stall_ps = 0, isu_queue_stall_ps = 0;
   std::vector<HostCallRecord> host_calls;
   // sxe.model: rtl -- what the verilated tree did, summed over the sxe.gemm instructions.
   uint64_t sxe_rtl_gemms = 0, sxe_rtl_cycles = 0, sxe_rtl_stall_cycles = 0;
