@@ -241,6 +241,8 @@ void Isu::run() {
   const sc_core::sc_time issue_time = ctx_.cycles(ctx_.arch->isu.issue_cycles);
   const size_t window = static_cast<size_t>(ctx_.arch->isu.lookahead);
   next_instance_ = ctx_.program->code.size();
+  for (const Engine* e : engines_)
+    if (e) all_engines_ |= 1u << e->engine_index();
   for (;;) {
     if (past_wall_deadline()) {
       ctx_.wall_clock_exceeded = true;
@@ -272,15 +274,21 @@ void Isu::run() {
       continue;
     }
     // Issue the oldest entry that may go; the head's verdict says why the ISU waits if none.
+    // An entry behind a waiting one of its engine cannot go either: once every engine has a
+    // waiting entry, the rest of the window is not looked at.
     Verdict head = Verdict::Issue;
     size_t pick = window_.size();
-    for (size_t k = 0; k < window_.size() && !window_[k].barrier; ++k) {
+    uint32_t waiting = 0;
+    for (size_t k = 0; k < window_.size() && !window_[k].barrier && waiting != all_engines_; ++k) {
+      const uint32_t bit = 1u << window_[k].engine->engine_index();
+      if (waiting & bit) continue;
       Verdict v = check(k);
       if (k == 0) head = v;
       if (v == Verdict::Issue) {
         pick = k;
         break;
       }
+      waiting |= bit;
     }
     if (pick == window_.size()) {
       double t0 = sc_core::sc_time_stamp().to_double();

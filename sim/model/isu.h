@@ -86,6 +86,7 @@ class Isu : public sc_core::sc_module {
   };
   std::vector<LoopFrame> loops_;
   size_t pc_ = 0, next_instance_ = 0;
+  uint32_t all_engines_ = 0;  // one bit per attached engine (Engine::engine_index)
   int prefetching_ = 0;  // in-flight sxe.gemms issued before their activation was ready
   sc_core::sc_event retired_;
   IsuCounters counters_;
