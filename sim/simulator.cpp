@@ -193,7 +193,6 @@ SimResult simulate(const Program& prog, const ArchConfig& arch, const SimOptions
     }
     isu = dev->isu.counters();
   }
-  const int dev_sxe_workers = arch.sxe.model == ArchConfig::Sxe::Model::Rtl ? 1 : arch.sxe.streams;
 
   SimStats& s = res.stats;
   double period = arch.period_ps();
@@ -214,10 +213,12 @@ SimResult simulate(const Program& prog, const ArchConfig& arch, const SimOptions
   for (size_t i = 0; i < ctx.engines.size(); ++i) {
     EngineStats e;
     e.name = ctx.engine_names[i];
-    e.busy_cycles = static_cast<uint64_t>(std::llround(ctx.engines[i].busy_ps / period));
+    // The SXE is busy while any of its gemm streams is in flight (sxe.streams may overlap them).
+    const double busy_ps = e.name == "sxe" ? ctx.engines[i].occupied_ps : ctx.engines[i].busy_ps;
+    e.busy_cycles = static_cast<uint64_t>(std::llround(busy_ps / period));
     e.stalled_cycles = static_cast<uint64_t>(std::llround(ctx.engines[i].stalled_ps / period));
     e.instructions = ctx.engines[i].instructions;
-    int workers = e.name == "dma" ? arch.dma.engines : e.name == "sxe" ? dev_sxe_workers : 1;
+    int workers = e.name == "dma" ? arch.dma.engines : 1;
     e.busy_fraction = s.cycles ? static_cast<double>(e.busy_cycles) / (static_cast<double>(s.cycles) * workers) : 0;
     e.work = ctx.engines[i].work;
     if (e.name == "sxe") {

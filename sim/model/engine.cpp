@@ -42,8 +42,8 @@ void Engine::worker() {
     const size_t i = q.ticket.instr;
     queue_.pop_front();
     queued_ = static_cast<int>(queue_.size());
-    ++busy_;
     double start = sc_core::sc_time_stamp().to_double();
+    if (busy_++ == 0) occupied_since_ = start;
     double end;
     try {
       end = execute(q.ticket, start);
@@ -56,8 +56,8 @@ void Engine::worker() {
     // execute() may itself have waited (the RTL SXE runs its clocked tree meanwhile).
     double now = sc_core::sc_time_stamp().to_double();
     if (end > now) wait(sc_core::sc_time(end - now, sc_core::SC_PS));
-    --busy_;
     auto& c = ctx_.engines[static_cast<size_t>(index_)];
+    if (--busy_ == 0) c.occupied_ps += sc_core::sc_time_stamp().to_double() - occupied_since_;
     c.busy_ps += end - start;
     const Instruction& done = ctx_.instr(i);
     const double work = useful_work(done);

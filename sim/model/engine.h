@@ -61,6 +61,7 @@ class Engine : public sc_core::sc_module {
   Isu* isu_ = nullptr;
   int depth_;
   int busy_ = 0;
+  double occupied_since_ = 0;  // when busy_ last rose from 0
   int queued_ = 0;
   int workers_;
   int index_;

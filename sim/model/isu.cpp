@@ -132,6 +132,11 @@ Engine* Isu::engine_for(Opcode op) const {
 bool Isu::fetch() {
   const auto& code = ctx_.program->code;
   for (; pc_ < code.size(); ++pc_) {
+    // A loop whose body takes no simulated time spins here: the wall clock stops it.
+    if (past_wall_deadline()) {
+      wall_clock_exceeded_ = true;
+      return false;
+    }
     const Instruction& base = code[pc_];
     if (base.opcode == Opcode::LoopBegin) {
       loops_.push_back({pc_, base.token, 0});
@@ -244,13 +249,13 @@ void Isu::run() {
   for (const Engine* e : engines_)
     if (e) all_engines_ |= 1u << e->engine_index();
   for (;;) {
-    if (past_wall_deadline()) {
+    // Fill the window; a barrier (halt, sync) ends it until the barrier reaches the head.
+    while (window_.size() < window && (window_.empty() || !window_.back().barrier) && fetch()) {
+    }
+    if (wall_clock_exceeded_ || past_wall_deadline()) {
       ctx_.wall_clock_exceeded = true;
       sc_core::sc_stop();
       return;
-    }
-    // Fill the window; a barrier (halt, sync) ends it until the barrier reaches the head.
-    while (window_.size() < window && (window_.empty() || !window_.back().barrier) && fetch()) {
     }
     if (window_.empty()) break;  // a program without halt: finish when everything retires
     if (window_.front().barrier) {

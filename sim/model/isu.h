@@ -91,6 +91,7 @@ class Isu : public sc_core::sc_module {
   sc_core::sc_event retired_;
   IsuCounters counters_;
   int in_flight_count_ = 0;
+  bool wall_clock_exceeded_ = false;  // fetch() found the wall-clock limit passed
   int until_clock_check_ = 1;  // fetches left before past_wall_deadline() reads the clock
 };
 

@@ -36,7 +36,8 @@ struct TraceEvent {
 };
 
 struct EngineCounters {
-  double busy_ps = 0;
+  double busy_ps = 0;      // summed over workers
+  double occupied_ps = 0;  // time with at least one instruction running (the SXE's busy time)
   double work = 0;        // useful work done: MACs (SXE), element operations (VXE), bytes (DMA)
   double stalled_ps = 0;  // its next instruction waited at the ISU (hazard or full queue)
   uint64_t instructions = 0;
