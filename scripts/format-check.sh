@@ -8,7 +8,7 @@ FILES=(compiler/support/json_util.h compiler/support/json_util.cpp compiler/ops/
        sim/program_check.h sim/program_check.cpp compiler/loopir/parse.cpp compiler/loopir/verify.cpp
        compiler/support/line_cursor.h tests/test_loopir_text.cpp apps/lpu/proc.h apps/lpu/proc.cpp
        sim/model/attribution.h sim/model/attribution.cpp
-       apps/lpu/op_class.h apps/lpu/op_class.cpp apps/lpu/roofline.h apps/lpu/roofline.cpp tests/test_roofline.cpp
+       apps/lpu/op_class.h apps/lpu/op_class.cpp apps/lpu/roofline.h apps/lpu/roofline.cpp tests/test_roofline.cpp tests/test_isu.cpp
        compiler/codegen/column_split.h compiler/codegen/column_split.cpp
        compiler/codegen/tile_plan.h compiler/codegen/tile_plan.cpp tests/test_column_tiling.cpp
        compiler/handlers/triton_*.h compiler/handlers/triton_*.cpp compiler/handlers/torch_*.h compiler/handlers/torch_*.cpp tests/test_triton.cpp compiler/schedule/verify_schedule.cpp

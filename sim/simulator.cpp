@@ -130,6 +130,7 @@ SimResult simulate(const Program& prog, const ArchConfig& arch, const SimOptions
   std::vector<double> device_finish_ps;
   EnergyEvents energy_events;  // summed over the devices
   std::vector<DeviceStats> device_stats;
+  sim::IsuCounters isu;  // device 0's ISU, read before the modules go
   {
     // The top level is built for `devices` LPUs. Device 0 runs the program; the others run an
     // empty one until programs are partitioned across devices (tensor parallelism, the ESL).
@@ -235,6 +236,7 @@ SimResult simulate(const Program& prog, const ArchConfig& arch, const SimOptions
         report += strcat(e->basename(), " queued=", e->queued(), " busy=", e->busy_workers(), "; ");
       throw SimulationStuck(report);
     }
+    isu = dev->isu.counters();
   }
 
   SimStats& s = res.stats;
@@ -252,15 +254,18 @@ SimResult simulate(const Program& prog, const ArchConfig& arch, const SimOptions
   s.hbm_burst_bytes = ctx.hbm_burst_bytes;
   double peak_bytes = arch.hbm.bandwidth_gbps * 1e-3 * ctx.finish_ps;  // GB/s * ps
   s.hbm_bandwidth_utilization = peak_bytes > 0 ? static_cast<double>(s.hbm_read_bytes + s.hbm_write_bytes) / peak_bytes : 0;
-  s.isu_hazard_stall_cycles = static_cast<uint64_t>(std::llround(ctx.isu_hazard_stall_ps / period));
-  s.isu_queue_stall_cycles = static_cast<uint64_t>(std::llround(ctx.isu_queue_stall_ps / period));
+  s.isu_hazard_stall_cycles = static_cast<uint64_t>(std::llround(isu.hazard_stall_ps / period));
+  s.isu_queue_stall_cycles = static_cast<uint64_t>(std::llround(isu.queue_stall_ps / period));
+  s.isu_out_of_order_issues = isu.issued_out_of_order;
   s.sxe_rtl_gemms = ctx.sxe_rtl_gemms;
   s.sxe_rtl_cycles = ctx.sxe_rtl_cycles;
   s.sxe_rtl_stall_cycles = ctx.sxe_rtl_stall_cycles;
   for (size_t i = 0; i < ctx.engines.size(); ++i) {
     EngineStats e;
     e.name = ctx.engine_names[i];
-    e.busy_cycles = static_cast<uint64_t>(std::llround(ctx.engines[i].busy_ps / period));
+    // The SXE is busy while any of its gemm streams is in flight (sxe.streams may overlap them).
+    const double busy_ps = e.name == "sxe" ? ctx.engines[i].occupied_ps : ctx.engines[i].busy_ps;
+    e.busy_cycles = static_cast<uint64_t>(std::llround(busy_ps / period));
     e.stalled_cycles = static_cast<uint64_t>(std::llround(ctx.engines[i].stalled_ps / period));
     e.instructions = ctx.engines[i].instructions;
     int workers = e.name == "dma" ? arch.dma.engines : 1;
@@ -352,6 +357,7 @@ nlohmann::json stats_to_json(const SimStats& s) {
   j["instructions"] = s.instructions;
   j["isu_hazard_stall_cycles"] = s.isu_hazard_stall_cycles;
   j["isu_queue_stall_cycles"] = s.isu_queue_stall_cycles;
+  if (s.isu_out_of_order_issues) j["isu_out_of_order_issues"] = s.isu_out_of_order_issues;
   if (s.sxe_rtl_gemms)
     j["sxe_rtl"] = {{"gemms", s.sxe_rtl_gemms}, {"cycles", s.sxe_rtl_cycles}, {"stall_cycles", s.sxe_rtl_stall_cycles}};
   nlohmann::json eng = nlohmann::json::object();

@@ -95,6 +95,9 @@ struct SimStats {
   double hbm_bandwidth_utilization = 0;    // (read + write) / (peak bandwidth x latency): bytes over peak bytes
   uint64_t instructions = 0;
   uint64_t isu_hazard_stall_cycles = 0, isu_queue_stall_cycles = 0;
+  // Instructions the ISU issued past an older one still waiting in its window (isu.lookahead
+  // > 1; JSON "isu_out_of_order_issues" when non-zero).
+  uint64_t isu_out_of_order_issues = 0;
   // sxe.model: rtl only (JSON "sxe_rtl" when non-zero): sxe.gemm instructions the verilated
   // tree ran, its cycles and its stall cycles (weight stream slower than the tree), summed.
   uint64_t sxe_rtl_gemms = 0, sxe_rtl_cycles = 0, sxe_rtl_stall_cycles = 0;

@@ -17,10 +17,6 @@ constexpr size_t kInstrBytes = 56;
 constexpr size_t kOperandBytes = 16;
 constexpr uint8_t kNoOp = 0xFF;  // op-table index of instructions without a vector op
 
-// Stable codes, independent of the C++ enum order (the file format must not move with it).
-constexpr Opcode kOpcodes[] = {Opcode::DmaLoad, Opcode::DmaStore, Opcode::VxeOp, Opcode::VxeReduce, Opcode::VxeMov, Opcode::Halt,
-                               Opcode::SxeGemm, Opcode::DmaGather, Opcode::HostCall, Opcode::SyncSignal, Opcode::SyncWait,
-                               Opcode::LoopBegin, Opcode::LoopEnd, Opcode::EslSend};
 constexpr DType kDTypes[] = {DType::f32, DType::f16, DType::bf16, DType::i64, DType::i32, DType::boolean};
 constexpr BufferRole kRoles[] = {BufferRole::Input, BufferRole::Weight, BufferRole::Intermediate, BufferRole::Output};
 
@@ -219,7 +215,7 @@ std::vector<uint8_t> encode_program(const Program& p) {
     const Instruction& in = p.code[i];
     auto what = [&](const char* field) { return [&, field] { return strcat("instruction ", i, " (", print_instruction(in), ") ", field); }; };
     bool has_op = in.opcode == Opcode::VxeOp || in.opcode == Opcode::VxeReduce;
-    w.u8(code_of(kOpcodes, in.opcode));
+    w.u8(opcode_info(in.opcode).code);  // the opcode table's stable code
     w.u8(code_of(kDTypes, in.dtype));
     w.u8(has_op ? op_index.at(op_key(in)) : kNoOp);
     if (in.srcs.size() > 0xFF) throw InputError(what("has more than 255 operands")());
@@ -378,9 +374,10 @@ Program decode_program(const uint8_t* data, size_t size, const std::string& sour
     auto bad = [&](size_t field, const std::string& msg) { r.fail(at + field, strcat("instruction ", i, ": ", msg)); };
     Instruction& in = p.code[i];
     uint8_t opcode = r.u8("opcode"), dtype = r.u8("dtype");
-    if (opcode >= std::size(kOpcodes)) bad(0, strcat("unknown opcode code ", static_cast<int>(opcode)));
+    const OpcodeInfo* info = opcode_by_code(opcode);
+    if (!info) bad(0, strcat("unknown opcode code ", static_cast<int>(opcode)));
     if (dtype >= std::size(kDTypes)) bad(1, strcat("unknown dtype code ", static_cast<int>(dtype)));
-    in.opcode = kOpcodes[opcode];
+    in.opcode = info->op;
     in.dtype = kDTypes[dtype];
     uint8_t op = r.u8("op index");
     uint8_t nsrc = r.u8("operand count");

@@ -13,24 +13,39 @@
 
 namespace lpu {
 
-const char* opcode_name(Opcode op) {
-  switch (op) {
-    case Opcode::DmaLoad: return "dma.load";
-    case Opcode::DmaStore: return "dma.store";
-    case Opcode::VxeOp: return "vxe.op";
-    case Opcode::VxeReduce: return "vxe.reduce";
-    case Opcode::VxeMov: return "vxe.mov";
-    case Opcode::SxeGemm: return "sxe.gemm";
-    case Opcode::DmaGather: return "dma.gather";
-    case Opcode::SyncSignal: return "sync.signal";
-    case Opcode::SyncWait: return "sync.wait";
-    case Opcode::HostCall: return "host.call";
-    case Opcode::LoopBegin: return "loop";
-    case Opcode::LoopEnd: return "endloop";
-    case Opcode::EslSend: return "esl.send";
-    case Opcode::Halt: return "halt";
-  }
-  return "?";
+namespace {
+// Indexed by the enum value; the codes are the binary format's (they must never move).
+constexpr OpcodeInfo kOpcodeTable[kOpcodeCount] = {
+    {Opcode::DmaLoad, "dma.load", Unit::Dma, 0},         {Opcode::DmaStore, "dma.store", Unit::Dma, 1},
+    {Opcode::VxeOp, "vxe.op", Unit::Vxe, 2},             {Opcode::VxeReduce, "vxe.reduce", Unit::Vxe, 3},
+    {Opcode::VxeMov, "vxe.mov", Unit::Vxe, 4},           {Opcode::SxeGemm, "sxe.gemm", Unit::Sxe, 6},
+    {Opcode::DmaGather, "dma.gather", Unit::Dma, 7},     {Opcode::HostCall, "host.call", Unit::Host, 8},
+    {Opcode::SyncSignal, "sync.signal", Unit::Isu, 9},   {Opcode::SyncWait, "sync.wait", Unit::Isu, 10},
+    {Opcode::LoopBegin, "loop", Unit::Isu, 11},          {Opcode::LoopEnd, "endloop", Unit::Isu, 12},
+    {Opcode::EslSend, "esl.send", Unit::Esl, 13},        {Opcode::Halt, "halt", Unit::Isu, 5},
+};
+constexpr bool table_in_enum_order() {
+  for (size_t i = 0; i < kOpcodeCount; ++i)
+    if (static_cast<size_t>(kOpcodeTable[i].op) != i) return false;
+  return true;
+}
+static_assert(table_in_enum_order(), "kOpcodeTable rows must follow the Opcode enum");
+static_assert(static_cast<size_t>(Opcode::Halt) + 1 == kOpcodeCount, "kOpcodeCount");
+static_assert(static_cast<size_t>(Unit::Isu) + 1 == kUnits, "kUnits");
+}  // namespace
+
+const OpcodeInfo& opcode_info(Opcode op) { return kOpcodeTable[static_cast<size_t>(op)]; }
+
+const OpcodeInfo* opcode_by_code(uint8_t code) {
+  for (const auto& o : kOpcodeTable)
+    if (o.code == code) return &o;
+  return nullptr;
+}
+
+const OpcodeInfo* opcode_by_name(const std::string& name) {
+  for (const auto& o : kOpcodeTable)
+    if (name == o.name && o.op != Opcode::VxeOp && o.op != Opcode::VxeReduce) return &o;
+  return nullptr;
 }
 
 bool Instruction::same_as(const Instruction& o) const {
@@ -140,30 +155,30 @@ std::string print_instruction_body(const Instruction& in) {
   std::string s;
   switch (in.opcode) {
     case Opcode::DmaLoad:
-      return strcat("dma.load ", dtype_name(in.dtype), " ", shape2(in.rows, in.cols), " lm:", hex(in.lm_addr),
+      return strcat(opcode_name(in.opcode), " ", dtype_name(in.dtype), " ", shape2(in.rows, in.cols), " lm:", hex(in.lm_addr),
                     " <- hbm:", hex(in.hbm_addr), " ", shape2(in.hbm_rs, in.hbm_cs));
     case Opcode::DmaStore:
-      return strcat("dma.store ", dtype_name(in.dtype), " ", shape2(in.rows, in.cols), " hbm:", hex(in.hbm_addr), " ",
+      return strcat(opcode_name(in.opcode), " ", dtype_name(in.dtype), " ", shape2(in.rows, in.cols), " hbm:", hex(in.hbm_addr), " ",
                     shape2(in.hbm_rs, in.hbm_cs), " <- lm:", hex(in.lm_addr));
     case Opcode::VxeOp: s = std::string("vxe.") + scalar_op_name(in.vop); break;
     case Opcode::VxeReduce: s = std::string("vxe.r") + reduction_type_name(in.rop); break;
-    case Opcode::VxeMov: s = "vxe.mov"; break;
+    case Opcode::VxeMov: s = opcode_name(in.opcode); break;
     case Opcode::SxeGemm:
-      return strcat("sxe.gemm ", dtype_name(in.dtype), " [", in.rows, ", ", in.depth, ", ", in.cols, "] lm:",
+      return strcat(opcode_name(in.opcode), " ", dtype_name(in.dtype), " [", in.rows, ", ", in.depth, ", ", in.cols, "] lm:",
                     hex(in.lm_addr), " <- ", operand_str(in.srcs.at(0)), ", hbm:", hex(in.hbm_addr), " ",
                     shape2(in.hbm_rs, in.hbm_cs));
-    case Opcode::SyncSignal: return strcat("sync.signal ", in.token, in.peer >= 0 ? strcat(" dev:", in.peer) : "");
-    case Opcode::SyncWait: return strcat("sync.wait ", in.token);
+    case Opcode::SyncSignal: return strcat(opcode_name(in.opcode), " ", in.token, in.peer >= 0 ? strcat(" dev:", in.peer) : "");
+    case Opcode::SyncWait: return strcat(opcode_name(in.opcode), " ", in.token);
     case Opcode::EslSend:
-      return strcat("esl.send ", shape2(in.rows, in.cols), " dev:", in.peer, " lm:", hex(in.lm_addr), " <- ",
+      return strcat(opcode_name(in.opcode), " ", shape2(in.rows, in.cols), " dev:", in.peer, " lm:", hex(in.lm_addr), " <- ",
                     operand_str(in.srcs.at(0)), " token:", in.token);
     case Opcode::DmaGather:
-      return strcat("dma.gather ", dtype_name(in.dtype), " ", shape2(in.rows, in.cols), " lm:", hex(in.lm_addr),
+      return strcat(opcode_name(in.opcode), " ", dtype_name(in.dtype), " ", shape2(in.rows, in.cols), " lm:", hex(in.lm_addr),
                     " <- hbm:", hex(in.hbm_addr), " ", shape2(in.hbm_rs, in.hbm_cs), ", ", operand_str(in.srcs.at(0)));
-    case Opcode::HostCall: return strcat("host.call ", in.host_op);
-    case Opcode::Halt: return "halt";
-    case Opcode::LoopBegin: return strcat("loop ", in.token);
-    case Opcode::LoopEnd: return "endloop";
+    case Opcode::HostCall: return strcat(opcode_name(in.opcode), " ", in.host_op);
+    case Opcode::Halt: return opcode_name(in.opcode);
+    case Opcode::LoopBegin: return strcat(opcode_name(in.opcode), " ", in.token);
+    case Opcode::LoopEnd: return opcode_name(in.opcode);
   }
   s += " " + shape2(in.rows, in.cols) + " lm:" + hex(in.lm_addr) + " <-";
   for (size_t i = 0; i < in.srcs.size(); ++i) s += (i ? ", " : " ") + operand_str(in.srcs[i]);
@@ -171,8 +186,7 @@ std::string print_instruction_body(const Instruction& in) {
 }
 
 std::string print_instruction(const Instruction& in) {
-  if (in.opcode == Opcode::LoopBegin) return strcat("loop ", in.token);
-  if (in.opcode == Opcode::LoopEnd) return "endloop";
+  if (in.opcode == Opcode::LoopBegin || in.opcode == Opcode::LoopEnd) return print_instruction_body(in);
   std::string s = print_instruction_body(in);
   if (in.hbm_step || in.lm_step) {
     s += " step";
@@ -403,11 +417,13 @@ Program parse_program(const std::string& text, const std::string& filename) {
       Instruction in;
       in.kernel = kernel;
       in.line = lineno;
-      if (w == "halt") {
-        in.opcode = Opcode::Halt;
+      // Mnemonics from the opcode table; the vxe.<op> families are parsed below.
+      const OpcodeInfo* named = opcode_by_name(w);
+      const Opcode op = named ? named->op : Opcode::VxeOp;
+      if (named) in.opcode = op;
+      if (named && op == Opcode::Halt) {
         in.kernel = -1;  // halt belongs to no kernel
-      } else if (w == "dma.load" || w == "dma.store") {
-        in.opcode = w == "dma.load" ? Opcode::DmaLoad : Opcode::DmaStore;
+      } else if (named && (op == Opcode::DmaLoad || op == Opcode::DmaStore)) {
         in.dtype = lp.dtype();
         std::tie(in.rows, in.cols) = lp.pair();
         if (in.opcode == Opcode::DmaLoad) {
@@ -421,13 +437,10 @@ Program parse_program(const std::string& text, const std::string& filename) {
           lp.expect("<-");
           in.lm_addr = lp.address("lm");
         }
-      } else if (w == "loop") {
-        in.opcode = Opcode::LoopBegin;
+      } else if (named && op == Opcode::LoopBegin) {
         in.token = lp.integer();
-      } else if (w == "endloop") {
-        in.opcode = Opcode::LoopEnd;
-      } else if (w == "esl.send") {
-        in.opcode = Opcode::EslSend;
+      } else if (named && op == Opcode::LoopEnd) {
+      } else if (named && op == Opcode::EslSend) {
         std::tie(in.rows, in.cols) = lp.pair();
         lp.expect("dev:");
         in.peer = lp.integer();
@@ -438,16 +451,14 @@ Program parse_program(const std::string& text, const std::string& filename) {
         lp.expect("token:");
         in.token = lp.integer();
         if (in.peer < 0 || in.token < 0) lp.fail("device and token ids are non-negative");
-      } else if (w == "sync.signal" || w == "sync.wait") {
-        in.opcode = w == "sync.wait" ? Opcode::SyncWait : Opcode::SyncSignal;
+      } else if (named && (op == Opcode::SyncSignal || op == Opcode::SyncWait)) {
         in.token = lp.integer();
         if (in.token < 0) lp.fail("token ids are non-negative");
         if (in.opcode == Opcode::SyncSignal && lp.accept("dev:")) {
           in.peer = lp.integer();
           if (in.peer < 0) lp.fail("device ids are non-negative");
         }
-      } else if (w == "dma.gather") {
-        in.opcode = Opcode::DmaGather;
+      } else if (named && op == Opcode::DmaGather) {
         in.dtype = lp.dtype();
         std::tie(in.rows, in.cols) = lp.pair();
         in.lm_addr = lp.address("lm");
@@ -457,13 +468,11 @@ Program parse_program(const std::string& text, const std::string& filename) {
         lp.expect(",");
         in.srcs.push_back(lp.operand());
         if (in.srcs[0].immediate) lp.fail("dma.gather: the indices must be in local memory");
-      } else if (w == "host.call") {
-        in.opcode = Opcode::HostCall;
+      } else if (named && op == Opcode::HostCall) {
         in.host_op = lp.integer();
         if (in.host_op < 0 || in.host_op >= static_cast<int64_t>(p.host_ops.size()))
           lp.fail(strcat("host.call ", in.host_op, ": no such .hostop (declare it before its call)"));
-      } else if (w == "sxe.gemm") {
-        in.opcode = Opcode::SxeGemm;
+      } else if (named && op == Opcode::SxeGemm) {
         in.dtype = lp.dtype();
         lp.expect("[");
         in.rows = lp.integer();
@@ -480,17 +489,16 @@ Program parse_program(const std::string& text, const std::string& filename) {
         in.hbm_addr = lp.address("hbm");
         std::tie(in.hbm_rs, in.hbm_cs) = lp.pair();
       } else if (w.rfind("vxe.", 0) == 0) {
-        std::string op = w.substr(4);
+        std::string vop = w.substr(4);
         size_t nsrc = 1;
-        if (op == "mov") {
-          in.opcode = Opcode::VxeMov;
-        } else if (op.size() > 1 && op[0] == 'r' && parse_reduction_type(op.substr(1), in.rop)) {
+        if (named && op == Opcode::VxeMov) {
+        } else if (vop.size() > 1 && vop[0] == 'r' && parse_reduction_type(vop.substr(1), in.rop)) {
           in.opcode = Opcode::VxeReduce;  // vxe.rsum, vxe.rargmax, ... (no scalar op is r + a reduction name)
-        } else if (parse_scalar_op(op, in.vop)) {
+        } else if (parse_scalar_op(vop, in.vop)) {
           in.opcode = Opcode::VxeOp;
           nsrc = static_cast<size_t>(scalar_op_arity(in.vop));
         } else {
-          lp.fail("unknown vector op '" + op + "'");
+          lp.fail("unknown vector op '" + vop + "'");
         }
         std::tie(in.rows, in.cols) = lp.pair();
         in.lm_addr = lp.address("lm");

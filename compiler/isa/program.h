@@ -44,7 +44,27 @@ namespace lpu {
 
 enum class Opcode { DmaLoad, DmaStore, VxeOp, VxeReduce, VxeMov, SxeGemm, DmaGather, HostCall, SyncSignal, SyncWait,
                     LoopBegin, LoopEnd, EslSend, Halt };
-const char* opcode_name(Opcode op);
+constexpr size_t kOpcodeCount = 14;
+// The unit that executes an opcode: an engine behind the ISU, or the ISU itself (control:
+// loops, barriers, halt).
+enum class Unit { Dma, Vxe, Sxe, Host, Esl, Isu };
+constexpr size_t kUnits = 6;
+
+// The opcode table, one row per opcode: its name (the assembly mnemonic; vxe.op and
+// vxe.reduce stand for the families vxe.<scalar op> and vxe.r<reduction>), the unit the ISU
+// routes it to, and its code in the binary format (stable, independent of the enum order).
+// The printer, the parser, the encoder and the simulator's ISU all read it.
+struct OpcodeInfo {
+  Opcode op;
+  const char* name;
+  Unit unit;
+  uint8_t code;
+};
+const OpcodeInfo& opcode_info(Opcode op);
+const OpcodeInfo* opcode_by_code(uint8_t code);       // null when no opcode has it
+const OpcodeInfo* opcode_by_name(const std::string& name);  // exact mnemonics only (not the vxe families)
+inline const char* opcode_name(Opcode op) { return opcode_info(op).name; }
+inline Unit opcode_unit(Opcode op) { return opcode_info(op).unit; }
 
 struct Operand {
   bool immediate = false;

@@ -154,7 +154,7 @@ ArchConfig resolve(YamlDoc& doc) {
     }
   }
 
-  YAML::Node sxe = section("sxe", {"mac_trees", "lanes", "pipeline_depth", "queue_depth", "model"}, true);
+  YAML::Node sxe = section("sxe", {"mac_trees", "lanes", "pipeline_depth", "queue_depth", "streams", "model"}, true);
   a.sxe.mac_trees = static_cast<int>(r.get_int(sxe, "mac_trees", "sxe"));
   r.check_range(sxe, "mac_trees", "sxe", a.sxe.mac_trees, 1, 1 << 16);
   a.sxe.lanes = static_cast<int>(r.get_int(sxe, "lanes", "sxe"));
@@ -163,16 +163,22 @@ ArchConfig resolve(YamlDoc& doc) {
   r.check_range(sxe, "pipeline_depth", "sxe", a.sxe.pipeline_depth, 1, 1024);
   a.sxe.queue_depth = static_cast<int>(r.get_int(sxe, "queue_depth", "sxe", a.sxe.queue_depth));
   r.check_range(sxe, "queue_depth", "sxe", a.sxe.queue_depth, 1, 4096);
+  a.sxe.streams = static_cast<int>(r.get_int(sxe, "streams", "sxe", a.sxe.streams));
+  r.check_range(sxe, "streams", "sxe", a.sxe.streams, 1, 64);
   std::string model = r.get_string(sxe, "model", "sxe", "approx");
   if (model == "approx") a.sxe.model = ArchConfig::Sxe::Model::Approx;
   else if (model == "rtl") a.sxe.model = ArchConfig::Sxe::Model::Rtl;
   else r.fail(sxe["model"], "sxe.model", "expected approx or rtl, got '" + model + "'");
 
-  YAML::Node isu = section("isu", {"issue_cycles", "chaining", "weight_prefetch"}, false);
+  YAML::Node isu = section("isu", {"issue_cycles", "chaining", "weight_prefetch", "prefetch_depth", "lookahead"}, false);
   a.isu.chaining = r.get_bool(isu, "chaining", "isu", a.isu.chaining);
   a.isu.weight_prefetch = r.get_bool(isu, "weight_prefetch", "isu", a.isu.weight_prefetch);
   a.isu.issue_cycles = static_cast<int>(r.get_int(isu, "issue_cycles", "isu", a.isu.issue_cycles));
   r.check_range(isu, "issue_cycles", "isu", a.isu.issue_cycles, 0, 1024);
+  a.isu.prefetch_depth = static_cast<int>(r.get_int(isu, "prefetch_depth", "isu", a.isu.prefetch_depth));
+  r.check_range(isu, "prefetch_depth", "isu", a.isu.prefetch_depth, 1, 64);
+  a.isu.lookahead = static_cast<int>(r.get_int(isu, "lookahead", "isu", a.isu.lookahead));
+  r.check_range(isu, "lookahead", "isu", a.isu.lookahead, 1, 256);
 
   YAML::Node esl = section("esl", {"latency_ns", "bandwidth_gbps"}, false);
   a.esl.latency_ns = r.get_double(esl, "latency_ns", "esl", a.esl.latency_ns);
@@ -277,9 +283,10 @@ nlohmann::json arch_to_json(const ArchConfig& a) {
   for (const auto& [k, t] : a.vxe.ops) ops[k] = {{"latency", t.latency}, {"ii", t.ii}};
   j["vxe"] = {{"lanes", a.vxe.lanes}, {"queue_depth", a.vxe.queue_depth}, {"ops", ops}};
   j["sxe"] = {{"mac_trees", a.sxe.mac_trees}, {"lanes", a.sxe.lanes}, {"pipeline_depth", a.sxe.pipeline_depth},
-              {"queue_depth", a.sxe.queue_depth}, {"model", sxe_model_name(a.sxe.model)}};
+              {"queue_depth", a.sxe.queue_depth}, {"streams", a.sxe.streams}, {"model", sxe_model_name(a.sxe.model)}};
   j["isu"] = {{"issue_cycles", a.isu.issue_cycles}, {"chaining", a.isu.chaining},
-              {"weight_prefetch", a.isu.weight_prefetch}};
+              {"weight_prefetch", a.isu.weight_prefetch}, {"prefetch_depth", a.isu.prefetch_depth},
+              {"lookahead", a.isu.lookahead}};
   j["esl"] = {{"latency_ns", a.esl.latency_ns}, {"bandwidth_gbps", a.esl.bandwidth_gbps}};
   j["host"] = {{"link_gbps", a.host.link_gbps}, {"latency_us", a.host.latency_us}, {"op_us", a.host.op_us}};
   if (a.energy.configured) {

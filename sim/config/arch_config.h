@@ -61,6 +61,10 @@ struct ArchConfig {
     int lanes = 0;
     int pipeline_depth = 8;
     int queue_depth = 4;
+    // sxe.gemm weight streams in flight at once: the stream unit requests the next gemm's
+    // weights while the MAC trees still work on earlier ones (the trees stay one resource:
+    // MAC work runs in issue order). 1 = one gemm at a time. The RTL model runs one at a time.
+    int streams = 1;
     Model model = Model::Approx;
   } sxe;
 
@@ -68,6 +72,12 @@ struct ArchConfig {
     int issue_cycles = 1;        // cycles to decode and issue one instruction
     bool chaining = false;       // a VXE consumer may start on an SXE producer's first results
     bool weight_prefetch = false;  // an sxe.gemm may stream its weights before its activation is ready
+    int prefetch_depth = 1;      // with weight_prefetch: sxe.gemms at most in flight waiting on their activation
+    // Issue window: instructions fetched ahead of the oldest unissued one. 1 = strictly in
+    // program order; W > 1 lets a later instruction of another engine issue past a blocked
+    // one (never past an earlier unissued instruction it conflicts with, nor past one of its
+    // own engine).
+    int lookahead = 1;
   } isu;
 
   struct Esl {

@@ -10,15 +10,15 @@ Device::Device(sc_core::sc_module_name name, DeviceContext& c)
   dma.hbm_socket.bind(hbm.socket);
   sxe.hbm_socket.bind(hbm.sxe_socket);
   sxe.attach(&isu);
-  isu.attach(Opcode::SxeGemm, &sxe);
+  isu.attach(Unit::Sxe, &sxe);
   host.attach(&isu);
-  isu.attach(Opcode::HostCall, &host);
+  isu.attach(Unit::Host, &host);
   dma.attach(&isu);
   vxe.attach(&isu);
-  isu.attach(Opcode::DmaLoad, &dma);
-  isu.attach(Opcode::VxeOp, &vxe);
+  isu.attach(Unit::Dma, &dma);
+  isu.attach(Unit::Vxe, &vxe);
   esl.attach(&isu);
-  isu.attach(Opcode::EslSend, &esl);
+  isu.attach(Unit::Esl, &esl);
   SC_THREAD(watchdog);
 }
 

@@ -8,7 +8,8 @@ namespace lpu::sim {
 Dma::Dma(sc_core::sc_module_name name, DeviceContext& ctx, Lmu& lmu)
     : Engine(name, ctx, ctx.arch->dma.queue_depth, ctx.arch->dma.engines), hbm_socket("hbm_socket"), lmu_(lmu) {}
 
-double Dma::execute(size_t i, double start_ps) {
+double Dma::execute(const IssueTicket& tk, double start_ps) {
+  const size_t i = tk.instr;
   const Instruction& in = ctx_.instr(i);
   const bool gather = in.opcode == Opcode::DmaGather;
   const bool load = in.opcode == Opcode::DmaLoad || gather;

@@ -17,7 +17,7 @@ class Dma : public Engine {
   Dma(sc_core::sc_module_name name, DeviceContext& ctx, Lmu& lmu);
 
  protected:
-  double execute(size_t i, double start_ps) override;
+  double execute(const IssueTicket& tk, double start_ps) override;
 
  private:
   Lmu& lmu_;

@@ -29,8 +29,8 @@ Engine::Engine(sc_core::sc_module_name name, DeviceContext& ctx, int queue_depth
   for (int w = 0; w < workers; ++w) sc_core::sc_spawn(sc_bind(&Engine::worker, this));
 }
 
-void Engine::push(size_t instr) {
-  queue_.push_back({instr, sc_core::sc_time_stamp().to_double()});
+void Engine::push(const IssueTicket& t) {
+  queue_.push_back({t, sc_core::sc_time_stamp().to_double()});
   queued_ = static_cast<int>(queue_.size());
   pushed_.notify(sc_core::SC_ZERO_TIME);
 }
@@ -39,25 +39,25 @@ void Engine::worker() {
   for (;;) {
     while (queue_.empty()) wait(pushed_);
     const Queued q = queue_.front();
-    const size_t i = q.instr;
+    const size_t i = q.ticket.instr;
     queue_.pop_front();
     queued_ = static_cast<int>(queue_.size());
-    ++busy_;
     double start = sc_core::sc_time_stamp().to_double();
+    if (busy_++ == 0) occupied_since_ = start;
     double end;
     try {
-      end = execute(i, start);
+      end = execute(q.ticket, start);
     } catch (const InputError& e) {
       ctx_.error = e.what();
       sc_core::sc_stop();
       return;
     }
-    ctx_.expected_end_ps[i] = end;
+    isu_->started(i, end);
     // execute() may itself have waited (the RTL SXE runs its clocked tree meanwhile).
     double now = sc_core::sc_time_stamp().to_double();
     if (end > now) wait(sc_core::sc_time(end - now, sc_core::SC_PS));
-    --busy_;
     auto& c = ctx_.engines[static_cast<size_t>(index_)];
+    if (--busy_ == 0) c.occupied_ps += sc_core::sc_time_stamp().to_double() - occupied_since_;
     c.busy_ps += end - start;
     const Instruction& done = ctx_.instr(i);
     const double work = useful_work(done);

@@ -14,13 +14,23 @@ double useful_work(const Instruction& in);
 
 class Isu;
 
+// The ISU -> engine half of their interface: an instruction to run, and when its last input
+// is ready when that is later than its issue (isu.chaining: a VXE op issued on a running
+// sxe.gemm's first results; isu.weight_prefetch: an sxe.gemm issued before its activation).
+// The engine -> ISU half is Isu::started (when the instruction will finish, known once the
+// engine starts it) and Isu::retire.
+struct IssueTicket {
+  size_t instr = 0;
+  double inputs_ready_ps = 0;  // 0: every input is ready at issue
+};
+
 class Engine : public sc_core::sc_module {
  public:
   Engine(sc_core::sc_module_name name, DeviceContext& ctx, int queue_depth, int workers);
 
   void attach(Isu* isu) { isu_ = isu; }
   bool full() const { return static_cast<int>(queue_.size()) >= depth_; }
-  void push(size_t instr);
+  void push(const IssueTicket& t);
   size_t queued() const { return queue_.size(); }
   int busy_workers() const { return busy_; }
   // Occupancy values for a VCD (sampled by the trace file whenever they change).
@@ -30,9 +40,9 @@ class Engine : public sc_core::sc_module {
   bool in_order() const { return workers_ == 1; }
 
  protected:
-  // Executes instruction `i` starting at `start_ps`; returns its completion time (ps). It
-  // may wait (SC_THREAD context), but the models other than the RTL SXE compute at once.
-  virtual double execute(size_t i, double start_ps) = 0;
+  // Executes the ticket's instruction starting at `start_ps`; returns its completion time
+  // (ps). It may wait (SC_THREAD context), but the models other than the RTL SXE compute at once.
+  virtual double execute(const IssueTicket& tk, double start_ps) = 0;
   // What an instruction of this engine is doing for its kernel while it is in flight, where
   // nothing of higher priority covers it (attribution.h): a DMA or an SXE stream waits on
   // memory (setup, HBM latency, channels busy with other kernels' bytes) unless its bytes are
@@ -43,7 +53,7 @@ class Engine : public sc_core::sc_module {
  private:
   void worker();
   struct Queued {
-    size_t instr;
+    IssueTicket ticket;
     double pushed_ps;  // queue time is issue-path time (Span::Issue)
   };
   std::deque<Queued> queue_;
@@ -51,6 +61,7 @@ class Engine : public sc_core::sc_module {
   Isu* isu_ = nullptr;
   int depth_;
   int busy_ = 0;
+  double occupied_since_ = 0;  // when busy_ last rose from 0
   int queued_ = 0;
   int workers_;
   int index_;

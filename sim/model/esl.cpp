@@ -6,7 +6,8 @@ namespace lpu::sim {
 
 Esl::Esl(sc_core::sc_module_name name, DeviceContext& ctx) : Engine(name, ctx, 4, 1) {}
 
-double Esl::execute(size_t i, double start_ps) {
+double Esl::execute(const IssueTicket& tk, double start_ps) {
+  const size_t i = tk.instr;
   const Instruction& in = ctx_.instr(i);
   SyncState& s = *ctx_.sync;
   int target = static_cast<int>(in.peer);

@@ -12,7 +12,7 @@ class Esl : public Engine {
   Esl(sc_core::sc_module_name name, DeviceContext& ctx);
 
  protected:
-  double execute(size_t i, double start_ps) override;
+  double execute(const IssueTicket& tk, double start_ps) override;
   Span occupancy() const override { return Span::Sync; }
 };
 

@@ -27,7 +27,8 @@ double host_op_us(const ArchConfig& arch, int64_t bytes) {
 
 Host::Host(sc_core::sc_module_name name, DeviceContext& ctx) : Engine(name, ctx, 1, 1) {}
 
-double Host::execute(size_t i, double start_ps) {
+double Host::execute(const IssueTicket& tk, double start_ps) {
+  const size_t i = tk.instr;
   const Program& p = *ctx_.program;
   const Instruction& in = ctx_.instr(i);
   if (in.host_op < 0 || in.host_op >= static_cast<int64_t>(p.host_ops.size()))

@@ -14,7 +14,7 @@ class Host : public Engine {
   Host(sc_core::sc_module_name name, DeviceContext& ctx);
 
  protected:
-  double execute(size_t i, double start_ps) override;
+  double execute(const IssueTicket& tk, double start_ps) override;
   Span occupancy() const override { return Span::Sync; }
 };
 

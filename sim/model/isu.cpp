@@ -76,7 +76,10 @@ Footprint footprint(const Instruction& in, const Program& p) {
   return f;
 }
 
-Isu::Isu(sc_core::sc_module_name name, DeviceContext& ctx) : sc_module(name), ctx_(ctx) { SC_THREAD(guarded_run); }
+Isu::Isu(sc_core::sc_module_name name, DeviceContext& ctx) : sc_module(name), ctx_(ctx) {
+  engines_.fill(nullptr);
+  SC_THREAD(guarded_run);
+}
 
 // Bad input found while running (a token for a device that does not exist) stops the
 // simulation with the message; simulate() rethrows it as an InputError.
@@ -103,78 +106,167 @@ bool conflicts(const Footprint& f, const Footprint& g) {
 }
 }  // namespace
 
-bool Isu::hazard(const Footprint& f, const Engine* e) const {
-  for (const auto& [i, g] : in_flight_)
-    if (!(g.engine == e && e->in_order()) && conflicts(f, g.f)) return true;
-  return false;
-}
-
-std::string Isu::blocker(const Footprint& f, const Engine* e) const {
-  for (const auto& [i, g] : in_flight_)
-    if (!(g.engine == e && e->in_order()) && conflicts(f, g.f))
-      return strcat("instruction ", i, " (", print_instruction(ctx_.instr(i)), ")");
-  return "nothing";
+void Isu::started(size_t instr, double end_ps) {
+  if (auto it = in_flight_.find(instr); it != in_flight_.end()) it->second.end_ps = end_ps;
 }
 
 void Isu::retire(size_t instr) {
+  if (auto it = in_flight_.find(instr); it != in_flight_.end() && it->second.prefetching) --prefetching_;
   in_flight_.erase(instr);
   in_flight_count_ = static_cast<int>(in_flight_.size());
   auto& kc = ctx_.kernels[static_cast<size_t>(std::max(ctx_.instr(instr).kernel, 0))];
   kc.last_retire_ps = std::max(kc.last_retire_ps, sc_core::sc_time_stamp().to_double());
   if (instr >= ctx_.program->code.size()) ctx_.instances.erase(instr);
-  ctx_.expected_end_ps.erase(instr);
   retired_.notify(sc_core::SC_ZERO_TIME);
 }
 
-void Isu::run() {
+Engine* Isu::engine_for(Opcode op) const {
+  Engine* e = engines_[static_cast<size_t>(opcode_unit(op))];
+  if (!e) throw InternalError(strcat("isu: no engine for ", opcode_name(op)));
+  return e;
+}
+
+// Fetches the next instruction into the window; false at the end of the code. Loops are
+// expanded here: an instruction fetched in a later iteration is a fresh instance (its own
+// issue id) with its addresses advanced by iteration x step.
+bool Isu::fetch() {
   const auto& code = ctx_.program->code;
-  const sc_core::sc_time issue = ctx_.cycles(ctx_.arch->isu.issue_cycles);
-  // Loops are expanded at fetch: an instruction issued in a later iteration is a fresh
-  // instance (its own issue id) with its addresses advanced by iteration x step.
-  struct LoopFrame {
-    size_t begin;
-    int64_t count, iter;
-  };
-  std::vector<LoopFrame> loops;
-  size_t next_instance = code.size();
-  for (size_t pc = 0; pc < code.size(); ++pc) {
+  for (; pc_ < code.size(); ++pc_) {
+    // A loop whose body takes no simulated time spins here: the wall clock stops it.
     if (past_wall_deadline()) {
-      ctx_.wall_clock_exceeded = true;
-      sc_core::sc_stop();
-      return;
+      wall_clock_exceeded_ = true;
+      return false;
     }
-    const Instruction& base = code[pc];
+    const Instruction& base = code[pc_];
     if (base.opcode == Opcode::LoopBegin) {
-      loops.push_back({pc, base.token, 0});
+      loops_.push_back({pc_, base.token, 0});
       continue;
     }
     if (base.opcode == Opcode::LoopEnd) {
-      if (loops.empty()) throw InputError(strcat("device ", ctx_.device, ": endloop without loop at instruction ", pc));
-      if (++loops.back().iter < loops.back().count)
-        pc = loops.back().begin;
+      if (loops_.empty()) throw InputError(strcat("device ", ctx_.device, ": endloop without loop at instruction ", pc_));
+      if (++loops_.back().iter < loops_.back().count)
+        pc_ = loops_.back().begin;
       else
-        loops.pop_back();
+        loops_.pop_back();
       continue;
     }
-    size_t i = pc;
-    if (!loops.empty() && loops.back().iter > 0) {
+    size_t i = pc_;
+    if (!loops_.empty() && loops_.back().iter > 0) {
       Instruction inst = base;
-      int64_t k = loops.back().iter;
+      int64_t k = loops_.back().iter;
       inst.hbm_addr = static_cast<uint64_t>(static_cast<int64_t>(inst.hbm_addr) + inst.hbm_step * k);
       inst.lm_addr = static_cast<uint64_t>(static_cast<int64_t>(inst.lm_addr) + inst.lm_step * k);
       for (auto& s : inst.srcs)
         if (!s.immediate) s.addr = static_cast<uint64_t>(static_cast<int64_t>(s.addr) + inst.lm_step * k);
       inst.hbm_step = inst.lm_step = 0;
-      i = next_instance++;
+      i = next_instance_++;
       ctx_.instances.emplace(i, std::move(inst));
     }
+    ++pc_;
     const Instruction& in = ctx_.instr(i);
-    if (in.opcode == Opcode::Halt) {
-      while (!in_flight_.empty()) wait(retired_);
-      finish();
+    Pending p;
+    p.id = i;
+    p.fetched_ps = sc_core::sc_time_stamp().to_double();
+    p.barrier = opcode_unit(in.opcode) == Unit::Isu;
+    if (!p.barrier) {
+      p.engine = engine_for(in.opcode);
+      p.f = footprint(in, *ctx_.program);
+    }
+    window_.push_back(std::move(p));
+    return true;
+  }
+  return false;
+}
+
+// Whether window entry `k` may issue now: no earlier unissued entry of its engine (engines
+// take their instructions in program order) or in conflict with it (RAW/WAR/WAW against
+// instructions before it in program order), no hazard against an in-flight instruction
+// except the chaining / weight-prefetch cases, and room in its engine's queue. Sets the
+// entry's `inputs_ready_ps` (chaining, prefetch) and `hazard_clear_ps`.
+Isu::Verdict Isu::check(size_t k) {
+  Pending& p = window_[k];
+  for (size_t j = 0; j < k; ++j)
+    if (window_[j].barrier || window_[j].engine == p.engine || conflicts(p.f, window_[j].f)) return Verdict::Order;
+  const bool chaining = ctx_.arch->isu.chaining, prefetch = ctx_.arch->isu.weight_prefetch;
+  const Engine* vxe = engines_[static_cast<size_t>(Unit::Vxe)];
+  const Engine* sxe = engines_[static_cast<size_t>(Unit::Sxe)];
+  double ready = 0;
+  bool prefetching = false;
+  for (const auto& [j, g] : in_flight_) {
+    if ((g.engine == p.engine && p.engine->in_order()) || !conflicts(p.f, g.f)) continue;
+    bool raw_only = !any_overlap(p.f.lm_writes, g.f.lm_reads) && !any_overlap(p.f.lm_writes, g.f.lm_writes) &&
+                    !any_overlap(p.f.hbm_reads, g.f.hbm_writes) && !any_overlap(p.f.hbm_writes, g.f.hbm_reads) &&
+                    !any_overlap(p.f.hbm_writes, g.f.hbm_writes);
+    // Chaining: a VXE op reading what a running sxe.gemm writes (and nothing else in
+    // conflict) may issue now; it cannot finish before the producer's last result plus its
+    // own latency.
+    if (chaining && p.engine == vxe && g.engine == sxe && raw_only && g.end_ps >= 0) {
+      ready = std::max(ready, g.end_ps);
+      continue;
+    }
+    // Weight prefetch: an sxe.gemm whose activation is still being produced (by a running
+    // instruction) may start streaming its weights; its MAC work waits for the activation.
+    // At most isu.prefetch_depth such gemms are in flight.
+    if (prefetch && p.engine == sxe && raw_only && g.end_ps >= 0 && prefetching_ < ctx_.arch->isu.prefetch_depth) {
+      ready = std::max(ready, g.end_ps);
+      prefetching = true;
+      continue;
+    }
+    return Verdict::Hazard;
+  }
+  if (p.hazard_clear_ps < 0) p.hazard_clear_ps = sc_core::sc_time_stamp().to_double();
+  if (p.engine->full()) return Verdict::Queue;
+  p.inputs_ready_ps = ready;
+  p.prefetching = prefetching;
+  return Verdict::Issue;
+}
+
+void Isu::issue(size_t k) {
+  Pending p = std::move(window_[k]);
+  window_.erase(window_.begin() + static_cast<std::ptrdiff_t>(k));
+  const Instruction& in = ctx_.instr(p.id);
+  double now = sc_core::sc_time_stamp().to_double();
+  double t1 = p.hazard_clear_ps < 0 ? now : p.hazard_clear_ps;
+  if (p.prefetching) ++prefetching_;
+  in_flight_.emplace(p.id, InFlight{std::move(p.f), p.engine, -1.0, p.prefetching});
+  in_flight_count_ = static_cast<int>(in_flight_.size());
+  ++counters_.issued;
+  if (k > 0) ++counters_.issued_out_of_order;
+  auto& kc = ctx_.kernel_of(in);
+  if (kc.first_issue_ps < 0) kc.first_issue_ps = now;
+  ++kc.instructions;
+  // Waiting on the scoreboard (or behind an earlier instruction of the window) is dependency
+  // time of its kernel; waiting for a queue slot and the issue slot itself are issue-path time.
+  if (t1 > p.fetched_ps) kc.log.push_back({p.fetched_ps, t1, Span::Dependency});
+  if (now > t1) kc.log.push_back({t1, now, Span::Issue});
+  p.engine->push({p.id, p.inputs_ready_ps});
+}
+
+void Isu::run() {
+  const sc_core::sc_time issue_time = ctx_.cycles(ctx_.arch->isu.issue_cycles);
+  const size_t window = static_cast<size_t>(ctx_.arch->isu.lookahead);
+  next_instance_ = ctx_.program->code.size();
+  for (const Engine* e : engines_)
+    if (e) all_engines_ |= 1u << e->engine_index();
+  for (;;) {
+    // Fill the window; a barrier (halt, sync) ends it until the barrier reaches the head.
+    while (window_.size() < window && (window_.empty() || !window_.back().barrier) && fetch()) {
+    }
+    if (wall_clock_exceeded_ || past_wall_deadline()) {
+      ctx_.wall_clock_exceeded = true;
+      sc_core::sc_stop();
       return;
     }
-    if (in.opcode == Opcode::SyncSignal || in.opcode == Opcode::SyncWait) {
+    if (window_.empty()) break;  // a program without halt: finish when everything retires
+    if (window_.front().barrier) {
+      const size_t i = window_.front().id;
+      window_.pop_front();
+      const Instruction& in = ctx_.instr(i);
+      if (in.opcode == Opcode::Halt) {
+        while (!in_flight_.empty()) wait(retired_);
+        finish();
+        return;
+      }
       // Barriers and token waits are the device waiting on sync: its kernel's Span::Sync.
       double s0 = sc_core::sc_time_stamp().to_double();
       if (in.opcode == Opcode::SyncSignal)
@@ -187,67 +279,39 @@ void Isu::run() {
       if (in.opcode == Opcode::SyncWait && !ctx_.sync->deadlock.empty()) return;
       continue;
     }
-    auto it = engines_.find((in.opcode == Opcode::DmaStore || in.opcode == Opcode::DmaGather) ? Opcode::DmaLoad
-                            : (in.opcode == Opcode::VxeReduce || in.opcode == Opcode::VxeMov) ? Opcode::VxeOp
-                                                                                              : in.opcode);
-    if (it == engines_.end()) throw InternalError(strcat("isu: no engine for ", opcode_name(in.opcode)));
-    Engine* e = it->second;
-    Footprint& f = issuing_;
-    f = footprint(in, *ctx_.program);
-    double t0 = sc_core::sc_time_stamp().to_double();
-    // Chaining: a VXE op reading what a running sxe.gemm writes (and nothing else in conflict)
-    // may issue now; it cannot finish before the producer's last result plus its own latency.
-    double chain = 0;
-    for (;;) {
-      chain = 0;
-      bool blocked = false;
-      for (const auto& [j, g] : in_flight_) {
-        if ((g.engine == e && e->in_order()) || !conflicts(f, g.f)) continue;
-        auto end = ctx_.expected_end_ps.find(j);
-        bool raw_only = !any_overlap(f.lm_writes, g.f.lm_reads) && !any_overlap(f.lm_writes, g.f.lm_writes) &&
-                        !any_overlap(f.hbm_reads, g.f.hbm_writes) && !any_overlap(f.hbm_writes, g.f.hbm_reads) &&
-                        !any_overlap(f.hbm_writes, g.f.hbm_writes);
-        if (ctx_.arch->isu.chaining && e == engines_[Opcode::VxeOp] && g.engine == engines_[Opcode::SxeGemm] &&
-            raw_only && end != ctx_.expected_end_ps.end()) {
-          chain = std::max(chain, end->second);
-          continue;
-        }
-        // Weight prefetch: an sxe.gemm whose activation is still being produced (by a running
-        // instruction) may start streaming its weights; its MAC work waits for the activation.
-        if (ctx_.arch->isu.weight_prefetch && e == engines_[Opcode::SxeGemm] && raw_only &&
-            end != ctx_.expected_end_ps.end()) {
-          chain = std::max(chain, end->second);
-          continue;
-        }
-        blocked = true;
+    // Issue the oldest entry that may go; the head's verdict says why the ISU waits if none.
+    // An entry behind a waiting one of its engine cannot go either: once every engine has a
+    // waiting entry, the rest of the window is not looked at.
+    Verdict head = Verdict::Issue;
+    size_t pick = window_.size();
+    uint32_t waiting = 0;
+    for (size_t k = 0; k < window_.size() && !window_[k].barrier && waiting != all_engines_; ++k) {
+      const uint32_t bit = 1u << window_[k].engine->engine_index();
+      if (waiting & bit) continue;
+      Verdict v = check(k);
+      if (k == 0) head = v;
+      if (v == Verdict::Issue) {
+        pick = k;
         break;
       }
-      if (!blocked) break;
-      wait(retired_);
+      waiting |= bit;
     }
-    double t1 = sc_core::sc_time_stamp().to_double();
-    while (e->full()) wait(retired_);
-    double t2 = sc_core::sc_time_stamp().to_double();
-    ctx_.isu_hazard_stall_ps += t1 - t0;
-    ctx_.isu_queue_stall_ps += t2 - t1;
-    ctx_.engines[static_cast<size_t>(e->engine_index())].stalled_ps += t2 - t0;
-    if (chain > 0) ctx_.chain_after_ps[i] = chain;
-    in_flight_.emplace(i, InFlight{std::move(f), e});
-    in_flight_count_ = static_cast<int>(in_flight_.size());
-    auto& kc = ctx_.kernel_of(in);
-    if (kc.first_issue_ps < 0) kc.first_issue_ps = t2;
-    ++kc.instructions;
-    // The head waiting on the scoreboard is dependency time of its kernel; waiting for a
-    // queue slot and the issue slot itself are issue-path time.
-    if (t1 > t0) kc.log.push_back({t0, t1, Span::Dependency});
-    if (t2 > t1) kc.log.push_back({t1, t2, Span::Issue});
-    e->push(i);
-    if (issue > sc_core::SC_ZERO_TIME) {
-      kc.log.push_back({t2, t2 + issue.to_double(), Span::Issue});
-      wait(issue);
+    if (pick == window_.size()) {
+      double t0 = sc_core::sc_time_stamp().to_double();
+      wait(retired_);
+      double waited = sc_core::sc_time_stamp().to_double() - t0;
+      (head == Verdict::Queue ? counters_.queue_stall_ps : counters_.hazard_stall_ps) += waited;
+      ctx_.engines[static_cast<size_t>(window_.front().engine->engine_index())].stalled_ps += waited;
+      continue;
+    }
+    const int kernel = ctx_.instr(window_[pick].id).kernel;
+    issue(pick);
+    if (issue_time > sc_core::SC_ZERO_TIME) {
+      double t = sc_core::sc_time_stamp().to_double();
+      ctx_.kernels[static_cast<size_t>(std::max(kernel, 0))].log.push_back({t, t + issue_time.to_double(), Span::Issue});
+      wait(issue_time);
     }
   }
-  // A program without halt: finish when everything retires.
   while (!in_flight_.empty()) wait(retired_);
   finish();
 }

@@ -1,57 +1,97 @@
-// ISU: the instruction scheduling unit. Fetches the program in order and issues each
-// instruction to its engine's queue once (a) the queue has room and (b) the dependency
-// scoreboard shows no hazard against any instruction still in flight: read-after-write,
-// write-after-read and write-after-write on overlapping LMU or HBM byte ranges. Engines
-// An engine that executes its queue strictly in order with one worker (the VXE) needs no
-// check against its own earlier instructions: order alone makes them safe (chaining).
-// Engines therefore run out of order with respect to each other (DMA of the next tile overlaps
-// vector work on this one) while every data dependency is respected.
+// ISU: the instruction scheduling unit. Fetches the program in order into an issue window of
+// `isu.lookahead` instructions and issues an instruction to its engine's queue once (a) the
+// queue has room, (b) no earlier instruction of the window is still unissued that goes to
+// the same engine or conflicts with it, and (c) the dependency scoreboard shows no hazard
+// against any instruction still in flight: read-after-write, write-after-read and
+// write-after-write on overlapping LMU or HBM byte ranges. An engine that executes its queue
+// strictly in order with one worker (the VXE) needs no check against its own earlier
+// instructions: order alone makes them safe. So engines run out of order with respect to
+// each other (a DMA or a weight stream goes past a VXE op that waits for its input; with a
+// window of 1 the ISU issues in program order) while every data dependency is respected.
+// Routing: the opcode table (isa/program.h: opcode_unit) names each opcode's unit.
+// Interface with the engines: Engine::push(IssueTicket) one way; started() (when an
+// instruction will finish) and retire() the other.
 // A program that can never finish (nothing in flight yet the head cannot issue) is
 // reported, with what the head waits for, and the simulation stops (exit 3 in the CLI).
 // So does a run past its wall-clock limit (sim.max_wall_s): the ISU looks at the clock every
 // so many fetches, which catches loops whose bodies take no simulated time as well.
 #pragma once
+#include <array>
+#include <deque>
 #include <map>
 
 #include "model/engine.h"
 
 namespace lpu::sim {
 
+// What the ISU did, reported at the end of the simulation (SimStats::isu).
+struct IsuCounters {
+  uint64_t issued = 0;
+  uint64_t issued_out_of_order = 0;  // issued while an older instruction of the window waited
+  // Time the ISU issued nothing, by why its oldest unissued instruction waited: a hazard (or
+  // an older instruction it must not pass) or a full engine queue.
+  double hazard_stall_ps = 0, queue_stall_ps = 0;
+};
+
 class Isu : public sc_core::sc_module {
  public:
   SC_HAS_PROCESS(Isu);
   Isu(sc_core::sc_module_name name, DeviceContext& ctx);
-  void attach(Opcode op, Engine* e) { engines_[op] = e; }
+  void attach(Unit u, Engine* e) { engines_[static_cast<size_t>(u)] = e; }
+  // The engine side of the interface: instruction `instr` started and will finish at end_ps.
+  void started(size_t instr, double end_ps);
   void retire(size_t instr);
-  const std::string& stuck_report() const { return stuck_; }
   const int& traced_in_flight() const { return in_flight_count_; }
+  const IsuCounters& counters() const { return counters_; }
 
  private:
+  enum class Verdict { Issue, Order, Hazard, Queue };
+  struct Pending {  // fetched, not yet issued
+    size_t id = 0;
+    Engine* engine = nullptr;  // null for a barrier (halt, sync.*): handled by the ISU itself
+    bool barrier = false;
+    Footprint f;
+    double fetched_ps = 0, hazard_clear_ps = -1, inputs_ready_ps = 0;
+    bool prefetching = false;
+  };
+  struct InFlight {
+    Footprint f;
+    const Engine* engine;
+    double end_ps;     // -1 until its engine started it
+    bool prefetching;  // an sxe.gemm issued before its activation was ready
+  };
   void run();
   void guarded_run();
   void finish();
+  bool fetch();
+  Verdict check(size_t k);
+  void issue(size_t k);
+  Engine* engine_for(Opcode op) const;
   void signal(const Instruction& in, size_t i);
   void wait_token(const Instruction& in, size_t i);
   void check_deadlock();
   bool past_wall_deadline();
   sc_core::sc_event token_arrived_;
-  std::string blocker(const Footprint& f, const Engine* e) const;
-  bool hazard(const Footprint& f, const Engine* e) const;
 
   DeviceContext& ctx_;
-  std::map<Opcode, Engine*> engines_;
-  struct InFlight {
-    Footprint f;
-    const Engine* engine;
-  };
+  std::array<Engine*, kUnits> engines_;
   std::map<size_t, InFlight> in_flight_;
-  // The footprint of the instruction being issued. A member, not a local of run(): when the
-  // watchdog stops a run, run()'s coroutine stack is abandoned mid-wait, and a local's heap
-  // buffers would leak with it (LeakSanitizer found it); a member is freed with the module.
-  Footprint issuing_;
+  // The window. A member, not a local of run(): when the watchdog stops a run, run()'s
+  // coroutine stack is abandoned mid-wait, and a local's heap buffers would leak with it
+  // (LeakSanitizer found it); a member is freed with the module.
+  std::deque<Pending> window_;
+  struct LoopFrame {
+    size_t begin;
+    int64_t count, iter;
+  };
+  std::vector<LoopFrame> loops_;
+  size_t pc_ = 0, next_instance_ = 0;
+  uint32_t all_engines_ = 0;  // one bit per attached engine (Engine::engine_index)
+  int prefetching_ = 0;  // in-flight sxe.gemms issued before their activation was ready
   sc_core::sc_event retired_;
-  std::string stuck_;
+  IsuCounters counters_;
   int in_flight_count_ = 0;
+  bool wall_clock_exceeded_ = false;  // fetch() found the wall-clock limit passed
   int until_clock_check_ = 1;  // fetches left before past_wall_deadline() reads the clock
 };
 

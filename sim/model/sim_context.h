@@ -37,7 +37,8 @@ struct TraceEvent {
 };
 
 struct EngineCounters {
-  double busy_ps = 0;
+  double busy_ps = 0;      // summed over workers
+  double occupied_ps = 0;  // time with at least one instruction running (the SXE's busy time)
   double work = 0;        // useful work done: MACs (SXE), element operations (VXE), bytes (DMA)
   double stalled_ps = 0;  // its next instruction waited at the ISU (hazard or full queue)
   uint64_t instructions = 0;
@@ -76,9 +77,6 @@ struct DeviceContext {
   // Instances of instructions issued inside loops (their addresses advanced per iteration),
   // by issue id >= program->code.size(); released when they retire.
   std::unordered_map<size_t, Instruction> instances;
-  // Chaining (isu.chaining): when each running instruction will finish, and for a consumer
-  // issued on a running producer's first results, the time its last input is ready.
-  std::unordered_map<size_t, double> expected_end_ps, chain_after_ps;
   const Instruction& instr(size_t id) const {
     return id < program->code.size() ? program->code[id] : instances.at(id);
   }
@@ -104,7 +102,6 @@ struct DeviceContext {
   std::vector<TraceEvent> trace;
   uint64_t hbm_read_bytes = 0, hbm_write_bytes = 0, hbm_burst_bytes = 0;
   EnergyEvents energy;  // what costs energy (sim/energy.h); SXE MACs are taken from engines[] at the end
-  double isu_hazard_stall_ps = 0, isu_queue_stall_ps = 0;
   double sync_wait_ps = 0;                  // the ISU blocked at sync.wait
   uint64_t esl_bytes = 0, esl_sends = 0;    // sent over the ESL
   std::vector<HostCallRecord> host_calls;

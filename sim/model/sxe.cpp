@@ -10,11 +10,15 @@
 namespace lpu::sim {
 
 Sxe::Sxe(sc_core::sc_module_name name, DeviceContext& ctx, Lmu& lmu)
-    : Engine(name, ctx, ctx.arch->sxe.queue_depth, 1), hbm_socket("hbm_socket"), lmu_(lmu) {
+    : Engine(name, ctx, ctx.arch->sxe.queue_depth,
+             ctx.arch->sxe.model == ArchConfig::Sxe::Model::Rtl ? 1 : ctx.arch->sxe.streams),
+      hbm_socket("hbm_socket"),
+      lmu_(lmu) {
   if (ctx.arch->sxe.model == ArchConfig::Sxe::Model::Rtl) rtl_ = make_sxe_rtl_unit(ctx);
 }
 
-double Sxe::execute(size_t i, double start_ps) {
+double Sxe::execute(const IssueTicket& tk, double start_ps) {
+  const size_t i = tk.instr;
   const Instruction& in = ctx_.instr(i);
   const auto& cfg = ctx_.arch->sxe;
   const int64_t M = in.rows, K = in.depth, N = in.cols;
@@ -66,14 +70,13 @@ double Sxe::execute(size_t i, double start_ps) {
   double lmu_end = lmu_.reserve(start_ps, static_cast<uint64_t>(M * K * 4), static_cast<uint64_t>(M * N * 4));
   // The RTL reads its operands before compute() writes the destination (which may alias them).
   // Weight prefetch (isu.weight_prefetch): the stream started at issue; the MAC work starts
-  // when the activation is ready.
-  double compute_start = start_ps;
-  if (auto it = ctx_.chain_after_ps.find(i); it != ctx_.chain_after_ps.end()) {
-    compute_start = std::max(start_ps, it->second);
-    ctx_.chain_after_ps.erase(it);
-  }
+  // when the activation is ready. With sxe.streams > 1 several gemms stream at once, but the
+  // MAC trees are one resource: a gemm's first beat enters them after the previous gemm's last
+  // beat (its drain overlaps the next gemm's beats).
+  double compute_start = std::max({start_ps, tk.inputs_ready_ps, trees_free_ps_});
   double compute_end = rtl_ ? std::max(rtl_end(in, start_ps, hbm_done), compute_start)
                             : compute_start + period * mac_tree_cycles(K, cols_per_tree, M, cfg.lanes, cfg.pipeline_depth);
+  trees_free_ps_ = std::max(compute_end - period * cfg.pipeline_depth, hbm_done);
   // The MAC work's own window; the rest of the instruction (stream, drain) is not compute.
   kc.log.push_back({compute_start, compute_end, Span::Compute});
   if (ctx_.functional) compute(in);

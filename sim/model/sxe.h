@@ -5,6 +5,8 @@
 // contend with DMA traffic on the same channels); the trees finish when both the compute
 // (sxe_timing.h, full-rate stream) and the stream itself are done, plus the pipeline drain.
 // With sxe.model: rtl the compute part comes from a verilated MAC tree instead (sxe_rtl.h).
+// `sxe.streams` gemms may be in flight at once (their weight streams overlap, so the HBM access
+// latency of one hides behind the stream of the one before); their MAC work runs in order.
 #pragma once
 #include <memory>
 
@@ -22,7 +24,7 @@ class Sxe : public Engine {
   Sxe(sc_core::sc_module_name name, DeviceContext& ctx, Lmu& lmu);
 
  protected:
-  double execute(size_t i, double start_ps) override;
+  double execute(const IssueTicket& tk, double start_ps) override;
 
  private:
   void compute(const Instruction& in);
@@ -31,6 +33,7 @@ class Sxe : public Engine {
   Lmu& lmu_;
   std::unique_ptr<SxeRtlUnit> rtl_;  // sxe.model: rtl only
   std::vector<uint8_t> staging_;
+  double trees_free_ps_ = 0;  // when the MAC trees take the next gemm's first beat
 };
 
 }  // namespace lpu::sim

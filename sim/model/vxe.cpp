@@ -30,7 +30,8 @@ const char* energy_class(const Instruction& in) {
 }
 }  // namespace
 
-double Vxe::execute(size_t i, double start_ps) {
+double Vxe::execute(const IssueTicket& tk, double start_ps) {
+  const size_t i = tk.instr;
   const Instruction& in = ctx_.instr(i);
   const int64_t R = in.rows, C = in.cols;
   const int64_t out_elems = in.opcode == Opcode::VxeReduce ? R : R * C;
@@ -49,11 +50,8 @@ double Vxe::execute(size_t i, double start_ps) {
   double compute_end = start_ps + ctx_.period.to_double() * (t.latency + groups * t.ii);
   double lmu_end = lmu_.reserve(start_ps, read, written, worst_stride);
   ctx_.energy.vxe_ops[energy_class(in)] += static_cast<double>(R * C);
-  if (auto it = ctx_.chain_after_ps.find(i); it != ctx_.chain_after_ps.end()) {
-    // Chained on an SXE producer: the last input arrives when it finishes.
-    compute_end = std::max(compute_end, it->second + ctx_.period.to_double() * t.latency);
-    ctx_.chain_after_ps.erase(it);
-  }
+  if (tk.inputs_ready_ps > 0)  // chained on an SXE producer: the last input arrives when it finishes
+    compute_end = std::max(compute_end, tk.inputs_ready_ps + ctx_.period.to_double() * t.latency);
   if (ctx_.functional) compute(in);
   return std::max(compute_end, lmu_end);
 }

@@ -13,7 +13,7 @@ class Vxe : public Engine {
   Vxe(sc_core::sc_module_name name, DeviceContext& ctx, Lmu& lmu);
 
  protected:
-  double execute(size_t i, double start_ps) override;
+  double execute(const IssueTicket& tk, double start_ps) override;
   Span occupancy() const override { return Span::Compute; }
 
  private:
