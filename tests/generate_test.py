@@ -75,7 +75,21 @@ def main(lpu, work, all_models):
     check(pt["count"] == G - 1 and pt["min"] == dec[0] and pt["max"] == dec[-1], "per-token latency over the decode steps")
     check(pt["p50"] == dec[(len(dec) + 1) // 2 - 1], "p50 is the nearest-rank median")
     check(abs(j["tokens_per_s"] - G / j["total_latency_s"]) < 1e-9 * j["tokens_per_s"], "tokens/s = gen_len / total latency")
-    check(j["compile_cache"] == {"compiles": G, "hits": 0}, "every step compiled once, no hit (all shapes differ)")
+    cc = j["compile_cache"]
+    check(cc["symbolic"] and cc["hits"] == cc["instantiated"] and cc["templates"] >= 1,
+          "decode steps through symbolic programs: hits are instantiations")
+    check(sum(s["program"] == "instantiated" for s in steps) == cc["instantiated"], "steps marked instantiated")
+    check(steps[0]["program"] == "compiled", "the prefill is compiled")
+    # --no-symbolic compiles every step; the cycles and bytes are the same.
+    _, jn, _ = generate(lpu, work, "plain", "tiny-opt", "--prompt-len", str(P), "--gen-len", str(G), "--no-symbolic")
+    check(jn["compile_cache"]["compiles"] == G and jn["compile_cache"]["hits"] == 0 and not jn["compile_cache"]["symbolic"],
+          "--no-symbolic: every step compiled once, no hit (all shapes differ)")
+    check([(s["cycles"], s["hbm_bytes"]) for s in jn["steps"]] == [(s["cycles"], s["hbm_bytes"]) for s in steps],
+          "symbolic and plain compiles: the same cycles and bytes every step")
+    # --explain-recompiles: the guard that failed, on stderr.
+    pe = lpu_run(lpu, "generate", "tiny-opt", "--prompt-len", "3", "--gen-len", "12", "--explain-recompiles")
+    check(pe.returncode == 0 and "[recompiles] step " in pe.stderr and "guard failed: context " in pe.stderr,
+          "--explain-recompiles says which guard failed")
     check(len(rows) == G, "CSV: one row per step")
     check(all(int(r["cycles"]) == s["cycles"] and int(r["hbm_bytes"]) == s["hbm_bytes"] and int(r["position"]) == s["position"]
               and r["program"] == s["program"] for r, s in zip(rows, steps)), "CSV rows agree with the JSON steps")

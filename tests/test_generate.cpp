@@ -4,7 +4,10 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <sstream>
+
 #include "generate.h"
+#include "ref/reference.h"
 #include "support/error.h"
 #include "test_util.h"
 
@@ -22,6 +25,13 @@ GenerateOptions lengths(int64_t prompt, int64_t gen) {
   GenerateOptions o;
   o.prompt_len = prompt;
   o.gen_len = gen;
+  return o;
+}
+
+// Every step through the exact cache (no symbolic decode programs): what the cache tests count.
+GenerateOptions plain(int64_t prompt, int64_t gen) {
+  GenerateOptions o = lengths(prompt, gen);
+  o.symbolic = false;
   return o;
 }
 
@@ -53,7 +63,7 @@ TEST(Generate, NearestRankPercentiles) {
 
 TEST(Generate, StepsPositionsAndTotals) {
   CompileCache cache;
-  GenerateResult r = run_generate(tiny(), testutil::small_arch(), lengths(6, 4), cache);
+  GenerateResult r = run_generate(tiny(), testutil::small_arch(), plain(6, 4), cache);
   ASSERT_EQ(r.steps.size(), 4u);
   uint64_t bytes = 0;
   double lat = 0;
@@ -97,8 +107,8 @@ TEST(Generate, StepsEqualRunJob) {
 TEST(Generate, CacheHitsAreExactAndCounted) {
   ArchConfig a = testutil::small_arch();
   CompileCache cache;
-  GenerateResult first = run_generate(tiny(), a, lengths(4, 3), cache);
-  GenerateResult second = run_generate(tiny(), a, lengths(4, 3), cache);
+  GenerateResult first = run_generate(tiny(), a, plain(4, 3), cache);
+  GenerateResult second = run_generate(tiny(), a, plain(4, 3), cache);
   EXPECT_EQ(second.compiles, 0u);
   EXPECT_EQ(second.cache_hits, 3u);
   EXPECT_EQ(cache.hits(), 3u);
@@ -110,11 +120,11 @@ TEST(Generate, CacheHitsAreExactAndCounted) {
     EXPECT_EQ(first.steps[i].hbm_read_bytes, second.steps[i].hbm_read_bytes);
   }
   // One more token: the three shapes seen hit, the new context compiles.
-  GenerateResult longer = run_generate(tiny(), a, lengths(4, 4), cache);
+  GenerateResult longer = run_generate(tiny(), a, plain(4, 4), cache);
   EXPECT_EQ(longer.cache_hits, 3u);
   EXPECT_EQ(longer.compiles, 1u);
   // Another fusion policy is another key.
-  GenerateOptions none = lengths(4, 3);
+  GenerateOptions none = plain(4, 3);
   none.fusion = "none";
   GenerateResult unfused = run_generate(tiny(), a, none, cache);
   EXPECT_EQ(unfused.compiles, 3u);
@@ -124,9 +134,9 @@ TEST(Generate, CacheHitsAreExactAndCounted) {
 TEST(Generate, BoundedCacheKeepsTheFirstPrograms) {
   ArchConfig a = testutil::small_arch();
   CompileCache cache(1);
-  run_generate(tiny(), a, lengths(4, 3), cache);
+  run_generate(tiny(), a, plain(4, 3), cache);
   EXPECT_EQ(cache.size(), 1u);
-  GenerateResult again = run_generate(tiny(), a, lengths(4, 3), cache);
+  GenerateResult again = run_generate(tiny(), a, plain(4, 3), cache);
   EXPECT_EQ(again.cache_hits, 1u);
   EXPECT_TRUE(again.steps[0].cached);
   EXPECT_EQ(again.compiles, 2u);
@@ -202,3 +212,185 @@ TEST(Generate, KvCacheBeyondHbmSaysBytesAndDevices) {
 }
 
 }  // namespace
+
+// ---- symbolic decode programs (isa/program_template.h) --------------------------------------
+
+// Every decode step's program, symbolic or not, equals a plain compile of that step at its
+// context: the same program text, hence the same cycles. The contexts cross tile boundaries
+// (guard failures > 0: the tiling or the instruction stream changed and was recompiled).
+void expect_symbolic_exact(const std::string& model, const std::string& fusion, const ArchConfig& a, int64_t prompt,
+                           int64_t gen, size_t min_failures) {
+  CompileCache cache;
+  GenerateOptions o = lengths(prompt, gen);
+  o.fusion = fusion;
+  CompileOptions co = compile_options_for(a, fusion);
+  size_t checked = 0, instantiated = 0;
+  o.on_step = [&](const GenerateStep& st, const Program& p) {
+    if (st.step < 2) return;
+    WorkloadSpec w = tiny(model);
+    w.phase = "decode";
+    w.seq_len = 1;
+    w.context = st.context;
+    Program plain = compile_graph(build_graph(w), co).code.program;
+    ASSERT_EQ(print_program(plain), print_program(p)) << model << " " << fusion << " context " << st.context;
+    ++checked;
+    instantiated += st.instantiated;
+  };
+  GenerateResult r = run_generate(tiny(model), a, o, cache);
+  EXPECT_EQ(checked, static_cast<size_t>(gen - 1));
+  EXPECT_TRUE(r.symbolic);
+  EXPECT_EQ(r.instantiated, instantiated);
+  EXPECT_GT(r.instantiated, 0u) << model << " " << fusion;
+  EXPECT_GE(r.guard_failures, min_failures) << model << " " << fusion;
+  EXPECT_GE(r.templates, 1u);
+  // The same cycles as compiling every step.
+  CompileCache plain_cache;
+  GenerateOptions po = lengths(prompt, gen);
+  po.fusion = fusion;
+  po.symbolic = false;
+  GenerateResult q = run_generate(tiny(model), a, po, plain_cache);
+  ASSERT_EQ(q.steps.size(), r.steps.size());
+  for (size_t i = 0; i < q.steps.size(); ++i) {
+    EXPECT_EQ(q.steps[i].cycles, r.steps[i].cycles) << model << " step " << i + 1;
+    EXPECT_EQ(q.steps[i].hbm_read_bytes, r.steps[i].hbm_read_bytes);
+  }
+  EXPECT_EQ(q.instantiated, 0u);
+}
+
+// A small local memory makes the attention kernels' tiles cross boundaries as the context grows.
+ArchConfig small_lmu(int kib) {
+  ArchConfig a = testutil::small_arch();
+  a.lmu.capacity_kib = kib;
+  return a;
+}
+
+TEST(GenerateSymbolic, EqualsPlainCompileMhaGreedy) {
+  expect_symbolic_exact("tiny-opt", "greedy", small_lmu(8), 1, 200, 1);
+}
+TEST(GenerateSymbolic, EqualsPlainCompileMhaNone) {
+  expect_symbolic_exact("tiny-opt", "none", small_lmu(8), 1, 200, 1);
+}
+TEST(GenerateSymbolic, EqualsPlainCompileGqaGreedy) {
+  expect_symbolic_exact("tiny-llama", "greedy", small_lmu(8), 1, 200, 1);
+}
+TEST(GenerateSymbolic, EqualsPlainCompileGqaNone) {
+  expect_symbolic_exact("tiny-llama", "none", small_lmu(8), 1, 200, 1);
+}
+TEST(GenerateSymbolic, EqualsPlainCompileDefaultArch) {
+  expect_symbolic_exact("tiny-opt", "greedy", testutil::small_arch(), 3, 120, 0);
+  expect_symbolic_exact("tiny-llama", "greedy", testutil::small_arch(), 3, 120, 0);
+}
+
+// A second generation through the same cache instantiates every decode step the first one
+// covered: no compile at all (the prefill comes from the exact cache).
+TEST(GenerateSymbolic, CacheServesASecondGeneration) {
+  CompileCache cache;
+  GenerateResult a = run_generate(tiny(), testutil::small_arch(), lengths(4, 60), cache);
+  EXPECT_GT(a.compiles, 0u);
+  GenerateResult b = run_generate(tiny(), testutil::small_arch(), lengths(4, 60), cache);
+  EXPECT_LT(b.compiles, a.compiles);
+  EXPECT_GT(b.instantiated, a.instantiated);
+  EXPECT_EQ(b.cache_hits, b.instantiated + 1);  // the prefill from the exact cache
+  // Every context a template's guard covered in the first run is instantiated in the second.
+  size_t covered = 0;
+  for (const auto& t : cache.symbolic)
+    for (int64_t c = 4; c <= 62; ++c) covered += t.program.holds(c);
+  EXPECT_EQ(b.instantiated, covered);
+  for (size_t i = 0; i < a.steps.size(); ++i) EXPECT_EQ(a.steps[i].cycles, b.steps[i].cycles);
+  // Another fusion policy is another key: its programs are compiled anew.
+  GenerateOptions o = lengths(4, 60);
+  o.fusion = "none";
+  GenerateResult c = run_generate(tiny(), testutil::small_arch(), o, cache);
+  EXPECT_GT(c.compiles, 0u);
+}
+
+// --explain-recompiles: each guard failure says which guard and what changed.
+TEST(GenerateSymbolic, ExplainsGuardFailures) {
+  CompileCache cache;
+  std::ostringstream log;
+  GenerateOptions o = lengths(1, 200);
+  o.explain = &log;
+  GenerateResult r = run_generate(tiny(), small_lmu(8), o, cache);
+  ASSERT_GT(r.guard_failures, 0u);
+  EXPECT_THAT(log.str(), HasSubstr("[recompiles] step "));
+  EXPECT_THAT(log.str(), HasSubstr("guard failed: context "));
+  EXPECT_THAT(log.str(), HasSubstr("outside ["));
+  EXPECT_THAT(log.str(), HasSubstr("; recompiling"));
+  nlohmann::json j = r.to_json();
+  EXPECT_EQ(j["compile_cache"]["guard_failures"], r.guard_failures);
+  EXPECT_EQ(j["compile_cache"]["instantiated"], r.instantiated);
+  EXPECT_THAT(r.to_csv(), HasSubstr(",instantiated\n"));
+}
+
+Program tiny_decode_program(int64_t context, const std::string& model = "tiny-opt") {
+  WorkloadSpec w = tiny(model);
+  w.phase = "decode";
+  w.seq_len = 1;
+  w.context = context;
+  return compile_graph(build_graph(w), compile_options_for(testutil::small_arch(), "greedy")).code.program;
+}
+
+// The template: instantiation between its probes, guard extension by verification, and the
+// refusals with their reasons. On OPT-1.3B (lpu-small), contexts 100..116 share a structure:
+// only the KV-cache sizes, loop bounds and the addresses after the caches move.
+TEST(GenerateSymbolic, TemplateGuardsAndRefusals) {
+  std::string why;
+  auto t = ProgramTemplate::make(tiny_decode_program(100, "opt-1.3b"), 100, tiny_decode_program(101, "opt-1.3b"), 101,
+                                 256, why);
+  ASSERT_TRUE(t) << why;
+  EXPECT_TRUE(t->holds(100));
+  EXPECT_TRUE(t->holds(101));
+  EXPECT_FALSE(t->holds(102));
+  EXPECT_GT(t->symbolic_fields(), 0u);
+  ASSERT_TRUE(t->verify(tiny_decode_program(116, "opt-1.3b"), 116, why)) << why;
+  EXPECT_EQ(t->hi(), 116);
+  for (int64_t c : {105, 110})
+    EXPECT_EQ(print_program(t->instantiate(c)), print_program(tiny_decode_program(c, "opt-1.3b")));
+  // A program of another structure is refused, naming what differs.
+  EXPECT_FALSE(ProgramTemplate::make(tiny_decode_program(20), 20, tiny_decode_program(21, "tiny-llama"), 21, 256, why));
+  EXPECT_FALSE(why.empty());
+  // Past a tile boundary the guard does not extend, and says why (the tiny model's LMU layout
+  // moves every few contexts).
+  auto u = ProgramTemplate::make(tiny_decode_program(3), 3, tiny_decode_program(4), 4, 256, why);
+  ASSERT_TRUE(u) << why;
+  EXPECT_FALSE(u->verify(tiny_decode_program(6), 6, why));
+  EXPECT_THAT(why, HasSubstr("lm_addr compiled"));
+  EXPECT_EQ(u->hi(), 4);
+  // A field changed by hand: verify names the instruction and the field.
+  Program bad = tiny_decode_program(120, "opt-1.3b");
+  for (auto& in : bad.code)
+    if (in.opcode == Opcode::VxeOp) {
+      in.rows += 1;
+      break;
+    }
+  EXPECT_FALSE(t->verify(bad, 120, why));
+  EXPECT_THAT(why, HasSubstr("rows compiled"));
+  EXPECT_EQ(t->hi(), 116);  // a failed verification does not extend the guard
+  EXPECT_TRUE(t->verify(tiny_decode_program(117, "opt-1.3b"), 117, why)) << why;
+  EXPECT_EQ(t->hi(), 117);
+}
+
+// Functional simulation of an instantiated program computes what the compiled one does. On
+// the tiny model a guard spans two contexts (its LMU layout moves every few), so the program
+// at 10 is computed from the one at 9 and the slopes.
+TEST(GenerateSymbolic, InstantiatedProgramIsFunctionallyExact) {
+  std::string why;
+  Program p9 = tiny_decode_program(9);
+  auto t = ProgramTemplate::make(p9, 9, tiny_decode_program(10), 10, 256, why);
+  ASSERT_TRUE(t) << why;
+  WorkloadSpec w = tiny();
+  w.phase = "decode";
+  w.seq_len = 1;
+  w.context = 10;
+  Compilation c = compile_graph(build_graph(w), compile_options_for(testutil::small_arch(), "greedy"));
+  TensorMap in = make_random_inputs(c.core, 5);
+  SimOptions so;
+  so.functional = true;
+  Program inst = t->instantiate(10);
+  EXPECT_NE(print_program(inst), print_program(p9));
+  SimResult a = simulate(inst, testutil::small_arch(), so, &in);
+  SimResult b = simulate(c.code.program, testutil::small_arch(), so, &in);
+  ASSERT_FALSE(b.outputs.empty());
+  for (const auto& [name, v] : b.outputs) EXPECT_EQ(a.outputs.at(name).data, v.data) << name;
+  EXPECT_EQ(a.stats.cycles, b.stats.cycles);
+}

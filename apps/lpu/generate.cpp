@@ -242,6 +242,119 @@ GenerateResult run_generate(const WorkloadSpec& w, const ArchConfig& arch, const
   if (o.progress)
     progress = std::make_unique<Progress>(*o.progress, static_cast<size_t>(r.gen_len), 0, o.progress_bar, "generate",
                                           "steps", false);
+  const bool symbolic = o.symbolic && !require_policy(o.fusion).simulates;
+  r.symbolic = symbolic;
+  const int64_t last_context = r.prompt_len + r.gen_len - 2;
+  auto compile_step = [&](const WorkloadSpec& s) {
+    Graph g = build_graph(s);
+    Compilation c;
+    if (require_policy(o.fusion).simulates) {  // the tuner; search-isu is refused above
+      SearchReport rep;
+      c = tune(g, arch, tune_options_for(o.fusion), rep, o.breaks).comp;
+    } else {
+      c = compile_with_memo(g, co, cache.cost_memo);
+    }
+    auto fresh = std::make_shared<CompileCache::Entry>();
+    fresh->program = std::move(c.code.program);
+    fresh->kernels = c.schedule.kernels.size();
+    fresh->compulsory_hbm_bytes = c.compulsory_hbm_bytes;
+    ++r.compiles;
+    return std::shared_ptr<const CompileCache::Entry>(fresh);
+  };
+  auto explain = [&](const std::string& line) {
+    if (o.explain) *o.explain << "[recompiles] " << line << "\n";
+  };
+  // A decode step through the symbolic programs (CompileCache::Symbolic).
+  auto symbolic_step = [&](const WorkloadSpec& s, int64_t k, int64_t max_context,
+                           bool& inst) -> std::shared_ptr<const CompileCache::Entry> {
+    WorkloadSpec sym = s;
+    sym.context = -1;  // the key of every context
+    const std::string key = cache_key(sym, co, arch);
+    const int64_t C = s.context;
+    auto at = [&](int64_t c) {
+      WorkloadSpec x = s;
+      x.context = c;
+      return x;
+    };
+    auto instantiated = [&](const CompileCache::Symbolic& t) {
+      auto p = std::make_shared<CompileCache::Entry>();
+      p->program = t.program.instantiate(C);
+      p->kernels = t.kernels;
+      inst = true;
+      p->compulsory_hbm_bytes = t.compulsory_hbm_bytes;
+      ++r.instantiated;
+      ++r.cache_hits;
+      return std::shared_ptr<const CompileCache::Entry>(p);
+    };
+    CompileCache::Symbolic* below = nullptr;  // the template whose guard ends nearest below C
+    size_t outside = 0;
+    for (auto& t : cache.symbolic) {
+      if (t.key != key) continue;
+      if (t.program.holds(C)) return instantiated(t);
+      ++outside;
+      if (t.program.hi() < C && (!below || t.program.hi() > below->program.hi())) below = &t;
+    }
+    // The guard nearest below C (the one a growing context just left) names the failure.
+    std::string failed;
+    if (below)
+      failed = strcat("context ", C, " outside [", below->program.lo(), ", ", below->program.hi(), "]");
+    else if (outside)
+      failed = strcat("context ", C, " below every guard");
+    if (outside > 1) failed += strcat(" (and outside ", outside - 1, " more cached programs' guards)");
+    std::string where = strcat("step ", k, " (context ", C, ")");
+    // A template costs two compiles and pays only if its guard grows: after one that never
+    // grew, the next steps are compiled alone, 1, 2, 4 ... 64 of them (reset by one that grew).
+    auto& [skip_until, skip_len] = cache.symbolic_backoff[key];
+    auto back_off = [&, &skip_until = skip_until, &skip_len = skip_len] {
+      skip_len = skip_len ? std::min<int64_t>(2 * skip_len, 64) : 1;
+      skip_until = C + skip_len;
+    };
+    if (C < skip_until) {
+      explain(strcat(where, ": compiled alone, no template (the last template's guard never grew)"));
+      return compile_step(at(C));
+    }
+    std::shared_ptr<const CompileCache::Entry> failed_probe;
+    int64_t failed_at = -1;
+    if (below && below->program.hi() == C - 1) {
+      // The context just left this guard: extend it by verifying the template at a further
+      // context, doubling the interval.
+      const ProgramTemplate& tp = below->program;
+      int64_t p = std::min(max_context, tp.hi() + (tp.hi() - tp.lo() + 1));
+      std::shared_ptr<const CompileCache::Entry> probe = compile_step(at(p));
+      std::string why;
+      if (below->program.verify(probe->program, p, why)) {
+        ++r.guard_extensions;
+        skip_len = 0;
+        if (p == C) return probe;
+        return instantiated(*below);
+      }
+      ++r.guard_failures;
+      explain(strcat(where, ": guard failed: ", failed, "; extending [", tp.lo(), ", ", tp.hi(), "] to context ", p,
+                     " does not hold: ", why, "; recompiling"));
+      if (tp.hi() - tp.lo() <= 1) back_off();
+      failed_probe = probe;  // at C: the new template starts from it; beyond: it may extend the new one
+      failed_at = p;
+    } else if (!failed.empty()) {
+      ++r.guard_failures;
+      explain(strcat(where, ": guard failed: ", failed, "; recompiling"));
+    }
+    std::shared_ptr<const CompileCache::Entry> here = failed_at == C ? failed_probe : compile_step(at(C));
+    if (C + 1 > max_context || C < skip_until) return here;
+    std::shared_ptr<const CompileCache::Entry> next = compile_step(at(C + 1));
+    std::string why;
+    auto t = ProgramTemplate::make(here->program, C, next->program, C + 1, co.codegen.hbm_alignment, why);
+    if (!t) {
+      explain(strcat(where, ": the programs at contexts ", C, " and ", C + 1, " make no template: ", why));
+      back_off();
+      return here;
+    }
+    ++r.templates;
+    // The probe that failed the old guard, compiled anyway, may lie in the new one's: free to check.
+    if (failed_at > C + 1 && t->verify(failed_probe->program, failed_at, why)) ++r.guard_extensions;
+    if (cache.symbolic.size() < cache.symbolic_capacity())
+      cache.symbolic.push_back({key, std::move(*t), here->kernels, here->compulsory_hbm_bytes});
+    return here;
+  };
   for (int64_t k = 1; k <= r.gen_len; ++k) {
     WorkloadSpec s = step_workload(w, r.prompt_len, k);
     GenerateStep st;
@@ -251,27 +364,19 @@ GenerateResult run_generate(const WorkloadSpec& w, const ArchConfig& arch, const
     st.context = s.context;
     st.seq_len = s.seq_len;
     auto tc = Clock::now();
-    std::string key = cache_key(s, co, arch);
-    std::shared_ptr<const CompileCache::Entry> e = cache.find(key);
-    st.cached = e != nullptr;
-    if (!e) {
-      Graph g = build_graph(s);
-      Compilation c;
-      if (require_policy(o.fusion).simulates) {  // the tuner; search-isu is refused above
-        SearchReport rep;
-        c = tune(g, arch, tune_options_for(o.fusion), rep, o.breaks).comp;
-      } else {
-        c = compile_with_memo(g, co, cache.cost_memo);
-      }
-      auto fresh = std::make_shared<CompileCache::Entry>();
-      fresh->program = std::move(c.code.program);
-      fresh->kernels = c.schedule.kernels.size();
-      fresh->compulsory_hbm_bytes = c.compulsory_hbm_bytes;
-      e = fresh;
-      cache.insert(key, e);
-      ++r.compiles;
+    std::shared_ptr<const CompileCache::Entry> e;
+    if (symbolic && k >= 2) {
+      e = symbolic_step(s, k, last_context, st.instantiated);
     } else {
-      ++r.cache_hits;
+      std::string key = cache_key(s, co, arch);
+      e = cache.find(key);
+      st.cached = e != nullptr;
+      if (!e) {
+        e = compile_step(s);
+        cache.insert(key, e);
+      } else {
+        ++r.cache_hits;
+      }
     }
     st.compile_wall_s = seconds_since(tc);
     auto ts = Clock::now();
@@ -283,6 +388,7 @@ GenerateResult run_generate(const WorkloadSpec& w, const ArchConfig& arch, const
     st.hbm_write_bytes = stats.hbm_write_bytes;
     st.energy_j = stats.energy.total_j();
     st.kernels = e->kernels;
+    if (o.on_step) o.on_step(st, e->program);
     r.steps.push_back(st);
     if (progress) progress->update(static_cast<size_t>(k), 0, 0, k == r.gen_len);
   }
@@ -326,6 +432,10 @@ LatencySummary GenerateResult::per_token() const {
 
 namespace {
 
+const char* program_source(const GenerateStep& s) {
+  return s.instantiated ? "instantiated" : s.cached ? "cached" : "compiled";
+}
+
 nlohmann::json summary_json(const LatencySummary& s) {
   if (s.count == 0) return nullptr;  // gen_len 1: no decode step
   return {{"count", s.count}, {"mean", s.mean}, {"p50", s.p50}, {"p99", s.p99}, {"min", s.min}, {"max", s.max}};
@@ -351,7 +461,7 @@ nlohmann::json GenerateResult::to_json() const {
                        {"hbm_read_bytes", s.hbm_read_bytes},
                        {"hbm_write_bytes", s.hbm_write_bytes},
                        {"kernels", s.kernels},
-                       {"program", s.cached ? "cached" : "compiled"}});
+                       {"program", program_source(s)}});
     if (arch.energy.configured) steps_j.back()["energy_j"] = s.energy_j;
     rd += s.hbm_read_bytes;
     wr += s.hbm_write_bytes;
@@ -385,7 +495,14 @@ nlohmann::json GenerateResult::to_json() const {
       {"hbm_bytes", rd + wr},
       {"hbm_read_bytes", rd},
       {"hbm_write_bytes", wr},
-      {"compile_cache", {{"compiles", compiles}, {"hits", cache_hits}}},
+      {"compile_cache",
+       {{"compiles", compiles},
+        {"hits", cache_hits},
+        {"symbolic", symbolic},
+        {"instantiated", instantiated},
+        {"guard_extensions", guard_extensions},
+        {"guard_failures", guard_failures},
+        {"templates", templates}}},
       {"cost_model_memo", {{"hits", cost_memo_hits}, {"misses", cost_memo_misses}}},
       {"steps", steps_j},
       // The only part that differs between two runs of the same generation.
@@ -410,7 +527,7 @@ std::string GenerateResult::to_csv() const {
   for (const auto& s : steps) {
     out << s.step << "," << s.phase << "," << s.position << "," << s.context << "," << s.seq_len << "," << s.cycles
         << "," << format_number("%.9e", s.latency_s) << "," << s.hbm_read_bytes + s.hbm_write_bytes << ","
-        << s.hbm_read_bytes << "," << s.hbm_write_bytes << "," << (s.cached ? "cached" : "compiled");
+        << s.hbm_read_bytes << "," << s.hbm_write_bytes << "," << program_source(s);
     if (energy) out << "," << format_number("%.9e", s.energy_j);
     out << "\n";
   }
@@ -452,6 +569,10 @@ std::string GenerateResult::summary() const {
                                                                    : std::string(),
                                                   ")")},
       {"compiles / cache hits", strcat(compiles, " / ", cache_hits)},
+      {"symbolic decode programs",
+       symbolic ? strcat(templates, " templates, ", instantiated, " steps instantiated, ", guard_extensions,
+                         " guard extensions, ", guard_failures, " guard failures")
+                : "off"},
       {"cost-model memo hits / misses", strcat(cost_memo_hits, " / ", cost_memo_misses)},
       {"wall", strcat(format_number("%.2f s", wall_s), " (compile ", format_number("%.2f s", compile_s), ", simulate ",
                       format_number("%.2f s", simulate_s), ")")},
@@ -464,8 +585,7 @@ std::string GenerateResult::summary() const {
     const GenerateStep& s = steps[shown > 1 ? i * (n - 1) / (shown - 1) : 0];
     lv.push_back({std::to_string(s.step), s.phase, std::to_string(s.position), std::to_string(s.context),
                   std::to_string(s.cycles), us(s.latency_s),
-                  format_bytes(static_cast<double>(s.hbm_read_bytes + s.hbm_write_bytes)),
-                  s.cached ? "cached" : "compiled"});
+                  format_bytes(static_cast<double>(s.hbm_read_bytes + s.hbm_write_bytes)), program_source(s)});
   }
   out += "\n" + format_table({"step", "phase", "position", "context", "cycles", "latency", "HBM", "program"}, lv);
   return out;

@@ -7,6 +7,7 @@
 // not modelled.
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -15,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "isa/program_template.h"
 #include "jobs.h"
 
 namespace lpu {
@@ -80,7 +82,28 @@ class CompileCache {
 
  public:
   KernelCostMemo cost_memo;  // shared by every compile through this cache
+
+  // Decode-step programs symbolic in the context (isa/program_template.h): a template per
+  // key (the exact key with the context left out) and guard interval. A step whose context is
+  // inside a template's guard instantiates it; one just past a guard first tries to extend the
+  // guard by compiling a further context and verifying the template there (doubling the
+  // interval each time, so a stretch of L contexts costs about log2(L) compiles); when that
+  // fails (a guard failure: the tiling, the LMU allocation or the instruction stream changed),
+  // the step is compiled and a new template made from it and the next context. At most
+  // `capacity` templates are kept.
+  struct Symbolic {
+    std::string key;
+    ProgramTemplate program;
+    size_t kernels = 0;
+    int64_t compulsory_hbm_bytes = 0;
+  };
+  std::vector<Symbolic> symbolic;
+  // Per key: {context below which no template is made, the length of that pause} (generate.cpp).
+  std::map<std::string, std::pair<int64_t, int64_t>> symbolic_backoff;
+  size_t symbolic_capacity() const { return capacity_; }
 };
+
+struct GenerateStep;
 
 struct GenerateOptions {
   // From flags; unset: the workload's keys, then the defaults below.
@@ -88,6 +111,12 @@ struct GenerateOptions {
   static constexpr int64_t kDefaultPromptLen = 32, kDefaultGenLen = 32;
   std::string fusion = "greedy";
   BreakOptions breaks;
+  // Decode steps through symbolic programs with guards (CompileCache::Symbolic); off: every
+  // step compiled (or taken from the exact cache). Policies that simulate (search) never are.
+  bool symbolic = true;
+  std::ostream* explain = nullptr;  // --explain-recompiles: why each recompile happened
+  // Called with every step and the program it simulated (tests compare it with a plain compile).
+  std::function<void(const GenerateStep&, const Program&)> on_step;
   std::ostream* progress = nullptr;  // progress lines (or a bar) go here when set
   bool progress_bar = false;
 };
@@ -102,8 +131,9 @@ struct GenerateStep {
   double latency_s = 0;
   uint64_t hbm_read_bytes = 0, hbm_write_bytes = 0;
   size_t kernels = 0;
-  double energy_j = 0;  // the step's energy (sim/energy.h); 0 when the config has no energy section
-  bool cached = false;  // its program came from the compile cache
+  double energy_j = 0;        // the step's energy (sim/energy.h); 0 when the config has no energy section
+  bool cached = false;        // its program came from the compile cache (exact)
+  bool instantiated = false;  // ... from a symbolic program whose guard holds
   double compile_wall_s = 0, simulate_wall_s = 0;
 };
 
@@ -121,7 +151,11 @@ struct GenerateResult {
   std::string fusion;
   int64_t prompt_len = 0, gen_len = 0;
   std::vector<GenerateStep> steps;
-  size_t compiles = 0, cache_hits = 0;
+  size_t compiles = 0, cache_hits = 0;  // compiles: every compile_graph call, probes included
+  bool symbolic = false;
+  // Symbolic decode programs: steps instantiated (part of cache_hits), guards extended by a
+  // verifying compile, guard failures (recompiles), templates made.
+  size_t instantiated = 0, guard_extensions = 0, guard_failures = 0, templates = 0;
   size_t cost_memo_hits = 0, cost_memo_misses = 0;  // kernel_cost calls answered by the memo, computed
   double wall_s = 0;
 
