@@ -12,6 +12,7 @@
 #include "test_util.h"
 
 using namespace lpu;
+using ::testing::ContainsRegex;
 using ::testing::HasSubstr;
 
 namespace {
@@ -319,7 +320,7 @@ TEST(GenerateSymbolic, ExplainsGuardFailures) {
   nlohmann::json j = r.to_json();
   EXPECT_EQ(j["compile_cache"]["guard_failures"], r.guard_failures);
   EXPECT_EQ(j["compile_cache"]["instantiated"], r.instantiated);
-  EXPECT_THAT(r.to_csv(), HasSubstr(",instantiated\n"));
+  EXPECT_THAT(r.to_csv(), ContainsRegex(",instantiated(,[^,\n]*)?\n"));
 }
 
 Program tiny_decode_program(int64_t context, const std::string& model = "tiny-opt") {
