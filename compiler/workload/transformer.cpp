@@ -162,8 +162,6 @@ class DecoderBuilder {
         C_(w.context),
         N_(w.batch * w.seq_len),
         d_(m.d_model),
-        H_(m.heads),
-        Hkv_(m.kv_heads),
         hd_(m.hd()),
         G_(m.heads / m.kv_heads),
         o_(w.batch > 1 ? 1 : 0),
@@ -347,7 +345,7 @@ class DecoderBuilder {
 
   Builder b_;
   const TransformerShape& m_;
-  const int64_t B_, T_, C_, N_, d_, H_, Hkv_, hd_, G_, o_;
+  const int64_t B_, T_, C_, N_, d_, hd_, G_, o_;
   const int64_t tp_, rank_, Hl_, Hkvl_, ffn_, vocab_;  // tensor parallelism: this rank's share
   NodeId cos_ = -1, sin_ = -1, mask_ = -1, alibi_ = -1;
 };
