@@ -12,7 +12,8 @@ FILES=(compiler/support/json_util.h compiler/support/json_util.cpp compiler/ops/
        compiler/codegen/column_split.h compiler/codegen/column_split.cpp
        compiler/codegen/tile_plan.h compiler/codegen/tile_plan.cpp tests/test_column_tiling.cpp
        compiler/handlers/triton_*.h compiler/handlers/triton_*.cpp compiler/handlers/torch_*.h compiler/handlers/torch_*.cpp tests/test_triton.cpp compiler/schedule/verify_schedule.cpp
-       compiler/isa/program_template.h compiler/isa/program_template.cpp
+       compiler/isa/program_template.h compiler/isa/program_template.cpp compiler/isa/program_fields.h compiler/isa/program_fields.cpp
+       compiler/isa/layer_template.h compiler/isa/layer_template.cpp apps/lpu/regional.h apps/lpu/regional.cpp tests/test_regional.cpp
        apps/lpu/generate.h apps/lpu/generate.cpp apps/lpu/progress.h apps/lpu/progress.cpp tests/test_generate.cpp
        tuner/*.h tuner/*.cpp tests/test_tuner.cpp sim/energy.h sim/energy.cpp tests/test_energy.cpp
        tests/test_workload_keys.cpp tests/legacy_transformer.h

@@ -17,8 +17,8 @@ using ::testing::HasSubstr;
 
 namespace {
 
-WorkloadSpec tiny(const std::string& model = "tiny-opt") {
-  WorkloadSpec w = resolve_workload(model);  // a built-in LLM by name: fp16, like the CLI
+WorkloadSpec tiny(const std::string& model = "tiny-opt", const std::vector<std::string>& sets = {}) {
+  WorkloadSpec w = resolve_workload(model, sets);  // a built-in LLM by name: fp16, like the CLI
   return w;
 }
 
@@ -220,7 +220,7 @@ TEST(Generate, KvCacheBeyondHbmSaysBytesAndDevices) {
 // context: the same program text, hence the same cycles. The contexts cross tile boundaries
 // (guard failures > 0: the tiling or the instruction stream changed and was recompiled).
 void expect_symbolic_exact(const std::string& model, const std::string& fusion, const ArchConfig& a, int64_t prompt,
-                           int64_t gen, size_t min_failures) {
+                           int64_t gen, size_t min_failures, const std::vector<std::string>& sets = {}) {
   CompileCache cache;
   GenerateOptions o = lengths(prompt, gen);
   o.fusion = fusion;
@@ -228,7 +228,7 @@ void expect_symbolic_exact(const std::string& model, const std::string& fusion, 
   size_t checked = 0, instantiated = 0;
   o.on_step = [&](const GenerateStep& st, const Program& p) {
     if (st.step < 2) return;
-    WorkloadSpec w = tiny(model);
+    WorkloadSpec w = tiny(model, sets);
     w.phase = "decode";
     w.seq_len = 1;
     w.context = st.context;
@@ -237,8 +237,11 @@ void expect_symbolic_exact(const std::string& model, const std::string& fusion, 
     ++checked;
     instantiated += st.instantiated;
   };
-  GenerateResult r = run_generate(tiny(model), a, o, cache);
+  GenerateResult r = run_generate(tiny(model, sets), a, o, cache);
   EXPECT_EQ(checked, static_cast<size_t>(gen - 1));
+  // Regional compilation where the model is deep enough (regional.h), whole otherwise.
+  EXPECT_TRUE(r.regional);
+  EXPECT_EQ(r.regional_compiles > 0, decoder_depth(tiny(model, sets)) >= 5) << r.regional_compiles;
   EXPECT_TRUE(r.symbolic);
   EXPECT_EQ(r.instantiated, instantiated);
   EXPECT_GT(r.instantiated, 0u) << model << " " << fusion;
@@ -249,7 +252,8 @@ void expect_symbolic_exact(const std::string& model, const std::string& fusion, 
   GenerateOptions po = lengths(prompt, gen);
   po.fusion = fusion;
   po.symbolic = false;
-  GenerateResult q = run_generate(tiny(model), a, po, plain_cache);
+  po.regional = false;
+  GenerateResult q = run_generate(tiny(model, sets), a, po, plain_cache);
   ASSERT_EQ(q.steps.size(), r.steps.size());
   for (size_t i = 0; i < q.steps.size(); ++i) {
     EXPECT_EQ(q.steps[i].cycles, r.steps[i].cycles) << model << " step " << i + 1;
@@ -280,6 +284,13 @@ TEST(GenerateSymbolic, EqualsPlainCompileGqaNone) {
 TEST(GenerateSymbolic, EqualsPlainCompileDefaultArch) {
   expect_symbolic_exact("tiny-opt", "greedy", testutil::small_arch(), 3, 120, 0);
   expect_symbolic_exact("tiny-llama", "greedy", testutil::small_arch(), 3, 120, 0);
+}
+
+// Six layers: every compile is regional (the middle layers instantiated from the 3- and
+// 4-layer programs), and every step still equals a plain whole-model compile.
+TEST(GenerateSymbolic, EqualsPlainCompileRegional) {
+  expect_symbolic_exact("tiny-llama", "greedy", small_lmu(8), 1, 60, 1, {"layers=6"});
+  expect_symbolic_exact("tiny-opt", "none", testutil::small_arch(), 3, 25, 0, {"layers=5"});
 }
 
 // A second generation through the same cache instantiates every decode step the first one

@@ -4,22 +4,25 @@
 //   2. simulator speed on OPT-1.3B and OPT-30B decode steps: simulated cycles, wall time of
 //      the simulation alone, instructions and tile transactions per wall second, peak memory.
 //   3. HBM calibration: achieved bandwidth by transfer size, access shape and DMA engines.
-//   4. compile time of long relu chains, greedy vs none (scheduling must stay near-linear).
+//   4. compile time of long relu chains, greedy vs none (scheduling must stay near-linear),
+//      and of LLaMA-2-70B's decode step against depth, whole and regional.
 //   5. roofline: decode steps per op class against their rooflines, and where the rest went.
 //   6. energy: every LLM decode step's energy per token (greedy), split per engine (README "Energy").
 //   7. tp: tensor-parallel scaling of the large decoders on 1, 2, 4 and 8 devices
 //      (docs/tensor-parallel.md): ms/token, speedup per doubling, ESL bytes, exposed sync.
-// Usage: build/lpu-bench [policies|simulator|hbm|schedule|roofline|energy|tp|all] [--arch NAME] [--context N]
+// Usage: build/lpu-bench [policies|simulator|hbm|schedule|compile|roofline|energy|tp|all] [--arch NAME] [--context N]
 #include <sys/resource.h>
 
 #include <chrono>
 #include <cstdio>
+#include <functional>
 #include <iostream>
 #include <string>
 
 #include "graph/graph.h"
 #include "jobs.h"
 #include "policy_registry.h"
+#include "regional.h"
 #include "roofline.h"
 #include "support/error.h"
 
@@ -212,6 +215,54 @@ void schedule_scaling(const ArchConfig& arch) {
             << format_table({"nodes", "greedy_s", "greedy_kernels", "none_s"}, rows);
 }
 
+// Compile time against depth (issue 15): LLaMA-2-70B's decode step (workloads/llama2-70b-decode.yaml: f16, context
+// 2048) cut to 4 .. 80 layers, compiled whole (compile_graph) and regionally (regional.h: the 3- and 4-layer programs
+// compiled, the middle layer instantiated per layer). Each figure is the fastest of 3 runs; the regional program is
+// checked equal to the whole one.
+void compile_scaling(const ArchConfig& arch) {
+  auto best_of = [](int n, const std::function<void()>& f) {
+    double best = 1e30;
+    for (int i = 0; i < n; ++i) {
+      auto t0 = std::chrono::steady_clock::now();
+      f();
+      best = std::min(best, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+    }
+    return best;
+  };
+  CompileOptions co = compile_options_for(arch, "greedy");
+  auto compile = [](const Graph& g, const CompileOptions& o) { return compile_graph(g, o); };
+  std::vector<std::vector<std::string>> rows;
+  for (int64_t L : {4, 8, 16, 32, 64, 80}) {
+    WorkloadSpec w = resolve_workload("llama2-70b-decode", {strcat("layers=", L)});
+    Program whole, regional;
+    size_t nodes = 0;
+    double tw = best_of(3, [&] {
+      Compilation c = compile_graph(build_graph(w), co);
+      nodes = c.core.nodes().size();
+      whole = std::move(c.code.program);
+    });
+    bool was_regional = false;
+    double tr = best_of(3, [&] {
+      RegionalProgram r = compile_regional(w, co, compile);
+      was_regional = r.regional;
+      regional = std::move(r.program);
+    });
+    if (print_program(whole) != print_program(regional))
+      throw InternalError(
+          strcat("lpu-bench compile: the regional program of ", L, " layers differs from the whole one"));
+    const double l = static_cast<double>(L);
+    rows.push_back({std::to_string(L), std::to_string(nodes), std::to_string(whole.code.size()), fmt("%.3f", tw),
+                    fmt("%.2f", 1e3 * tw / l), was_regional ? fmt("%.3f", tr) : "- (whole)",
+                    was_regional ? fmt("%.2f", 1e3 * tr / l) : "-", was_regional ? fmt("%.1fx", tw / tr) : "-"});
+  }
+  std::cout << "compile time against depth on " << arch.name
+            << ": LLaMA-2-70B decode step (workloads/llama2-70b-decode.yaml: f16, context 2048, greedy), best of 3; "
+               "regional == whole checked\n"
+            << format_table({"layers", "core_nodes", "instructions", "whole_s", "whole_ms_per_layer", "regional_s",
+                             "regional_ms_per_layer", "speedup"},
+                            rows);
+}
+
 // Achievable HBM bandwidth of the model (its calibration): a stream of DMA loads of one
 // transfer size and access shape, as achieved GB/s and % of the configured peak.
 void hbm(const ArchConfig& base) {
@@ -246,11 +297,12 @@ void hbm(const ArchConfig& base) {
 
 int main(int argc, char** argv) {
   const char* usage =
-      "usage: lpu-bench [policies|simulator|hbm|schedule|roofline|energy|tp|all] [--arch NAME] [--context N]\n"
+      "usage: lpu-bench [policies|simulator|hbm|schedule|compile|roofline|energy|tp|all] [--arch NAME] [--context N]\n"
       "  policies   every LLM decode step under every policy of the registry (minutes)\n"
       "  simulator  simulator speed on OPT-1.3B and OPT-30B decode steps\n"
       "  hbm        HBM calibration: bandwidth by transfer size, shape and DMA engines\n"
       "  schedule   compile time of relu chains of 1,000 to 30,000 nodes, greedy vs none\n"
+      "  compile    compile time against depth: LLaMA-2-70B at 4..80 layers, whole vs regional\n"
       "  roofline   decode steps per op class against their rooflines (--context N, default 1040)\n"
       "  energy     every LLM decode step's energy per token, split per engine (greedy)\n"
       "  tp         tensor parallelism: OPT-6.7B..66B, LLaMA-2-70B on 1, 2, 4, 8 devices (minutes)\n"
@@ -268,7 +320,7 @@ int main(int argc, char** argv) {
       arch_name = argv[++i];
     } else if (a == "--context" && i + 1 < argc) {
       context = std::stoll(argv[++i]);
-    } else if (a == "roofline" || a == "policies" || a == "simulator" || a == "hbm" || a == "schedule" || a == "energy" || a == "tp" ||
+    } else if (a == "roofline" || a == "policies" || a == "simulator" || a == "hbm" || a == "schedule" || a == "compile" || a == "energy" || a == "tp" ||
                a == "all") {
       what = a;
     } else {
@@ -282,6 +334,7 @@ int main(int argc, char** argv) {
     if (what == "simulator" || what == "all") simulator(arch);
     if (what == "policies" || what == "all") policies(arch);
     if (what == "schedule") schedule_scaling(arch);
+    if (what == "compile") compile_scaling(arch);
     if (what == "energy") energy(arch);
     if (what == "tp") tensor_parallel(arch);
     if (what == "roofline" || what == "all") roofline(arch, context);

@@ -244,21 +244,33 @@ GenerateResult run_generate(const WorkloadSpec& w, const ArchConfig& arch, const
                                           "steps", false);
   const bool symbolic = o.symbolic && !require_policy(o.fusion).simulates;
   r.symbolic = symbolic;
+  r.regional = o.regional && !require_policy(o.fusion).simulates;
   const int64_t last_context = r.prompt_len + r.gen_len - 2;
   auto compile_step = [&](const WorkloadSpec& s) {
-    Graph g = build_graph(s);
-    Compilation c;
+    auto fresh = std::make_shared<CompileCache::Entry>();
+    ++r.compiles;
     if (require_policy(o.fusion).simulates) {  // the tuner; search-isu is refused above
       SearchReport rep;
-      c = tune(g, arch, tune_options_for(o.fusion), rep, o.breaks).comp;
-    } else {
-      c = compile_with_memo(g, co, cache.cost_memo);
+      Compilation c = tune(build_graph(s), arch, tune_options_for(o.fusion), rep, o.breaks).comp;
+      fresh->program = std::move(c.code.program);
+      fresh->kernels = c.schedule.kernels.size();
+      fresh->compulsory_hbm_bytes = c.compulsory_hbm_bytes;
+      return std::shared_ptr<const CompileCache::Entry>(fresh);
     }
-    auto fresh = std::make_shared<CompileCache::Entry>();
+    if (o.regional) {  // the repeated layer compiled once (regional.h); whole when it does not apply
+      RegionalProgram rp = compile_regional(s, co, [&](const Graph& g, const CompileOptions& opts) {
+        return compile_with_memo(g, opts, cache.cost_memo);
+      });
+      r.regional_compiles += rp.regional;
+      fresh->program = std::move(rp.program);
+      fresh->kernels = rp.kernels;
+      fresh->compulsory_hbm_bytes = rp.compulsory_hbm_bytes;
+      return std::shared_ptr<const CompileCache::Entry>(fresh);
+    }
+    Compilation c = compile_with_memo(build_graph(s), co, cache.cost_memo);
     fresh->program = std::move(c.code.program);
     fresh->kernels = c.schedule.kernels.size();
     fresh->compulsory_hbm_bytes = c.compulsory_hbm_bytes;
-    ++r.compiles;
     return std::shared_ptr<const CompileCache::Entry>(fresh);
   };
   auto explain = [&](const std::string& line) {
@@ -499,6 +511,8 @@ nlohmann::json GenerateResult::to_json() const {
        {{"compiles", compiles},
         {"hits", cache_hits},
         {"symbolic", symbolic},
+        {"regional", regional},
+        {"regional_compiles", regional_compiles},
         {"instantiated", instantiated},
         {"guard_extensions", guard_extensions},
         {"guard_failures", guard_failures},
@@ -568,7 +582,8 @@ std::string GenerateResult::summary() const {
                                                                  " per token"
                                                                    : std::string(),
                                                   ")")},
-      {"compiles / cache hits", strcat(compiles, " / ", cache_hits)},
+      {"compiles / cache hits",
+       strcat(compiles, " / ", cache_hits, regional ? strcat(" (", regional_compiles, " regional)") : std::string())},
       {"symbolic decode programs",
        symbolic ? strcat(templates, " templates, ", instantiated, " steps instantiated, ", guard_extensions,
                          " guard extensions, ", guard_failures, " guard failures")

@@ -18,6 +18,7 @@
 
 #include "isa/program_template.h"
 #include "jobs.h"
+#include "regional.h"
 
 namespace lpu {
 
@@ -114,6 +115,9 @@ struct GenerateOptions {
   // Decode steps through symbolic programs with guards (CompileCache::Symbolic); off: every
   // step compiled (or taken from the exact cache). Policies that simulate (search) never are.
   bool symbolic = true;
+  // Each compile through regional compilation (regional.h: the repeated decoder layer compiled
+  // once, at 3 and 4 layers, and instantiated per layer); off: the whole model every time.
+  bool regional = true;
   std::ostream* explain = nullptr;  // --explain-recompiles: why each recompile happened
   // Called with every step and the program it simulated (tests compare it with a plain compile).
   std::function<void(const GenerateStep&, const Program&)> on_step;
@@ -153,6 +157,8 @@ struct GenerateResult {
   std::vector<GenerateStep> steps;
   size_t compiles = 0, cache_hits = 0;  // compiles: every compile_graph call, probes included
   bool symbolic = false;
+  bool regional = false;         // compiles went through regional compilation where it applies
+  size_t regional_compiles = 0;  // compiles that were regional (the others compiled whole)
   // Symbolic decode programs: steps instantiated (part of cache_hits), guards extended by a
   // verifying compile, guard failures (recompiles), templates made.
   size_t instantiated = 0, guard_extensions = 0, guard_failures = 0, templates = 0;

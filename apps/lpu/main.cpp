@@ -816,9 +816,12 @@ int main(int argc, char** argv) {
   auto* gen_prompt = gen->add_option("--prompt-len", prompt_len, "prompt tokens (default: the workload's prompt_len, else 32)");
   auto* gen_gen = gen->add_option("--gen-len", gen_len, "tokens to generate (default: the workload's gen_len, else 32)");
   std::string csv;
-  bool gen_no_symbolic = false, gen_explain = false;
+  bool gen_no_symbolic = false, gen_explain = false, gen_no_regional = false;
   gen->add_flag("--no-symbolic", gen_no_symbolic,
                 "compile every decode step (no symbolic context, guards or instantiation)");
+  gen->add_flag("--no-regional", gen_no_regional,
+                "compile whole models (no regional compilation: the repeated decoder layer compiled once and "
+                "instantiated per layer)");
   gen->add_flag("--explain-recompiles", gen_explain,
                 "print why each decode step was recompiled: which guard failed and why (to stderr)");
   gen->add_option("--json", json, "write every metric and every step as JSON");
@@ -873,6 +876,7 @@ int main(int argc, char** argv) {
       if (gen_prompt->count()) go.prompt_len = prompt_len;
       if (gen_gen->count()) go.gen_len = gen_len;
       go.symbolic = !gen_no_symbolic;
+      go.regional = !gen_no_regional;
       if (gen_explain) go.explain = &std::cerr;
       return cmd_generate(workload, af, bf, fusion, go, json, csv);
     }
