@@ -52,9 +52,14 @@ def bytes_vs_position(gens, out_dir):
     ax.set_ylabel("HBM traffic per step (MB)")
     ax.grid(alpha=0.3)
     legend_outside(ax)
-    return save(fig, out_dir, "generate_hbm.png", "HBM traffic per decode step vs position",
-                "HBM bytes read + written by each decode step: the weights once, plus a KV cache growing by one "
-                "token per step.")
+    caption = ("HBM bytes read + written by each decode step: the weights once, plus a KV cache growing by one "
+               "token per step.")
+    static = [label(g) for g in gens if g.get("static_kv_cache")]
+    if static:  # a graph file's static cache: every step reads all of it (masked attention)
+        caption += (" A static KV cache (%s) is read whole every step, whatever the position."
+                    % ", ".join("%s: %d slots" % (l, g["static_kv_cache"]["max_cache_len"])
+                                for l, g in zip(static, [g for g in gens if g.get("static_kv_cache")])))
+    return save(fig, out_dir, "generate_hbm.png", "HBM traffic per decode step vs position", caption)
 
 
 def energy_vs_position(gens, out_dir):

@@ -153,6 +153,36 @@ def every_model(lpu, work):
     for m in models:
         _, j, rows = generate(lpu, work, m, m, "--prompt-len", "4", "--gen-len", "2", "--arch", "lpu-asic")
         check(len(j["steps"]) == 2 and all(s["cycles"] > 0 for s in j["steps"]), "%s: 2 steps with cycles" % m)
+    # HuggingFace decode steps against a static KV cache (graph files): the prompt goes through the
+    # decode-step graph token by token, each decode step is `lpu run` of the graph.
+    fixtures = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fixtures")
+    for rel, arch in (("hf/hf_llama_decode_eager_ids_tiny.json", "lpu-small"),
+                      ("hf/hf_llama_decode_sdpa_ids.json", "lpu-small"),
+                      ("hf_large/hf_llama2_7b_decode_f16.json", "lpu-asic")):
+        g = os.path.join(fixtures, rel)
+        tag = os.path.basename(rel)[:-5]
+        _, j, rows = generate(lpu, work, tag, g, "--prompt-len", "4", "--gen-len", "6", "--arch", arch)
+        rj = os.path.join(work, tag + "-run.json")
+        r = lpu_run(lpu, "run", g, "--arch", arch, "--json", rj)
+        if not check(r.returncode == 0 and len(j["steps"]) == 6, "%s: lpu run and 6 generate steps" % tag):
+            continue
+        with open(rj) as f:
+            run = json.load(f)
+        st = j["steps"]
+        check(st[1]["cycles"] == run["cycles"] and st[1]["hbm_read_bytes"] == run["hbm_read_bytes"],
+              "%s: the first decode step equals lpu run of the graph (%d cycles)" % (tag, run["cycles"]))
+        check(st[0]["cycles"] == 4 * run["cycles"] and st[0]["graph_calls"] == 4,
+              "%s: the prefill is the graph once per prompt token" % tag)
+        check(all(s["cycles"] == run["cycles"] for s in st[1:]) and j["compile_cache"]["compiles"] == 1
+              and j["compile_cache"]["simulations"] == 1, "%s: one static program, compiled and simulated once" % tag)
+        check(j["static_kv_cache"]["max_cache_len"] in (32, 2048) and len(rows) == 6, "%s: static cache in the JSON" % tag)
+    tiny = os.path.join(fixtures, "hf/hf_llama_decode_eager_ids_tiny.json")
+    bad = lpu_run(lpu, "generate", tiny, "--prompt-len", "20", "--gen-len", "14")
+    check(bad.returncode == 2 and "gen_len" in bad.stderr and "holds 32" in bad.stderr,
+          "a generation beyond the graph's static cache: exit 2 naming gen_len and the 32 slots: %r" % bad.stderr.strip())
+    notdec = lpu_run(lpu, "generate", os.path.join(fixtures, "hf/hf_llama_eager.json"))
+    check(notdec.returncode == 2 and "static KV cache" in notdec.stderr and "buffer_writes" in notdec.stderr,
+          "a graph that is no decode step: exit 2 saying what generate takes: %r" % notdec.stderr.strip())
     return 0
 
 

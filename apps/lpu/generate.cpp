@@ -186,13 +186,60 @@ void check_fits(const WorkloadSpec& w, const ArchConfig& arch, const WorkloadSpe
       " generation runs on one device (multi-device generation is not available yet)"));
 }
 
+// A graph file that is one decode step against a static KV cache: what transformers'
+// TorchExportableModuleWithStaticCache exports (docs/generate.md, "Graph files"). The exporter
+// records the cache writes in meta.buffer_writes; each names a placeholder of shape
+// [batch, kv_heads, max_cache_len, head_dim], and the graph takes one token per call.
+StaticKvCache static_kv_cache_of(const WorkloadSpec& w) {
+  const std::string& path = w.graph;
+  GraphFile f = load_graph_file(path);
+  const auto none = [&](const std::string& why) {
+    return InputError(strcat(path,
+                             ": generate takes a built-in LLM or a graph file of one decode step against a static KV "
+                             "cache (transformers' TorchExportableModuleWithStaticCache, exported by lpu_frontend.hf."
+                             "export_decode); this graph ",
+                             why));
+  };
+  auto bw = f.meta.find("buffer_writes");
+  if (bw == f.meta.end() || !bw->is_array() || bw->empty())
+    throw none("has no meta.buffer_writes (the KV cache writes the exporter records)");
+  StaticKvCache c;
+  for (const auto& e : *bw) {
+    if (!e.is_object() || !e.contains("buffer") || !e["buffer"].is_string())
+      throw none("has a meta.buffer_writes entry without a \"buffer\" name");
+    const std::string b = e["buffer"].get<std::string>();
+    const Node* n = nullptr;
+    for (const auto& node : f.graph.nodes())
+      if (node.name == b && node.kind == NodeKind::Placeholder) n = &node;
+    if (!n) throw none(strcat("writes buffer ", b, " (meta.buffer_writes), which is no input of the graph"));
+    if (n->type.shape.size() != 4)
+      throw none(strcat("has KV cache ", b, " of shape ", n->type.shape.size(), "-d; expected [batch, kv_heads, ",
+                        "max_cache_len, head_dim]"));
+    const int64_t len = n->type.shape[2];
+    if (c.max_cache_len && len != c.max_cache_len)
+      throw none(
+          strcat("has KV caches of different lengths: ", c.buffer, " holds ", c.max_cache_len, ", ", b, " ", len));
+    if (!c.max_cache_len) c.buffer = b;
+    c.max_cache_len = len;
+    ++c.buffers;
+  }
+  for (const auto& node : f.graph.nodes())
+    if (node.kind == NodeKind::Placeholder && (node.name == "input_ids" || node.name == "inputs_embeds") &&
+        node.type.shape.size() >= 2 && node.type.shape[1] != 1)
+      throw none(strcat("takes ", node.type.shape[1], " tokens per call (", node.name, "); a decode step takes 1"));
+  return c;
+}
+
 }  // namespace
 
 GenerateResult run_generate(const WorkloadSpec& w, const ArchConfig& arch, const GenerateOptions& o,
                             CompileCache& cache) {
   auto t0 = Clock::now();
+  // A graph file: every step runs the same decode-step program (graph_step below).
+  std::optional<StaticKvCache> graph_cache;
+  if (!w.graph.empty()) graph_cache = static_kv_cache_of(w);
   const TransformerShape* m = decoder_of(w);
-  if (!m) {
+  if (!m && !graph_cache) {
     std::string all;
     for (const auto& s : transformer_shapes()) all += (all.empty() ? "" : ", ") + s.name;
     throw InputError(strcat("generate: workload ", w.name, " is not a built-in LLM (", all,
@@ -207,9 +254,24 @@ GenerateResult run_generate(const WorkloadSpec& w, const ArchConfig& arch, const
   r.prompt_len = resolve_length(o.prompt_len, w.prompt_len, GenerateOptions::kDefaultPromptLen, "prompt_len",
                                 "--prompt-len", w, prompt_src);
   r.gen_len = resolve_length(o.gen_len, w.gen_len, GenerateOptions::kDefaultGenLen, "gen_len", "--gen-len", w, gen_src);
-  // The sequence at the end holds prompt_len + gen_len tokens (the last one is produced, never
-  // fed back): it must fit the model's positions.
-  if (r.prompt_len + r.gen_len > m->max_position) {
+  r.static_kv_cache = graph_cache;
+  if (graph_cache) {
+    // The tokens fed through the graph: the prompt and every generated one but the last; each
+    // takes a cache slot.
+    const int64_t need = r.prompt_len + r.gen_len - 1;
+    if (need > graph_cache->max_cache_len) {
+      bool prompt_alone = r.prompt_len >= graph_cache->max_cache_len;
+      throw InputError(strcat(prompt_alone ? "prompt_len" : "gen_len", " (", prompt_alone ? prompt_src : gen_src,
+                              "): prompt_len ", r.prompt_len, " + gen_len ", r.gen_len, " feeds ", need,
+                              " tokens through the graph, but its static KV cache (", graph_cache->buffer, ") holds ",
+                              graph_cache->max_cache_len, " (max_cache_len; at most ",
+                              std::max<int64_t>(graph_cache->max_cache_len - r.prompt_len + 1, 0),
+                              " generated tokens after a ", r.prompt_len, "-token prompt)"));
+    }
+    check_fits(w, arch, w, w.name, "one decode step of the graph");
+  } else if (r.prompt_len + r.gen_len > m->max_position) {
+    // The sequence at the end holds prompt_len + gen_len tokens (the last one is produced, never
+    // fed back): it must fit the model's positions.
     bool prompt_alone = r.prompt_len >= m->max_position;  // no room for even one generated token
     std::string key = prompt_alone ? "prompt_len" : "gen_len";
     const std::string& src = prompt_alone ? prompt_src : gen_src;
@@ -223,9 +285,10 @@ GenerateResult run_generate(const WorkloadSpec& w, const ArchConfig& arch, const
   }
   // The largest steps (the prefill, the last decode step: a decode step's inputs grow with its
   // context) must fit one device, checked before anything is compiled.
-  check_fits(w, arch, step_workload(w, r.prompt_len, 1), "prompt_len",
-             strcat("the prefill of ", r.prompt_len, " tokens"));
-  if (r.gen_len > 1)
+  if (!graph_cache)
+    check_fits(w, arch, step_workload(w, r.prompt_len, 1), "prompt_len",
+               strcat("the prefill of ", r.prompt_len, " tokens"));
+  if (r.gen_len > 1 && !graph_cache)
     check_fits(w, arch, step_workload(w, r.prompt_len, r.gen_len), "gen_len",
                strcat("prompt_len ", r.prompt_len, " + gen_len ", r.gen_len, ": the last decode step (context ",
                       r.prompt_len + r.gen_len - 2, ")"));
@@ -242,9 +305,10 @@ GenerateResult run_generate(const WorkloadSpec& w, const ArchConfig& arch, const
   if (o.progress)
     progress = std::make_unique<Progress>(*o.progress, static_cast<size_t>(r.gen_len), 0, o.progress_bar, "generate",
                                           "steps", false);
-  const bool symbolic = o.symbolic && !require_policy(o.fusion).simulates;
+  // A graph file's steps are one program (a static cache): the exact cache serves them all.
+  const bool symbolic = o.symbolic && !require_policy(o.fusion).simulates && !graph_cache;
   r.symbolic = symbolic;
-  r.regional = o.regional && !require_policy(o.fusion).simulates;
+  r.regional = o.regional && !require_policy(o.fusion).simulates && !graph_cache;
   const int64_t last_context = r.prompt_len + r.gen_len - 2;
   auto compile_step = [&](const WorkloadSpec& s) {
     auto fresh = std::make_shared<CompileCache::Entry>();
@@ -367,8 +431,18 @@ GenerateResult run_generate(const WorkloadSpec& w, const ArchConfig& arch, const
       cache.symbolic.push_back({key, std::move(*t), here->kernels, here->compulsory_hbm_bytes});
     return here;
   };
+  // Statistics of the last program simulated: a step whose program is the same (cached) one gets
+  // them again. The simulator is deterministic and a timing run reads no data, so simulating it
+  // again would give the same figures.
+  std::shared_ptr<const CompileCache::Entry> last_simulated;
+  SimStats last_stats;
   for (int64_t k = 1; k <= r.gen_len; ++k) {
-    WorkloadSpec s = step_workload(w, r.prompt_len, k);
+    WorkloadSpec s = graph_cache ? w : step_workload(w, r.prompt_len, k);
+    if (graph_cache) {  // the graph's own shapes; the phase, tokens and context are the step's
+      s.phase = k == 1 ? "prefill" : "decode";
+      s.seq_len = k == 1 ? r.prompt_len : 1;
+      s.context = k == 1 ? 0 : r.prompt_len + k - 2;
+    }
     GenerateStep st;
     st.step = k;
     st.phase = s.phase;
@@ -380,11 +454,11 @@ GenerateResult run_generate(const WorkloadSpec& w, const ArchConfig& arch, const
     if (symbolic && k >= 2) {
       e = symbolic_step(s, k, last_context, st.instantiated);
     } else {
-      std::string key = cache_key(s, co, arch);
+      std::string key = cache_key(graph_cache ? w : s, co, arch);
       e = cache.find(key);
       st.cached = e != nullptr;
       if (!e) {
-        e = compile_step(s);
+        e = compile_step(graph_cache ? w : s);
         cache.insert(key, e);
       } else {
         ++r.cache_hits;
@@ -392,13 +466,23 @@ GenerateResult run_generate(const WorkloadSpec& w, const ArchConfig& arch, const
     }
     st.compile_wall_s = seconds_since(tc);
     auto ts = Clock::now();
-    SimStats stats = simulate(e->program, arch, {}).stats;
+    if (e != last_simulated) {
+      last_stats = simulate(e->program, arch, {}).stats;
+      last_simulated = e;
+      ++r.simulations;
+    } else {
+      st.simulation_reused = true;
+    }
+    const SimStats& stats = last_stats;
     st.simulate_wall_s = seconds_since(ts);
-    st.cycles = stats.cycles;
-    st.latency_s = stats.latency_us * 1e-6;
-    st.hbm_read_bytes = stats.hbm_read_bytes;
-    st.hbm_write_bytes = stats.hbm_write_bytes;
-    st.energy_j = stats.energy.total_j();
+    // A graph file's prefill feeds the prompt through the decode-step graph token by token.
+    const int64_t calls = graph_cache && k == 1 ? r.prompt_len : 1;
+    st.graph_calls = calls;
+    st.cycles = stats.cycles * static_cast<uint64_t>(calls);
+    st.latency_s = stats.latency_us * 1e-6 * static_cast<double>(calls);
+    st.hbm_read_bytes = stats.hbm_read_bytes * static_cast<uint64_t>(calls);
+    st.hbm_write_bytes = stats.hbm_write_bytes * static_cast<uint64_t>(calls);
+    st.energy_j = stats.energy.total_j() * static_cast<double>(calls);
     st.kernels = e->kernels;
     if (o.on_step) o.on_step(st, e->program);
     r.steps.push_back(st);
@@ -444,6 +528,10 @@ LatencySummary GenerateResult::per_token() const {
 
 namespace {
 
+std::string graph_cache_note(const std::optional<StaticKvCache>& c) {
+  return c ? "off (a graph file: one static program for every step, from the exact cache)" : "off";
+}
+
 const char* program_source(const GenerateStep& s) {
   return s.instantiated ? "instantiated" : s.cached ? "cached" : "compiled";
 }
@@ -473,7 +561,9 @@ nlohmann::json GenerateResult::to_json() const {
                        {"hbm_read_bytes", s.hbm_read_bytes},
                        {"hbm_write_bytes", s.hbm_write_bytes},
                        {"kernels", s.kernels},
-                       {"program", program_source(s)}});
+                       {"program", program_source(s)},
+                       {"graph_calls", s.graph_calls},
+                       {"simulation_reused", s.simulation_reused}});
     if (arch.energy.configured) steps_j.back()["energy_j"] = s.energy_j;
     rd += s.hbm_read_bytes;
     wr += s.hbm_write_bytes;
@@ -489,6 +579,10 @@ nlohmann::json GenerateResult::to_json() const {
   nlohmann::json j = {
       {"kind", "generate"},
       {"workload", wl},
+      {"static_kv_cache", static_kv_cache ? nlohmann::json{{"buffer", static_kv_cache->buffer},
+                                                           {"buffers", static_kv_cache->buffers},
+                                                           {"max_cache_len", static_kv_cache->max_cache_len}}
+                                          : nlohmann::json(nullptr)},
       {"arch", arch_to_json(arch)},
       {"arch_overrides", arch_overrides},
       {"fusion", fusion},
@@ -513,6 +607,7 @@ nlohmann::json GenerateResult::to_json() const {
         {"symbolic", symbolic},
         {"regional", regional},
         {"regional_compiles", regional_compiles},
+        {"simulations", simulations},
         {"instantiated", instantiated},
         {"guard_extensions", guard_extensions},
         {"guard_failures", guard_failures},
@@ -557,13 +652,20 @@ std::string GenerateResult::summary() const {
     simulate_s += s.simulate_wall_s;
   }
   std::vector<std::vector<std::string>> rows = {
-      {"workload", workload.name},
+      {"workload", workload.graph.empty() ? workload.name : workload.graph},
       {"arch", arch.name},
       {"devices", strcat("1 of ", arch.devices, " (multi-device generation is not available yet)")},
       {"fusion", fusion},
+      {"KV cache", static_kv_cache ? strcat("static: ", static_kv_cache->max_cache_len, " slots in ",
+                                            static_kv_cache->buffers, " buffers (", static_kv_cache->buffer,
+                                            ", ...); every step attends over all of them, masked")
+                                   : std::string("grows with the context (one slot per token)")},
       {"prompt / generated tokens", strcat(prompt_len, " / ", gen_len)},
       {"steps", strcat(steps.size(), " (1 prefill + ", steps.size() - 1, " decode)")},
-      {"time to first token", us(ttft_s()) + " (prefill incl. token 1)"},
+      {"time to first token",
+       us(ttft_s()) + (static_kv_cache ? strcat(" (prefill: the decode-step graph once per prompt token, ", prompt_len,
+                                                " calls, incl. token 1)")
+                                       : std::string(" (prefill incl. token 1)"))},
       {"per-token latency mean", pt.count ? us(pt.mean) : "-"},
       {"per-token latency p50", pt.count ? us(pt.p50) : "-"},
       {"per-token latency p99", pt.count ? us(pt.p99) : "-"},
@@ -587,7 +689,7 @@ std::string GenerateResult::summary() const {
       {"symbolic decode programs",
        symbolic ? strcat(templates, " templates, ", instantiated, " steps instantiated, ", guard_extensions,
                          " guard extensions, ", guard_failures, " guard failures")
-                : "off"},
+                : graph_cache_note(static_kv_cache)},
       {"cost-model memo hits / misses", strcat(cost_memo_hits, " / ", cost_memo_misses)},
       {"wall", strcat(format_number("%.2f s", wall_s), " (compile ", format_number("%.2f s", compile_s), ", simulate ",
                       format_number("%.2f s", simulate_s), ")")},

@@ -106,6 +106,13 @@ class CompileCache {
 
 struct GenerateStep;
 
+// The static KV cache of a graph file's decode step (generate.cpp: static_kv_cache_of).
+struct StaticKvCache {
+  std::string buffer;  // the first cache buffer the graph writes (meta.buffer_writes)
+  size_t buffers = 0;  // cache buffers written (a key and a value per layer)
+  int64_t max_cache_len = 0;
+};
+
 struct GenerateOptions {
   // From flags; unset: the workload's keys, then the defaults below.
   std::optional<int64_t> prompt_len, gen_len;
@@ -138,6 +145,12 @@ struct GenerateStep {
   double energy_j = 0;        // the step's energy (sim/energy.h); 0 when the config has no energy section
   bool cached = false;        // its program came from the compile cache (exact)
   bool instantiated = false;  // ... from a symbolic program whose guard holds
+  // Its statistics were those of the step before (the same program: a graph file's static
+  // step, or a cached one), not simulated again.
+  bool simulation_reused = false;
+  // Calls of the program the step stands for: a graph file's prefill runs the decode-step graph
+  // once per prompt token (its figures are that many times one call's); else 1.
+  int64_t graph_calls = 1;
   double compile_wall_s = 0, simulate_wall_s = 0;
 };
 
@@ -163,6 +176,10 @@ struct GenerateResult {
   // verifying compile, guard failures (recompiles), templates made.
   size_t instantiated = 0, guard_extensions = 0, guard_failures = 0, templates = 0;
   size_t cost_memo_hits = 0, cost_memo_misses = 0;  // kernel_cost calls answered by the memo, computed
+  size_t simulations = 0;  // simulate() calls (a step with the previous step's program reuses its statistics)
+  // A graph file (one decode step against a static KV cache): every step runs its program, the
+  // prefill once per prompt token; unset for a built-in LLM.
+  std::optional<StaticKvCache> static_kv_cache;
   double wall_s = 0;
 
   double ttft_s() const { return steps.empty() ? 0 : steps.front().latency_s; }
