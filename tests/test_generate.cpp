@@ -104,6 +104,30 @@ TEST(Generate, StepsEqualRunJob) {
   }
 }
 
+// Batch 4: each step runs the four sequences together and is `lpu run` of that batched step;
+// tokens and tokens/s count every sequence.
+TEST(Generate, BatchedStepsEqualRunJobAndCountEverySequence) {
+  ArchConfig a = testutil::small_arch();
+  CompileCache cache;
+  WorkloadSpec b = tiny("tiny-llama", {"batch=4"});
+  GenerateResult r = run_generate(b, a, lengths(3, 4), cache);
+  ASSERT_EQ(r.steps.size(), 4u);
+  EXPECT_EQ(r.tokens(), 16);
+  for (const GenerateStep& s : r.steps) {
+    WorkloadSpec w = b;
+    w.phase = s.phase;
+    w.seq_len = s.seq_len;
+    w.context = s.context;
+    RunOutcome o = run_job(w, a, "greedy", false);
+    EXPECT_EQ(s.cycles, o.sim.stats.cycles) << "step " << s.step;
+    EXPECT_EQ(s.hbm_read_bytes, o.sim.stats.hbm_read_bytes) << "step " << s.step;
+  }
+  nlohmann::json j = r.to_json();
+  EXPECT_EQ(j["batch"], 4);
+  EXPECT_DOUBLE_EQ(j["tokens_per_s"].get<double>(), 4 * j["tokens_per_s_per_sequence"].get<double>());
+  EXPECT_THAT(r.summary(), HasSubstr("4 sequences x"));
+}
+
 // The same generation twice through one cache: the second compiles nothing and is identical.
 TEST(Generate, CacheHitsAreExactAndCounted) {
   ArchConfig a = testutil::small_arch();

@@ -245,7 +245,7 @@ GenerateResult run_generate(const WorkloadSpec& w, const ArchConfig& arch, const
     throw InputError(strcat("generate: workload ", w.name, " is not a built-in LLM (", all,
                             ", or model: ", kDecoderModel, " with its keys)"));
   }
-  if (w.batch != 1) throw InputError(strcat("batch: generate runs batch 1 only, got ", w.batch));
+  // batch > 1: every step runs the batch's sequences together (one context for all of them).
   GenerateResult r;
   r.workload = w;
   r.arch = arch;
@@ -595,8 +595,12 @@ nlohmann::json GenerateResult::to_json() const {
       {"per_token_latency_s", summary_json(per_token())},
       {"total_latency_s", total},
       {"total_cycles", total_cycles()},
-      {"tokens_per_s", total > 0 ? static_cast<double>(steps.size()) / total : 0.0},
-      {"decode_tokens_per_s", decode_s > 0 ? static_cast<double>(steps.size() - 1) / decode_s : 0.0},
+      // Tokens of every sequence of the batch (each step produces one per sequence).
+      {"batch", workload.batch},
+      {"tokens_per_s", total > 0 ? static_cast<double>(tokens()) / total : 0.0},
+      {"tokens_per_s_per_sequence", total > 0 ? static_cast<double>(steps.size()) / total : 0.0},
+      {"decode_tokens_per_s",
+       decode_s > 0 ? static_cast<double>((steps.size() - 1) * static_cast<size_t>(workload.batch)) / decode_s : 0.0},
       {"decode_cycles", decode_cycles},
       {"hbm_bytes", rd + wr},
       {"hbm_read_bytes", rd},
@@ -617,13 +621,15 @@ nlohmann::json GenerateResult::to_json() const {
       // The only part that differs between two runs of the same generation.
       {"wall", {{"total_s", wall_s}, {"compile_s", compile_s}, {"simulate_s", simulate_s}}},
   };
-  if (arch.energy.configured) {  // per token: every generated token (one per step), and the decode steps alone
-    double n = static_cast<double>(steps.size());
-    j["energy"] = {{"total_j", energy_j()},
-                   {"j_per_token", n > 0 ? energy_j() / n : 0.0},
-                   {"prefill_j", steps.empty() ? 0.0 : steps.front().energy_j},
-                   {"decode_j", decode_j},
-                   {"decode_j_per_token", steps.size() > 1 ? decode_j / (n - 1) : 0.0}};
+  if (arch.energy
+          .configured) {  // per token: every generated token (one per step and sequence), and the decode steps alone
+    double n = static_cast<double>(tokens());
+    j["energy"] = {
+        {"total_j", energy_j()},
+        {"j_per_token", n > 0 ? energy_j() / n : 0.0},
+        {"prefill_j", steps.empty() ? 0.0 : steps.front().energy_j},
+        {"decode_j", decode_j},
+        {"decode_j_per_token", steps.size() > 1 ? decode_j / (n - static_cast<double>(workload.batch)) : 0.0}};
   }
   return j;
 }
@@ -660,7 +666,8 @@ std::string GenerateResult::summary() const {
                                             static_kv_cache->buffers, " buffers (", static_kv_cache->buffer,
                                             ", ...); every step attends over all of them, masked")
                                    : std::string("grows with the context (one slot per token)")},
-      {"prompt / generated tokens", strcat(prompt_len, " / ", gen_len)},
+      {"prompt / generated tokens",
+       strcat(prompt_len, " / ", gen_len, workload.batch > 1 ? strcat(" per sequence, batch ", workload.batch) : "")},
       {"steps", strcat(steps.size(), " (1 prefill + ", steps.size() - 1, " decode)")},
       {"time to first token",
        us(ttft_s()) + (static_kv_cache ? strcat(" (prefill: the decode-step graph once per prompt token, ", prompt_len,
@@ -671,19 +678,24 @@ std::string GenerateResult::summary() const {
       {"per-token latency p99", pt.count ? us(pt.p99) : "-"},
       {"per-token latency min / max", pt.count ? us(pt.min) + " / " + us(pt.max) : "-"},
       {"total latency", us(total)},
-      {"tokens per second", format_number("%.1f", total > 0 ? static_cast<double>(steps.size()) / total : 0.0)},
+      {"tokens per second",
+       format_number("%.1f", total > 0 ? static_cast<double>(tokens()) / total : 0.0) +
+           (workload.batch > 1 ? strcat(" (", workload.batch, " sequences x ",
+                                        format_number("%.1f", static_cast<double>(steps.size()) / total), ")")
+                               : std::string())},
       {"HBM traffic", format_bytes(static_cast<double>(hbm_bytes()))},
-      {"energy", !arch.energy.configured ? "not modelled (" + arch.file + " has no energy section)"
-                 : steps.empty()         ? "-"
-                                         : strcat(format_energy(energy_j()), " (",
-                                                  format_energy(energy_j() / static_cast<double>(steps.size())),
-                                                  " per token; TTFT ", format_energy(steps.front().energy_j),
-                                          steps.size() > 1 ? "; decode " +
-                                                                 format_energy((energy_j() - steps.front().energy_j) /
-                                                                                       static_cast<double>(steps.size() - 1)) +
-                                                                 " per token"
-                                                                   : std::string(),
-                                                  ")")},
+      {"energy",
+       !arch.energy.configured ? "not modelled (" + arch.file + " has no energy section)"
+       : steps.empty()
+           ? "-"
+           : strcat(format_energy(energy_j()), " (", format_energy(energy_j() / static_cast<double>(tokens())),
+                    " per token; TTFT ", format_energy(steps.front().energy_j),
+                    steps.size() > 1 ? "; decode " +
+                                           format_energy((energy_j() - steps.front().energy_j) /
+                                                         static_cast<double>(tokens() - workload.batch)) +
+                                           " per token"
+                                     : std::string(),
+                    ")")},
       {"compiles / cache hits",
        strcat(compiles, " / ", cache_hits, regional ? strcat(" (", regional_compiles, " regional)") : std::string())},
       {"symbolic decode programs",

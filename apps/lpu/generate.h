@@ -183,6 +183,8 @@ struct GenerateResult {
   double wall_s = 0;
 
   double ttft_s() const { return steps.empty() ? 0 : steps.front().latency_s; }
+  // Generated tokens of every sequence: one per step and sequence of the batch.
+  int64_t tokens() const { return static_cast<int64_t>(steps.size()) * workload.batch; }
   double total_latency_s() const;
   uint64_t total_cycles() const;
   uint64_t hbm_bytes() const;
