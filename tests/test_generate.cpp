@@ -128,6 +128,38 @@ TEST(Generate, BatchedStepsEqualRunJobAndCountEverySequence) {
   EXPECT_THAT(r.summary(), HasSubstr("4 sequences x"));
 }
 
+// Two devices (tensor parallelism): every step, symbolic and regional, is `lpu run` of that step
+// with devices = 2, and every device's program equals a plain compile of its rank.
+TEST(Generate, TensorParallelStepsEqualRunJob) {
+  ArchConfig a = testutil::small_arch();
+  a.devices = 2;
+  CompileCache cache;
+  WorkloadSpec w6 = tiny("tiny-llama", {"layers=6"});
+  GenerateOptions o = lengths(3, 14);
+  size_t checked = 0;
+  o.on_step = [&](const GenerateStep& st, const Program& p) {
+    WorkloadSpec w = w6;
+    w.phase = st.phase;
+    w.seq_len = st.seq_len;
+    w.context = st.context;
+    RunOutcome run = run_job(w, a, "greedy", false);
+    EXPECT_EQ(st.cycles, run.sim.stats.cycles) << "step " << st.step;
+    EXPECT_EQ(st.hbm_read_bytes, run.sim.stats.hbm_read_bytes) << "step " << st.step;
+    EXPECT_EQ(print_program(p), print_program(run.comp.code.program)) << "step " << st.step;
+    ++checked;
+  };
+  GenerateResult r = run_generate(w6, a, o, cache);
+  EXPECT_EQ(checked, 14u);
+  EXPECT_EQ(r.devices, 2);
+  EXPECT_GT(r.instantiated, 0u);
+  EXPECT_GT(r.regional_compiles, 0u);
+  EXPECT_EQ(r.to_json()["devices_used"], 2);
+  // A graph file does not split across devices: exit 2 naming it.
+  WorkloadSpec g =
+      resolve_workload(std::string(LPU_SOURCE_DIR) + "/tests/fixtures/hf/hf_llama_decode_eager_ids_tiny.json");
+  EXPECT_THROW(run_generate(g, a, lengths(2, 2), cache), InputError);
+}
+
 // The same generation twice through one cache: the second compiles nothing and is identical.
 TEST(Generate, CacheHitsAreExactAndCounted) {
   ArchConfig a = testutil::small_arch();

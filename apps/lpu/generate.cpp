@@ -9,6 +9,7 @@
 #include "policy_registry.h"
 #include "progress.h"
 #include "support/error.h"
+#include "workload/tensor_parallel.h"
 #include "workload/transformer.h"
 
 namespace lpu {
@@ -110,6 +111,68 @@ LatencySummary summarize_latencies(std::vector<double> v) {
   return s;
 }
 
+std::optional<RankTemplates> RankTemplates::make(const CompiledStep& a, int64_t sa, const CompiledStep& b, int64_t sb,
+                                                 int64_t hbm_alignment, std::string& why) {
+  RankTemplates t;
+  if (a.others.size() != b.others.size()) {
+    why = "the programs are for different device counts";
+    return std::nullopt;
+  }
+  for (size_t r = 0; r <= a.others.size(); ++r) {
+    const Program& pa = r == 0 ? a.program : a.others[r - 1];
+    const Program& pb = r == 0 ? b.program : b.others[r - 1];
+    auto x = ProgramTemplate::make(pa, sa, pb, sb, hbm_alignment, why);
+    if (!x) {
+      if (a.others.size()) why = strcat("device ", r, ": ", why);
+      return std::nullopt;
+    }
+    t.ranks_.push_back(std::move(*x));
+  }
+  return t;
+}
+
+bool RankTemplates::holds(int64_t s) const {
+  for (const auto& t : ranks_)
+    if (!t.holds(s)) return false;
+  return !ranks_.empty();
+}
+
+int64_t RankTemplates::lo() const {
+  int64_t v = ranks_.front().lo();
+  for (const auto& t : ranks_) v = std::max(v, t.lo());
+  return v;
+}
+
+int64_t RankTemplates::hi() const {
+  int64_t v = ranks_.front().hi();
+  for (const auto& t : ranks_) v = std::min(v, t.hi());
+  return v;
+}
+
+Program RankTemplates::instantiate(int64_t s) const { return ranks_.front().instantiate(s); }
+
+std::vector<Program> RankTemplates::instantiate_others(int64_t s) const {
+  std::vector<Program> v;
+  for (size_t r = 1; r < ranks_.size(); ++r) v.push_back(ranks_[r].instantiate(s));
+  return v;
+}
+
+bool RankTemplates::verify(const CompiledStep& e, int64_t s, std::string& why) {
+  if (e.others.size() + 1 != ranks_.size()) {
+    why = "the compiled step is for another device count";
+    return false;
+  }
+  bool ok = true;
+  for (size_t r = 0; r < ranks_.size(); ++r) {  // every rank, so that each guard grows where it holds
+    std::string w;
+    if (!ranks_[r].verify(r == 0 ? e.program : e.others[r - 1], s, w) && ok) {
+      ok = false;
+      why = ranks_.size() > 1 ? strcat("device ", r, ": ", w) : w;
+    }
+  }
+  return ok;
+}
+
 namespace {
 
 // Step k's workload: the prefill of the prompt, or one decode step at its context.
@@ -171,8 +234,9 @@ HbmNeed hbm_need(const Graph& g) {
 }
 
 void check_fits(const WorkloadSpec& w, const ArchConfig& arch, const WorkloadSpec& step, const std::string& key,
-                const std::string& what) {
-  HbmNeed n = hbm_need(build_graph(step));
+                const std::string& what, int64_t devices = 1) {
+  // With tensor parallelism, rank 0's share (the largest: the vocabulary may split unevenly).
+  HbmNeed n = hbm_need(devices > 1 ? build_rank_graphs(step, devices).front() : build_graph(step));
   double cap = arch.hbm.capacity_gib * 1024.0 * 1024.0 * 1024.0;
   if (n.total <= cap) return;
   // Weights alone too big: no length would fit, so the lengths are not to blame.
@@ -182,8 +246,8 @@ void check_fits(const WorkloadSpec& w, const ArchConfig& arch, const WorkloadSpe
       static_cast<int64_t>(n.kv_cache), " bytes (", format_bytes(n.kv_cache), "), weights ",
       static_cast<int64_t>(n.weights), " bytes, other inputs ", static_cast<int64_t>(n.total - n.kv_cache - n.weights),
       " bytes; but ", arch.name, " has hbm.capacity_gib = ", arch.hbm.capacity_gib, " GiB (", static_cast<int64_t>(cap),
-      " bytes) per device: it would need ", static_cast<int64_t>(std::ceil(n.total / cap)), " devices, and ", w.name,
-      " generation runs on one device (multi-device generation is not available yet)"));
+      " bytes) per device", devices > 1 ? strcat(" (devices = ", devices, ")") : std::string(), ": it would need ",
+      static_cast<int64_t>(std::ceil(n.total / cap)) * devices, " devices (--set devices=N, tensor parallelism)"));
 }
 
 // A graph file that is one decode step against a static KV cache: what transformers'
@@ -254,6 +318,13 @@ GenerateResult run_generate(const WorkloadSpec& w, const ArchConfig& arch, const
   r.prompt_len = resolve_length(o.prompt_len, w.prompt_len, GenerateOptions::kDefaultPromptLen, "prompt_len",
                                 "--prompt-len", w, prompt_src);
   r.gen_len = resolve_length(o.gen_len, w.gen_len, GenerateOptions::kDefaultGenLen, "gen_len", "--gen-len", w, gen_src);
+  // devices > 1: tensor parallelism, each rank's graph compiled (workload/tensor_parallel.h).
+  const int64_t devices = std::max<int64_t>(arch.devices, 1);
+  if (devices > 1 && graph_cache) build_rank_graphs(w, devices);  // refuses a graph file, naming it
+  if (devices > 1 && require_policy(o.fusion).simulates)
+    throw InputError(strcat("--fusion ", o.fusion, ": the tuner searches one device's program; with devices = ",
+                            devices, " use a fixed policy (greedy, none)"));
+  r.devices = devices;
   r.static_kv_cache = graph_cache;
   if (graph_cache) {
     // The tokens fed through the graph: the prompt and every generated one but the last; each
@@ -287,11 +358,12 @@ GenerateResult run_generate(const WorkloadSpec& w, const ArchConfig& arch, const
   // context) must fit one device, checked before anything is compiled.
   if (!graph_cache)
     check_fits(w, arch, step_workload(w, r.prompt_len, 1), "prompt_len",
-               strcat("the prefill of ", r.prompt_len, " tokens"));
+               strcat("the prefill of ", r.prompt_len, " tokens"), devices);
   if (r.gen_len > 1 && !graph_cache)
     check_fits(w, arch, step_workload(w, r.prompt_len, r.gen_len), "gen_len",
                strcat("prompt_len ", r.prompt_len, " + gen_len ", r.gen_len, ": the last decode step (context ",
-                      r.prompt_len + r.gen_len - 2, ")"));
+                      r.prompt_len + r.gen_len - 2, ")"),
+               devices);
 
   // search-isu may pick other ISU options per step: a generation on a config that changes from
   // token to token is no answer to "how fast is this hardware"; set isu.* with --set instead.
@@ -310,31 +382,45 @@ GenerateResult run_generate(const WorkloadSpec& w, const ArchConfig& arch, const
   r.symbolic = symbolic;
   r.regional = o.regional && !require_policy(o.fusion).simulates && !graph_cache;
   const int64_t last_context = r.prompt_len + r.gen_len - 2;
-  auto compile_step = [&](const WorkloadSpec& s) {
-    auto fresh = std::make_shared<CompileCache::Entry>();
-    ++r.compiles;
-    if (require_policy(o.fusion).simulates) {  // the tuner; search-isu is refused above
+  auto compile_rank = [&](const WorkloadSpec& s, CompileCache::Entry& e) -> Program {
+    if (require_policy(o.fusion).simulates) {  // the tuner (one device); search-isu is refused above
       SearchReport rep;
       Compilation c = tune(build_graph(s), arch, tune_options_for(o.fusion), rep, o.breaks).comp;
-      fresh->program = std::move(c.code.program);
-      fresh->kernels = c.schedule.kernels.size();
-      fresh->compulsory_hbm_bytes = c.compulsory_hbm_bytes;
-      return std::shared_ptr<const CompileCache::Entry>(fresh);
+      e.kernels = c.schedule.kernels.size();
+      e.compulsory_hbm_bytes = c.compulsory_hbm_bytes;
+      return std::move(c.code.program);
     }
     if (o.regional) {  // the repeated layer compiled once (regional.h); whole when it does not apply
       RegionalProgram rp = compile_regional(s, co, [&](const Graph& g, const CompileOptions& opts) {
         return compile_with_memo(g, opts, cache.cost_memo);
       });
       r.regional_compiles += rp.regional;
-      fresh->program = std::move(rp.program);
-      fresh->kernels = rp.kernels;
-      fresh->compulsory_hbm_bytes = rp.compulsory_hbm_bytes;
-      return std::shared_ptr<const CompileCache::Entry>(fresh);
+      e.kernels = rp.kernels;
+      e.compulsory_hbm_bytes = rp.compulsory_hbm_bytes;
+      return std::move(rp.program);
     }
     Compilation c = compile_with_memo(build_graph(s), co, cache.cost_memo);
-    fresh->program = std::move(c.code.program);
-    fresh->kernels = c.schedule.kernels.size();
-    fresh->compulsory_hbm_bytes = c.compulsory_hbm_bytes;
+    e.kernels = c.schedule.kernels.size();
+    e.compulsory_hbm_bytes = c.compulsory_hbm_bytes;
+    return std::move(c.code.program);
+  };
+  // One compile of a step: every rank's program (rank 0's kernels and compulsory bytes).
+  auto compile_step = [&](const WorkloadSpec& s) {
+    auto fresh = std::make_shared<CompileCache::Entry>();
+    ++r.compiles;
+    for (int64_t rank = 0; rank < devices; ++rank) {
+      WorkloadSpec sr = s;
+      if (devices > 1) {
+        sr.tp = devices;
+        sr.tp_rank = rank;
+      }
+      CompileCache::Entry info;
+      Program p = compile_rank(sr, rank == 0 ? *fresh : info);
+      if (rank == 0)
+        fresh->program = std::move(p);
+      else
+        fresh->others.push_back(std::move(p));
+    }
     return std::shared_ptr<const CompileCache::Entry>(fresh);
   };
   auto explain = [&](const std::string& line) {
@@ -355,6 +441,7 @@ GenerateResult run_generate(const WorkloadSpec& w, const ArchConfig& arch, const
     auto instantiated = [&](const CompileCache::Symbolic& t) {
       auto p = std::make_shared<CompileCache::Entry>();
       p->program = t.program.instantiate(C);
+      p->others = t.program.instantiate_others(C);
       p->kernels = t.kernels;
       inst = true;
       p->compulsory_hbm_bytes = t.compulsory_hbm_bytes;
@@ -394,11 +481,11 @@ GenerateResult run_generate(const WorkloadSpec& w, const ArchConfig& arch, const
     if (below && below->program.hi() == C - 1) {
       // The context just left this guard: extend it by verifying the template at a further
       // context, doubling the interval.
-      const ProgramTemplate& tp = below->program;
+      const RankTemplates& tp = below->program;
       int64_t p = std::min(max_context, tp.hi() + (tp.hi() - tp.lo() + 1));
       std::shared_ptr<const CompileCache::Entry> probe = compile_step(at(p));
       std::string why;
-      if (below->program.verify(probe->program, p, why)) {
+      if (below->program.verify(*probe, p, why)) {
         ++r.guard_extensions;
         skip_len = 0;
         if (p == C) return probe;
@@ -418,7 +505,7 @@ GenerateResult run_generate(const WorkloadSpec& w, const ArchConfig& arch, const
     if (C + 1 > max_context || C < skip_until) return here;
     std::shared_ptr<const CompileCache::Entry> next = compile_step(at(C + 1));
     std::string why;
-    auto t = ProgramTemplate::make(here->program, C, next->program, C + 1, co.codegen.hbm_alignment, why);
+    auto t = RankTemplates::make(*here, C, *next, C + 1, co.codegen.hbm_alignment, why);
     if (!t) {
       explain(strcat(where, ": the programs at contexts ", C, " and ", C + 1, " make no template: ", why));
       back_off();
@@ -426,7 +513,7 @@ GenerateResult run_generate(const WorkloadSpec& w, const ArchConfig& arch, const
     }
     ++r.templates;
     // The probe that failed the old guard, compiled anyway, may lie in the new one's: free to check.
-    if (failed_at > C + 1 && t->verify(failed_probe->program, failed_at, why)) ++r.guard_extensions;
+    if (failed_at > C + 1 && t->verify(*failed_probe, failed_at, why)) ++r.guard_extensions;
     if (cache.symbolic.size() < cache.symbolic_capacity())
       cache.symbolic.push_back({key, std::move(*t), here->kernels, here->compulsory_hbm_bytes});
     return here;
@@ -467,7 +554,9 @@ GenerateResult run_generate(const WorkloadSpec& w, const ArchConfig& arch, const
     st.compile_wall_s = seconds_since(tc);
     auto ts = Clock::now();
     if (e != last_simulated) {
-      last_stats = simulate(e->program, arch, {}).stats;
+      SimOptions so;
+      for (const Program& p : e->others) so.other_devices.push_back(&p);
+      last_stats = simulate(e->program, arch, so).stats;
       last_simulated = e;
       ++r.simulations;
     } else {
@@ -586,7 +675,7 @@ nlohmann::json GenerateResult::to_json() const {
       {"arch", arch_to_json(arch)},
       {"arch_overrides", arch_overrides},
       {"fusion", fusion},
-      {"devices_used", 1},
+      {"devices_used", devices},
       {"prompt_len", prompt_len},
       {"gen_len", gen_len},
       {"steps_count", steps.size()},
@@ -660,7 +749,8 @@ std::string GenerateResult::summary() const {
   std::vector<std::vector<std::string>> rows = {
       {"workload", workload.graph.empty() ? workload.name : workload.graph},
       {"arch", arch.name},
-      {"devices", strcat("1 of ", arch.devices, " (multi-device generation is not available yet)")},
+      {"devices", devices > 1 ? strcat(devices, " (tensor parallelism; figures of device 0, which the others wait for)")
+                              : strcat("1 of ", arch.devices)},
       {"fusion", fusion},
       {"KV cache", static_kv_cache ? strcat("static: ", static_kv_cache->max_cache_len, " slots in ",
                                             static_kv_cache->buffers, " buffers (", static_kv_cache->buffer,

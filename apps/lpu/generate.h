@@ -56,6 +56,33 @@ class KernelCostMemo {
 // pipeline, so the same program (test_generate compares them over a range of contexts).
 Compilation compile_with_memo(const Graph& g, const CompileOptions& opts, KernelCostMemo& memo);
 
+// A compiled step: device 0's program and, with tensor parallelism, the other devices'.
+struct CompiledStep {
+  Program program;              // device 0's
+  std::vector<Program> others;  // devices 1, 2, ... (tensor parallelism)
+  size_t kernels = 0;           // device 0's
+  int64_t compulsory_hbm_bytes = 0;
+};
+
+// A step's programs symbolic in the context, one template per device (isa/program_template.h):
+// its guard is where every device's template holds.
+class RankTemplates {
+ public:
+  static std::optional<RankTemplates> make(const CompiledStep& a, int64_t sa, const CompiledStep& b, int64_t sb,
+                                           int64_t hbm_alignment, std::string& why);
+  bool holds(int64_t s) const;
+  int64_t lo() const;
+  int64_t hi() const;
+  Program instantiate(int64_t s) const;                      // device 0's
+  std::vector<Program> instantiate_others(int64_t s) const;  // devices 1, 2, ...
+  // Verifies every device's template against `e` compiled at `s` (each guard grows where it
+  // holds); false with the first difference when one does not.
+  bool verify(const CompiledStep& e, int64_t s, std::string& why);
+
+ private:
+  std::vector<ProgramTemplate> ranks_;
+};
+
 // Compiled programs by an exact key: everything the graph builder and the compiler read (the
 // step's workload fields, fusion policy, codegen options from the config, graph-break
 // options). Equal keys compile to equal programs, so a hit is exact. Bounded: once `capacity`
@@ -63,11 +90,7 @@ Compilation compile_with_memo(const Graph& g, const CompileOptions& opts, Kernel
 // otherwise hold every program).
 class CompileCache {
  public:
-  struct Entry {
-    Program program;
-    size_t kernels = 0;
-    int64_t compulsory_hbm_bytes = 0;
-  };
+  using Entry = CompiledStep;
   explicit CompileCache(size_t capacity = 64) : capacity_(capacity) {}
   // The entry for `key`, or nullptr (counted as a hit or a miss).
   std::shared_ptr<const Entry> find(const std::string& key);
@@ -94,7 +117,7 @@ class CompileCache {
   // `capacity` templates are kept.
   struct Symbolic {
     std::string key;
-    ProgramTemplate program;
+    RankTemplates program;
     size_t kernels = 0;
     int64_t compulsory_hbm_bytes = 0;
   };
@@ -175,6 +198,7 @@ struct GenerateResult {
   // Symbolic decode programs: steps instantiated (part of cache_hits), guards extended by a
   // verifying compile, guard failures (recompiles), templates made.
   size_t instantiated = 0, guard_extensions = 0, guard_failures = 0, templates = 0;
+  int64_t devices = 1;  // tensor parallelism: the devices every step runs on (arch devices; 1 for a graph file)
   size_t cost_memo_hits = 0, cost_memo_misses = 0;  // kernel_cost calls answered by the memo, computed
   size_t simulations = 0;  // simulate() calls (a step with the previous step's program reuses its statistics)
   // A graph file (one decode step against a static KV cache): every step runs its program, the

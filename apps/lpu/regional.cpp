@@ -21,7 +21,6 @@ bool regional_applies(const WorkloadSpec& w, std::string* why_not) {
   const int64_t L = decoder_depth(w);
   if (L < 0) return no("not a built-in decoder");
   if (L < 5) return no(strcat(L, " layers: compiling them whole is cheaper than at 3 and 4"));
-  if (w.tp > 1) return no("tensor parallelism: one rank's graph (not regional yet)");
   return true;
 }
 

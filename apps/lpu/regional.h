@@ -27,8 +27,8 @@ struct RegionalProgram {
 // it is no built-in decoder.
 int64_t decoder_depth(const WorkloadSpec& w);
 
-// Whether `w` can be compiled regionally: a built-in decoder of 5 or more layers on one device
-// (a shallower one compiles whole faster than at 3 and 4 layers).
+// Whether `w` can be compiled regionally: a built-in decoder of 5 or more layers (a shallower
+// one compiles whole faster than at 3 and 4 layers); a tensor-parallel rank's too (w.tp, tp_rank).
 bool regional_applies(const WorkloadSpec& w, std::string* why_not = nullptr);
 
 // `compile` is the compile pipeline to use (compile_graph, or one with a shared cost memo);
