@@ -130,7 +130,7 @@ check vcd_file 0 "isu.*in_flight|in_flight" -- grep -E "var wire .* in_flight" "
 
 # Decoder keys and batching (docs/workloads.md): --set workload.KEY, a new model, roofs.
 check workload_set_batch 0 "tokens/s roofs .* memory .* compute" -- "$LPU" run tiny-opt --set workload.batch=3
-check workload_set_bad 2 "--set batch=0: batch: value 0 out of range" -- "$LPU" run tiny-opt --set workload.batch=0
+check workload_set_bad 2 "--set workload.batch=0: batch: value 0 out of range" -- "$LPU" run tiny-opt --set workload.batch=0
 check workload_set_graph 2 "graph file carries its own shapes" -- "$LPU" run tests/fixtures/hf/hf_gpt2_eager.json --set workload.batch=2
 check list_workload_keys 0 "llama2-70b .*decoder, 68.98B parameters: layers=80 d_model=8192 heads=64 kv_heads=8" -- "$LPU" list workloads
 printf 'model: decoder\nlayers: 2\nd_model: 64\nheads: 4\nkv_heads: 3\nffn: 96\nvocab: 50\n' > "$TMP/dec.yaml"

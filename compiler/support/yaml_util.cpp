@@ -101,7 +101,7 @@ void YamlReader::fail(const YAML::Node& at, const std::string& path, const std::
   // A value that came from --set has no line in the file: name the assignment instead.
   for (auto it = overrides_.rbegin(); it != overrides_.rend(); ++it) {
     std::string key = it->substr(0, it->find('='));
-    if (path == key || path.rfind(key + ".", 0) == 0) throw InputError(strcat(file_, ": --set ", *it, ": ", path, ": ", msg));
+    if (path == key || path.rfind(key + ".", 0) == 0) throw InputError(strcat(file_, ": --set ", override_prefix_, *it, ": ", path, ": ", msg));
   }
   int line = at.IsDefined() ? at.Mark().line + 1 : 0;
   std::string where = line > 0 ? strcat(file_, ":", line) : strcat(file_, " (from defaults)");

@@ -15,6 +15,8 @@ struct YamlDoc {
   std::string file;
   YAML::Node root;
   std::vector<std::string> overrides;  // "key.path=value" applied by apply_override, in order
+  // How the user spelled the overrides' keys, for messages: "workload." for --set workload.KEY.
+  std::string override_prefix;
 };
 
 YamlDoc load_yaml_file(const std::string& path);
@@ -25,7 +27,7 @@ void apply_override(YamlDoc& doc, const std::string& assignment);
 
 class YamlReader {
  public:
-  YamlReader(const YamlDoc& doc) : file_(doc.file), overrides_(doc.overrides) {}
+  YamlReader(const YamlDoc& doc) : file_(doc.file), overrides_(doc.overrides), override_prefix_(doc.override_prefix) {}
   const std::string& file() const { return file_; }
 
   [[noreturn]] void fail(const YAML::Node& at, const std::string& path, const std::string& msg) const;
@@ -50,6 +52,7 @@ class YamlReader {
   YAML::Node child(const YAML::Node& map, const std::string& key, const std::string& path) const;
   std::string file_;
   std::vector<std::string> overrides_;
+  std::string override_prefix_;
 };
 
 std::string join_path(const std::string& path, const std::string& key);

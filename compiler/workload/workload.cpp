@@ -358,6 +358,7 @@ WorkloadSpec resolve_workload(const std::string& name_or_path, const std::vector
   }
   for (const auto& o : overrides) apply_override(doc, o);
   doc.overrides = overrides;
+  doc.override_prefix = kWorkloadKeyPrefix;
   WorkloadSpec w = load_workload_doc(doc, plain.file.empty() ? plain.model : plain.file);
   if (plain.file.empty()) {
     w.file.clear();
