@@ -62,10 +62,13 @@ Compilation compile_graph(const Graph& g, const CompileOptions& opts) {
   } catch (const InputError& e) {
     throw InternalError(strcat("scheduling produced an invalid schedule: ", e.what()));
   }
+  // Tiling is decided once, on the tile-footprint analysis the fusion cost model used too, and
+  // recorded in the schedule; code generation emits that tiling.
+  std::vector<KernelTiling> tiling = plan_kernel_tiling(c.loop_ir, c.schedule, cg_opts);
+  for (size_t i = 0; i < tiling.size(); ++i) c.schedule.kernels[i].tiling = tiling[i];
   c.code = generate_lpu_program(c.loop_ir, c.schedule, cg_opts);
   if (c.code.tiling.size() != c.schedule.kernels.size())
     throw InternalError("code generation tiled a different number of kernels than the schedule has");
-  for (size_t i = 0; i < c.code.tiling.size(); ++i) c.schedule.kernels[i].tiling = c.code.tiling[i];
   c.compulsory_hbm_bytes = compulsory_hbm_bytes(c.loop_ir);
   return c;
 }

@@ -1,0 +1,71 @@
+// The tile-footprint analysis: what one tile of a kernel needs in local memory and moves over
+// HBM, computed from the kernel's loop nodes and buffers without emitting it. Tile planning
+// (tile_plan.h) asks it for every candidate tiling, the fusion cost model (kernel_cost) for
+// the traffic of the chosen one; the code generator then emits with that tiling.
+//
+// It models what KernelEmitter (lpu_codegen.cpp) allocates, register by register, and nothing
+// else: for each node in order its tile registers (a load's [rows or 1, cols or the column
+// window], a vector op's result, a reduction's column, an expand to the node's dense shape, a
+// matmul's [rows, N], a gather's [rows, D]), which of them the loads share (the emitter's load
+// keys), which loads are row-invariant and stay resident (hoisted, below the tile regions), and
+// where each register is last read (an op, a matmul, a store). The tile region's peak is that
+// sequence (loads first, then compute and stores) placed by the emitter's first-fit allocator:
+// tens of registers per tile, so a candidate costs microseconds however many rows the tile
+// has. HBM bytes per tile are closed form per access (rows x columns x element bytes; a matmul
+// streams its B block once per run of rows sharing it). The access analyses (analyze_access)
+// run once per kernel, not once per candidate.
+//
+// It throws what the emitter throws for a kernel it cannot emit (a load that is not a strided
+// access, an index used as a value, a matmul operand that is not strided in K and N), in the
+// same order, so the scheduler and the user see the same errors. The emitter's bounds checks
+// (InternalError: a bug of ours, not an input error) stay with the emitter.
+//
+// tests/test_tile_footprint.cpp checks the analysis against the emitter's measurement
+// (measure_emitted_tile, lpu_codegen.h) on every kernel of several workloads.
+#pragma once
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <vector>
+
+#include "codegen/column_split.h"
+#include "loopir/kernel.h"
+#include "loopir/loop_ir.h"
+
+namespace lpu {
+
+constexpr int64_t kLmElem = 4;  // local memory holds fp32
+
+// One tile as the emitter would emit it.
+struct TileFootprint {
+  int64_t peak_bytes = 0;  // the tile region's peak (not aligned)
+  int64_t hbm_bytes = 0;   // HBM bytes the tile's instructions move (hoisted loads excluded)
+};
+
+class TileFootprintAnalysis {
+ public:
+  // `columns`: the kernel's column split when tiles are column windows (else whole rows).
+  // The kernel and the program must outlive the analysis.
+  TileFootprintAnalysis(const LoopProgram& p, const Kernel& k, const ColumnSplit* columns = nullptr);
+  ~TileFootprintAnalysis();
+  TileFootprintAnalysis(const TileFootprintAnalysis&) = delete;
+  TileFootprintAnalysis& operator=(const TileFootprintAnalysis&) = delete;
+
+  // Tile rows [r0, r0 + rows) x columns [c0, c0 + cw) of the split nodes (whole rows without
+  // a split: c0 and cw are then ignored).
+  TileFootprint tile(int64_t r0, int64_t rows, int64_t c0, int64_t cw);
+  // The parts alone: the first tile's peak (what plan_tiles sizes), a tile's HBM bytes.
+  int64_t peak_bytes(int64_t rows, int64_t cw);
+  int64_t hbm_bytes(int64_t r0, int64_t rows, int64_t c0, int64_t cw);
+  // Row-invariant loads, resident below the tile regions: local-memory bytes (each aligned to
+  // the allocation granule) and the HBM bytes loading them once moves.
+  int64_t hoisted_bytes();
+  int64_t hoisted_hbm_bytes();
+
+  struct Impl;  // tile_footprint.cpp
+
+ private:
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace lpu
