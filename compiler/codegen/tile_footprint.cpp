@@ -4,7 +4,6 @@
 #include <array>
 #include <set>
 #include <string>
-#include <unordered_map>
 
 #include "codegen/region_allocator.h"
 #include "codegen/tile_plan.h"
@@ -34,25 +33,50 @@ struct Step {
   int store = -1;
 };
 
-// What a load is, analysed once per kernel.
-struct PreparedLoad {
-  AccessPattern ap;
-  int64_t width = 0;  // columns of the access (numel of its column sizes)
-  bool in_kernel = false;
-  int64_t eb = 0;
-  // The emitter's load keys (which loads of a tile share a register) up to their per-tile
-  // parts: a two-level load's whole key or a hoisted load's up to its columns; a tile load's.
-  std::string block_key, tile_key;
+// The kernel as the emitter walks it, recorded once: one op per value the walk makes (the
+// handler calls on each node's body, each shared subexpression once, then the node's result
+// and store). What an op allocates depends on the tile (its rows, its column window), so each
+// candidate replays the ops; nothing of the loop IR is looked at again.
+enum class OpKind : uint8_t { Imm, Load, Call, Reduce, Matmul, Gather, NodeEnd };
+struct Op {
+  OpKind kind = OpKind::Imm;
+  std::array<int, 3> in{-1, -1, -1};  // operand ops (Call: its arguments; Reduce, NodeEnd: the
+                                      // value; Matmul: the A operand; Gather: the indices)
+  int load = -1;                      // Load: index into Impl::loads
+  const LoopNode* node = nullptr;     // Reduce, Matmul, Gather, NodeEnd
+  bool split = false;                 // Matmul, NodeEnd: the node computes the column window
+  bool store = false;                 // NodeEnd: the node's value goes to HBM
+  int64_t block = 0;                  // NodeEnd: two-level columns of the store (0: one level)
+  int64_t eb = 0;                     // Gather: the table's, NodeEnd: the output's element bytes
 };
 
-struct PreparedMatmul {
-  int64_t K = 0, ks = 0, ns = 0, eb = 0;
+// What a load is (KernelEmitter::load's cases), decided once per kernel.
+enum class LoadKind : uint8_t { InKernel, TwoLevel, Hoisted, Tile };
+struct LoadInfo {
+  LoadKind kind = LoadKind::Tile;
+  bool window = false;  // a split node's load: the tile's column window
+  int64_t width = 0;    // columns of the access
+  int64_t col_stride = 0;
+  int64_t block = 0;     // TwoLevel: columns per block
+  bool one_row = false;  // Tile: a row-invariant window, one row broadcast to all
+  int producer = -1;     // InKernel: the op of the producing node's value
+  int key = -1;          // TwoLevel, Tile: the emitter's load key without its per-tile parts
+  int64_t eb = 0;        // element bytes in HBM
+  int64_t hoisted_cols = 0;
+  const LoopNode* node = nullptr;
+};
+
+struct MatmulInfo {
+  int64_t K = 0, eb = 0;
   AccessPattern rows_of_b;  // row_offset() evaluates B's row part per flattened row
 };
 
-struct PreparedStore {
-  AccessPattern sp;
-  int64_t eb = 0;
+// Two loads of one tile share a register when the emitter's keys are equal: the static part
+// (interned) and, for tile loads, the columns and the window's element offset.
+struct LoadKey {
+  int key;
+  int64_t ncols, coff;
+  bool operator==(const LoadKey& o) const { return key == o.key && ncols == o.ncols && coff == o.coff; }
 };
 
 }  // namespace
@@ -62,20 +86,22 @@ struct TileFootprintAnalysis::Impl {
   const Kernel& k;
   std::set<const LoopNode*> split;
   std::set<std::string> in_kernel, hbm_out;
-  std::map<std::pair<const LoopNode*, const ExprNode*>, PreparedLoad> loads_prepared;
-  std::map<const LoopNode*, PreparedMatmul> matmuls;
-  std::map<const LoopNode*, PreparedStore> stores;
-  // Resident across tiles (as in the emitter, which keeps them for the whole kernel).
+  int64_t granule = 0;
+  // The recording.
+  bool recorded = false;
+  std::vector<Op> ops;
+  std::vector<LoadInfo> loads;
+  std::map<const LoopNode*, MatmulInfo> matmuls;
+  std::map<std::string, int> keys;    // interned load keys
+  std::map<std::string, int> values;  // node output -> its NodeEnd op
   std::set<std::string> hoisted;
   int64_t hoisted_bytes = 0, hoisted_hbm = 0;
-  bool walked = false;
-  int64_t granule = 0;
-  // Per tile:
-  bool with_hbm = false;
+  // Per tile (replay):
   int64_t r0 = 0, rows = 0, c0 = 0, cw = 0, hbm = 0;
+  bool with_hbm = false;
+  std::vector<FVal> vals;
   std::vector<uint64_t> vsize;
-  std::map<std::string, FVal> tile_loads;
-  std::map<std::string, FVal> values;
+  std::vector<std::pair<LoadKey, FVal>> tile_loads;
   std::vector<Step> load_steps, body;
 
   Impl(const LoopProgram& prog, const Kernel& kernel, const ColumnSplit* columns) : p(prog), k(kernel) {
@@ -88,9 +114,96 @@ struct TileFootprintAnalysis::Impl {
     }
   }
 
-  int64_t col0(const LoopNode& n) const { return split.count(&n) ? c0 : 0; }
-  int64_t col_width(const LoopNode& n) const { return split.count(&n) ? cw : n.out_cols(); }
+  int push(Op op) {
+    ops.push_back(op);
+    return static_cast<int>(ops.size()) - 1;
+  }
+  int intern(const std::string& key) { return keys.emplace(key, static_cast<int>(keys.size())).first->second; }
 
+  // KernelEmitter::load's decisions, with its error for an access the DMA cannot do.
+  int record_load(const LoopNode& node, const ExprNode& e, const std::vector<std::string>& cols,
+                  const std::vector<int64_t>& col_sizes, bool window) {
+    AccessPattern ap = analyze_access(node, e.index, cols, col_sizes);
+    if (!ap.ok)
+      throw InputError(strcat("kernel ", k.name, ", node ", node.name, ": load ", e.buffer, "[", e.index.str(),
+                              "] is not a strided access the LPU DMA can do (", ap.why_not, ")"));
+    LoadInfo l;
+    l.node = &node;
+    l.window = window;
+    l.width = numel(col_sizes);
+    l.col_stride = ap.col_stride;
+    if (in_kernel.count(e.buffer)) {  // produced earlier in this tile: an alias of its register
+      l.kind = LoadKind::InKernel;
+      l.producer = values.at(e.buffer);
+    } else {
+      l.eb = dtype_bytes(p.buffers.at(e.buffer).type.dtype);
+      bool windowed = window && ap.col_stride != 0;
+      if (ap.col_split && ap.col_split < l.width) {  // two-level columns: a DMA per row and block
+        l.kind = LoadKind::TwoLevel;
+        l.block = ap.col_split;
+        l.key = intern(strcat(e.buffer, "@", e.index.str(), "/", node.rows()));
+      } else if (ap.row_affine && ap.row_stride == 0 && !windowed) {  // row-invariant: resident
+        l.kind = LoadKind::Hoisted;
+        l.hoisted_cols = ap.col_stride == 0 ? 1 : l.width;
+        if (hoisted.insert(strcat(e.buffer, "@", ap.base, ",", ap.col_stride, ",", l.hoisted_cols)).second) {
+          hoisted_bytes += align_up(l.hoisted_cols * kLmElem, kLmAlign);
+          hoisted_hbm += l.hoisted_cols * l.eb;
+        }
+      } else {
+        l.kind = LoadKind::Tile;
+        l.one_row = ap.row_affine && ap.row_stride == 0;
+        // The emitter's key without its columns and window offset; a non-row-affine one also
+        // holds the node's row count (after the columns there, which is the same key).
+        l.key = ap.row_affine ? intern(strcat("|", e.buffer, "@", ap.base, ",", ap.row_stride, ",", ap.col_stride))
+                              : intern(strcat("|", e.buffer, "@", e.index.str(), "/", ap.col_stride, "/", node.rows()));
+      }
+    }
+    loads.push_back(l);
+    Op op;
+    op.kind = OpKind::Load;
+    op.load = static_cast<int>(loads.size()) - 1;
+    return push(op);
+  }
+
+  // KernelEmitter::matmul's checks; the A operand's load.
+  int record_matmul(const LoopNode& node) {
+    const Expr& a_load = node.body->args.at(0);
+    const Expr& b_load = node.body->args.at(1);
+    if (a_load->kind != ExprKind::Load || b_load->kind != ExprKind::Load)
+      throw InternalError("codegen: matmul body is not mul(load, load) in " + node.name);
+    int64_t K = node.reduction_ranges.at(0);
+    const std::string kvar = LoopVar::reduction(0).name();
+    Op op;
+    op.kind = OpKind::Matmul;
+    op.node = &node;
+    op.split = split.count(&node) > 0;
+    op.in[0] = record_load(node, *a_load, {kvar}, {K}, false);
+    const LoadInfo& a = loads.back();
+    int64_t a_cols = a.kind == LoadKind::TwoLevel ? a.width : a.col_stride == 0 ? 1 : a.width;
+    if (a_cols != K) throw InputError(strcat("node ", node.name, ": matmul A operand must vary along K"));
+    std::string nvar = node.column_var().name();
+    const Index& bi = b_load->index;
+    Index b_row = bi.substitute({{kvar, Index::constant(0)}, {nvar, Index::constant(0)}});
+    Index b_cols = bi - b_row;
+    for (const auto& v : b_cols.variables())
+      if (v != kvar && v != nvar)
+        throw InputError(strcat("node ", node.name, ": B operand index ", bi.str(), " mixes rows with K/N"));
+    if (!b_cols.is_affine())
+      throw InputError(strcat("node ", node.name, ": B operand index ", bi.str(), " is not strided in K and N"));
+    MatmulInfo m;
+    m.K = K;
+    m.rows_of_b.row_part = b_row;
+    m.rows_of_b.row_vars = node.row_vars();
+    m.rows_of_b.row_sizes = node.row_sizes();
+    m.eb = dtype_bytes(p.buffers.at(b_load->buffer).type.dtype);
+    if (in_kernel.count(b_load->buffer))
+      throw InternalError("codegen: matmul B operand produced inside its kernel: " + node.name);
+    matmuls[&node] = std::move(m);
+    return push(op);
+  }
+
+  void record();
+  void replay(int64_t tile_r0, int64_t tile_rows, int64_t tile_c0, int64_t tile_cw, bool hbm_too);
   FVal alloc(int64_t r, int64_t c) {
     FVal v;
     v.vid = static_cast<int>(vsize.size());
@@ -113,199 +226,40 @@ struct TileFootprintAnalysis::Impl {
     step(body, dst.vid, {v});
     return dst;
   }
-
-  const PreparedLoad& prepare(const LoopNode& node, const ExprNode& e, const std::vector<std::string>& cols,
-                              const std::vector<int64_t>& col_sizes) {
-    auto key = std::make_pair(&node, &e);
-    if (auto it = loads_prepared.find(key); it != loads_prepared.end()) return it->second;
-    PreparedLoad pl;
-    pl.ap = analyze_access(node, e.index, cols, col_sizes);
-    if (!pl.ap.ok)
-      throw InputError(strcat("kernel ", k.name, ", node ", node.name, ": load ", e.buffer, "[", e.index.str(),
-                              "] is not a strided access the LPU DMA can do (", pl.ap.why_not, ")"));
-    pl.width = numel(col_sizes);
-    pl.in_kernel = in_kernel.count(e.buffer) > 0;
-    if (!pl.in_kernel) {
-      const AccessPattern& ap = pl.ap;
-      pl.eb = dtype_bytes(p.buffers.at(e.buffer).type.dtype);
-      if (ap.col_split && ap.col_split < pl.width)
-        pl.block_key = strcat(e.buffer, "@", e.index.str(), "/", node.rows());
-      else if (ap.row_affine && ap.row_stride == 0)
-        pl.block_key = strcat(e.buffer, "@", ap.base, ",", ap.col_stride, ",");  // hoisted: + ncols
-      if (ap.row_affine)  // a tile load (or a window of a row-invariant one): + ncols, coff
-        pl.tile_key = strcat(e.buffer, "@", ap.base, ",", ap.row_stride, ",", ap.col_stride, ",");
-      else
-        pl.tile_key = strcat(e.buffer, "@", e.index.str(), "/", ap.col_stride, ",");
-    }
-    return loads_prepared.emplace(key, std::move(pl)).first->second;
-  }
-
-  // KernelEmitter::load without the instructions.
-  FVal load(const LoopNode& node, const ExprNode& e) {
-    bool s = split.count(&node) > 0;
-    return load(node, e, node.col_vars(), node.col_sizes(), s, s ? c0 : 0, s ? cw : node.cols());
-  }
-  FVal load(const LoopNode& node, const ExprNode& e, const std::vector<std::string>& cols,
-            const std::vector<int64_t>& col_sizes, bool window = false, int64_t wc0 = 0, int64_t wcw = 0) {
-    const PreparedLoad& pl = prepare(node, e, cols, col_sizes);
-    const AccessPattern& ap = pl.ap;
-    int64_t width = pl.width;
-    if (!window) wcw = width;
-    bool windowed = window && ap.col_stride != 0;
-    int64_t ncols = ap.col_stride == 0 ? 1 : wcw;
-    int64_t coff = ap.col_stride * wc0;
-    if (pl.in_kernel) {  // produced earlier in this tile: an alias of its register
-      FVal v = values.at(e.buffer);
-      v.cols = ncols;
-      v.owned = false;
-      return v;
-    }
-    if (ap.col_split && ap.col_split < width) {  // two-level columns: a DMA per row and block
-      int64_t D = ap.col_split;
-      if (width % D != 0 || wc0 % D != 0 || wcw % D != 0)
-        throw InternalError("codegen: column blocks do not tile the row in " + node.name);
-      const std::string& key = pl.block_key;
-      if (auto it = tile_loads.find(key); it != tile_loads.end()) return it->second;
-      FVal v = alloc(rows, wcw);
-      v.owned = false;
-      int64_t parts = rows * ((wc0 + wcw) / D - wc0 / D);
-      if (parts > 0) step(load_steps, v.vid);
-      if (with_hbm) hbm += parts * D * pl.eb;
-      tile_loads[key] = v;
-      return v;
-    }
-    if (ap.row_affine && ap.row_stride == 0 && !windowed) {  // row-invariant: resident
-      std::string key = strcat(pl.block_key, ncols);
-      if (hoisted.insert(key).second) {
-        hoisted_bytes += align_up(ncols * kLmElem, kLmAlign);
-        hoisted_hbm += ncols * pl.eb;
-      }
-      FVal v;
-      v.rows = 1;
-      v.cols = ncols;
-      return v;
-    }
-    int64_t load_rows = ap.row_affine && ap.row_stride == 0 ? 1 : rows;
-    std::string key =
-        ap.row_affine ? strcat(pl.tile_key, ncols, "+", coff) : strcat(pl.tile_key, ncols, "/", node.rows(), "+", coff);
-    if (auto it = tile_loads.find(key); it != tile_loads.end()) return it->second;
-    FVal v = alloc(load_rows, ncols);
-    v.owned = false;
-    step(load_steps, v.vid);
-    if (with_hbm) hbm += load_rows * ncols * pl.eb;
-    tile_loads[key] = v;
-    return v;
-  }
-
-  // KernelEmitter::matmul: the A operand's load, the [rows, N] result, B streamed once per
-  // run of rows sharing a B block.
-  FVal matmul(const LoopNode& node) {
-    const Expr& a_load = node.body->args.at(0);
-    const Expr& b_load = node.body->args.at(1);
-    if (a_load->kind != ExprKind::Load || b_load->kind != ExprKind::Load)
-      throw InternalError("codegen: matmul body is not mul(load, load) in " + node.name);
-    int64_t K = node.reduction_ranges.at(0), N = col_width(node);
-    const std::string kvar = LoopVar::reduction(0).name();
-    FVal a = load(node, *a_load, {kvar}, {K});
-    if (a.imm || a.cols != K) throw InputError(strcat("node ", node.name, ": matmul A operand must vary along K"));
-    auto it = matmuls.find(&node);
-    if (it == matmuls.end()) {
-      PreparedMatmul pm;
-      std::string nvar = node.column_var().name();
-      const Index& bi = b_load->index;
-      Index b_row = bi.substitute({{kvar, Index::constant(0)}, {nvar, Index::constant(0)}});
-      Index b_cols = bi - b_row;
-      for (const auto& v : b_cols.variables())
-        if (v != kvar && v != nvar)
-          throw InputError(strcat("node ", node.name, ": B operand index ", bi.str(), " mixes rows with K/N"));
-      if (!b_cols.is_affine())
-        throw InputError(strcat("node ", node.name, ": B operand index ", bi.str(), " is not strided in K and N"));
-      pm.K = K;
-      pm.ks = b_cols.coefficient(kvar);
-      pm.ns = b_cols.coefficient(nvar);
-      pm.rows_of_b.row_part = b_row;
-      pm.rows_of_b.row_vars = node.row_vars();
-      pm.rows_of_b.row_sizes = node.row_sizes();
-      pm.eb = dtype_bytes(p.buffers.at(b_load->buffer).type.dtype);
-      if (in_kernel.count(b_load->buffer))
-        throw InternalError("codegen: matmul B operand produced inside its kernel: " + node.name);
-      it = matmuls.emplace(&node, std::move(pm)).first;
-    }
-    FVal dst = alloc(rows, N);
-    step(body, dst.vid, {a});
-    if (with_hbm) {
-      int64_t groups = 0;
-      for (int64_t r = 0; r < rows; ++groups) {  // rows sharing one B matrix form one instruction
-        int64_t base = it->second.rows_of_b.row_offset(r0 + r);
-        int64_t n = 1;
-        while (r + n < rows && it->second.rows_of_b.row_offset(r0 + r + n) == base) ++n;
-        r += n;
-      }
-      hbm += groups * it->second.K * N * it->second.eb;
-    }
-    return dst;
-  }
-
-  FVal gather(const LoopNode& node) {
-    FVal idx = load(node, *node.gather_index);
-    int64_t D = node.cols();
-    FVal dst = alloc(rows, D);
-    if (idx.cols != 1) throw InternalError("codegen: gather indices of " + node.name + " are not one per row");
-    step(body, dst.vid, {idx});
-    if (with_hbm) hbm += rows * D * dtype_bytes(p.buffers.at(node.gather_table).type.dtype);
-    return dst;
-  }
-
-  const PreparedStore& store_access(const LoopNode& n) {
-    auto it = stores.find(&n);
-    if (it != stores.end()) return it->second;
-    PreparedStore ps;
-    ps.sp = analyze_access(n, n.store_index);
-    if (!ps.sp.ok) throw InternalError(strcat("codegen: store of ", n.name, ": ", ps.sp.why_not));
-    ps.eb = dtype_bytes(p.buffers.at(n.out()).type.dtype);
-    return stores.emplace(&n, std::move(ps)).first->second;
-  }
-
-  void walk();
+  FVal load(const LoadInfo& l);
   int64_t place() const;
 };
 
 namespace {
-class FootprintHandler final : public OpsHandler<FVal> {
+// Records the handler calls of one node's body (values are op indices).
+class RecordingHandler final : public OpsHandler<int> {
  public:
-  FootprintHandler(TileFootprintAnalysis::Impl& a, const LoopNode& n) : a_(a), n_(n) {}
-  FVal load(const ExprNode& e) override { return a_.load(n_, e); }
-  FVal constant(double, DType) override {
-    FVal v;
-    v.imm = true;
-    return v;
+  RecordingHandler(TileFootprintAnalysis::Impl& a, const LoopNode& n) : a_(a), n_(n) {}
+  int load(const ExprNode& e) override {
+    return a_.record_load(n_, e, n_.col_vars(), n_.col_sizes(), a_.split.count(&n_) > 0);
   }
-  FVal index_expr(const Index& index) override {
+  int constant(double, DType) override { return a_.push(Op{}); }
+  int index_expr(const Index& index) override {
     throw InputError(strcat("node ", n_.name, ": index expression ", index.str(),
                             " used as a value is not supported by the LPU vector engine"));
   }
-  FVal to_dtype(FVal x, DType) override { return x; }
-  FVal call(ScalarOp, const std::vector<FVal>& args, DType) override {
-    if (std::all_of(args.begin(), args.end(), [](const FVal& v) { return v.imm; })) return constant(0, DType::f32);
-    int64_t r = 1, c = 1;
-    for (const auto& v : args)
-      if (!v.imm) {
-        r = std::max(r, v.rows);
-        c = std::max(c, v.cols);
-      }
-    FVal dst = a_.alloc(r, c);
-    Step s;
-    s.def = dst.vid;
-    for (size_t i = 0; i < args.size() && i < s.src.size(); ++i) s.src[i] = args[i].imm ? -1 : args[i].vid;
-    a_.body.push_back(s);
-    return dst;
+  int to_dtype(int x, DType) override { return x; }  // the LMU computes in fp32
+  int call(ScalarOp, const std::vector<int>& args, DType) override {
+    if (args.size() > 3) throw InternalError("codegen: a scalar op of more than 3 operands in " + n_.name);
+    bool all_imm = std::all_of(args.begin(), args.end(),
+                               [&](int a) { return a_.ops[static_cast<size_t>(a)].kind == OpKind::Imm; });
+    if (all_imm) return a_.push(Op{});  // constant folding
+    Op op;
+    op.kind = OpKind::Call;
+    std::copy(args.begin(), args.end(), op.in.begin());
+    return a_.push(op);
   }
-  FVal reduction(ReductionType, FVal v) override {
-    int64_t width = n_.cols();
-    if (v.imm || v.cols != width || v.rows != a_.rows) v = a_.expand(v, a_.rows, width);
-    FVal dst = a_.alloc(v.rows, 1);
-    a_.step(a_.body, dst.vid, {v});
-    return dst;
+  int reduction(ReductionType, int v) override {
+    Op op;
+    op.kind = OpKind::Reduce;
+    op.in[0] = v;
+    op.node = &n_;
+    return a_.push(op);
   }
 
  private:
@@ -314,35 +268,187 @@ class FootprintHandler final : public OpsHandler<FVal> {
 };
 }  // namespace
 
-// KernelEmitter::emit_tile's node walk, registers and HBM bytes only.
-void TileFootprintAnalysis::Impl::walk() {
-  vsize.clear();
-  tile_loads.clear();
+// KernelEmitter::emit_tile's node walk, once: every error the emitter's first tile would
+// throw for the kernel's loop IR is thrown here, in the same order.
+void TileFootprintAnalysis::Impl::record() {
+  ops.clear();  // a recording an error cut short starts again
+  loads.clear();
+  matmuls.clear();
+  keys.clear();
   values.clear();
-  load_steps.clear();
-  body.clear();
-  hbm = 0;
+  hoisted.clear();
+  hoisted_bytes = hoisted_hbm = 0;
   for (int idx : k.nodes) {
     const LoopNode& n = p.nodes[static_cast<size_t>(idx)];
-    FootprintHandler h(*this, n);
-    FVal v = n.kind == LoopKind::Matmul   ? matmul(n)
-             : n.kind == LoopKind::Gather ? gather(n)
-                                          : evaluate_node<FVal>(n, h);
-    int64_t ncols = col_width(n), nc0 = col0(n);
-    if (!(v.owned && v.rows == rows && v.cols == ncols)) v = expand(v, rows, ncols);
-    values[n.out()] = v;
-    if (!(hbm_out.count(n.out()) && (split.count(&n) || c0 == 0))) continue;
-    const PreparedStore& ps = store_access(n);
-    int64_t parts = rows, cols = ncols;
-    if (ps.sp.col_split && ps.sp.col_split < n.out_cols()) {  // two-level columns: a DMA per row and block
-      int64_t D = ps.sp.col_split;
-      parts = rows * ((nc0 + ncols) / D - nc0 / D);
-      cols = D;
+    int v;
+    if (n.kind == LoopKind::Matmul) {
+      v = record_matmul(n);
+    } else if (n.kind == LoopKind::Gather) {
+      Op op;
+      op.kind = OpKind::Gather;
+      op.node = &n;
+      op.in[0] = record_load(n, *n.gather_index, n.col_vars(), n.col_sizes(), split.count(&n) > 0);
+      op.eb = dtype_bytes(p.buffers.at(n.gather_table).type.dtype);
+      v = push(op);
+    } else {
+      RecordingHandler h(*this, n);
+      v = evaluate_node<int>(n, h);
     }
-    if (parts > 0) step(body, -1, {}, v.vid);
-    if (with_hbm) hbm += parts * cols * ps.eb;
+    Op end;
+    end.kind = OpKind::NodeEnd;
+    end.in[0] = v;
+    end.node = &n;
+    end.split = split.count(&n) > 0;
+    end.store = hbm_out.count(n.out()) > 0;
+    if (end.store) {
+      AccessPattern sp = analyze_access(n, n.store_index);
+      if (!sp.ok) throw InternalError(strcat("codegen: store of ", n.name, ": ", sp.why_not));
+      end.block = sp.col_split && sp.col_split < n.out_cols() ? sp.col_split : 0;
+      end.eb = dtype_bytes(p.buffers.at(n.out()).type.dtype);
+    }
+    values[n.out()] = push(end);
   }
-  walked = true;
+  recorded = true;
+}
+
+FVal TileFootprintAnalysis::Impl::load(const LoadInfo& l) {
+  int64_t wcw = l.window ? cw : l.width, wc0 = l.window ? c0 : 0;
+  int64_t ncols = l.col_stride == 0 ? 1 : wcw;
+  auto shared = [&](const LoadKey& key) -> const FVal* {
+    for (const auto& [kk, v] : tile_loads)
+      if (kk == key) return &v;
+    return nullptr;
+  };
+  switch (l.kind) {
+    case LoadKind::InKernel: {
+      FVal v = vals[static_cast<size_t>(l.producer)];
+      v.cols = ncols;
+      v.owned = false;
+      return v;
+    }
+    case LoadKind::Hoisted: {
+      FVal v;
+      v.cols = l.hoisted_cols;
+      return v;
+    }
+    case LoadKind::TwoLevel: {
+      int64_t D = l.block;
+      if (l.width % D != 0 || wc0 % D != 0 || wcw % D != 0)
+        throw InternalError("codegen: column blocks do not tile the row in " + l.node->name);
+      LoadKey key{l.key, -1, 0};
+      if (const FVal* v = shared(key)) return *v;
+      FVal v = alloc(rows, wcw);
+      v.owned = false;
+      int64_t parts = rows * ((wc0 + wcw) / D - wc0 / D);
+      if (parts > 0) step(load_steps, v.vid);
+      hbm += parts * D * l.eb;
+      tile_loads.push_back({key, v});
+      return v;
+    }
+    case LoadKind::Tile: {
+      LoadKey key{l.key, ncols, l.col_stride * wc0};
+      if (const FVal* v = shared(key)) return *v;
+      int64_t load_rows = l.one_row ? 1 : rows;
+      FVal v = alloc(load_rows, ncols);
+      v.owned = false;
+      step(load_steps, v.vid);
+      hbm += load_rows * ncols * l.eb;
+      tile_loads.push_back({key, v});
+      return v;
+    }
+  }
+  throw InternalError("codegen: unknown load kind");
+}
+
+// One tile: the recorded ops on this tile's rows and window (KernelEmitter::emit_tile's
+// registers, their uses and the HBM bytes of its instructions).
+void TileFootprintAnalysis::Impl::replay(int64_t tile_r0, int64_t tile_rows, int64_t tile_c0, int64_t tile_cw,
+                                         bool hbm_too) {
+  if (!recorded) record();
+  r0 = tile_r0;
+  rows = tile_rows;
+  c0 = tile_c0;
+  cw = tile_cw;
+  with_hbm = hbm_too;
+  hbm = 0;
+  vals.assign(ops.size(), FVal{});
+  vsize.clear();
+  tile_loads.clear();
+  load_steps.clear();
+  body.clear();
+  for (size_t i = 0; i < ops.size(); ++i) {
+    const Op& op = ops[i];
+    auto in = [&](size_t j) -> const FVal& { return vals[static_cast<size_t>(op.in[j])]; };
+    FVal& out = vals[i];
+    switch (op.kind) {
+      case OpKind::Imm: out.imm = true; break;
+      case OpKind::Load: out = load(loads[static_cast<size_t>(op.load)]); break;
+      case OpKind::Call: {
+        int64_t r = 1, c = 1;
+        for (size_t j = 0; j < 3 && op.in[j] >= 0; ++j)
+          if (!in(j).imm) {
+            r = std::max(r, in(j).rows);
+            c = std::max(c, in(j).cols);
+          }
+        out = alloc(r, c);
+        Step s;
+        s.def = out.vid;
+        for (size_t j = 0; j < 3 && op.in[j] >= 0; ++j) s.src[j] = in(j).imm ? -1 : in(j).vid;
+        body.push_back(s);
+        break;
+      }
+      case OpKind::Reduce: {
+        FVal v = in(0);
+        int64_t width = op.node->cols();
+        if (v.imm || v.cols != width || v.rows != rows) v = expand(v, rows, width);
+        out = alloc(v.rows, 1);
+        step(body, out.vid, {v});
+        break;
+      }
+      case OpKind::Matmul: {
+        const MatmulInfo& m = matmuls.at(op.node);
+        int64_t N = op.split ? cw : op.node->out_cols();
+        out = alloc(rows, N);
+        step(body, out.vid, {in(0)});
+        if (with_hbm) {
+          int64_t groups = 0;
+          for (int64_t r = 0; r < rows; ++groups) {  // rows sharing one B matrix: one instruction
+            int64_t base = m.rows_of_b.row_offset(r0 + r);
+            int64_t n = 1;
+            while (r + n < rows && m.rows_of_b.row_offset(r0 + r + n) == base) ++n;
+            r += n;
+          }
+          hbm += groups * m.K * N * m.eb;
+        }
+        break;
+      }
+      case OpKind::Gather: {
+        int64_t D = op.node->cols();
+        out = alloc(rows, D);
+        if (in(0).cols != 1)
+          throw InternalError("codegen: gather indices of " + op.node->name + " are not one per row");
+        step(body, out.vid, {in(0)});
+        hbm += rows * D * op.eb;
+        break;
+      }
+      case OpKind::NodeEnd: {
+        int64_t ncols = op.split ? cw : op.node->out_cols(), nc0 = op.split ? c0 : 0;
+        FVal v = in(0);
+        if (!(v.owned && v.rows == rows && v.cols == ncols)) v = expand(v, rows, ncols);
+        out = v;
+        // A node computing its whole row in every column tile stores it from the first one only.
+        if (!(op.store && (op.split || c0 == 0))) break;
+        int64_t D = op.block, parts = rows, cols = ncols;
+        if (D) {  // two-level columns: a DMA per row and block
+          parts = rows * ((nc0 + ncols) / D - nc0 / D);
+          cols = D;
+        }
+        if (parts > 0) step(body, -1, {}, v.vid);
+        hbm += parts * cols * op.eb;
+        break;
+      }
+    }
+  }
 }
 
 // KernelEmitter::emit_tile's linear scan: a register is placed (first fit) by the first
@@ -360,18 +466,24 @@ int64_t TileFootprintAnalysis::Impl::place() const {
     if (s.store >= 0) last_use[static_cast<size_t>(s.store)] = i;
     if (s.def >= 0) last_use[static_cast<size_t>(s.def)] = std::max(last_use[static_cast<size_t>(s.def)], i);
   }
-  std::vector<std::vector<int>> dies_after(n);
-  for (size_t v = 0; v < vsize.size(); ++v) dies_after[last_use[v]].push_back(static_cast<int>(v));
+  // Registers in the order they die (by step, then by register, as the emitter frees them).
+  std::vector<std::pair<size_t, int>> deaths;
+  for (size_t v = 0; v < vsize.size(); ++v) deaths.push_back({last_use[v], static_cast<int>(v)});
+  std::sort(deaths.begin(), deaths.end());
   RegionAllocator ra(0, UINT64_MAX / 2);
   std::vector<uint64_t> addr(vsize.size(), 0);
   std::vector<bool> placed(vsize.size(), false);
+  size_t d = 0;
   for (size_t i = 0; i < n; ++i) {
     const Step& s = at(i);
     if (s.def >= 0 && !placed[static_cast<size_t>(s.def)]) {
       addr[static_cast<size_t>(s.def)] = ra.alloc(vsize[static_cast<size_t>(s.def)]);
       placed[static_cast<size_t>(s.def)] = true;
     }
-    for (int v : dies_after[i]) ra.release(addr[static_cast<size_t>(v)], vsize[static_cast<size_t>(v)]);
+    for (; d < deaths.size() && deaths[d].first == i; ++d) {
+      size_t v = static_cast<size_t>(deaths[d].second);
+      ra.release(addr[v], vsize[v]);
+    }
   }
   return static_cast<int64_t>(ra.peak());
 }
@@ -381,45 +493,27 @@ TileFootprintAnalysis::TileFootprintAnalysis(const LoopProgram& p, const Kernel&
 TileFootprintAnalysis::~TileFootprintAnalysis() = default;
 
 TileFootprint TileFootprintAnalysis::tile(int64_t r0, int64_t rows, int64_t c0, int64_t cw) {
-  Impl& a = *impl_;
-  a.with_hbm = true;
-  a.r0 = r0;
-  a.rows = rows;
-  a.c0 = c0;
-  a.cw = cw;
-  a.walk();
-  return {a.place(), a.hbm};
+  impl_->replay(r0, rows, c0, cw, true);
+  return {impl_->place(), impl_->hbm};
 }
 
 int64_t TileFootprintAnalysis::peak_bytes(int64_t rows, int64_t cw) {
-  Impl& a = *impl_;
-  a.with_hbm = false;
-  a.r0 = 0;
-  a.rows = rows;
-  a.c0 = 0;
-  a.cw = cw;
-  a.walk();
-  return a.place();
+  impl_->replay(0, rows, 0, cw, false);
+  return impl_->place();
 }
 
 int64_t TileFootprintAnalysis::hbm_bytes(int64_t r0, int64_t rows, int64_t c0, int64_t cw) {
-  Impl& a = *impl_;
-  a.with_hbm = true;
-  a.r0 = r0;
-  a.rows = rows;
-  a.c0 = c0;
-  a.cw = cw;
-  a.walk();
-  return a.hbm;
+  impl_->replay(r0, rows, c0, cw, true);
+  return impl_->hbm;
 }
 
 int64_t TileFootprintAnalysis::hoisted_bytes() {
-  if (!impl_->walked) peak_bytes(1, impl_->granule);
+  if (!impl_->recorded) impl_->record();
   return impl_->hoisted_bytes;
 }
 
 int64_t TileFootprintAnalysis::hoisted_hbm_bytes() {
-  if (!impl_->walked) peak_bytes(1, impl_->granule);
+  if (!impl_->recorded) impl_->record();
   return impl_->hoisted_hbm;
 }
 

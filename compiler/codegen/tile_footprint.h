@@ -4,16 +4,18 @@
 // the traffic of the chosen one; the code generator then emits with that tiling.
 //
 // It models what KernelEmitter (lpu_codegen.cpp) allocates, register by register, and nothing
-// else: for each node in order its tile registers (a load's [rows or 1, cols or the column
-// window], a vector op's result, a reduction's column, an expand to the node's dense shape, a
-// matmul's [rows, N], a gather's [rows, D]), which of them the loads share (the emitter's load
-// keys), which loads are row-invariant and stay resident (hoisted, below the tile regions), and
-// where each register is last read (an op, a matmul, a store). The tile region's peak is that
-// sequence (loads first, then compute and stores) placed by the emitter's first-fit allocator:
-// tens of registers per tile, so a candidate costs microseconds however many rows the tile
-// has. HBM bytes per tile are closed form per access (rows x columns x element bytes; a matmul
-// streams its B block once per run of rows sharing it). The access analyses (analyze_access)
-// run once per kernel, not once per candidate.
+// else. Once per kernel it records the emitter's walk as a short list of ops (for each node in
+// order: its loads, each classified as the emitter does: an alias of a register produced in the
+// kernel, a two-level block load, a row-invariant load that stays resident (hoisted, below the
+// tile regions), or a tile load, shared with an earlier load of equal key; its vector ops,
+// reductions, matmul or gather; the expand to its dense shape and its store). A candidate tile
+// replays the ops on its rows and column window: the registers' sizes, which loads share one,
+// the expands the shapes call for, and where each register is last read; the tile region's peak
+// is those registers placed by the emitter's first-fit allocator (region_allocator.h), the tile's
+// HBM bytes are rows x columns x element bytes per access, a matmul's B block once per run of
+// rows sharing it. A replay touches tens of ops, whatever the number of rows (only a matmul's HBM
+// bytes look at each row: which rows share a B block); the access analyses (analyze_access,
+// index algebra) run only while recording.
 //
 // It throws what the emitter throws for a kernel it cannot emit (a load that is not a strided
 // access, an index used as a value, a matmul operand that is not strided in K and N), in the
@@ -24,9 +26,7 @@
 // (measure_emitted_tile, lpu_codegen.h) on every kernel of several workloads.
 #pragma once
 #include <cstdint>
-#include <map>
 #include <memory>
-#include <vector>
 
 #include "codegen/column_split.h"
 #include "loopir/kernel.h"
