@@ -45,6 +45,7 @@ void expect_tile(const LoopProgram& p, const Kernel& k, const ColumnSplit* colum
 
 void check_kernels(const Compilation& c, const std::string& where, Counts& n) {
   const LoopProgram& p = c.loop_ir;
+  TileAccessCache cache;  // shared by the kernels of one program, as the driver shares it
   for (const Kernel& k : c.schedule.kernels) {
     const LoopNode& first = p.nodes[static_cast<size_t>(k.nodes.at(0))];
     if (first.kind == LoopKind::Host) continue;
@@ -52,7 +53,7 @@ void check_kernels(const Compilation& c, const std::string& where, Counts& n) {
     for (int i : k.nodes) n.kinds.insert(p.nodes[static_cast<size_t>(i)].kind);
     // Whole rows: the sizes plan_tiles asks for, the planned tile, and tiles not at row 0
     // (rows sharing a matmul B block fall differently).
-    TileFootprintAnalysis whole(p, k);
+    TileFootprintAnalysis whole(p, k, nullptr, &cache);
     std::set<int64_t> sizes = {1, 2, 3, 7, k.rows};
     if (k.tiling && k.tiling->tile_rows > 0) sizes.insert(k.tiling->tile_rows);
     for (int64_t rows : sizes) {
@@ -63,7 +64,7 @@ void check_kernels(const Compilation& c, const std::string& where, Counts& n) {
     // Column tiles of every kernel that can be split, wherever a plan would put them.
     ColumnSplit cs = analyze_column_split(p, k);
     if (!cs.ok) continue;
-    TileFootprintAnalysis split(p, k, &cs);
+    TileFootprintAnalysis split(p, k, &cs, &cache);
     int64_t G = cs.granule, W = cs.width;
     for (int64_t cw : {G, 2 * G, 32 * G, W}) {
       cw = std::min(cw, W) / G * G;

@@ -595,14 +595,15 @@ EmittedTile measure_emitted_tile(const LoopProgram& p, const Kernel& k, const Co
   return t;
 }
 
-KernelCost kernel_cost(const LoopProgram& p, const Kernel& k, const CodegenOptions& opts, bool with_traffic) {
+KernelCost kernel_cost(const LoopProgram& p, const Kernel& k, const CodegenOptions& opts, bool with_traffic,
+                       TileAccessCache* cache) {
   KernelCost c;
   if (p.nodes[static_cast<size_t>(k.nodes.at(0))].kind == LoopKind::Host) {  // a graph break: never fused
     c.hbm_bytes = untiled_hbm_bytes(p, k);
     return c;
   }
   std::unique_ptr<TileFootprintAnalysis> fa;
-  TilePlan plan = plan_tiles(p, k, opts, !with_traffic, &fa);
+  TilePlan plan = plan_tiles(p, k, opts, !with_traffic, &fa, cache);
   c.lmu_bytes = plan.min_lmu_bytes;
   c.fits = plan.configured;
   c.col_tiled = plan.col_tiled;
@@ -637,10 +638,11 @@ KernelCost kernel_cost(const LoopProgram& p, const Kernel& k, const CodegenOptio
 namespace {
 // The tiling plan_tiles decides for kernel `k` (a graph break: none); an InputError when no
 // tiling fits local memory.
-KernelTiling tile_kernel(const LoopProgram& p, const Kernel& k, const CodegenOptions& opts) {
+KernelTiling tile_kernel(const LoopProgram& p, const Kernel& k, const CodegenOptions& opts,
+                         TileAccessCache* cache = nullptr) {
   const LoopNode& first = p.nodes[static_cast<size_t>(k.nodes.at(0))];
   if (first.kind == LoopKind::Host) return {k.name, 0, 0, 0, 0, 0, 0, 0};
-  TilePlan plan = plan_tiles(p, k, opts);
+  TilePlan plan = plan_tiles(p, k, opts, false, nullptr, cache);
   if (!plan.fits) {
     std::string cols = plan.columns.ok ? strcat("even in column tiles of ", plan.columns.granule, " columns it needs ",
                                                 plan.min_lmu_bytes)
@@ -656,9 +658,11 @@ KernelTiling tile_kernel(const LoopProgram& p, const Kernel& k, const CodegenOpt
 }
 }  // namespace
 
-std::vector<KernelTiling> plan_kernel_tiling(const LoopProgram& p, const Schedule& s, const CodegenOptions& opts) {
+std::vector<KernelTiling> plan_kernel_tiling(const LoopProgram& p, const Schedule& s, const CodegenOptions& opts,
+                                             TileAccessCache* cache) {
   std::vector<KernelTiling> tiling;
-  for (const Kernel& k : s.kernels) tiling.push_back(tile_kernel(p, k, opts));
+  TileAccessCache own;
+  for (const Kernel& k : s.kernels) tiling.push_back(tile_kernel(p, k, opts, cache ? cache : &own));
   return tiling;
 }
 

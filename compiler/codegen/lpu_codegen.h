@@ -14,6 +14,8 @@
 
 namespace lpu {
 
+class TileAccessCache;  // codegen/tile_footprint.h
+
 struct CodegenOptions {
   int64_t lmu_bytes = 512 * 1024;  // local memory capacity
   bool double_buffer = true;
@@ -38,14 +40,17 @@ struct CodegenResult {
 // whose tiles hold fewer rows re-reads its weights more often; a column-tiled one re-reads the
 // rows feeding its matmul once per column tile) and the local memory its smallest tile needs.
 // The scheduler compares these before fusing (schedule.h). Without `with_traffic` only the
-// local memory is measured (hbm_bytes stays 0).
-KernelCost kernel_cost(const LoopProgram& p, const Kernel& k, const CodegenOptions& opts, bool with_traffic = true);
+// local memory is measured (hbm_bytes stays 0). `cache`: the access analyses of `p`, shared by
+// the calls for one program (the scheduler's candidate kernels); without one each call analyses.
+KernelCost kernel_cost(const LoopProgram& p, const Kernel& k, const CodegenOptions& opts, bool with_traffic = true,
+                       TileAccessCache* cache = nullptr);
 
 // Every kernel's tiling (plan_tiles, codegen/tile_plan.h; graph breaks get an empty one): the
 // driver records it in the schedule (Kernel::tiling) after scheduling. Throws InputError when a
 // kernel cannot fit local memory even with one row per tile and cannot be tiled in columns,
-// naming the kernel, the bytes it needs and why not in columns.
-std::vector<KernelTiling> plan_kernel_tiling(const LoopProgram& p, const Schedule& s, const CodegenOptions& opts);
+// naming the kernel, the bytes it needs and why not in columns. `cache` as for kernel_cost.
+std::vector<KernelTiling> plan_kernel_tiling(const LoopProgram& p, const Schedule& s, const CodegenOptions& opts,
+                                             TileAccessCache* cache = nullptr);
 
 // Emits each kernel with the tiling recorded in the schedule (a kernel without one is planned
 // here, with plan_kernel_tiling's errors); `tiling` in the result is the one emitted.

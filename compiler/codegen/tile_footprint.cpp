@@ -79,7 +79,116 @@ struct LoadKey {
   bool operator==(const LoadKey& o) const { return key == o.key && ncols == o.ncols && coff == o.coff; }
 };
 
+// What a load's access is, whatever kernel its node is in: analysed once per program
+// (TileAccessCache) and classified per kernel.
+struct AccessInfo {
+  AccessPattern ap;      // analyze_access's answer
+  int64_t width = 0;     // columns of the access
+  int64_t eb = -1;       // element bytes of the buffer in HBM (-1: not looked up yet)
+  int block_key = -1;    // the emitter's load keys, interned: two-level, hoisted (with its
+  int hoisted_key = -1;  // columns), tile (without its columns and window offset)
+  int tile_key = -1;
+};
+
+// A matmul's B operand: the emitter's input error for it (empty when it is strided in K and
+// N), the row part of its index and its element bytes.
+struct MatmulAccess {
+  std::string error;
+  MatmulInfo info;
+};
+
+struct StoreAccess {
+  bool ok = false;
+  std::string why_not;
+  int64_t block = 0, eb = 0;
+};
+
 }  // namespace
+
+struct TileAccessCache::Impl {
+  std::map<std::pair<const LoopNode*, const ExprNode*>, AccessInfo> loads;
+  std::map<const LoopNode*, MatmulAccess> matmuls;
+  std::map<const LoopNode*, StoreAccess> stores;
+  std::map<std::string, int> keys;  // the emitter's load keys, interned
+  int intern(const std::string& key) { return keys.emplace(key, static_cast<int>(keys.size())).first->second; }
+
+  // `matmul_a`: a matmul's A operand, whose columns are K (r0), not the node's.
+  const AccessInfo& load(const LoopProgram& p, const LoopNode& node, const ExprNode& e, bool matmul_a) {
+    auto key = std::make_pair(&node, &e);
+    if (auto it = loads.find(key); it != loads.end()) return it->second;
+    AccessInfo a;
+    std::vector<int64_t> col_sizes = matmul_a ? std::vector<int64_t>{node.reduction_ranges.at(0)} : node.col_sizes();
+    a.ap = matmul_a ? analyze_access(node, e.index, {LoopVar::reduction(0).name()}, col_sizes)
+                    : analyze_access(node, e.index, node.col_vars(), col_sizes);
+    a.width = numel(col_sizes);
+    if (a.ap.ok) {
+      const AccessPattern& ap = a.ap;
+      if (auto b = p.buffers.find(e.buffer); b != p.buffers.end()) a.eb = dtype_bytes(b->second.type.dtype);
+      if (ap.col_split && ap.col_split < a.width)
+        a.block_key = intern(strcat(e.buffer, "@", e.index.str(), "/", node.rows()));
+      if (ap.row_affine && ap.row_stride == 0)
+        a.hoisted_key =
+            intern(strcat(e.buffer, "@", ap.base, ",", ap.col_stride, ",", ap.col_stride == 0 ? 1 : a.width));
+      // The tile key without its columns and window offset; a non-row-affine one also holds
+      // the node's row count (after the columns there, which is the same key).
+      a.tile_key = ap.row_affine
+                       ? intern(strcat("|", e.buffer, "@", ap.base, ",", ap.row_stride, ",", ap.col_stride))
+                       : intern(strcat("|", e.buffer, "@", e.index.str(), "/", ap.col_stride, "/", node.rows()));
+    }
+    return loads.emplace(key, std::move(a)).first->second;
+  }
+
+  // KernelEmitter::matmul's checks of B, in its order.
+  const MatmulAccess& matmul(const LoopProgram& p, const LoopNode& node, const ExprNode& b_load) {
+    if (auto it = matmuls.find(&node); it != matmuls.end()) return it->second;
+    MatmulAccess m;
+    const std::string kvar = LoopVar::reduction(0).name(), nvar = node.column_var().name();
+    const Index& bi = b_load.index;
+    Index b_row = bi.substitute({{kvar, Index::constant(0)}, {nvar, Index::constant(0)}});
+    Index b_cols = bi - b_row;
+    for (const auto& v : b_cols.variables())
+      if (v != kvar && v != nvar && m.error.empty())
+        m.error = strcat("node ", node.name, ": B operand index ", bi.str(), " mixes rows with K/N");
+    if (m.error.empty() && !b_cols.is_affine())
+      m.error = strcat("node ", node.name, ": B operand index ", bi.str(), " is not strided in K and N");
+    m.info.K = node.reduction_ranges.at(0);
+    m.info.rows_of_b.row_part = b_row;
+    m.info.rows_of_b.row_vars = node.row_vars();
+    m.info.rows_of_b.row_sizes = node.row_sizes();
+    if (auto b = p.buffers.find(b_load.buffer); b != p.buffers.end()) m.info.eb = dtype_bytes(b->second.type.dtype);
+    return matmuls.emplace(&node, std::move(m)).first->second;
+  }
+
+  // A node's body as the emitter's handler walks it (each shared subexpression once): loads,
+  // constants, vector ops and the reduction, whatever the kernel. An index used as a value is
+  // kept as its error, thrown where the walk would meet it.
+  struct TraceOp {
+    OpKind kind = OpKind::Imm;
+    std::array<int, 3> in{-1, -1, -1};  // earlier ops of the trace
+    const ExprNode* load = nullptr;
+    std::string error;  // an index used as a value
+  };
+  struct Trace {
+    std::vector<TraceOp> ops;
+    int result = -1;
+  };
+  std::map<const LoopNode*, Trace> traces;
+  const Trace& trace(const LoopNode& n);
+
+  const StoreAccess& store(const LoopProgram& p, const LoopNode& n) {
+    if (auto it = stores.find(&n); it != stores.end()) return it->second;
+    StoreAccess st;
+    AccessPattern sp = analyze_access(n, n.store_index);
+    st.ok = sp.ok;
+    st.why_not = sp.why_not;
+    st.block = sp.col_split && sp.col_split < n.out_cols() ? sp.col_split : 0;
+    st.eb = dtype_bytes(p.buffers.at(n.out()).type.dtype);
+    return stores.emplace(&n, std::move(st)).first->second;
+  }
+};
+
+TileAccessCache::TileAccessCache() : impl_(std::make_unique<Impl>()) {}
+TileAccessCache::~TileAccessCache() = default;
 
 struct TileFootprintAnalysis::Impl {
   const LoopProgram& p;
@@ -91,10 +200,10 @@ struct TileFootprintAnalysis::Impl {
   bool recorded = false;
   std::vector<Op> ops;
   std::vector<LoadInfo> loads;
-  std::map<const LoopNode*, MatmulInfo> matmuls;
-  std::map<std::string, int> keys;    // interned load keys
+  std::map<const LoopNode*, const MatmulInfo*> matmuls;
+  TileAccessCache::Impl& cache;
   std::map<std::string, int> values;  // node output -> its NodeEnd op
-  std::set<std::string> hoisted;
+  std::set<int> hoisted;              // keys of the resident loads
   int64_t hoisted_bytes = 0, hoisted_hbm = 0;
   // Per tile (replay):
   int64_t r0 = 0, rows = 0, c0 = 0, cw = 0, hbm = 0;
@@ -104,7 +213,8 @@ struct TileFootprintAnalysis::Impl {
   std::vector<std::pair<LoadKey, FVal>> tile_loads;
   std::vector<Step> load_steps, body;
 
-  Impl(const LoopProgram& prog, const Kernel& kernel, const ColumnSplit* columns) : p(prog), k(kernel) {
+  Impl(const LoopProgram& prog, const Kernel& kernel, const ColumnSplit* columns, TileAccessCache::Impl& access)
+      : p(prog), k(kernel), cache(access) {
     for (int i : k.nodes) in_kernel.insert(p.nodes[static_cast<size_t>(i)].out());
     hbm_out.insert(k.hbm_outputs.begin(), k.hbm_outputs.end());
     if (columns) {
@@ -118,44 +228,40 @@ struct TileFootprintAnalysis::Impl {
     ops.push_back(op);
     return static_cast<int>(ops.size()) - 1;
   }
-  int intern(const std::string& key) { return keys.emplace(key, static_cast<int>(keys.size())).first->second; }
 
   // KernelEmitter::load's decisions, with its error for an access the DMA cannot do.
-  int record_load(const LoopNode& node, const ExprNode& e, const std::vector<std::string>& cols,
-                  const std::vector<int64_t>& col_sizes, bool window) {
-    AccessPattern ap = analyze_access(node, e.index, cols, col_sizes);
+  int record_load(const LoopNode& node, const ExprNode& e, bool window, bool matmul_a = false) {
+    const AccessInfo& a = cache.load(p, node, e, matmul_a);
+    const AccessPattern& ap = a.ap;
     if (!ap.ok)
       throw InputError(strcat("kernel ", k.name, ", node ", node.name, ": load ", e.buffer, "[", e.index.str(),
                               "] is not a strided access the LPU DMA can do (", ap.why_not, ")"));
     LoadInfo l;
     l.node = &node;
     l.window = window;
-    l.width = numel(col_sizes);
+    l.width = a.width;
     l.col_stride = ap.col_stride;
     if (in_kernel.count(e.buffer)) {  // produced earlier in this tile: an alias of its register
       l.kind = LoadKind::InKernel;
       l.producer = values.at(e.buffer);
     } else {
-      l.eb = dtype_bytes(p.buffers.at(e.buffer).type.dtype);
+      l.eb = a.eb >= 0 ? a.eb : dtype_bytes(p.buffers.at(e.buffer).type.dtype);
       bool windowed = window && ap.col_stride != 0;
-      if (ap.col_split && ap.col_split < l.width) {  // two-level columns: a DMA per row and block
+      if (a.block_key >= 0) {  // two-level columns: a DMA per row and block
         l.kind = LoadKind::TwoLevel;
         l.block = ap.col_split;
-        l.key = intern(strcat(e.buffer, "@", e.index.str(), "/", node.rows()));
-      } else if (ap.row_affine && ap.row_stride == 0 && !windowed) {  // row-invariant: resident
+        l.key = a.block_key;
+      } else if (a.hoisted_key >= 0 && !windowed) {  // row-invariant: resident
         l.kind = LoadKind::Hoisted;
         l.hoisted_cols = ap.col_stride == 0 ? 1 : l.width;
-        if (hoisted.insert(strcat(e.buffer, "@", ap.base, ",", ap.col_stride, ",", l.hoisted_cols)).second) {
+        if (hoisted.insert(a.hoisted_key).second) {
           hoisted_bytes += align_up(l.hoisted_cols * kLmElem, kLmAlign);
           hoisted_hbm += l.hoisted_cols * l.eb;
         }
       } else {
         l.kind = LoadKind::Tile;
         l.one_row = ap.row_affine && ap.row_stride == 0;
-        // The emitter's key without its columns and window offset; a non-row-affine one also
-        // holds the node's row count (after the columns there, which is the same key).
-        l.key = ap.row_affine ? intern(strcat("|", e.buffer, "@", ap.base, ",", ap.row_stride, ",", ap.col_stride))
-                              : intern(strcat("|", e.buffer, "@", e.index.str(), "/", ap.col_stride, "/", node.rows()));
+        l.key = a.tile_key;
       }
     }
     loads.push_back(l);
@@ -172,37 +278,26 @@ struct TileFootprintAnalysis::Impl {
     if (a_load->kind != ExprKind::Load || b_load->kind != ExprKind::Load)
       throw InternalError("codegen: matmul body is not mul(load, load) in " + node.name);
     int64_t K = node.reduction_ranges.at(0);
-    const std::string kvar = LoopVar::reduction(0).name();
     Op op;
     op.kind = OpKind::Matmul;
     op.node = &node;
     op.split = split.count(&node) > 0;
-    op.in[0] = record_load(node, *a_load, {kvar}, {K}, false);
+    op.in[0] = record_load(node, *a_load, false, true);
     const LoadInfo& a = loads.back();
     int64_t a_cols = a.kind == LoadKind::TwoLevel ? a.width : a.col_stride == 0 ? 1 : a.width;
     if (a_cols != K) throw InputError(strcat("node ", node.name, ": matmul A operand must vary along K"));
-    std::string nvar = node.column_var().name();
-    const Index& bi = b_load->index;
-    Index b_row = bi.substitute({{kvar, Index::constant(0)}, {nvar, Index::constant(0)}});
-    Index b_cols = bi - b_row;
-    for (const auto& v : b_cols.variables())
-      if (v != kvar && v != nvar)
-        throw InputError(strcat("node ", node.name, ": B operand index ", bi.str(), " mixes rows with K/N"));
-    if (!b_cols.is_affine())
-      throw InputError(strcat("node ", node.name, ": B operand index ", bi.str(), " is not strided in K and N"));
-    MatmulInfo m;
-    m.K = K;
-    m.rows_of_b.row_part = b_row;
-    m.rows_of_b.row_vars = node.row_vars();
-    m.rows_of_b.row_sizes = node.row_sizes();
-    m.eb = dtype_bytes(p.buffers.at(b_load->buffer).type.dtype);
+    const MatmulAccess& m = cache.matmul(p, node, *b_load);
+    if (!m.error.empty()) throw InputError(m.error);
+    if (m.info.eb <= 0) (void)p.buffers.at(b_load->buffer);  // the emitter's lookup (throws)
     if (in_kernel.count(b_load->buffer))
       throw InternalError("codegen: matmul B operand produced inside its kernel: " + node.name);
-    matmuls[&node] = std::move(m);
+    matmuls[&node] = &m.info;
     return push(op);
   }
 
   void record();
+  int record_body(const LoopNode& n);
+  std::vector<int> trace_ops;
   void replay(int64_t tile_r0, int64_t tile_rows, int64_t tile_c0, int64_t tile_cw, bool hbm_too);
   FVal alloc(int64_t r, int64_t c) {
     FVal v;
@@ -231,42 +326,83 @@ struct TileFootprintAnalysis::Impl {
 };
 
 namespace {
-// Records the handler calls of one node's body (values are op indices).
-class RecordingHandler final : public OpsHandler<int> {
+// Records a node's body as a trace (values are trace op indices).
+class TraceHandler final : public OpsHandler<int> {
  public:
-  RecordingHandler(TileFootprintAnalysis::Impl& a, const LoopNode& n) : a_(a), n_(n) {}
+  TraceHandler(TileAccessCache::Impl::Trace& t, const LoopNode& n) : t_(t), n_(n) {}
   int load(const ExprNode& e) override {
-    return a_.record_load(n_, e, n_.col_vars(), n_.col_sizes(), a_.split.count(&n_) > 0);
+    TileAccessCache::Impl::TraceOp op;
+    op.kind = OpKind::Load;
+    op.load = &e;
+    return push(std::move(op));
   }
-  int constant(double, DType) override { return a_.push(Op{}); }
+  int constant(double, DType) override { return push({}); }
   int index_expr(const Index& index) override {
-    throw InputError(strcat("node ", n_.name, ": index expression ", index.str(),
-                            " used as a value is not supported by the LPU vector engine"));
+    TileAccessCache::Impl::TraceOp op;  // thrown when the walk gets here (an Imm until then)
+    op.error = strcat("node ", n_.name, ": index expression ", index.str(),
+                      " used as a value is not supported by the LPU vector engine");
+    return push(std::move(op));
   }
   int to_dtype(int x, DType) override { return x; }  // the LMU computes in fp32
   int call(ScalarOp, const std::vector<int>& args, DType) override {
     if (args.size() > 3) throw InternalError("codegen: a scalar op of more than 3 operands in " + n_.name);
-    bool all_imm = std::all_of(args.begin(), args.end(),
-                               [&](int a) { return a_.ops[static_cast<size_t>(a)].kind == OpKind::Imm; });
-    if (all_imm) return a_.push(Op{});  // constant folding
-    Op op;
+    bool all_imm = std::all_of(args.begin(), args.end(), [&](int a) {
+      const auto& op = t_.ops[static_cast<size_t>(a)];
+      return op.kind == OpKind::Imm && op.error.empty();
+    });
+    if (all_imm) return push({});  // constant folding
+    TileAccessCache::Impl::TraceOp op;
     op.kind = OpKind::Call;
     std::copy(args.begin(), args.end(), op.in.begin());
-    return a_.push(op);
+    return push(std::move(op));
   }
   int reduction(ReductionType, int v) override {
-    Op op;
+    TileAccessCache::Impl::TraceOp op;
     op.kind = OpKind::Reduce;
     op.in[0] = v;
-    op.node = &n_;
-    return a_.push(op);
+    return push(std::move(op));
   }
 
  private:
-  TileFootprintAnalysis::Impl& a_;
+  int push(TileAccessCache::Impl::TraceOp op) {
+    t_.ops.push_back(std::move(op));
+    return static_cast<int>(t_.ops.size()) - 1;
+  }
+  TileAccessCache::Impl::Trace& t_;
   const LoopNode& n_;
 };
 }  // namespace
+
+const TileAccessCache::Impl::Trace& TileAccessCache::Impl::trace(const LoopNode& n) {
+  if (auto it = traces.find(&n); it != traces.end()) return it->second;
+  Trace t;
+  TraceHandler h(t, n);
+  t.result = evaluate_node<int>(n, h);
+  return traces.emplace(&n, std::move(t)).first->second;
+}
+
+// A node's trace in this kernel: its loads classified here, in the walk's order.
+int TileFootprintAnalysis::Impl::record_body(const LoopNode& n) {
+  const TileAccessCache::Impl::Trace& t = cache.trace(n);
+  bool window = split.count(&n) > 0;
+  std::vector<int>& at = trace_ops;  // trace op -> op of the kernel
+  at.assign(t.ops.size(), -1);
+  for (size_t i = 0; i < t.ops.size(); ++i) {
+    const TileAccessCache::Impl::TraceOp& top = t.ops[i];
+    if (!top.error.empty()) throw InputError(top.error);
+    if (top.kind == OpKind::Load) {
+      at[i] = record_load(n, *top.load, window);
+      continue;
+    }
+    Op op;
+    op.kind = top.kind;
+    op.node = &n;
+    for (size_t j = 0; j < 3; ++j)
+      if (top.in[j] >= 0) op.in[j] = at[static_cast<size_t>(top.in[j])];
+    at[i] = push(op);
+  }
+  return at[static_cast<size_t>(t.result)];
+}
 
 // KernelEmitter::emit_tile's node walk, once: every error the emitter's first tile would
 // throw for the kernel's loop IR is thrown here, in the same order.
@@ -274,7 +410,6 @@ void TileFootprintAnalysis::Impl::record() {
   ops.clear();  // a recording an error cut short starts again
   loads.clear();
   matmuls.clear();
-  keys.clear();
   values.clear();
   hoisted.clear();
   hoisted_bytes = hoisted_hbm = 0;
@@ -287,12 +422,11 @@ void TileFootprintAnalysis::Impl::record() {
       Op op;
       op.kind = OpKind::Gather;
       op.node = &n;
-      op.in[0] = record_load(n, *n.gather_index, n.col_vars(), n.col_sizes(), split.count(&n) > 0);
+      op.in[0] = record_load(n, *n.gather_index, split.count(&n) > 0);
       op.eb = dtype_bytes(p.buffers.at(n.gather_table).type.dtype);
       v = push(op);
     } else {
-      RecordingHandler h(*this, n);
-      v = evaluate_node<int>(n, h);
+      v = record_body(n);
     }
     Op end;
     end.kind = OpKind::NodeEnd;
@@ -301,10 +435,10 @@ void TileFootprintAnalysis::Impl::record() {
     end.split = split.count(&n) > 0;
     end.store = hbm_out.count(n.out()) > 0;
     if (end.store) {
-      AccessPattern sp = analyze_access(n, n.store_index);
-      if (!sp.ok) throw InternalError(strcat("codegen: store of ", n.name, ": ", sp.why_not));
-      end.block = sp.col_split && sp.col_split < n.out_cols() ? sp.col_split : 0;
-      end.eb = dtype_bytes(p.buffers.at(n.out()).type.dtype);
+      const StoreAccess& st = cache.store(p, n);
+      if (!st.ok) throw InternalError(strcat("codegen: store of ", n.name, ": ", st.why_not));
+      end.block = st.block;
+      end.eb = st.eb;
     }
     values[n.out()] = push(end);
   }
@@ -406,7 +540,7 @@ void TileFootprintAnalysis::Impl::replay(int64_t tile_r0, int64_t tile_rows, int
         break;
       }
       case OpKind::Matmul: {
-        const MatmulInfo& m = matmuls.at(op.node);
+        const MatmulInfo& m = *matmuls.at(op.node);
         int64_t N = op.split ? cw : op.node->out_cols();
         out = alloc(rows, N);
         step(body, out.vid, {in(0)});
@@ -488,8 +622,10 @@ int64_t TileFootprintAnalysis::Impl::place() const {
   return static_cast<int64_t>(ra.peak());
 }
 
-TileFootprintAnalysis::TileFootprintAnalysis(const LoopProgram& p, const Kernel& k, const ColumnSplit* columns)
-    : impl_(std::make_unique<Impl>(p, k, columns)) {}
+TileFootprintAnalysis::TileFootprintAnalysis(const LoopProgram& p, const Kernel& k, const ColumnSplit* columns,
+                                             TileAccessCache* cache)
+    : own_cache_(cache ? nullptr : std::make_unique<TileAccessCache>()),
+      impl_(std::make_unique<Impl>(p, k, columns, *(cache ? cache : own_cache_.get())->impl_)) {}
 TileFootprintAnalysis::~TileFootprintAnalysis() = default;
 
 TileFootprint TileFootprintAnalysis::tile(int64_t r0, int64_t rows, int64_t c0, int64_t cw) {

@@ -14,8 +14,9 @@
 // is those registers placed by the emitter's first-fit allocator (region_allocator.h), the tile's
 // HBM bytes are rows x columns x element bytes per access, a matmul's B block once per run of
 // rows sharing it. A replay touches tens of ops, whatever the number of rows (only a matmul's HBM
-// bytes look at each row: which rows share a B block); the access analyses (analyze_access,
-// index algebra) run only while recording.
+// bytes look at each row: which rows share a B block). What does not depend on the kernel (the
+// access analyses: analyze_access, the index algebra of a matmul's B; each node's body walk) is
+// done once per program when the analyses share a TileAccessCache, as the scheduler's do.
 //
 // It throws what the emitter throws for a kernel it cannot emit (a load that is not a strided
 // access, an index used as a value, a matmul operand that is not strided in K and N), in the
@@ -42,11 +43,31 @@ struct TileFootprint {
   int64_t hbm_bytes = 0;   // HBM bytes the tile's instructions move (hoisted loads excluded)
 };
 
+// The access analyses of one program's loads and stores and its nodes' body walks, shared by
+// the footprint analyses of every kernel made of its nodes (the scheduler sizes many candidate kernels of the same
+// nodes). Keyed by node and expression: use one only with the program it was filled from,
+// while that program lives unchanged.
+class TileAccessCache {
+ public:
+  TileAccessCache();
+  ~TileAccessCache();
+  TileAccessCache(const TileAccessCache&) = delete;
+  TileAccessCache& operator=(const TileAccessCache&) = delete;
+
+  struct Impl;  // tile_footprint.cpp
+
+ private:
+  friend class TileFootprintAnalysis;
+  std::unique_ptr<Impl> impl_;
+};
+
 class TileFootprintAnalysis {
  public:
   // `columns`: the kernel's column split when tiles are column windows (else whole rows).
-  // The kernel and the program must outlive the analysis.
-  TileFootprintAnalysis(const LoopProgram& p, const Kernel& k, const ColumnSplit* columns = nullptr);
+  // `cache`: access analyses of `p` to share (else the analysis keeps its own). The kernel,
+  // the program and the cache must outlive the analysis.
+  TileFootprintAnalysis(const LoopProgram& p, const Kernel& k, const ColumnSplit* columns = nullptr,
+                        TileAccessCache* cache = nullptr);
   ~TileFootprintAnalysis();
   TileFootprintAnalysis(const TileFootprintAnalysis&) = delete;
   TileFootprintAnalysis& operator=(const TileFootprintAnalysis&) = delete;
@@ -65,6 +86,7 @@ class TileFootprintAnalysis {
   struct Impl;  // tile_footprint.cpp
 
  private:
+  std::unique_ptr<TileAccessCache> own_cache_;
   std::unique_ptr<Impl> impl_;
 };
 

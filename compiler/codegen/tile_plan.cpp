@@ -81,9 +81,11 @@ bool plan_columns(TilePlan& t, TileMeasure& m, const Kernel& k, const CodegenOpt
 }  // namespace
 
 TilePlan plan_tiles(const LoopProgram& p, const Kernel& k, const CodegenOptions& opts, bool size_only,
-                    std::unique_ptr<TileFootprintAnalysis>* footprint) {
+                    std::unique_ptr<TileFootprintAnalysis>* footprint, TileAccessCache* cache) {
   int64_t nbuf = opts.double_buffer ? 2 : 1;
-  auto whole_fa = std::make_unique<TileFootprintAnalysis>(p, k);
+  TileAccessCache own;  // unless the caller shares one
+  if (!cache) cache = &own;
+  auto whole_fa = std::make_unique<TileFootprintAnalysis>(p, k, nullptr, cache);
   TileMeasure whole{*whole_fa, {}};
   TilePlan t;
   t.hoisted = whole_fa->hoisted_bytes();
@@ -94,7 +96,7 @@ TilePlan plan_tiles(const LoopProgram& p, const Kernel& k, const CodegenOptions&
   if (one > avail) {  // rules 3 and 4
     t.columns = analyze_column_split(p, k);
     if (!t.columns.ok) return t;
-    auto split_fa = std::make_unique<TileFootprintAnalysis>(p, k, &t.columns);
+    auto split_fa = std::make_unique<TileFootprintAnalysis>(p, k, &t.columns, cache);
     TileMeasure split{*split_fa, {}};
     if (plan_columns(t, split, k, opts, nbuf, size_only)) {
       t.configured = true;

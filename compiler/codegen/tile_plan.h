@@ -41,9 +41,10 @@ struct TilePlan {
 
 // `size_only`: only what the scheduler's fit check reads (fits, configured, min_lmu_bytes).
 // `footprint`, when given, receives the analysis of the chosen tiling (whole rows or the
-// column split): kernel_cost asks it for the traffic of the tiles.
+// column split): kernel_cost asks it for the traffic of the tiles. `cache`: access analyses of
+// `p` shared between kernels (tile_footprint.h).
 TilePlan plan_tiles(const LoopProgram& p, const Kernel& k, const CodegenOptions& opts, bool size_only = false,
-                    std::unique_ptr<TileFootprintAnalysis>* footprint = nullptr);
+                    std::unique_ptr<TileFootprintAnalysis>* footprint = nullptr, TileAccessCache* cache = nullptr);
 
 // The plan a kernel's recorded tiling stands for (the column split recomputed when it is
 // column-tiled): what the code generator emits.
