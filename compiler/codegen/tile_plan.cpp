@@ -83,8 +83,7 @@ bool plan_columns(TilePlan& t, TileMeasure& m, const Kernel& k, const CodegenOpt
 TilePlan plan_tiles(const LoopProgram& p, const Kernel& k, const CodegenOptions& opts, bool size_only,
                     std::unique_ptr<TileFootprintAnalysis>* footprint, TileAccessCache* cache) {
   int64_t nbuf = opts.double_buffer ? 2 : 1;
-  TileAccessCache own;  // unless the caller shares one
-  if (!cache) cache = &own;
+  // Without a shared cache each analysis keeps its own (one handed out via `footprint` must).
   auto whole_fa = std::make_unique<TileFootprintAnalysis>(p, k, nullptr, cache);
   TileMeasure whole{*whole_fa, {}};
   TilePlan t;
