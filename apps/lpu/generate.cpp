@@ -40,6 +40,7 @@ void KernelCostMemo::prepare(const LoopProgram& p) {
   std::erase_if(ids_, [&](const auto& e) { return e.second.second < epoch_; });
   std::erase_if(memo_, [&](const auto& e) { return e.second.second < epoch_; });
   ++epoch_;
+  access_ = std::make_unique<TileAccessCache>();
   node_ids_.clear();
   for (const LoopNode& n : p.nodes) {
     std::string key = print_loop_node(n) + "|" + n.origin;
@@ -77,7 +78,7 @@ KernelCost KernelCostMemo::cost(const LoopProgram& p, const Kernel& k, const Cod
     return it->second.first;
   }
   ++misses_;
-  KernelCost c = kernel_cost(p, k, cg, with_traffic);
+  KernelCost c = kernel_cost(p, k, cg, with_traffic, access_.get());
   memo_.emplace(std::move(key), std::make_pair(c, epoch_));
   return c;
 }

@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "codegen/tile_footprint.h"
 #include "isa/program_template.h"
 #include "jobs.h"
 #include "regional.h"
@@ -50,6 +51,7 @@ class KernelCostMemo {
   std::map<std::string, std::pair<int64_t, uint64_t>> ids_;
   std::vector<int64_t> node_ids_;  // of the program prepared last
   std::map<std::vector<int64_t>, std::pair<KernelCost, uint64_t>> memo_;
+  std::unique_ptr<TileAccessCache> access_;  // the access analyses of the program prepared last
 };
 
 // compile_graph with its cost model replaced by `memo` (CompileOptions::cost_model): the same

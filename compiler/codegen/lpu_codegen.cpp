@@ -6,6 +6,8 @@
 
 #include "codegen/collective.h"
 #include "codegen/column_split.h"
+#include "codegen/region_allocator.h"
+#include "codegen/tile_footprint.h"
 #include "codegen/tile_plan.h"
 #include "handlers/ops_handler.h"
 #include "graph/attrs_json.h"
@@ -14,8 +16,6 @@
 
 namespace lpu {
 namespace {
-
-constexpr int64_t kLmElem = 4;  // LMU holds fp32
 
 // A value in local memory: a [rows, cols] view with strides, or an immediate scalar.
 // Tile values live in virtual registers (vid >= 0; `addr` is then a byte offset into the
@@ -51,46 +51,6 @@ struct Pending {
   std::vector<int> src_vid;   // per source operand, -1 when absolute or immediate
   int store_vid = -1;         // dma.store reads lm_addr from this vid (+ store_offset)
   uint64_t store_offset = 0;
-};
-
-// First-fit allocator over [base, base + limit).
-class RegionAllocator {
- public:
-  RegionAllocator(uint64_t base, uint64_t limit) : base_(base) { free_[base] = base + limit; }
-  uint64_t alloc(uint64_t bytes) {
-    for (auto it = free_.begin(); it != free_.end(); ++it) {
-      if (it->second - it->first < bytes) continue;
-      uint64_t a = it->first, e = it->second;
-      free_.erase(it);
-      if (a + bytes < e) free_[a + bytes] = e;
-      peak_ = std::max(peak_, a + bytes - base_);
-      return a;
-    }
-    throw InternalError("codegen: tile region exhausted");
-  }
-  void release(uint64_t a, uint64_t bytes) {
-    uint64_t e = a + bytes;
-    auto next = free_.lower_bound(a);
-    if (next != free_.end() && next->first == e) {
-      e = next->second;
-      free_.erase(next);
-    }
-    auto it = free_.lower_bound(a);
-    if (it != free_.begin()) {
-      auto prev = std::prev(it);
-      if (prev->second == a) {
-        prev->second = e;
-        return;
-      }
-    }
-    free_[a] = e;
-  }
-  uint64_t peak() const { return peak_; }
-
- private:
-  uint64_t base_;
-  uint64_t peak_ = 0;
-  std::map<uint64_t, uint64_t> free_;  // start -> end
 };
 
 // Rows [r0, r0 + rows) of an access split into runs whose HBM offsets advance by one
@@ -622,47 +582,37 @@ std::vector<Instruction> fold_tiles(const std::vector<std::vector<Instruction>>&
   return out;
 }
 
-namespace {
-// plan_tiles' measure: a dry run of the emitter (addresses do not change sizes).
-TileSizer sizer(const LoopProgram& p, const Kernel& k, int id, const std::map<std::string, uint64_t>& hbm) {
-  return [&p, &k, id, &hbm](const ColumnSplit* columns, int64_t rows, int64_t cols, int64_t* hoisted,
-                            int64_t* hbm_bytes) {
-    KernelEmitter e(p, k, id, hbm, columns);
-    std::vector<Instruction> scratch;
-    int64_t b = e.emit_tile(0, rows, 0, cols, 0, UINT64_MAX / 2, scratch);
-    if (hoisted) *hoisted = e.hoisted_bytes;
-    if (hbm_bytes) {
-      *hbm_bytes = 0;
-      for (const auto& in : scratch) *hbm_bytes += instruction_hbm_bytes(in);
-    }
-    return b;
-  };
+EmittedTile measure_emitted_tile(const LoopProgram& p, const Kernel& k, const ColumnSplit* columns, int64_t r0,
+                                 int64_t rows, int64_t c0, int64_t cw) {
+  static const std::map<std::string, uint64_t> no_addresses;  // addresses do not change sizes
+  KernelEmitter e(p, k, 0, no_addresses, columns);
+  std::vector<Instruction> code;
+  EmittedTile t;
+  t.peak_bytes = e.emit_tile(r0, rows, c0, cw, 0, UINT64_MAX / 2, code);
+  for (const auto& in : code) t.hbm_bytes += instruction_hbm_bytes(in);
+  t.hoisted_bytes = e.hoisted_bytes;
+  for (const auto& in : e.hoisted_code) t.hoisted_hbm_bytes += instruction_hbm_bytes(in);
+  return t;
 }
-}  // namespace
 
-KernelCost kernel_cost(const LoopProgram& p, const Kernel& k, const CodegenOptions& opts, bool with_traffic) {
-  static const std::map<std::string, uint64_t> no_addresses;  // addresses do not change byte counts
+KernelCost kernel_cost(const LoopProgram& p, const Kernel& k, const CodegenOptions& opts, bool with_traffic,
+                       TileAccessCache* cache) {
   KernelCost c;
   if (p.nodes[static_cast<size_t>(k.nodes.at(0))].kind == LoopKind::Host) {  // a graph break: never fused
     c.hbm_bytes = untiled_hbm_bytes(p, k);
     return c;
   }
-  TilePlan plan = plan_tiles(p, k, sizer(p, k, 0, no_addresses), opts, !with_traffic);
+  std::unique_ptr<TileFootprintAnalysis> fa;
+  TilePlan plan = plan_tiles(p, k, opts, !with_traffic, &fa, cache);
   c.lmu_bytes = plan.min_lmu_bytes;
   c.fits = plan.configured;
   c.col_tiled = plan.col_tiled;
   if (!plan.configured && !plan.columns.ok) c.no_columns = plan.columns.why_not;
   if (!plan.fits || !with_traffic) return c;
   c.tile_rows = plan.rows;
-  KernelEmitter e(p, k, 0, no_addresses, plan.col_tiled ? &plan.columns : nullptr);
-  std::vector<Instruction> code;
   auto tile_bytes = [&](int64_t r0, int64_t rows, int64_t j) {
     auto [c0, cw] = column_window(plan, j);
-    code.clear();
-    e.emit_tile(r0, rows, c0, cw, 0, UINT64_MAX / 2, code);
-    int64_t b = 0;
-    for (const auto& in : code) b += instruction_hbm_bytes(in);
-    return b;
+    return fa->hbm_bytes(r0, rows, c0, cw);
   };
   // A row of column tiles: the first (it also stores the unsplit nodes) and the last (narrower)
   // exactly, those between alike but for their HBM addresses.
@@ -673,7 +623,7 @@ KernelCost kernel_cost(const LoopProgram& p, const Kernel& k, const CodegenOptio
     return b;
   };
   // Tiles differ only in their HBM addresses, except where rows sharing a matmul B block
-  // (attention groups) or row runs fall differently: the first tiles are emitted exactly and
+  // (attention groups) or row runs fall differently: the first tiles are counted exactly and
   // the rest of the full tiles extrapolated from their mean; the last tile is exact.
   constexpr int64_t kExactTiles = 8;
   int64_t full = k.rows / plan.rows, rem = k.rows % plan.rows;
@@ -681,8 +631,39 @@ KernelCost kernel_cost(const LoopProgram& p, const Kernel& k, const CodegenOptio
   for (int64_t t = 0; t < exact; ++t) exact_bytes += row_bytes(t * plan.rows, plan.rows);
   c.hbm_bytes = exact_bytes + (exact ? (full - exact) * exact_bytes / exact : 0);
   if (rem) c.hbm_bytes += row_bytes(full * plan.rows, rem);
-  for (const auto& in : e.hoisted_code) c.hbm_bytes += instruction_hbm_bytes(in);
+  c.hbm_bytes += fa->hoisted_hbm_bytes();
   return c;
+}
+
+namespace {
+// The tiling plan_tiles decides for kernel `k` (a graph break: none); an InputError when no
+// tiling fits local memory.
+KernelTiling tile_kernel(const LoopProgram& p, const Kernel& k, const CodegenOptions& opts,
+                         TileAccessCache* cache = nullptr) {
+  const LoopNode& first = p.nodes[static_cast<size_t>(k.nodes.at(0))];
+  if (first.kind == LoopKind::Host) return {k.name, 0, 0, 0, 0, 0, 0, 0};
+  TilePlan plan = plan_tiles(p, k, opts, false, nullptr, cache);
+  if (!plan.fits) {
+    std::string cols = plan.columns.ok ? strcat("even in column tiles of ", plan.columns.granule, " columns it needs ",
+                                                plan.min_lmu_bytes)
+                                       : "it cannot be tiled in columns: " + plan.columns.why_not;
+    throw InputError(strcat("kernel ", k.name, " needs ", plan.one_row_bytes,
+                            " bytes of local memory for one row per tile, even single-buffered",
+                            "; the config has lmu.capacity_kib = ", opts.lmu_bytes / 1024, " (", opts.lmu_bytes,
+                            " bytes); ", cols));
+  }
+  int64_t tiles = (k.rows + plan.rows - 1) / plan.rows * plan.col_tiles;
+  return {k.name,         plan.rows,   tiles, plan.hoisted, plan.tile_bytes, plan.col_tiled ? plan.cols : 0,
+          plan.col_tiles, plan.buffers};
+}
+}  // namespace
+
+std::vector<KernelTiling> plan_kernel_tiling(const LoopProgram& p, const Schedule& s, const CodegenOptions& opts,
+                                             TileAccessCache* cache) {
+  std::vector<KernelTiling> tiling;
+  TileAccessCache own;
+  for (const Kernel& k : s.kernels) tiling.push_back(tile_kernel(p, k, opts, cache ? cache : &own));
+  return tiling;
 }
 
 CodegenResult generate_lpu_program(const LoopProgram& p, const Schedule& s, const CodegenOptions& opts) {
@@ -739,16 +720,11 @@ CodegenResult generate_lpu_program(const LoopProgram& p, const Schedule& s, cons
       res.tiling.push_back({k.name, 0, 0, 0, 0, 0, 0, 0});
       continue;
     }
-    TilePlan plan = plan_tiles(p, k, sizer(p, k, id, hbm), opts);
-    if (!plan.fits) {
-      std::string cols = plan.columns.ok
-                             ? strcat("even in column tiles of ", plan.columns.granule, " columns it needs ", plan.min_lmu_bytes)
-                             : "it cannot be tiled in columns: " + plan.columns.why_not;
-      throw InputError(strcat("kernel ", k.name, " needs ", plan.one_row_bytes,
-                              " bytes of local memory for one row per tile, even single-buffered",
-                              "; the config has lmu.capacity_kib = ", opts.lmu_bytes / 1024, " (", opts.lmu_bytes,
-                              " bytes); ", cols));
-    }
+    // The tiling recorded in the schedule (the driver plans it after scheduling), else planned here.
+    const KernelTiling kt = k.tiling ? *k.tiling : tile_kernel(p, k, opts);
+    if (kt.kernel != k.name || kt.tile_rows <= 0)
+      throw InternalError(strcat("codegen: kernel ", k.name, " has no tiling of its own (", kt.kernel, ")"));
+    TilePlan plan = plan_from_tiling(p, k, kt);
     int64_t rows = plan.rows, hoisted = plan.hoisted, tb = plan.tile_bytes, nbuf = plan.buffers;
     KernelEmitter e(p, k, id, hbm, plan.col_tiled ? &plan.columns : nullptr);
     std::vector<std::vector<Instruction>> tile_code;

@@ -7,11 +7,14 @@
 // t+1 overlaps the vector work of tile t (the simulator's scoreboard enforces the hazards).
 // Vector instructions come from walking each node's body with the LPU assembly ops handler.
 #pragma once
+#include "codegen/column_split.h"
 #include "isa/program.h"
 #include "loopir/loop_ir.h"
 #include "schedule/schedule.h"
 
 namespace lpu {
+
+class TileAccessCache;  // codegen/tile_footprint.h
 
 struct CodegenOptions {
   int64_t lmu_bytes = 512 * 1024;  // local memory capacity
@@ -31,16 +34,36 @@ struct CodegenResult {
   std::vector<KernelTiling> tiling;
 };
 
-// The fusion cost model's measure of a kernel: the HBM bytes it moves when tiled as
+// The fusion cost model's measure of a kernel (from the tile-footprint analysis, tile_footprint.h;
+// nothing is emitted): the HBM bytes it moves when tiled as
 // generate_lpu_program tiles it (a matmul's B block is streamed once per tile, so a kernel
 // whose tiles hold fewer rows re-reads its weights more often; a column-tiled one re-reads the
 // rows feeding its matmul once per column tile) and the local memory its smallest tile needs.
 // The scheduler compares these before fusing (schedule.h). Without `with_traffic` only the
-// local memory is measured (hbm_bytes stays 0).
-KernelCost kernel_cost(const LoopProgram& p, const Kernel& k, const CodegenOptions& opts, bool with_traffic = true);
+// local memory is measured (hbm_bytes stays 0). `cache`: the access analyses of `p`, shared by
+// the calls for one program (the scheduler's candidate kernels); without one each call analyses.
+KernelCost kernel_cost(const LoopProgram& p, const Kernel& k, const CodegenOptions& opts, bool with_traffic = true,
+                       TileAccessCache* cache = nullptr);
 
-// Throws InputError when a kernel cannot fit local memory even with one row per tile and
-// cannot be tiled in columns, naming the kernel, the bytes it needs and why not in columns.
+// Every kernel's tiling (plan_tiles, codegen/tile_plan.h; graph breaks get an empty one): the
+// driver records it in the schedule (Kernel::tiling) after scheduling. Throws InputError when a
+// kernel cannot fit local memory even with one row per tile and cannot be tiled in columns,
+// naming the kernel, the bytes it needs and why not in columns. `cache` as for kernel_cost.
+std::vector<KernelTiling> plan_kernel_tiling(const LoopProgram& p, const Schedule& s, const CodegenOptions& opts,
+                                             TileAccessCache* cache = nullptr);
+
+// Emits each kernel with the tiling recorded in the schedule (a kernel without one is planned
+// here, with plan_kernel_tiling's errors); `tiling` in the result is the one emitted.
 CodegenResult generate_lpu_program(const LoopProgram& p, const Schedule& s, const CodegenOptions& opts);
+
+// One tile as the emitter emits it, for checking the tile-footprint analysis against
+// (tests/test_tile_footprint.cpp): the tile region's peak, the HBM bytes of its instructions,
+// and the kernel's hoisted bytes and their HBM bytes. `columns` and the window as for
+// TileFootprintAnalysis::tile.
+struct EmittedTile {
+  int64_t peak_bytes = 0, hbm_bytes = 0, hoisted_bytes = 0, hoisted_hbm_bytes = 0;
+};
+EmittedTile measure_emitted_tile(const LoopProgram& p, const Kernel& k, const ColumnSplit* columns, int64_t r0,
+                                 int64_t rows, int64_t c0, int64_t cw);
 
 }  // namespace lpu

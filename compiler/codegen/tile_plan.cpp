@@ -17,15 +17,14 @@ int64_t instruction_hbm_bytes(const Instruction& in) {
 }
 
 namespace {
-// Tile bytes by (rows, cols), measured once each.
+// Tile bytes by (rows, cols), computed once each.
 struct TileMeasure {
-  const TileSizer& emit;
-  const ColumnSplit* columns;
+  TileFootprintAnalysis& fa;
   std::map<std::pair<int64_t, int64_t>, int64_t> measured;
-  int64_t operator()(int64_t rows, int64_t cols, int64_t* hoisted = nullptr, int64_t* hbm_bytes = nullptr) {
+  int64_t operator()(int64_t rows, int64_t cols) {
     auto key = std::make_pair(rows, cols);
-    if (auto it = measured.find(key); it != measured.end() && !hoisted && !hbm_bytes) return it->second;
-    return measured[key] = emit(columns, rows, cols, hoisted, hbm_bytes);
+    if (auto it = measured.find(key); it != measured.end()) return it->second;
+    return measured[key] = fa.peak_bytes(rows, cols);
   }
 };
 
@@ -38,8 +37,8 @@ bool plan_columns(TilePlan& t, TileMeasure& m, const Kernel& k, const CodegenOpt
                   bool size_only) {
   const ColumnSplit& cs = t.columns;
   int64_t G = cs.granule, W = cs.width;
-  int64_t hoisted = 0;
-  int64_t smallest = m(1, G, &hoisted);
+  int64_t hoisted = m.fa.hoisted_bytes();
+  int64_t smallest = m(1, G);
   int64_t avail = opts.lmu_bytes - align_up(hoisted, kLmAlign);
   if (smallest * nbuf > avail) return false;
   t.fits = true;
@@ -65,8 +64,7 @@ bool plan_columns(TilePlan& t, TileMeasure& m, const Kernel& k, const CodegenOpt
     int64_t nc = (W + std::min(W, lo * G) - 1) / std::min(W, lo * G);
     int64_t cw = std::min(W, ((W + nc - 1) / nc + G - 1) / G * G);  // balanced, no wider than what fitted
     nc = (W + cw - 1) / cw;
-    int64_t tile_hbm = 0;
-    m(R, cw, nullptr, &tile_hbm);
+    int64_t tile_hbm = m.fa.hbm_bytes(0, R, 0, cw);
     int64_t bytes = tile_hbm * ((k.rows + R - 1) / R) * nc;
     if (best < 0 || bytes < best) {
       best = bytes;
@@ -82,25 +80,32 @@ bool plan_columns(TilePlan& t, TileMeasure& m, const Kernel& k, const CodegenOpt
 
 }  // namespace
 
-TilePlan plan_tiles(const LoopProgram& p, const Kernel& k, const TileSizer& emit, const CodegenOptions& opts,
-                    bool size_only) {
+TilePlan plan_tiles(const LoopProgram& p, const Kernel& k, const CodegenOptions& opts, bool size_only,
+                    std::unique_ptr<TileFootprintAnalysis>* footprint, TileAccessCache* cache) {
   int64_t nbuf = opts.double_buffer ? 2 : 1;
-  TileMeasure whole{emit, nullptr, {}};
+  // Without a shared cache each analysis keeps its own (one handed out via `footprint` must).
+  auto whole_fa = std::make_unique<TileFootprintAnalysis>(p, k, nullptr, cache);
+  TileMeasure whole{*whole_fa, {}};
   TilePlan t;
-  int64_t one = whole(1, 0, &t.hoisted);
+  t.hoisted = whole_fa->hoisted_bytes();
+  int64_t one = whole(1, 0);
   int64_t avail = opts.lmu_bytes - align_up(t.hoisted, kLmAlign);
   t.min_lmu_bytes = align_up(t.hoisted, kLmAlign) + one * nbuf;
   t.one_row_bytes = align_up(t.hoisted, kLmAlign) + one;
   if (one > avail) {  // rules 3 and 4
     t.columns = analyze_column_split(p, k);
-    TileMeasure split{emit, &t.columns, {}};
-    if (t.columns.ok && plan_columns(t, split, k, opts, nbuf, size_only)) {
+    if (!t.columns.ok) return t;
+    auto split_fa = std::make_unique<TileFootprintAnalysis>(p, k, &t.columns, cache);
+    TileMeasure split{*split_fa, {}};
+    if (plan_columns(t, split, k, opts, nbuf, size_only)) {
       t.configured = true;
-    } else if (t.columns.ok && nbuf > 1) {
+    } else if (nbuf > 1) {
       plan_columns(t, split, k, opts, 1, size_only);
     }
+    if (footprint) *footprint = std::move(split_fa);
     return t;
   }
+  if (footprint) *footprint = std::move(whole_fa);
   t.configured = one * nbuf <= avail;
   if (!t.configured) nbuf = 1;  // rule 2
   t.fits = true;
@@ -114,6 +119,20 @@ TilePlan plan_tiles(const LoopProgram& p, const Kernel& k, const TileSizer& emit
   while (rows > 1 && whole(rows, 0) * nbuf > avail) --rows;
   t.rows = rows;
   t.tile_bytes = align_up(whole(rows, 0), kLmAlign);
+  return t;
+}
+
+TilePlan plan_from_tiling(const LoopProgram& p, const Kernel& k, const KernelTiling& kt) {
+  TilePlan t;
+  t.fits = t.configured = true;
+  t.rows = kt.tile_rows;
+  t.hoisted = kt.hoisted_bytes;
+  t.tile_bytes = kt.tile_bytes;
+  t.buffers = kt.buffers;
+  t.col_tiled = kt.tile_cols > 0;
+  t.cols = kt.tile_cols;
+  t.col_tiles = kt.col_tiles;
+  if (t.col_tiled) t.columns = analyze_column_split(p, k);
   return t;
 }
 

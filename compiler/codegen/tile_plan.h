@@ -10,15 +10,16 @@
 //   4. column tiles single-buffered.
 // Only 1 and 3 count as fitting for the scheduler (`configured`), so no fusion produces a
 // kernel of 2 or 4. Column tiles come last because where a whole row fits single-buffered
-// they bought nothing (gpt2-decode on lpu-small: +309 cycles, docs/scheduling.md). Dry runs
-// of the emitter measure the footprints.
+// they bought nothing (gpt2-decode on lpu-small: +309 cycles, docs/scheduling.md). The
+// tile-footprint analysis (tile_footprint.h) sizes every candidate, without emitting it.
 #pragma once
 #include <cstdint>
-#include <functional>
+#include <memory>
 #include <utility>
 
 #include "codegen/column_split.h"
 #include "codegen/lpu_codegen.h"
+#include "codegen/tile_footprint.h"
 #include "isa/program.h"
 
 namespace lpu {
@@ -38,14 +39,16 @@ struct TilePlan {
   int64_t cols = 0, col_tiles = 1;  // column tile width (the last narrower) and tiles per row
 };
 
-// Emits one tile of `rows` x `cols` for sizing (`cols`: columns of the split nodes when
-// `columns` is set, else ignored: whole rows) and returns the tile region's peak bytes; sets
-// the kernel's hoisted bytes and the HBM bytes the tile moves when asked.
-using TileSizer = std::function<int64_t(const ColumnSplit* columns, int64_t rows, int64_t cols, int64_t* hoisted,
-                                        int64_t* hbm_bytes)>;
+// `size_only`: only what the scheduler's fit check reads (fits, configured, min_lmu_bytes).
+// `footprint`, when given, receives the analysis of the chosen tiling (whole rows or the
+// column split): kernel_cost asks it for the traffic of the tiles. `cache`: access analyses of
+// `p` shared between kernels (tile_footprint.h).
+TilePlan plan_tiles(const LoopProgram& p, const Kernel& k, const CodegenOptions& opts, bool size_only = false,
+                    std::unique_ptr<TileFootprintAnalysis>* footprint = nullptr, TileAccessCache* cache = nullptr);
 
-TilePlan plan_tiles(const LoopProgram& p, const Kernel& k, const TileSizer& emit, const CodegenOptions& opts,
-                    bool size_only = false);
+// The plan a kernel's recorded tiling stands for (the column split recomputed when it is
+// column-tiled): what the code generator emits.
+TilePlan plan_from_tiling(const LoopProgram& p, const Kernel& k, const KernelTiling& t);
 
 // The column window [c0, c0 + cw) of column tile j; {0, 0} (whole rows) without column tiling.
 std::pair<int64_t, int64_t> column_window(const TilePlan& t, int64_t j);

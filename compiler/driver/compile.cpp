@@ -1,6 +1,7 @@
 #include "driver/compile.h"
 
 #include "codegen/collective.h"
+#include "codegen/tile_footprint.h"
 
 #include "graph/ops.h"
 #include "passes/passes.h"
@@ -52,20 +53,28 @@ Compilation compile_graph(const Graph& g, const CompileOptions& opts) {
   so.fuse_epilogue = opts.fuse_epilogue;
   const LoopProgram& lp = c.loop_ir;
   const CodegenOptions& cg = cg_opts;
+  // The access analyses of this loop IR, shared by every kernel the scheduler sizes and the
+  // final tiling (codegen/tile_footprint.h).
+  TileAccessCache access;
   if (opts.cost_model)
     so.kernel_cost = opts.cost_model(lp, cg);
   else
-    so.kernel_cost = [&lp, &cg](const Kernel& k, bool with_traffic) { return kernel_cost(lp, k, cg, with_traffic); };
+    so.kernel_cost = [&lp, &cg, &access](const Kernel& k, bool with_traffic) {
+      return kernel_cost(lp, k, cg, with_traffic, &access);
+    };
   c.schedule = schedule_program(c.loop_ir, so);
   try {  // the kernels must be what codegen and the handlers rely on; if not, it is our bug
     verify_schedule(c.loop_ir, c.schedule);
   } catch (const InputError& e) {
     throw InternalError(strcat("scheduling produced an invalid schedule: ", e.what()));
   }
+  // Tiling is decided once, on the tile-footprint analysis the fusion cost model used too, and
+  // recorded in the schedule; code generation emits that tiling.
+  std::vector<KernelTiling> tiling = plan_kernel_tiling(c.loop_ir, c.schedule, cg_opts, &access);
+  for (size_t i = 0; i < tiling.size(); ++i) c.schedule.kernels[i].tiling = tiling[i];
   c.code = generate_lpu_program(c.loop_ir, c.schedule, cg_opts);
   if (c.code.tiling.size() != c.schedule.kernels.size())
     throw InternalError("code generation tiled a different number of kernels than the schedule has");
-  for (size_t i = 0; i < c.code.tiling.size(); ++i) c.schedule.kernels[i].tiling = c.code.tiling[i];
   c.compulsory_hbm_bytes = compulsory_hbm_bytes(c.loop_ir);
   return c;
 }

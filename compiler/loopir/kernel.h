@@ -11,8 +11,9 @@
 
 namespace lpu {
 
-// How the code generator tiled a kernel to local memory (codegen/tile_plan.h decides it; the
-// driver records it in the schedule, so `--emit schedule` shows the decision the program runs).
+// How a kernel is tiled to local memory (codegen/tile_plan.h decides it on the tile-footprint
+// analysis, codegen/tile_footprint.h; the driver records it in the schedule after scheduling and
+// the code generator emits it, so `--emit schedule` shows the decision the program runs).
 struct KernelTiling {
   std::string kernel;
   int64_t tile_rows = 0;  // rows per tile (0: a graph break, not tiled)
@@ -30,7 +31,7 @@ struct Kernel {
   std::vector<int> nodes;                // indices into LoopProgram::nodes, topological
   int64_t rows = 1;                      // shared row count of its nodes
   std::vector<std::string> hbm_outputs;  // buffers it writes to HBM
-  std::optional<KernelTiling> tiling;    // after code generation (absent before)
+  std::optional<KernelTiling> tiling;    // once planned (absent straight out of scheduling)
 };
 
 struct FusionDecision {
