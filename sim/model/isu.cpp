@@ -93,7 +93,7 @@ void Isu::guarded_run() {
 }
 
 namespace {
-bool any_overlap(const std::vector<Range>& a, const std::vector<Range>& b) {
+bool any_overlap(const Ranges& a, const Ranges& b) {
   for (const auto& x : a)
     for (const auto& y : b)
       if (x.overlaps(y)) return true;
@@ -106,13 +106,22 @@ bool conflicts(const Footprint& f, const Footprint& g) {
 }
 }  // namespace
 
+Isu::InFlight* Isu::find_in_flight(size_t id) {
+  for (auto& g : in_flight_)
+    if (g.id == id) return &g;
+  return nullptr;
+}
+
 void Isu::started(size_t instr, double end_ps) {
-  if (auto it = in_flight_.find(instr); it != in_flight_.end()) it->second.end_ps = end_ps;
+  if (InFlight* g = find_in_flight(instr)) g->end_ps = end_ps;
 }
 
 void Isu::retire(size_t instr) {
-  if (auto it = in_flight_.find(instr); it != in_flight_.end() && it->second.prefetching) --prefetching_;
-  in_flight_.erase(instr);
+  if (InFlight* g = find_in_flight(instr)) {
+    if (g->prefetching) --prefetching_;
+    if (g != &in_flight_.back()) *g = std::move(in_flight_.back());
+    in_flight_.pop_back();
+  }
   in_flight_count_ = static_cast<int>(in_flight_.size());
   auto& kc = ctx_.kernels[static_cast<size_t>(std::max(ctx_.instr(instr).kernel, 0))];
   kc.last_retire_ps = std::max(kc.last_retire_ps, sc_core::sc_time_stamp().to_double());
@@ -192,7 +201,7 @@ Isu::Verdict Isu::check(size_t k) {
   const Engine* sxe = engines_[static_cast<size_t>(Unit::Sxe)];
   double ready = 0;
   bool prefetching = false;
-  for (const auto& [j, g] : in_flight_) {
+  for (const InFlight& g : in_flight_) {
     if ((g.engine == p.engine && p.engine->in_order()) || !conflicts(p.f, g.f)) continue;
     bool raw_only = !any_overlap(p.f.lm_writes, g.f.lm_reads) && !any_overlap(p.f.lm_writes, g.f.lm_writes) &&
                     !any_overlap(p.f.hbm_reads, g.f.hbm_writes) && !any_overlap(p.f.hbm_writes, g.f.hbm_reads) &&
@@ -228,7 +237,7 @@ void Isu::issue(size_t k) {
   double now = sc_core::sc_time_stamp().to_double();
   double t1 = p.hazard_clear_ps < 0 ? now : p.hazard_clear_ps;
   if (p.prefetching) ++prefetching_;
-  in_flight_.emplace(p.id, InFlight{std::move(p.f), p.engine, -1.0, p.prefetching});
+  in_flight_.push_back({p.id, std::move(p.f), p.engine, -1.0, p.prefetching});
   in_flight_count_ = static_cast<int>(in_flight_.size());
   ++counters_.issued;
   if (k > 0) ++counters_.issued_out_of_order;

@@ -18,7 +18,7 @@
 #pragma once
 #include <array>
 #include <deque>
-#include <map>
+#include <vector>
 
 #include "model/engine.h"
 
@@ -55,6 +55,7 @@ class Isu : public sc_core::sc_module {
     bool prefetching = false;
   };
   struct InFlight {
+    size_t id;
     Footprint f;
     const Engine* engine;
     double end_ps;     // -1 until its engine started it
@@ -75,7 +76,10 @@ class Isu : public sc_core::sc_module {
 
   DeviceContext& ctx_;
   std::array<Engine*, kUnits> engines_;
-  std::map<size_t, InFlight> in_flight_;
+  // Issued, not retired: a few dozen at most (queue slots and workers), in no order (the
+  // scoreboard's verdict does not depend on it).
+  std::vector<InFlight> in_flight_;
+  InFlight* find_in_flight(size_t id);
   // The window. A member, not a local of run(): when the watchdog stops a run, run()'s
   // coroutine stack is abandoned mid-wait, and a local's heap buffers would leak with it
   // (LeakSanitizer found it); a member is freed with the module.
