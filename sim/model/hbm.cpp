@@ -36,19 +36,23 @@ void Hbm::b_transport(tlm::tlm_generic_payload& trans, sc_core::sc_time& delay) 
   uint64_t nch = static_cast<uint64_t>(h.channels);
   std::vector<uint64_t>& bytes = bytes_;
   bytes.assign(nch, 0);
-  uint64_t pos = lo;
+  // `granule` and `ch` follow pos (pos / il and its channel) without a division per granule.
+  uint64_t pos = lo, granule = pos / il, ch = granule % nch;
   while (pos < hi) {
-    uint64_t granule_end = (pos / il + 1) * il;
+    uint64_t granule_end = (granule + 1) * il;
     uint64_t remaining = hi - pos;
-    if (pos % il == 0 && remaining >= il * nch) {
+    if (pos == granule * il && remaining >= il * nch) {
       uint64_t rounds = remaining / (il * nch);
       for (auto& b : bytes) b += rounds * il;
       pos += rounds * il * nch;
+      granule += rounds * nch;
       continue;
     }
     uint64_t chunk = std::min(granule_end, hi) - pos;
-    bytes[(pos / il) % nch] += chunk;
-    pos += chunk;
+    bytes[ch] += chunk;
+    pos += chunk;  // the next granule's start, or hi
+    ++granule;
+    if (++ch == nch) ch = 0;
   }
   double done = start;
   // For the trace: the busy window of each group of channels (8 groups at most).
