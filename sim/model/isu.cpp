@@ -94,6 +94,8 @@ void Isu::guarded_run() {
 
 namespace {
 bool any_overlap(const Ranges& a, const Ranges& b) {
+  if (!a.hull().overlaps(b.hull())) return false;
+  if (a.size() == 1 && b.size() == 1) return true;  // each is its hull
   for (const auto& x : a)
     for (const auto& y : b)
       if (x.overlaps(y)) return true;

@@ -3,6 +3,7 @@
 #pragma once
 #include <systemc>
 
+#include <algorithm>
 #include <array>
 #include <chrono>
 #include <cstdint>
@@ -29,6 +30,7 @@ struct Range {
 class Ranges {
  public:
   void push_back(const Range& r) {
+    hull_ = n_ == 0 ? r : Range{std::min(hull_.lo, r.lo), std::max(hull_.hi, r.hi)};
     if (n_ < kInline) {
       inline_[n_] = r;
     } else {
@@ -41,12 +43,16 @@ class Ranges {
   const Range* end() const { return begin() + n_; }
   size_t size() const { return n_; }
   bool empty() const { return n_ == 0; }
+  // The smallest range around them all ({0, 0}, which overlaps nothing, when empty): lists
+  // whose hulls do not overlap have no overlapping ranges.
+  const Range& hull() const { return hull_; }
 
  private:
   static constexpr size_t kInline = 3;  // a vxe.op's sources
   std::array<Range, kInline> inline_{};
   std::vector<Range> heap_;  // all of them, once there are more than kInline
   size_t n_ = 0;
+  Range hull_;
 };
 
 // What an instruction touches, for the scoreboard.
