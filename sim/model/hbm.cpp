@@ -62,10 +62,18 @@ void Hbm::b_transport(tlm::tlm_generic_payload& trans, sc_core::sc_time& delay) 
     g_end_.assign(groups, 0);
   }
   auto& windows = ctx_.hbm_windows;
+  // Most channels of a transaction get the same bytes (whole rounds): their service time is
+  // divided out once (the same operands give the same quotient).
+  uint64_t last_bytes = 0;
+  double last_ps = 0;
   for (size_t c = 0; c < nch; ++c) {
     if (!bytes[c]) continue;
+    if (bytes[c] != last_bytes) {
+      last_bytes = bytes[c];
+      last_ps = static_cast<double>(last_bytes) / per_channel_bytes_per_ps_;
+    }
     double s = std::max(start, channel_free_ps_[c]);
-    double e = s + static_cast<double>(bytes[c]) / per_channel_bytes_per_ps_;
+    double e = s + last_ps;
     channel_free_ps_[c] = e;
     done = std::max(done, e);
     // A window that overlaps or touches the last one joins it: the log keeps only their union
