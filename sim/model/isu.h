@@ -46,17 +46,25 @@ class Isu : public sc_core::sc_module {
 
  private:
   enum class Verdict { Issue, Order, Hazard, Queue };
+  // Footprints stay in place in a pool from fetch to retirement; window and in-flight
+  // entries name theirs by index (a footprint is a few hundred bytes: moving it with its
+  // entry through the window, then into the in-flight list, cost more than using it).
+  static constexpr uint32_t kNoFootprint = UINT32_MAX;  // a barrier's
+  uint32_t new_footprint();
+  const Footprint& fp(uint32_t i) const { return footprints_[i]; }
+  std::vector<Footprint> footprints_;
+  std::vector<uint32_t> free_footprints_;
   struct Pending {  // fetched, not yet issued
     size_t id = 0;
     Engine* engine = nullptr;  // null for a barrier (halt, sync.*): handled by the ISU itself
     bool barrier = false;
-    Footprint f;
+    uint32_t f = kNoFootprint;
     double fetched_ps = 0, hazard_clear_ps = -1, inputs_ready_ps = 0;
     bool prefetching = false;
   };
   struct InFlight {
     size_t id;
-    Footprint f;
+    uint32_t f;
     const Engine* engine;
     double end_ps;     // -1 until its engine started it
     bool prefetching;  // an sxe.gemm issued before its activation was ready

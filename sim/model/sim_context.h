@@ -29,6 +29,11 @@ struct Range {
 // per fetched instruction); a host.call with more inputs than that moves them to the heap.
 class Ranges {
  public:
+  void clear() {
+    n_ = 0;
+    heap_.clear();
+    hull_ = {};
+  }
   void push_back(const Range& r) {
     hull_ = n_ == 0 ? r : Range{std::min(hull_.lo, r.lo), std::max(hull_.hi, r.hi)};
     if (n_ < kInline) {
@@ -58,6 +63,12 @@ class Ranges {
 // What an instruction touches, for the scoreboard.
 struct Footprint {
   Ranges lm_reads, lm_writes, hbm_reads, hbm_writes;
+  void clear() {
+    lm_reads.clear();
+    lm_writes.clear();
+    hbm_reads.clear();
+    hbm_writes.clear();
+  }
 };
 
 struct TraceEvent {
@@ -154,7 +165,8 @@ struct DeviceContext {
   double finish_ps = 0;
 };
 
-// `p` resolves a host.call's buffers (it touches its inputs and output whole, in HBM).
-Footprint footprint(const Instruction& in, const Program& p);
+// Into `f` (cleared first). `p` resolves a host.call's buffers (it touches its inputs and
+// output whole, in HBM).
+void footprint(const Instruction& in, const Program& p, Footprint& f);
 
 }  // namespace lpu::sim
