@@ -285,7 +285,7 @@ void Isu::run() {
     if (window_.empty()) break;  // a program without halt: finish when everything retires
     if (window_.front().barrier) {
       const size_t i = window_.front().id;
-      window_.pop_front();
+      window_.erase(window_.begin());
       const Instruction& in = ctx_.instr(i);
       if (in.opcode == Opcode::Halt) {
         while (!in_flight_.empty()) wait(retired_);

@@ -17,7 +17,6 @@
 // so many fetches, which catches loops whose bodies take no simulated time as well.
 #pragma once
 #include <array>
-#include <deque>
 #include <vector>
 
 #include "model/engine.h"
@@ -90,8 +89,9 @@ class Isu : public sc_core::sc_module {
   InFlight* find_in_flight(size_t id);
   // The window. A member, not a local of run(): when the watchdog stops a run, run()'s
   // coroutine stack is abandoned mid-wait, and a local's heap buffers would leak with it
-  // (LeakSanitizer found it); a member is freed with the module.
-  std::deque<Pending> window_;
+  // (LeakSanitizer found it); a member is freed with the module. A vector: entries are
+  // small and at most isu.lookahead, so erasing one is cheaper than a deque's indexing.
+  std::vector<Pending> window_;
   struct LoopFrame {
     size_t begin;
     int64_t count, iter;
