@@ -3,6 +3,7 @@
 // an InputError naming file, line and key, and batched steps compute what batch-1 steps do.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
@@ -22,7 +23,10 @@ namespace {
 
 // A workload file with `text` in a fresh directory; returns its path.
 std::string yaml_file(const std::string& stem, const std::string& text) {
-  std::filesystem::path dir = std::filesystem::temp_directory_path() / "lpu_workload_keys_test";
+  // One directory per process: ctest runs every test of this file as its own process, in
+  // parallel, and two of them writing the same w.yaml read each other's text.
+  std::filesystem::path dir =
+      std::filesystem::temp_directory_path() / ("lpu_workload_keys_test_" + std::to_string(::getpid()));
   std::filesystem::create_directories(dir);
   std::filesystem::path p = dir / (stem + ".yaml");
   std::ofstream(p) << text;
