@@ -1,10 +1,11 @@
-// `lpu generate` (docs/generate.md): a whole generation of a built-in LLM on one device, the
-// prefill and then one decode step per further token with the context growing by one each,
-// each step compiled (or taken from the compile cache) and simulated. Step k (1-based) produces
-// generated token k, at position prompt_len + k - 1: step 1 is the prefill of the prompt (its LM
-// head produces token 1), step k >= 2 decodes the token at position prompt_len + k - 2 against
-// that many cached tokens. Steps run back to back: sampling and host time between them are
-// not modelled.
+// `lpu generate` (docs/generate.md): a whole generation of a built-in LLM, or of a graph file
+// that is one decode step against a static KV cache, on one device or N (tensor parallelism),
+// batch 1..256: the prefill and then one decode step per further token with the context growing
+// by one each, each step compiled (regionally, or taken from the compile cache, or instantiated
+// from a symbolic program) and simulated. Step k (1-based) produces generated token k, at
+// position prompt_len + k - 1: step 1 is the prefill of the prompt (its LM head produces token
+// 1), step k >= 2 decodes the token at position prompt_len + k - 2 against that many cached
+// tokens. Steps run back to back: sampling and host time between them are not modelled.
 #pragma once
 #include <cstdint>
 #include <functional>
