@@ -29,6 +29,15 @@ GenerateOptions lengths(int64_t prompt, int64_t gen) {
   return o;
 }
 
+// `lpu run` of generation step `st` of workload `w` (its phase, tokens and context).
+RunOutcome run_step(const WorkloadSpec& w, const GenerateStep& st, const ArchConfig& a) {
+  WorkloadSpec s = w;
+  s.phase = st.phase;
+  s.seq_len = st.seq_len;
+  s.context = st.context;
+  return run_job(s, a, "greedy", false);
+}
+
 // Every step through the exact cache (no symbolic decode programs): what the cache tests count.
 GenerateOptions plain(int64_t prompt, int64_t gen) {
   GenerateOptions o = lengths(prompt, gen);
@@ -93,11 +102,7 @@ TEST(Generate, StepsEqualRunJob) {
   CompileCache cache;
   GenerateResult r = run_generate(tiny("tiny-llama"), a, lengths(5, 3), cache);
   for (const GenerateStep& s : r.steps) {
-    WorkloadSpec w = tiny("tiny-llama");
-    w.phase = s.phase;
-    w.seq_len = s.seq_len;
-    w.context = s.context;
-    RunOutcome o = run_job(w, a, "greedy", false);
+    RunOutcome o = run_step(tiny("tiny-llama"), s, a);
     EXPECT_EQ(s.cycles, o.sim.stats.cycles) << "step " << s.step;
     EXPECT_EQ(s.hbm_read_bytes, o.sim.stats.hbm_read_bytes) << "step " << s.step;
     EXPECT_EQ(s.hbm_write_bytes, o.sim.stats.hbm_write_bytes) << "step " << s.step;
@@ -114,11 +119,7 @@ TEST(Generate, BatchedStepsEqualRunJobAndCountEverySequence) {
   ASSERT_EQ(r.steps.size(), 4u);
   EXPECT_EQ(r.tokens(), 16);
   for (const GenerateStep& s : r.steps) {
-    WorkloadSpec w = b;
-    w.phase = s.phase;
-    w.seq_len = s.seq_len;
-    w.context = s.context;
-    RunOutcome o = run_job(w, a, "greedy", false);
+    RunOutcome o = run_step(b, s, a);
     EXPECT_EQ(s.cycles, o.sim.stats.cycles) << "step " << s.step;
     EXPECT_EQ(s.hbm_read_bytes, o.sim.stats.hbm_read_bytes) << "step " << s.step;
   }
@@ -138,11 +139,7 @@ TEST(Generate, TensorParallelStepsEqualRunJob) {
   GenerateOptions o = lengths(3, 14);
   size_t checked = 0;
   o.on_step = [&](const GenerateStep& st, const Program& p) {
-    WorkloadSpec w = w6;
-    w.phase = st.phase;
-    w.seq_len = st.seq_len;
-    w.context = st.context;
-    RunOutcome run = run_job(w, a, "greedy", false);
+    RunOutcome run = run_step(w6, st, a);
     EXPECT_EQ(st.cycles, run.sim.stats.cycles) << "step " << st.step;
     EXPECT_EQ(st.hbm_read_bytes, run.sim.stats.hbm_read_bytes) << "step " << st.step;
     EXPECT_EQ(print_program(p), print_program(run.comp.code.program)) << "step " << st.step;

@@ -119,7 +119,7 @@ class KernelEmitter {
   VReg alloc(int64_t rows, int64_t cols) {
     VReg v;
     v.vid = static_cast<int>(vsize_.size());
-    vsize_.push_back(static_cast<uint64_t>(align_up(rows * cols * kLmElem, kLmAlign)));
+    vsize_.push_back(lm_register_bytes(rows, cols));
     v.rows = rows;
     v.cols = cols;
     v.rs = cols;

@@ -302,7 +302,7 @@ struct TileFootprintAnalysis::Impl {
   FVal alloc(int64_t r, int64_t c) {
     FVal v;
     v.vid = static_cast<int>(vsize.size());
-    vsize.push_back(static_cast<uint64_t>(align_up(r * c * kLmElem, kLmAlign)));
+    vsize.push_back(lm_register_bytes(r, c));
     v.rows = r;
     v.cols = c;
     v.owned = true;

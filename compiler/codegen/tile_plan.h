@@ -26,6 +26,12 @@ namespace lpu {
 
 constexpr int64_t kLmAlign = 64;  // allocation granule in local memory
 inline int64_t align_up(int64_t v, int64_t a) { return (v + a - 1) / a * a; }
+// Bytes of a [rows, cols] register in local memory (fp32 elements, rounded up to the granule):
+// the one size rule the emitter and the tile-footprint analysis both allocate by.
+inline uint64_t lm_register_bytes(int64_t rows, int64_t cols) {
+  constexpr int64_t kElem = 4;  // local memory holds fp32
+  return static_cast<uint64_t>(align_up(rows * cols * kElem, kLmAlign));
+}
 
 struct TilePlan {
   bool fits = false;          // some tiling fits local memory

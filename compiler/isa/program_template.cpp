@@ -72,7 +72,9 @@ std::optional<ProgramTemplate> ProgramTemplate::make(const Program& a, int64_t s
                      " is not affine in the symbol");
         return false;
       }
-      if (d) t.deltas_.push_back({static_cast<uint32_t>(i), static_cast<Field>(f), static_cast<uint16_t>(src), d / ds});
+      if (d)
+        t.deltas_.push_back(
+            {static_cast<uint32_t>(i), static_cast<fields::Field>(f), static_cast<uint16_t>(src), d / ds});
       return true;
     };
     for (int f : {0, 1, 2, 3, 5, 6, 7, 8, 9, 10, 11})

@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "isa/program.h"
+#include "isa/program_fields.h"
 
 namespace lpu {
 
@@ -44,26 +45,9 @@ class ProgramTemplate {
   size_t symbolic_fields() const { return deltas_.size() + buffer_dims_.size(); }
 
  private:
-  enum Field : uint8_t {
-    Rows,
-    Cols,
-    Depth,
-    HostOp,
-    HbmAddr,
-    HbmRs,
-    HbmCs,
-    LmAddr,
-    Token,
-    HbmStep,
-    LmStep,
-    Peer,
-    SrcAddr,
-    SrcRs,
-    SrcCs
-  };
   struct Delta {  // field of instruction `instr` (source operand `src`) changes by `slope` per unit
     uint32_t instr;
-    Field field;
+    fields::Field field;
     uint16_t src;
     int64_t slope;
   };
