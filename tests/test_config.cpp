@@ -118,3 +118,36 @@ TEST(Config, WallClockLimitHasADefaultAndIsValidated) {
     EXPECT_NE(m.find("sim.max_wall_s"), std::string::npos) << bad << ": " << m;
   }
 }
+
+// A sweep checks every axis value against one parsed base (sweep_spec.cpp): each load must
+// give what parsing the text again gives, the error message with its line included, and
+// leave the parsed document as it was.
+TEST(Config, PreparsedConfigLoadsAsTheTextDoes) {
+  const std::vector<std::string> texts = {kGood, kGood + std::string("  model: verilog\n"), "name: [unclosed\n", "",
+                                          "- a\n- b\n"};
+  const std::vector<std::vector<std::string>> sets = {{},
+                                                      {"hbm.bandwidth_gbps=50", "vxe.ops.exp.latency=40"},
+                                                      {"hbm.bandwidth_gbps=-1"},
+                                                      {"hbm.bandwith_gbps=50"},
+                                                      {"sxe=3"},
+                                                      {"clock_ghz=[1"},
+                                                      {"energy.sxe_pj_per_mac=1"},
+                                                      {"sim.max_wall_s=2"}};
+  for (const auto& text : texts) {
+    PreparsedArchConfig pre(text, "t.yaml");
+    for (int round = 0; round < 2; ++round)
+      for (const auto& s : sets) {
+        std::string label = text.substr(0, 20) + " | " + (s.empty() ? "" : s.front());
+        std::string want = error_of(text, s), got;
+        try {
+          ArchConfig a = pre.load(s);
+          EXPECT_EQ(arch_to_json(a), arch_to_json(load_arch_config_string(text, "t.yaml", s))) << label;
+        } catch (const InputError& e) {
+          got = e.what();
+        }
+        EXPECT_EQ(got, want) << label;
+      }
+  }
+  EXPECT_NE(error_of(texts[1]).find("t.yaml:15:"), std::string::npos);  // the case above names a line
+  EXPECT_DOUBLE_EQ(PreparsedArchConfig(kGood, "t.yaml").load({}).hbm.bandwidth_gbps, 100);
+}

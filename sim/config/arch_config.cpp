@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <utility>
 
 #include "ops/reduction.h"
 #include "ops/scalar_ops.h"
@@ -211,6 +212,28 @@ ArchConfig load_arch_config_string(const std::string& yaml, const std::string& n
   YamlDoc doc = load_yaml_string(yaml, name);
   for (const auto& o : overrides) apply_override(doc, o);
   return resolve(doc);
+}
+
+PreparsedArchConfig::PreparsedArchConfig(std::string yaml, std::string name)
+    : yaml_(std::move(yaml)), name_(std::move(name)) {
+  try {
+    doc_ = std::make_shared<const YamlDoc>(load_yaml_string(yaml_, name_));
+  } catch (const InputError&) {
+    // load() parses again and throws the same error.
+  }
+}
+
+ArchConfig PreparsedArchConfig::load(const std::vector<std::string>& overrides) const {
+  if (!doc_) return load_arch_config_string(yaml_, name_, overrides);
+  try {
+    YamlDoc copy{doc_->file, YAML::Clone(doc_->root), doc_->overrides};
+    for (const auto& o : overrides) apply_override(copy, o);
+    return resolve(copy);
+  } catch (const InputError&) {
+    // YAML::Clone does not keep the nodes' line numbers, which the message names: it is the
+    // one a fresh parse gives. Rejections end a check, so this parses once per failing caller.
+    return load_arch_config_string(yaml_, name_, overrides);
+  }
 }
 
 ArchConfig load_arch_config(const std::string& path, const std::vector<std::string>& overrides) {
