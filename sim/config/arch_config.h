@@ -131,10 +131,17 @@ class PreparsedArchConfig {
  public:
   PreparsedArchConfig(std::string yaml, std::string name);
   ArchConfig load(const std::vector<std::string>& overrides) const;
+  // load(fixed + varying), cheaper when successive calls give the same `fixed` and assign the
+  // same keys in `varying` (the values of one axis): the copy with `fixed` applied is kept and
+  // only those keys are assigned again, as a later --set replaces an earlier one.
+  ArchConfig load(const std::vector<std::string>& fixed, const std::vector<std::string>& varying) const;
 
  private:
   std::string yaml_, name_;
   std::shared_ptr<const YamlDoc> doc_;  // null when the text does not parse (load() then throws that)
+  // The kept copy: doc_ with work_fixed_ applied, then assignments to work_keys_.
+  mutable std::shared_ptr<YamlDoc> work_;
+  mutable std::vector<std::string> work_fixed_, work_keys_;
 };
 
 // Accepts a path, or a name of a file in configs/ ("lpu-small" -> configs/lpu-small.yaml).
