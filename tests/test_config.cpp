@@ -118,3 +118,66 @@ TEST(Config, WallClockLimitHasADefaultAndIsValidated) {
     EXPECT_NE(m.find("sim.max_wall_s"), std::string::npos) << bad << ": " << m;
   }
 }
+
+// A sweep checks every axis value against one parsed base (sweep_spec.cpp): each load must
+// give what parsing the text again gives, the error message with its line included, and
+// leave the parsed document as it was.
+TEST(Config, PreparsedConfigLoadsAsTheTextDoes) {
+  const std::vector<std::string> texts = {kGood, kGood + std::string("  model: verilog\n"), "name: [unclosed\n", "",
+                                          "- a\n- b\n"};
+  const std::vector<std::vector<std::string>> sets = {{},
+                                                      {"hbm.bandwidth_gbps=50", "vxe.ops.exp.latency=40"},
+                                                      {"hbm.bandwidth_gbps=-1"},
+                                                      {"hbm.bandwith_gbps=50"},
+                                                      {"sxe=3"},
+                                                      {"clock_ghz=[1"},
+                                                      {"energy.sxe_pj_per_mac=1"},
+                                                      {"sim.max_wall_s=2"}};
+  for (const auto& text : texts) {
+    PreparsedArchConfig pre(text, "t.yaml");
+    for (int round = 0; round < 2; ++round)
+      for (const auto& s : sets) {
+        std::string label = text.substr(0, 20) + " | " + (s.empty() ? "" : s.front());
+        std::string want = error_of(text, s), got;
+        try {
+          ArchConfig a = pre.load(s);
+          EXPECT_EQ(arch_to_json(a), arch_to_json(load_arch_config_string(text, "t.yaml", s))) << label;
+        } catch (const InputError& e) {
+          got = e.what();
+        }
+        EXPECT_EQ(got, want) << label;
+      }
+  }
+  EXPECT_NE(error_of(texts[1]).find("t.yaml:15:"), std::string::npos);  // the case above names a line
+  EXPECT_DOUBLE_EQ(PreparsedArchConfig(kGood, "t.yaml").load({}).hbm.bandwidth_gbps, 100);
+}
+
+// The checks of one axis: the same keys assigned again over one kept copy. Every load must
+// give what the text with fixed + varying gives, rejected values and nested keys included.
+TEST(Config, PreparsedConfigReassignsTheSameKeysAsAFreshLoad) {
+  PreparsedArchConfig pre(kGood, "t.yaml");
+  const std::vector<std::string> fixed = {"hbm.channels=8"};
+  const std::vector<std::vector<std::string>> steps = {
+      {"hbm.bandwidth_gbps=50"},  {"hbm.bandwidth_gbps=55"},    {"hbm.bandwidth_gbps=-1"},
+      {"hbm.bandwidth_gbps=60"},  {"hbm.bandwidth_gbps=65"},    {"hbm.bandwidth_gbps={a: 1}"},
+      {"hbm.bandwidth_gbps=70"},  {"hbm=5", "hbm.channels=2"},
+      {"hbm={bandwidth_gbps: 1, channels: 2, capacity_gib: 1}", "hbm.channels=3"},
+      {"hbm.channels=3", "hbm={bandwidth_gbps: 1, channels: 2, capacity_gib: 1}"},
+      {"hbm.channels=x", "hbm={bandwidth_gbps: 1, channels: 2, capacity_gib: 1}"},
+      {"vxe.lanes=8", "clock_ghz=2"}, {"vxe.lanes=16", "clock_ghz=2"}, {"vxe.lanes=0", "clock_ghz=2"},
+      {"vxe.lanes=8", "clock_ghz=3"}, {"vxe.lanes=8", "clock_ghz=30"}, {"vxe.lanes=32", "clock_ghz=1"},
+      {"sxe.model=rtl"},          {"sxe.model=verilog"},         {"sxe.model=approx"}, {"sxe.model=rtl"}};
+  for (int round = 0; round < 2; ++round)
+    for (const auto& v : steps) {
+      std::vector<std::string> all = fixed;
+      all.insert(all.end(), v.begin(), v.end());
+      std::string want = error_of(kGood, all), got;
+      try {
+        ArchConfig a = pre.load(fixed, v);
+        EXPECT_EQ(arch_to_json(a), arch_to_json(load_arch_config_string(kGood, "t.yaml", all))) << v.front();
+      } catch (const InputError& e) {
+        got = e.what();
+      }
+      EXPECT_EQ(got, want) << v.front();
+    }
+}

@@ -312,3 +312,19 @@ TEST(SweepSpec, WorkloadKeysAreAxes) {
   EXPECT_THAT(error_of("base: lpu-small\nworkloads: [gemv]\nfusion: [greedy]\naxes:\n  workload.heads: [2]\n"),
               ::testing::HasSubstr("heads: unknown key"));
 }
+
+// fuzz_sweep_yaml timed out (over 10 s under ASan) on an 801-value axis times a 5-value one
+// (every value and all 4005 combinations checked): each check parsed the base config again.
+// The base is parsed once now, and the checks of one axis, or of the combinations, share a
+// copy of it; a rejected value deep in a long axis still names itself.
+TEST(SweepSpec, LongAxesValidateAgainstOneParsedBase) {
+  SweepSpec s = load(
+      "axes:\n  hbm.bandwidth_gbps: {start: 82, stop: 512, step: .6}\n  clock_ghz: [4.0, 2.0, 1.0, 0.5, 0.25]\n");
+  EXPECT_EQ(s.axes.at(0).values.size(), 717u);
+  EXPECT_EQ(arch_points(s).size(), 717u * 5);  // under kMaxCombinationsChecked: all checked
+  EXPECT_EQ(expand_points(s).size(), 717u * 5 * 2);
+  std::string e = error_of(std::string(kHead) + "axes:\n  hbm.latency_ns: [1, 2, 3, 4, 5, 6, 7, 8, 9, -1, 10]\n");
+  EXPECT_THAT(e, HasSubstr("s.yaml:5: axes.hbm.latency_ns: value -1 rejected by the config")) << e;
+  e = error_of(std::string(kHead) + "axes:\n  vxe.lanes: [8, 16]\n  clock_ghz: [1, 2, 20]\n");
+  EXPECT_THAT(e, HasSubstr("value 20 rejected by the config")) << e;
+}

@@ -162,16 +162,28 @@ void validate_points(const SweepSpec& s, const YamlReader& r, const YAML::Node& 
   std::ifstream f(s.base);
   std::stringstream text;
   text << f.rdbuf();
+  // The base is parsed once for the up to 2 + sum(axis values) + kMaxCombinationsChecked
+  // loads below (each of which parsed it again before: a 10^4-value axis took 2 * 10^4 parses),
+  // and the checks of one axis's values, or of the combinations, share one copy of it.
+  const PreparsedArchConfig base(text.str(), s.base);
+  // Assignment lists already accepted: a one-axis sweep's combinations are its values, and a
+  // one-key `set:` is its own base_sets; each is checked once.
+  std::set<std::vector<std::string>> accepted;
   // `workload.KEY=VALUE` assignments set a workload key (docs/workloads.md): checked by
   // loading every workload with them; the rest by loading the base config.
   const std::string wprefix = kWorkloadKeyPrefix;
-  auto try_load = [&](const std::vector<std::string>& sets) -> std::string {
-    std::vector<std::string> arch_sets, workload_sets;
-    for (const auto& a : sets)
-      if (a.rfind(wprefix, 0) == 0) workload_sets.push_back(a.substr(wprefix.size()));
-      else arch_sets.push_back(a);
+  // `fixed` then `varying`: successive checks that assign the same keys in `varying` (an
+  // axis's values, the combinations) reuse one copy of the base (PreparsedArchConfig::load).
+  auto try_load = [&](const std::vector<std::string>& fixed, const std::vector<std::string>& varying) -> std::string {
+    std::vector<std::string> sets = fixed;
+    sets.insert(sets.end(), varying.begin(), varying.end());
+    if (accepted.count(sets)) return "";
+    std::vector<std::string> arch_fixed, arch_varying, workload_sets;
+    for (size_t i = 0; i < sets.size(); ++i)
+      if (sets[i].rfind(wprefix, 0) == 0) workload_sets.push_back(sets[i].substr(wprefix.size()));
+      else (i < fixed.size() ? arch_fixed : arch_varying).push_back(sets[i]);
     try {
-      load_arch_config_string(text.str(), s.base, arch_sets);
+      base.load(arch_fixed, arch_varying);
     } catch (const InputError& e) {
       return strip_location(e.what(), s.base);
     }
@@ -181,6 +193,7 @@ void validate_points(const SweepSpec& s, const YamlReader& r, const YAML::Node& 
         } catch (const InputError& e) {
           return strcat("workload ", w.name, ": ", e.what());
         }
+    accepted.insert(sets);
     return "";
   };
   // The config names a failing override "--set K=V: ..."; where the sweep's own message
@@ -190,20 +203,17 @@ void validate_points(const SweepSpec& s, const YamlReader& r, const YAML::Node& 
     return e.rfind(prefix, 0) == 0 ? e.substr(prefix.size()) : e;
   };
   for (const auto& [key, node] : set_nodes)
-    if (std::string e = try_load({key + "=" + node.Scalar()}); !e.empty())
+    if (std::string e = try_load({}, {key + "=" + node.Scalar()}); !e.empty())
       r.fail(node, "set." + key, "rejected by the config: " + without_override(e, key + "=" + node.Scalar()));
-  if (std::string e = try_load(s.base_sets); !e.empty())
+  if (std::string e = try_load(s.base_sets, {}); !e.empty())
     r.fail(root["set"] ? root["set"] : root, root["set"] ? "set" : "base", "rejected by the config: " + e);
   // Each value alone first, so the message points at the value's own line.
   YAML::Node axes = root["axes"];
   for (const auto& a : s.axes)
-    for (const auto& v : a.values) {
-      std::vector<std::string> sets = s.base_sets;
-      sets.push_back(a.key + "=" + v);
-      if (std::string e = try_load(sets); !e.empty())
+    for (const auto& v : a.values)
+      if (std::string e = try_load(s.base_sets, {a.key + "=" + v}); !e.empty())
         r.fail(axes[a.key], "axes." + a.key,
                strcat("value ", v, " rejected by the config: ", without_override(e, a.key + "=" + v)));
-    }
   // Then the combinations, up to kMaxCombinationsChecked: a config load takes tens of
   // microseconds, so checking all 10^6 combinations of the largest sweep would take about a
   // minute before any point runs. Beyond the bound a rejected combination is caught where it
@@ -211,13 +221,13 @@ void validate_points(const SweepSpec& s, const YamlReader& r, const YAML::Node& 
   std::vector<std::vector<std::string>> combos = arch_points(s);
   if (combos.size() > kMaxCombinationsChecked) return;
   for (const auto& pt : combos) {
-    std::vector<std::string> sets = s.base_sets;
+    std::vector<std::string> sets;
     std::string combo;
     for (size_t i = 0; i < s.axes.size(); ++i) {
       sets.push_back(s.axes[i].key + "=" + pt[i]);
       combo += (combo.empty() ? "" : ", ") + sets.back();
     }
-    if (std::string e = try_load(sets); !e.empty())
+    if (std::string e = try_load(s.base_sets, sets); !e.empty())
       r.fail(axes, "axes", strcat("the combination ", combo, " is rejected by the config: ", e));
   }
 }

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <utility>
 
 #include "ops/reduction.h"
 #include "ops/scalar_ops.h"
@@ -22,7 +23,7 @@ VxeOpTiming ArchConfig::Vxe::timing(const std::string& op) const {
 namespace {
 
 // Default per-op timings by class; a config's vxe.ops entries override single ops.
-std::map<std::string, VxeOpTiming> default_vxe_ops() {
+std::map<std::string, VxeOpTiming> build_default_vxe_ops() {
   std::map<std::string, VxeOpTiming> m;
 #define LPU_DEFAULT_TIMING(name, arity, cls, ...)                                         \
   m[#name] = std::string(#cls) == "alu" ? VxeOpTiming{4, 1.0}                               \
@@ -35,6 +36,10 @@ std::map<std::string, VxeOpTiming> default_vxe_ops() {
 #undef LPU_DEFAULT_RED_TIMING
   m["rvar"] = {8, 2.0};
   m["mov"] = {2, 1.0};
+  return m;
+}
+std::map<std::string, VxeOpTiming> default_vxe_ops() {
+  static const std::map<std::string, VxeOpTiming> m = build_default_vxe_ops();
   return m;
 }
 
@@ -211,6 +216,70 @@ ArchConfig load_arch_config_string(const std::string& yaml, const std::string& n
   YamlDoc doc = load_yaml_string(yaml, name);
   for (const auto& o : overrides) apply_override(doc, o);
   return resolve(doc);
+}
+
+PreparsedArchConfig::PreparsedArchConfig(std::string yaml, std::string name)
+    : yaml_(std::move(yaml)), name_(std::move(name)) {
+  try {
+    doc_ = std::make_shared<const YamlDoc>(load_yaml_string(yaml_, name_));
+  } catch (const InputError&) {
+    // load() parses again and throws the same error.
+  }
+}
+
+ArchConfig PreparsedArchConfig::load(const std::vector<std::string>& overrides) const {
+  if (!doc_) return load_arch_config_string(yaml_, name_, overrides);
+  try {
+    YamlDoc copy{doc_->file, YAML::Clone(doc_->root), doc_->overrides};
+    for (const auto& o : overrides) apply_override(copy, o);
+    return resolve(copy);
+  } catch (const InputError&) {
+    // YAML::Clone does not keep the nodes' line numbers, which the message names: it is the
+    // one a fresh parse gives. Rejections end a check, so this parses once per failing caller.
+    return load_arch_config_string(yaml_, name_, overrides);
+  }
+}
+
+namespace {
+std::string assignment_key(const std::string& a) { return a.substr(0, a.find('=')); }
+
+// Whether assigning `keys` again, in order, over a document they were already assigned in
+// leaves what assigning them once would: not when one key lies inside another (`hbm` and
+// `hbm.channels`), whose earlier value the walk to the inner key would pass through.
+bool reassignable(const std::vector<std::string>& keys) {
+  for (const auto& a : keys)
+    for (const auto& b : keys)
+      if (a != b && b.size() > a.size() && b.compare(0, a.size(), a) == 0 && b[a.size()] == '.') return false;
+  return true;
+}
+}  // namespace
+
+ArchConfig PreparsedArchConfig::load(const std::vector<std::string>& fixed, const std::vector<std::string>& varying) const {
+  std::vector<std::string> all = fixed;
+  all.insert(all.end(), varying.begin(), varying.end());
+  if (!doc_) return load_arch_config_string(yaml_, name_, all);
+  std::vector<std::string> keys;
+  for (const auto& v : varying) keys.push_back(assignment_key(v));
+  try {
+    if (!work_ || fixed != work_fixed_ || keys != work_keys_ || !reassignable(keys)) {
+      work_.reset();
+      auto w = std::make_shared<YamlDoc>(YamlDoc{doc_->file, YAML::Clone(doc_->root), doc_->overrides});
+      for (const auto& o : fixed) apply_override(*w, o);
+      work_ = w;
+      work_fixed_ = fixed;
+      work_keys_ = keys;
+    }
+    for (const auto& o : varying) apply_override(*work_, o);
+    // The assignments a rejection names: these, not every earlier value of the keys.
+    work_->overrides = doc_->overrides;
+    work_->overrides.insert(work_->overrides.end(), all.begin(), all.end());
+    return resolve(*work_);
+  } catch (const InputError&) {
+    // As in load(): the message with its line is the fresh parse's. A failed assignment may
+    // have left the copy half assigned: it is made again next time.
+    work_.reset();
+    return load_arch_config_string(yaml_, name_, all);
+  }
 }
 
 ArchConfig load_arch_config(const std::string& path, const std::vector<std::string>& overrides) {

@@ -4,6 +4,7 @@
 // into this resolved struct, with documented defaults for optional keys (docs/config.md).
 #pragma once
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -120,6 +121,29 @@ struct ArchConfig {
 ArchConfig load_arch_config(const std::string& path, const std::vector<std::string>& overrides = {});
 ArchConfig load_arch_config_string(const std::string& yaml, const std::string& name,
                                    const std::vector<std::string>& overrides = {});
+
+struct YamlDoc;
+// One config text checked against many override sets (a sweep validates every axis value and
+// combination against its base): the text is parsed once, and each load() resolves a copy of
+// that document with its overrides. load(o) returns what load_arch_config_string(yaml, name, o)
+// returns and throws the same InputError, message included; it only skips parsing the text again.
+class PreparsedArchConfig {
+ public:
+  PreparsedArchConfig(std::string yaml, std::string name);
+  ArchConfig load(const std::vector<std::string>& overrides) const;
+  // load(fixed + varying), cheaper when successive calls give the same `fixed` and assign the
+  // same keys in `varying` (the values of one axis): the copy with `fixed` applied is kept and
+  // only those keys are assigned again, as a later --set replaces an earlier one.
+  ArchConfig load(const std::vector<std::string>& fixed, const std::vector<std::string>& varying) const;
+
+ private:
+  std::string yaml_, name_;
+  std::shared_ptr<const YamlDoc> doc_;  // null when the text does not parse (load() then throws that)
+  // The kept copy: doc_ with work_fixed_ applied, then assignments to work_keys_.
+  mutable std::shared_ptr<YamlDoc> work_;
+  mutable std::vector<std::string> work_fixed_, work_keys_;
+};
+
 // Accepts a path, or a name of a file in configs/ ("lpu-small" -> configs/lpu-small.yaml).
 std::string resolve_config_path(const std::string& name_or_path);
 std::string default_config_name();
