@@ -230,7 +230,7 @@ PreparsedArchConfig::PreparsedArchConfig(std::string yaml, std::string name)
 ArchConfig PreparsedArchConfig::load(const std::vector<std::string>& overrides) const {
   if (!doc_) return load_arch_config_string(yaml_, name_, overrides);
   try {
-    YamlDoc copy{doc_->file, YAML::Clone(doc_->root), doc_->overrides};
+    YamlDoc copy{doc_->file, YAML::Clone(doc_->root), doc_->overrides, doc_->override_prefix};
     for (const auto& o : overrides) apply_override(copy, o);
     return resolve(copy);
   } catch (const InputError&) {
@@ -263,7 +263,7 @@ ArchConfig PreparsedArchConfig::load(const std::vector<std::string>& fixed, cons
   try {
     if (!work_ || fixed != work_fixed_ || keys != work_keys_ || !reassignable(keys)) {
       work_.reset();
-      auto w = std::make_shared<YamlDoc>(YamlDoc{doc_->file, YAML::Clone(doc_->root), doc_->overrides});
+      auto w = std::make_shared<YamlDoc>(YamlDoc{doc_->file, YAML::Clone(doc_->root), doc_->overrides, doc_->override_prefix});
       for (const auto& o : fixed) apply_override(*w, o);
       work_ = w;
       work_fixed_ = fixed;
