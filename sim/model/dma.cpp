@@ -18,12 +18,13 @@ double Dma::execute(const IssueTicket& tk, double start_ps) {
   lmu_.check(in.lm_addr, static_cast<uint64_t>(R * C * 4), gather ? "dma.gather" : load ? "dma.load" : "dma.store");
 
   // Runs: (first element row, first element col, element count) of contiguous HBM bytes.
-  struct Run { int64_t r, c, n; };
-  std::vector<Run> runs;
+  std::vector<Run>& runs = runs_;
+  runs.clear();
   bool row_contig = C == 1 || in.hbm_cs == 1;
   // HBM element offset of each row: r * rs, or for a gather the row's table index * rs (the
   // indices are only known in functional mode; timing assumes distinct consecutive rows).
-  std::vector<int64_t> row_base(static_cast<size_t>(R));
+  std::vector<int64_t>& row_base = row_base_;
+  row_base.resize(static_cast<size_t>(R));
   for (int64_t r = 0; r < R; ++r) {
     int64_t row = r;
     if (gather && ctx_.functional) {
@@ -54,7 +55,7 @@ double Dma::execute(const IssueTicket& tk, double start_ps) {
     int64_t elem = row_base[static_cast<size_t>(run.r)] + run.c * in.hbm_cs;
     uint64_t addr = in.hbm_addr + static_cast<uint64_t>(elem * eb);
     uint64_t len = static_cast<uint64_t>(run.n * eb);
-    tlm::tlm_generic_payload trans;
+    tlm::tlm_generic_payload& trans = trans_;  // every field set again: one payload for all runs
     trans.set_command(load ? tlm::TLM_READ_COMMAND : tlm::TLM_WRITE_COMMAND);
     trans.set_address(addr);
     trans.set_data_length(static_cast<unsigned>(len));

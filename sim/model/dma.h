@@ -22,6 +22,13 @@ class Dma : public Engine {
  private:
   Lmu& lmu_;
   std::vector<uint8_t> staging_;
+  // Scratch of execute(), kept to spare allocations per instruction.
+  struct Run {
+    int64_t r, c, n;
+  };
+  std::vector<Run> runs_;
+  std::vector<int64_t> row_base_;
+  tlm::tlm_generic_payload trans_;
 };
 
 }  // namespace lpu::sim

@@ -53,6 +53,13 @@ void Engine::worker() {
       return;
     }
     isu_->started(i, end);
+    {
+      // Logged at the start, not at retirement: the log then comes nearly in time order,
+      // which attribute_span's sort profits from (the order is not otherwise seen).
+      auto& kc = ctx_.kernel_of(ctx_.instr(i));
+      if (start > q.pushed_ps) kc.log.push_back({q.pushed_ps, start, Span::Issue});
+      kc.log.push_back({start, end, occupancy()});
+    }
     // execute() may itself have waited (the RTL SXE runs its clocked tree meanwhile).
     double now = sc_core::sc_time_stamp().to_double();
     if (end > now) wait(sc_core::sc_time(end - now, sc_core::SC_PS));
@@ -66,8 +73,6 @@ void Engine::worker() {
     auto& kc = ctx_.kernel_of(done);
     if (done.opcode == Opcode::SxeGemm) kc.sxe_flops += 2 * work;  // a multiply and an add per MAC
     if (done.opcode == Opcode::VxeOp || done.opcode == Opcode::VxeReduce) kc.vxe_ops += work;
-    if (start > q.pushed_ps) kc.log.push_back({q.pushed_ps, start, Span::Issue});
-    kc.log.push_back({start, end, occupancy()});
     if (ctx_.record_trace) {
       const Instruction& in = ctx_.instr(i);
       ctx_.trace.push_back({index_, in.kernel, i, start, end, print_instruction(in)});

@@ -34,40 +34,66 @@ void Hbm::b_transport(tlm::tlm_generic_payload& trans, sc_core::sc_time& delay) 
   // Bytes per channel: walk interleave granules; whole rounds over all channels at once.
   uint64_t il = static_cast<uint64_t>(h.interleave_bytes);
   uint64_t nch = static_cast<uint64_t>(h.channels);
-  std::vector<uint64_t> bytes(nch, 0);
-  uint64_t pos = lo;
+  std::vector<uint64_t>& bytes = bytes_;
+  bytes.assign(nch, 0);
+  // `granule` and `ch` follow pos (pos / il and its channel) without a division per granule.
+  uint64_t pos = lo, granule = pos / il, ch = granule % nch;
   while (pos < hi) {
-    uint64_t granule_end = (pos / il + 1) * il;
+    uint64_t granule_end = (granule + 1) * il;
     uint64_t remaining = hi - pos;
-    if (pos % il == 0 && remaining >= il * nch) {
+    if (pos == granule * il && remaining >= il * nch) {
       uint64_t rounds = remaining / (il * nch);
       for (auto& b : bytes) b += rounds * il;
       pos += rounds * il * nch;
+      granule += rounds * nch;
       continue;
     }
     uint64_t chunk = std::min(granule_end, hi) - pos;
-    bytes[(pos / il) % nch] += chunk;
-    pos += chunk;
+    bytes[ch] += chunk;
+    pos += chunk;  // the next granule's start, or hi
+    ++granule;
+    if (++ch == nch) ch = 0;
   }
   double done = start;
   // For the trace: the busy window of each group of channels (8 groups at most).
   size_t groups = std::min<size_t>(nch, 8), per_group = (nch + groups - 1) / groups;
-  std::vector<double> g_start(groups, -1), g_end(groups, 0);
+  if (ctx_.record_trace) {
+    g_start_.assign(groups, -1);
+    g_end_.assign(groups, 0);
+  }
+  auto& windows = ctx_.hbm_windows;
+  // Most channels of a transaction get the same bytes (whole rounds): their service time is
+  // divided out once (the same operands give the same quotient).
+  uint64_t last_bytes = 0;
+  double last_ps = 0;
   for (size_t c = 0; c < nch; ++c) {
     if (!bytes[c]) continue;
+    if (bytes[c] != last_bytes) {
+      last_bytes = bytes[c];
+      last_ps = static_cast<double>(last_bytes) / per_channel_bytes_per_ps_;
+    }
     double s = std::max(start, channel_free_ps_[c]);
-    double e = s + static_cast<double>(bytes[c]) / per_channel_bytes_per_ps_;
+    double e = s + last_ps;
     channel_free_ps_[c] = e;
     done = std::max(done, e);
-    ctx_.hbm_windows.emplace_back(s, e);
-    size_t g = c / per_group;
-    g_start[g] = g_start[g] < 0 ? s : std::min(g_start[g], s);
-    g_end[g] = std::max(g_end[g], e);
+    // A window that overlaps or touches the last one joins it: the log keeps only their union
+    // (append_union), and most of a transaction's channel windows overlap.
+    if (!windows.empty() && s <= windows.back().second && windows.back().first <= e) {
+      windows.back().first = std::min(windows.back().first, s);
+      windows.back().second = std::max(windows.back().second, e);
+    } else {
+      windows.emplace_back(s, e);
+    }
+    if (ctx_.record_trace) {
+      size_t g = c / per_group;
+      g_start_[g] = g_start_[g] < 0 ? s : std::min(g_start_[g], s);
+      g_end_[g] = std::max(g_end_[g], e);
+    }
   }
   if (ctx_.record_trace)
     for (size_t g = 0; g < groups; ++g)
-      if (g_start[g] >= 0)
-        ctx_.trace.push_back({-1 - static_cast<int>(g), -1, 0, g_start[g], g_end[g],
+      if (g_start_[g] >= 0)
+        ctx_.trace.push_back({-1 - static_cast<int>(g), -1, 0, g_start_[g], g_end_[g],
                               strcat(trans.is_read() ? "read " : "write ", len, " B @0x", std::hex, addr)});
   done += latency_ps_;
 

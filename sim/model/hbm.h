@@ -29,6 +29,10 @@ class Hbm : public sc_core::sc_module {
 
   DeviceContext& ctx_;
   std::vector<double> channel_free_ps_;
+  // Scratch of b_transport, kept to spare an allocation per transaction: bytes per channel,
+  // and (for the trace) each channel group's busy window.
+  std::vector<uint64_t> bytes_;
+  std::vector<double> g_start_, g_end_;
   double per_channel_bytes_per_ps_;
   double latency_ps_;
 };

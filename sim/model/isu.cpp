@@ -15,8 +15,8 @@ Range operand_range(uint64_t addr, int64_t R, int64_t C, int64_t rs, int64_t cs,
 }
 }  // namespace
 
-Footprint footprint(const Instruction& in, const Program& p) {
-  Footprint f;
+void footprint(const Instruction& in, const Program& p, Footprint& f) {
+  f.clear();
   int64_t R = in.rows, C = in.cols;
   switch (in.opcode) {
     case Opcode::DmaLoad:
@@ -73,7 +73,16 @@ Footprint footprint(const Instruction& in, const Program& p) {
     case Opcode::LoopEnd:
     case Opcode::Halt: break;
   }
-  return f;
+}
+
+uint32_t Isu::new_footprint() {
+  if (free_footprints_.empty()) {
+    footprints_.emplace_back();
+    return static_cast<uint32_t>(footprints_.size() - 1);
+  }
+  const uint32_t i = free_footprints_.back();
+  free_footprints_.pop_back();
+  return i;
 }
 
 Isu::Isu(sc_core::sc_module_name name, DeviceContext& ctx) : sc_module(name), ctx_(ctx) {
@@ -93,7 +102,9 @@ void Isu::guarded_run() {
 }
 
 namespace {
-bool any_overlap(const std::vector<Range>& a, const std::vector<Range>& b) {
+inline bool any_overlap(const Ranges& a, const Ranges& b) {
+  if (!a.hull().overlaps(b.hull())) return false;
+  if (a.size() == 1 && b.size() == 1) return true;  // each is its hull
   for (const auto& x : a)
     for (const auto& y : b)
       if (x.overlaps(y)) return true;
@@ -106,13 +117,23 @@ bool conflicts(const Footprint& f, const Footprint& g) {
 }
 }  // namespace
 
+Isu::InFlight* Isu::find_in_flight(size_t id) {
+  for (auto& g : in_flight_)
+    if (g.id == id) return &g;
+  return nullptr;
+}
+
 void Isu::started(size_t instr, double end_ps) {
-  if (auto it = in_flight_.find(instr); it != in_flight_.end()) it->second.end_ps = end_ps;
+  if (InFlight* g = find_in_flight(instr)) g->end_ps = end_ps;
 }
 
 void Isu::retire(size_t instr) {
-  if (auto it = in_flight_.find(instr); it != in_flight_.end() && it->second.prefetching) --prefetching_;
-  in_flight_.erase(instr);
+  if (InFlight* g = find_in_flight(instr)) {
+    if (g->prefetching) --prefetching_;
+    free_footprints_.push_back(g->f);
+    if (g != &in_flight_.back()) *g = std::move(in_flight_.back());
+    in_flight_.pop_back();
+  }
   in_flight_count_ = static_cast<int>(in_flight_.size());
   auto& kc = ctx_.kernels[static_cast<size_t>(std::max(ctx_.instr(instr).kernel, 0))];
   kc.last_retire_ps = std::max(kc.last_retire_ps, sc_core::sc_time_stamp().to_double());
@@ -170,7 +191,8 @@ bool Isu::fetch() {
     p.barrier = opcode_unit(in.opcode) == Unit::Isu;
     if (!p.barrier) {
       p.engine = engine_for(in.opcode);
-      p.f = footprint(in, *ctx_.program);
+      p.f = new_footprint();
+      footprint(in, *ctx_.program, footprints_[p.f]);
     }
     window_.push_back(std::move(p));
     return true;
@@ -185,18 +207,21 @@ bool Isu::fetch() {
 // entry's `inputs_ready_ps` (chaining, prefetch) and `hazard_clear_ps`.
 Isu::Verdict Isu::check(size_t k) {
   Pending& p = window_[k];
+  const Footprint& pf = fp(p.f);
   for (size_t j = 0; j < k; ++j)
-    if (window_[j].barrier || window_[j].engine == p.engine || conflicts(p.f, window_[j].f)) return Verdict::Order;
+    if (window_[j].barrier || window_[j].engine == p.engine || conflicts(pf, fp(window_[j].f))) return Verdict::Order;
   const bool chaining = ctx_.arch->isu.chaining, prefetch = ctx_.arch->isu.weight_prefetch;
   const Engine* vxe = engines_[static_cast<size_t>(Unit::Vxe)];
   const Engine* sxe = engines_[static_cast<size_t>(Unit::Sxe)];
   double ready = 0;
   bool prefetching = false;
-  for (const auto& [j, g] : in_flight_) {
-    if ((g.engine == p.engine && p.engine->in_order()) || !conflicts(p.f, g.f)) continue;
-    bool raw_only = !any_overlap(p.f.lm_writes, g.f.lm_reads) && !any_overlap(p.f.lm_writes, g.f.lm_writes) &&
-                    !any_overlap(p.f.hbm_reads, g.f.hbm_writes) && !any_overlap(p.f.hbm_writes, g.f.hbm_reads) &&
-                    !any_overlap(p.f.hbm_writes, g.f.hbm_writes);
+  for (const InFlight& g : in_flight_) {
+    if (g.engine == p.engine && p.engine->in_order()) continue;
+    const Footprint& gf = fp(g.f);
+    if (!conflicts(pf, gf)) continue;
+    bool raw_only = !any_overlap(pf.lm_writes, gf.lm_reads) && !any_overlap(pf.lm_writes, gf.lm_writes) &&
+                    !any_overlap(pf.hbm_reads, gf.hbm_writes) && !any_overlap(pf.hbm_writes, gf.hbm_reads) &&
+                    !any_overlap(pf.hbm_writes, gf.hbm_writes);
     // Chaining: a VXE op reading what a running sxe.gemm writes (and nothing else in
     // conflict) may issue now; it cannot finish before the producer's last result plus its
     // own latency.
@@ -228,7 +253,7 @@ void Isu::issue(size_t k) {
   double now = sc_core::sc_time_stamp().to_double();
   double t1 = p.hazard_clear_ps < 0 ? now : p.hazard_clear_ps;
   if (p.prefetching) ++prefetching_;
-  in_flight_.emplace(p.id, InFlight{std::move(p.f), p.engine, -1.0, p.prefetching});
+  in_flight_.push_back({p.id, p.f, p.engine, -1.0, p.prefetching});
   in_flight_count_ = static_cast<int>(in_flight_.size());
   ++counters_.issued;
   if (k > 0) ++counters_.issued_out_of_order;
@@ -260,7 +285,7 @@ void Isu::run() {
     if (window_.empty()) break;  // a program without halt: finish when everything retires
     if (window_.front().barrier) {
       const size_t i = window_.front().id;
-      window_.pop_front();
+      window_.erase(window_.begin());
       const Instruction& in = ctx_.instr(i);
       if (in.opcode == Opcode::Halt) {
         while (!in_flight_.empty()) wait(retired_);

@@ -17,8 +17,7 @@
 // so many fetches, which catches loops whose bodies take no simulated time as well.
 #pragma once
 #include <array>
-#include <deque>
-#include <map>
+#include <vector>
 
 #include "model/engine.h"
 
@@ -46,16 +45,25 @@ class Isu : public sc_core::sc_module {
 
  private:
   enum class Verdict { Issue, Order, Hazard, Queue };
+  // Footprints stay in place in a pool from fetch to retirement; window and in-flight
+  // entries name theirs by index (a footprint is a few hundred bytes: moving it with its
+  // entry through the window, then into the in-flight list, cost more than using it).
+  static constexpr uint32_t kNoFootprint = UINT32_MAX;  // a barrier's
+  uint32_t new_footprint();
+  const Footprint& fp(uint32_t i) const { return footprints_[i]; }
+  std::vector<Footprint> footprints_;
+  std::vector<uint32_t> free_footprints_;
   struct Pending {  // fetched, not yet issued
     size_t id = 0;
     Engine* engine = nullptr;  // null for a barrier (halt, sync.*): handled by the ISU itself
     bool barrier = false;
-    Footprint f;
+    uint32_t f = kNoFootprint;
     double fetched_ps = 0, hazard_clear_ps = -1, inputs_ready_ps = 0;
     bool prefetching = false;
   };
   struct InFlight {
-    Footprint f;
+    size_t id;
+    uint32_t f;
     const Engine* engine;
     double end_ps;     // -1 until its engine started it
     bool prefetching;  // an sxe.gemm issued before its activation was ready
@@ -75,11 +83,15 @@ class Isu : public sc_core::sc_module {
 
   DeviceContext& ctx_;
   std::array<Engine*, kUnits> engines_;
-  std::map<size_t, InFlight> in_flight_;
+  // Issued, not retired: a few dozen at most (queue slots and workers), in no order (the
+  // scoreboard's verdict does not depend on it).
+  std::vector<InFlight> in_flight_;
+  InFlight* find_in_flight(size_t id);
   // The window. A member, not a local of run(): when the watchdog stops a run, run()'s
   // coroutine stack is abandoned mid-wait, and a local's heap buffers would leak with it
-  // (LeakSanitizer found it); a member is freed with the module.
-  std::deque<Pending> window_;
+  // (LeakSanitizer found it); a member is freed with the module. A vector: entries are
+  // small and at most isu.lookahead, so erasing one is cheaper than a deque's indexing.
+  std::vector<Pending> window_;
   struct LoopFrame {
     size_t begin;
     int64_t count, iter;

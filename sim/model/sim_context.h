@@ -3,6 +3,8 @@
 #pragma once
 #include <systemc>
 
+#include <algorithm>
+#include <array>
 #include <chrono>
 #include <cstdint>
 #include <map>
@@ -23,9 +25,50 @@ struct Range {
   bool overlaps(const Range& o) const { return lo < o.hi && o.lo < hi; }
 };
 
+// A few ranges in place (no allocation per instruction: the scoreboard builds one footprint
+// per fetched instruction); a host.call with more inputs than that moves them to the heap.
+class Ranges {
+ public:
+  void clear() {
+    n_ = 0;
+    heap_.clear();
+    hull_ = {};
+  }
+  void push_back(const Range& r) {
+    hull_ = n_ == 0 ? r : Range{std::min(hull_.lo, r.lo), std::max(hull_.hi, r.hi)};
+    if (n_ < kInline) {
+      inline_[n_] = r;
+    } else {
+      if (n_ == kInline) heap_.assign(inline_.begin(), inline_.end());
+      heap_.push_back(r);
+    }
+    ++n_;
+  }
+  const Range* begin() const { return n_ > kInline ? heap_.data() : inline_.data(); }
+  const Range* end() const { return begin() + n_; }
+  size_t size() const { return n_; }
+  bool empty() const { return n_ == 0; }
+  // The smallest range around them all ({0, 0}, which overlaps nothing, when empty): lists
+  // whose hulls do not overlap have no overlapping ranges.
+  const Range& hull() const { return hull_; }
+
+ private:
+  static constexpr size_t kInline = 3;  // a vxe.op's sources
+  std::array<Range, kInline> inline_{};
+  std::vector<Range> heap_;  // all of them, once there are more than kInline
+  size_t n_ = 0;
+  Range hull_;
+};
+
 // What an instruction touches, for the scoreboard.
 struct Footprint {
-  std::vector<Range> lm_reads, lm_writes, hbm_reads, hbm_writes;
+  Ranges lm_reads, lm_writes, hbm_reads, hbm_writes;
+  void clear() {
+    lm_reads.clear();
+    lm_writes.clear();
+    hbm_reads.clear();
+    hbm_writes.clear();
+  }
 };
 
 struct TraceEvent {
@@ -96,8 +139,9 @@ struct DeviceContext {
   std::vector<EngineCounters> engines;
   std::vector<KernelCounters> kernels;
   KernelCounters& kernel_of(const Instruction& in) { return kernels[static_cast<size_t>(in.kernel < 0 ? 0 : in.kernel)]; }
-  // The channel windows [start, end) of the HBM transaction just served: Hbm::b_transport
-  // fills it, the DMA or SXE that sent the transaction takes it into its kernel's log.
+  // The channel windows [start, end) of the HBM transactions just served (one joined with
+  // the last when they overlap or touch): Hbm::b_transport fills it, the DMA or SXE that sent
+  // the transactions takes their union into its kernel's log.
   std::vector<std::pair<double, double>> hbm_windows;
   std::vector<TraceEvent> trace;
   uint64_t hbm_read_bytes = 0, hbm_write_bytes = 0, hbm_burst_bytes = 0;
@@ -121,7 +165,8 @@ struct DeviceContext {
   double finish_ps = 0;
 };
 
-// `p` resolves a host.call's buffers (it touches its inputs and output whole, in HBM).
-Footprint footprint(const Instruction& in, const Program& p);
+// Into `f` (cleared first). `p` resolves a host.call's buffers (it touches its inputs and
+// output whole, in HBM).
+void footprint(const Instruction& in, const Program& p, Footprint& f);
 
 }  // namespace lpu::sim

@@ -27,8 +27,8 @@ double Sxe::execute(const IssueTicket& tk, double start_ps) {
 
   // Weight runs: whole block when B is dense, else one run per column (k contiguous) or per
   // row (n contiguous), else one per element (pays whole bursts: a layout to avoid).
-  struct Run { int64_t first, elems; };
-  std::vector<Run> runs;
+  std::vector<Run>& runs = runs_;
+  runs.clear();
   if ((in.hbm_rs == 1 && in.hbm_cs == K) || (in.hbm_cs == 1 && in.hbm_rs == N) || (K == 1 && in.hbm_cs == 1) ||
       (N == 1 && in.hbm_rs == 1)) {
     runs.push_back({0, K * N});
@@ -46,7 +46,7 @@ double Sxe::execute(const IssueTicket& tk, double start_ps) {
   ctx_.hbm_windows.clear();
   for (const Run& run : runs) {
     uint64_t len = static_cast<uint64_t>(run.elems * eb);
-    tlm::tlm_generic_payload trans;
+    tlm::tlm_generic_payload& trans = trans_;  // every field set again: one payload for all runs
     trans.set_command(tlm::TLM_READ_COMMAND);
     trans.set_address(in.hbm_addr + static_cast<uint64_t>(run.first * eb));
     trans.set_data_length(static_cast<unsigned>(len));

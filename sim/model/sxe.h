@@ -34,6 +34,13 @@ class Sxe : public Engine {
   std::unique_ptr<SxeRtlUnit> rtl_;  // sxe.model: rtl only
   std::vector<uint8_t> staging_;
   double trees_free_ps_ = 0;  // when the MAC trees take the next gemm's first beat
+  // Scratch of execute() (which never waits between filling and using them), kept to spare
+  // allocations per instruction: the weight runs and the payload sent for each.
+  struct Run {
+    int64_t first, elems;
+  };
+  std::vector<Run> runs_;
+  tlm::tlm_generic_payload trans_;
 };
 
 }  // namespace lpu::sim

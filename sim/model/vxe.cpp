@@ -30,6 +30,16 @@ const char* energy_class(const Instruction& in) {
 }
 }  // namespace
 
+const Vxe::OpInfo& Vxe::op_info(const Instruction& in) {
+  // The fields timing_key and energy_class read; the others do not tell ops apart.
+  const ScalarOp vop = in.opcode == Opcode::VxeOp ? in.vop : ScalarOp{};
+  const ReductionType rop = in.opcode == Opcode::VxeReduce ? in.rop : ReductionType{};
+  for (const OpInfo& o : ops_)
+    if (o.opcode == in.opcode && o.vop == vop && o.rop == rop) return o;
+  ops_.push_back({in.opcode, vop, rop, ctx_.arch->vxe.timing(timing_key(in)), &ctx_.energy.vxe_ops[energy_class(in)]});
+  return ops_.back();
+}
+
 double Vxe::execute(const IssueTicket& tk, double start_ps) {
   const size_t i = tk.instr;
   const Instruction& in = ctx_.instr(i);
@@ -44,12 +54,13 @@ double Vxe::execute(const IssueTicket& tk, double start_ps) {
     read += static_cast<uint64_t>((s.rs == 0 ? 1 : R) * (s.cs == 0 ? 1 : C) * 4);
     if (s.cs != 0 && lmu_.conflict_factor(s.cs) > lmu_.conflict_factor(worst_stride)) worst_stride = s.cs;
   }
-  VxeOpTiming t = ctx_.arch->vxe.timing(timing_key(in));
+  const OpInfo& op = op_info(in);
+  const VxeOpTiming t = op.timing;
   double lanes = ctx_.arch->vxe.lanes;
   double groups = std::ceil(static_cast<double>(R * C) / lanes);
   double compute_end = start_ps + ctx_.period.to_double() * (t.latency + groups * t.ii);
   double lmu_end = lmu_.reserve(start_ps, read, written, worst_stride);
-  ctx_.energy.vxe_ops[energy_class(in)] += static_cast<double>(R * C);
+  *op.energy_ops += static_cast<double>(R * C);
   if (tk.inputs_ready_ps > 0)  // chained on an SXE producer: the last input arrives when it finishes
     compute_end = std::max(compute_end, tk.inputs_ready_ps + ctx_.period.to_double() * t.latency);
   if (ctx_.functional) compute(in);

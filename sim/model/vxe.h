@@ -20,6 +20,17 @@ class Vxe : public Engine {
   void compute(const Instruction& in);
   Lmu& lmu_;
   std::vector<float> scratch_;
+  // Per op (opcode with its scalar op or reduction): its timing and its energy counter,
+  // looked up by name once instead of per instruction. A program uses a handful of ops.
+  struct OpInfo {
+    Opcode opcode;
+    ScalarOp vop;
+    ReductionType rop;
+    VxeOpTiming timing;
+    double* energy_ops;  // node of ctx.energy.vxe_ops (std::map: stable)
+  };
+  const OpInfo& op_info(const Instruction& in);
+  std::vector<OpInfo> ops_;
 };
 
 }  // namespace lpu::sim
