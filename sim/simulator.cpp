@@ -8,7 +8,9 @@
 #include <cstdlib>
 #include <memory>
 
+#include "device_symmetry.h"
 #include "model/device.h"
+#include "model/esl_link.h"
 #include "model/numeric.h"
 #include "program_check.h"
 #include "sc_kernel.h"
@@ -113,6 +115,10 @@ SimResult simulate(const Program& prog, const ArchConfig& arch, const SimOptions
   const auto wall_deadline = std::chrono::steady_clock::now() +
                              std::chrono::duration_cast<std::chrono::steady_clock::duration>(
                                  std::chrono::duration<double>(arch.sim.max_wall_s));
+  // Devices whose programs are rotations of device 0's: device 0 simulated alone stands for all.
+  const bool mirror = opts.mirror_symmetric_devices && !opts.functional && opts.vcd_path.empty() && arch.devices > 1 &&
+                      rotation_asymmetry(prog, opts.other_devices, arch.devices).empty();
+  const int simulated = mirror ? 1 : arch.devices;
   fresh_systemc_context();
   sim::DeviceContext ctx;
   ctx.program = &prog;
@@ -142,10 +148,11 @@ SimResult simulate(const Program& prog, const ArchConfig& arch, const SimOptions
       p.code.push_back(halt);
       return p;
     }();
-    int running = arch.devices;
+    int running = simulated;
     ctx.devices_running = &running;
     sim::SyncState sync;
     sync.devices = arch.devices;
+    sync.simulated = simulated;
     sync.tokens.resize(static_cast<size_t>(arch.devices));
     sync.waiting.resize(static_cast<size_t>(arch.devices));
     std::vector<std::unique_ptr<sc_core::sc_event>> token_events;
@@ -155,10 +162,12 @@ SimResult simulate(const Program& prog, const ArchConfig& arch, const SimOptions
     }
     ctx.sync = &sync;
     sync.contexts.push_back(&ctx);
+    sim::EslLink link("esl_link", sync, mirror);
+    sync.link = &link;
     std::vector<std::unique_ptr<sim::DeviceContext>> others;
     std::vector<std::unique_ptr<sim::Device>> devices;
     devices.push_back(std::make_unique<sim::Device>("dev0", ctx));
-    for (int d = 1; d < arch.devices; ++d) {
+    for (int d = 1; d < simulated; ++d) {
       auto c = std::make_unique<sim::DeviceContext>();
       c->device = d;
       size_t k = static_cast<size_t>(d - 1);
@@ -212,7 +221,8 @@ SimResult simulate(const Program& prog, const ArchConfig& arch, const SimOptions
     for (const auto* c : sync.contexts)
       if (c->wall_clock_exceeded) throw SimulationStuck(wall_clock_report(*c, arch));
     if (!sync.deadlock.empty()) throw SimulationStuck(strcat("simulation of ", prog.name, ": ", sync.deadlock));
-    for (const auto* c : sync.contexts) {
+    for (int k = 0; k < arch.devices; ++k) {  // mirrored: device 0's figures for each device
+      const sim::DeviceContext* c = sync.contexts[mirror ? 0 : static_cast<size_t>(k)];
       device_finish_ps.push_back(c->finish_ps);
       EnergyEvents ev = c->energy;
       for (size_t i = 0; i < c->engines.size(); ++i)

@@ -22,6 +22,11 @@ struct SimOptions {
   // Functional mode: their input and weight data (other_inputs[d-1] for device d; a device
   // without one starts from zeros).
   std::vector<const TensorMap*> other_inputs;
+  // Timing mode, every device given a program: when they are rotations of device 0's
+  // (device_symmetry.h: tensor-parallel ranks), simulate device 0 alone and give the other
+  // devices its figures; the statistics are those of simulating every device (tested).
+  // Off: every device simulated (functional mode and --vcd always simulate every device).
+  bool mirror_symmetric_devices = true;
 };
 
 // Utilisation is useful work over the work the engine could have done at its peak in the

@@ -1,9 +1,11 @@
 // Tensor parallelism over the ESL (docs/tensor-parallel.md): the partition's shapes, the
 // collectives' text forms and reference semantics, N-device functional equality with the
 // single-device reference, a model too large for one device's HBM on two, and bad input.
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include "codegen/collective.h"
+#include "device_symmetry.h"
 #include "graph/collective.h"
 #include "graph/ops.h"
 #include "jobs.h"
@@ -208,4 +210,83 @@ TEST(TensorParallel, NonDividingDevicesIsAnInputError) {
   EXPECT_NE(message("tiny-opt-decode", 3).find("heads (4) to be a multiple of 3"), std::string::npos);
   EXPECT_NE(message("tiny-llama-decode-32", 4).find("kv_heads (2) to be a multiple of 4"), std::string::npos);
   EXPECT_NE(message("softmax", 2).find("partitions the built-in decoders only"), std::string::npos);
+}
+
+// Tensor-parallel ranks are rotations of rank 0 (sim/device_symmetry.h), so the simulator runs
+// device 0 alone for them: every statistic equals simulating every device, on decode and
+// prefill, MHA and GQA, 2 and 4 devices, two configs and two fusion policies. The uneven
+// vocabulary split (GPT-2 over 2 devices) is not a rotation: simulated whole.
+TEST(TensorParallel, MirroredDevicesEqualEveryDeviceSimulated) {
+  struct Case {
+    const char* workload;
+    const char* config;
+    int devices;
+    const char* fusion;
+    std::string phase;
+    int64_t layers;
+  };
+  const std::vector<Case> cases = {
+      {"tiny-opt-decode", "lpu-small", 4, "greedy", "decode", 0},
+      {"tiny-opt-decode", "lpu-asic", 2, "none", "decode", 0},
+      {"tiny-llama-decode-32", "lpu-small", 2, "greedy", "decode", 0},
+      {"tiny-llama-decode-32", "lpu-asic", 2, "greedy", "prefill", 0},
+      {"opt-1.3b-decode", "lpu-asic", 4, "greedy", "decode", 2},
+      {"llama2-70b-decode", "lpu-asic", 4, "greedy", "decode", 2},
+      {"llama2-7b-decode", "lpu-small", 2, "greedy", "prefill", 1},
+      {"gpt2-decode", "lpu-asic", 2, "greedy", "decode", 1},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(strcat(c.workload, " ", c.phase, " on ", c.devices, " x ", c.config, ", fusion ", c.fusion));
+    WorkloadSpec w = workload(c.workload);
+    w.phase = c.phase;
+    if (c.phase == "prefill") {
+      w.seq_len = 16;
+      w.context = 0;
+    }
+    if (c.layers) w.layers = c.layers;
+    RunOutcome o = run_job(w, arch_with(c.config, {strcat("devices=", c.devices)}), c.fusion, false);
+    SimOptions every;
+    every.mirror_symmetric_devices = false;
+    for (const auto& rc : o.rank_comps) every.other_devices.push_back(&rc.code.program);
+    SimResult whole = simulate(o.comp.code.program, o.arch, every);
+    EXPECT_EQ(stats_to_json(o.sim.stats).dump(), stats_to_json(whole.stats).dump());
+    const std::string why = rotation_asymmetry(o.comp.code.program, every.other_devices, c.devices);
+    EXPECT_EQ(why.empty(), std::string(c.workload) != "gpt2-decode") << why;
+  }
+}
+
+// What is not a rotation is named: a peer not shifted, a second local-memory offset, an HBM
+// address; a mirrored device 0 still recognises a deadlock.
+TEST(TensorParallel, RotationAsymmetryNamesTheInstruction) {
+  WorkloadSpec w = workload("tiny-opt-decode");
+  RunOutcome o = run_job(w, arch_with("lpu-small", {"devices=2"}), "greedy", false);
+  const Program& p0 = o.comp.code.program;
+  Program p1 = o.rank_comps[0].code.program;
+  ASSERT_EQ(rotation_asymmetry(p0, {&p1}, 2), "");
+  size_t send = 0;
+  while (p1.code[send].opcode != Opcode::EslSend) ++send;
+  Program bad = p1;
+  bad.code[send].peer = p0.code[send].peer;  // device 0's peer unrotated
+  EXPECT_THAT(rotation_asymmetry(p0, {&bad}, 2), testing::HasSubstr(strcat("instruction ", send)));
+  bad = p1;
+  bad.code[0].hbm_addr += 64;
+  EXPECT_THAT(rotation_asymmetry(p0, {&bad}, 2), testing::HasSubstr("device 1, instruction 0"));
+  bad = p1;
+  size_t vx = 0;
+  while (bad.code[vx].opcode != Opcode::VxeOp) ++vx;
+  bad.code[vx].lm_addr += 12345 * 64;
+  EXPECT_THAT(rotation_asymmetry(p0, {&bad}, 2), testing::HasSubstr("more than one offset"));
+  EXPECT_THAT(rotation_asymmetry(p0, {}, 2), testing::HasSubstr("1 programs for 2 devices"));
+
+  // Both devices wait for a token nobody sends: symmetric, so device 0 runs alone, and stuck.
+  Program wait = parse_program(".program stuck\n.kernel 0 k\n  sync.wait 1\n  halt\n");
+  SimOptions so;
+  so.other_devices = {&wait};
+  ArchConfig two = arch_with("lpu-small", {"devices=2"});
+  try {
+    simulate(wait, two, so);
+    ADD_FAILURE() << "a deadlock ran";
+  } catch (const SimulationStuck& e) {
+    EXPECT_THAT(e.what(), testing::HasSubstr("deadlock"));
+  }
 }

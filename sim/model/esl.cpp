@@ -1,5 +1,6 @@
 #include "model/esl.h"
 
+#include "model/esl_link.h"
 #include "support/error.h"
 
 namespace lpu::sim {
@@ -37,20 +38,14 @@ double Esl::execute(const IssueTicket& tk, double start_ps) {
         tile[static_cast<size_t>(r * C + c)] = ctx_.lmu_data[static_cast<size_t>(off)];
       }
   }
-  ++s.in_transit;
-  SyncState* sp = &s;
-  uint64_t dst = in.lm_addr;
-  int64_t token = in.token;
-  double now = sc_core::sc_time_stamp().to_double();
-  sc_core::sc_spawn([sp, target, token, dst, bytes, tile = std::move(tile), wait_ps = arrive - now] {
-    sc_core::wait(sc_core::sc_time(wait_ps, sc_core::SC_PS));
-    DeviceContext* rx = sp->contexts[static_cast<size_t>(target)];
-    rx->energy.lmu_write_bytes += bytes;  // and lands in the receiver's
-    if (!tile.empty() && !rx->lmu_data.empty()) std::copy(tile.begin(), tile.end(), rx->lmu_data.begin() + static_cast<long>(dst / 4));
-    --sp->in_transit;
-    ++sp->tokens[static_cast<size_t>(target)][token];
-    sp->changed[static_cast<size_t>(target)]->notify(sc_core::SC_ZERO_TIME);
-  });
+  EslLink::Transfer t;
+  t.target = target;
+  t.token = in.token;
+  t.dst = in.lm_addr;
+  t.bytes = bytes;
+  t.tile = std::move(tile);
+  const double now = sc_core::sc_time_stamp().to_double();
+  s.link->send(sc_core::sc_time(arrive - now, sc_core::SC_PS), std::move(t));
   return link_end;
 }
 

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "model/esl_link.h"
 #include "support/error.h"
 
 namespace lpu::sim {
@@ -375,16 +376,10 @@ void Isu::signal(const Instruction& in, size_t) {
     return;
   }
   // Over the ESL: the token arrives after the link latency.
-  ++s.in_transit;
-  int64_t token = in.token;
-  double latency_ps = ctx_.arch->esl.latency_ns * 1000.0;
-  SyncState* sp = &s;
-  sc_core::sc_spawn([sp, target, token, latency_ps] {
-    sc_core::wait(sc_core::sc_time(latency_ps, sc_core::SC_PS));
-    --sp->in_transit;
-    ++sp->tokens[static_cast<size_t>(target)][token];
-    sp->changed[static_cast<size_t>(target)]->notify(sc_core::SC_ZERO_TIME);
-  });
+  EslLink::Transfer t;
+  t.target = target;
+  t.token = in.token;
+  s.link->send(sc_core::sc_time(ctx_.arch->esl.latency_ns * 1000.0, sc_core::SC_PS), std::move(t));
 }
 
 void Isu::wait_token(const Instruction& in, size_t i) {
@@ -408,7 +403,7 @@ void Isu::wait_token(const Instruction& in, size_t i) {
 // produce the awaited tokens. Report who waits for what and stop.
 void Isu::check_deadlock() {
   SyncState& s = *ctx_.sync;
-  if (s.blocked == 0 || s.blocked + s.finished < s.devices || s.in_transit > 0 || !s.deadlock.empty()) return;
+  if (s.blocked == 0 || s.blocked + s.finished < s.simulated || s.in_transit > 0 || !s.deadlock.empty()) return;
   std::string r = "deadlock: ";
   for (const auto& w : s.waiting)
     if (!w.empty()) r += w + "; ";

@@ -99,12 +99,14 @@ struct KernelCounters {
 // flight) and reported instead of running until the time limit.
 struct SyncState {
   int devices = 1;
+  int simulated = 1;  // devices instantiated: `devices`, or 1 when device 0 stands for them all
   int blocked = 0, finished = 0, in_transit = 0;
   std::vector<std::map<int64_t, int64_t>> tokens;  // per device: token -> count
   std::vector<sc_core::sc_event*> changed;         // per device: a token arrived
   std::vector<std::string> waiting;                // per device: what its ISU waits for ("" = running)
   std::string deadlock;                            // the report, once recognised
   std::vector<struct DeviceContext*> contexts;     // every device (ESL transfers write into them)
+  class EslLink* link = nullptr;                   // delivers what is in flight between devices
 };
 
 // One executed host.call (a graph break): its host-op index, link bytes and host time.
