@@ -122,6 +122,16 @@ printf '.program deadlock\n.kernel 0 k\nsync.wait 4\nhalt\n' > "$TMP/deadlock.s"
 check deadlock_exit3 3 "device 0 isu waits for token 4" -- "$LPU" sim "$TMP/deadlock.s"
 "$LPU" compile ln_gelu_add --emit asm -o "$TMP/prog" >/dev/null
 check sim_program 0 "cycles" -- "$LPU" sim "$TMP/prog/program.s" --json "$TMP/sim.json"
+# devices = N: lpu compile writes every device's program (tensor parallelism); lpu sim of them
+# gives lpu run's figures, device by device.
+check tp_compile_ranks 0 "program.dev1.lpubin" -- "$LPU" compile tiny-opt --set devices=2 --emit asm,bin -o "$TMP/tp"
+check tp_compile_needs_dir 2 "one file per device: give -o DIR" -- "$LPU" compile tiny-opt --set devices=2 --emit asm
+check tp_sim_ranks 0 "device cycles +[0-9]+ [0-9]+" -- "$LPU" sim "$TMP/tp/program.s" "$TMP/tp/program.dev1.lpubin" --set devices=2 --json "$TMP/tpsim.json"
+"$LPU" run tiny-opt --set devices=2 --json "$TMP/tprun.json" >/dev/null
+check tp_sim_equals_run 0 "" -- /usr/bin/python3 -c 'import json, sys
+a, b = (json.load(open(f)) for f in sys.argv[1:])
+assert a["cycles"] > 0 and a["device_cycles"] == b["device_cycles"] and a["devices"] == b["devices"], (a["devices"], b["devices"])' \
+  "$TMP/tpsim.json" "$TMP/tprun.json"
 printf '.program bad\nvxe.add [1, 1] lm:0x0 <- #1.0\n' > "$TMP/bad.s"
 check sim_bad_asm 2 "bad.s:2:" -- "$LPU" sim "$TMP/bad.s"
 

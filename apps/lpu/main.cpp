@@ -38,6 +38,7 @@
 #include "sweep_merge.h"
 #include "sweep_slurm.h"
 #include "support/error.h"
+#include "workload/tensor_parallel.h"
 
 namespace fs = std::filesystem;
 using namespace lpu;
@@ -516,7 +517,11 @@ int cmd_compile(const std::string& workload, const ArchFlags& af, const BreakFla
   check_output_dir("-o", outdir);
   WorkloadSpec w = resolve_workload(workload, af.workload_sets());
   ArchConfig arch = af.load();
-  Graph g = build_graph(w);
+  // devices > 1: rank 0's program as `lpu run` simulates it (tensor parallelism); asm and bin
+  // also write every other device's program (program.devN.s / .lpubin, the files `lpu sim` takes).
+  std::vector<Graph> ranks;
+  if (arch.devices > 1) ranks = build_rank_graphs(w, arch.devices);
+  Graph g = ranks.empty() ? build_graph(w) : ranks[0];
   // Only the stages asked for run, so graph/core work for graphs the back end cannot lower yet.
   bool lower = false;
   for (const auto& e : split_list(emit)) lower = lower || (e != "graph" && e != "core");
@@ -577,6 +582,23 @@ int cmd_compile(const std::string& workload, const ArchFlags& af, const BreakFla
     } else {
       write_file(outdir + "/" + it->second.first, it->second.second());
       std::cout << "wrote " << outdir << "/" << it->second.first << "\n";
+    }
+    if ((e == "asm" || e == "bin") && ranks.size() > 1) {
+      if (require_policy(fusion).simulates)
+        throw InputError(strcat("--fusion ", fusion, ": the tuner searches one device's program; with devices = ",
+                                arch.devices, " use a fixed policy (greedy, none, ...)"));
+      if (outdir.empty()) throw InputError(strcat("--emit ", e, " with devices = ", arch.devices, " writes one file per device: give -o DIR"));
+      for (size_t r = 1; r < ranks.size(); ++r) {
+        Program p = compile_graph(ranks[r], compile_options_for(arch, fusion, bf.get())).code.program;
+        std::string name = strcat("program.dev", r, e == "asm" ? ".s" : ".lpubin");
+        if (e == "asm") {
+          write_file(outdir + "/" + name, print_program(p));
+        } else {
+          std::vector<uint8_t> bin = encode_program(p);
+          write_file(outdir + "/" + name, std::string(bin.begin(), bin.end()));
+        }
+        std::cout << "wrote " << outdir << "/" << name << "\n";
+      }
     }
   }
   return 0;
