@@ -116,8 +116,11 @@ SimResult simulate(const Program& prog, const ArchConfig& arch, const SimOptions
                              std::chrono::duration_cast<std::chrono::steady_clock::duration>(
                                  std::chrono::duration<double>(arch.sim.max_wall_s));
   // Devices whose programs are rotations of device 0's: device 0 simulated alone stands for all.
-  const bool mirror = opts.mirror_symmetric_devices && !opts.functional && opts.vcd_path.empty() && arch.devices > 1 &&
-                      rotation_asymmetry(prog, opts.other_devices, arch.devices).empty();
+  if (opts.others_rotate_device0 && (opts.functional || !opts.vcd_path.empty()))
+    throw InternalError("simulate: devices vouched for as rotations are simulated as device 0 alone, in timing mode only");
+  const bool mirror = arch.devices > 1 && (opts.others_rotate_device0 ||
+                                           (opts.mirror_symmetric_devices && !opts.functional && opts.vcd_path.empty() &&
+                                            rotation_asymmetry(prog, opts.other_devices, arch.devices).empty()));
   const int simulated = mirror ? 1 : arch.devices;
   fresh_systemc_context();
   sim::DeviceContext ctx;

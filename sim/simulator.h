@@ -27,6 +27,10 @@ struct SimOptions {
   // devices its figures; the statistics are those of simulating every device (tested).
   // Off: every device simulated (functional mode and --vcd always simulate every device).
   bool mirror_symmetric_devices = true;
+  // The caller vouches that devices 1, 2, ... run `prog` rotated (rotation_asymmetry was ""
+  // for the programs this one is instantiated from, as lpu generate checks once per template):
+  // device 0 is simulated alone and `other_devices` may be empty. Timing mode only.
+  bool others_rotate_device0 = false;
 };
 
 // Utilisation is useful work over the work the engine could have done at its peak in the

@@ -141,6 +141,14 @@ TEST(Generate, TensorParallelStepsEqualRunJob) {
   o.on_step = [&](const GenerateStep& st, const Program& p) {
     RunOutcome run = run_step(w6, st, a);
     EXPECT_EQ(st.cycles, run.sim.stats.cycles) << "step " << st.step;
+    // The generation simulates device 0 alone for ranks that rotate it: the same figures as
+    // simulating both devices.
+    SimOptions every;
+    every.mirror_symmetric_devices = false;
+    for (const auto& rc : run.rank_comps) every.other_devices.push_back(&rc.code.program);
+    SimResult whole = simulate(run.comp.code.program, run.arch, every);
+    EXPECT_EQ(st.cycles, whole.stats.cycles) << "step " << st.step;
+    EXPECT_EQ(st.energy_j, whole.stats.energy.total_j()) << "step " << st.step;
     EXPECT_EQ(st.hbm_read_bytes, run.sim.stats.hbm_read_bytes) << "step " << st.step;
     EXPECT_EQ(print_program(p), print_program(run.comp.code.program)) << "step " << st.step;
     ++checked;

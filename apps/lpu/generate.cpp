@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "codegen/lpu_codegen.h"
+#include "device_symmetry.h"
 #include "policy_registry.h"
 #include "progress.h"
 #include "support/error.h"
@@ -128,6 +129,15 @@ std::optional<RankTemplates> RankTemplates::make(const CompiledStep& a, int64_t 
       return std::nullopt;
     }
     t.ranks_.push_back(std::move(*x));
+  }
+  if (t.ranks_.size() > 1) {
+    std::vector<const Program*> bases;
+    bool same = true;
+    for (size_t r = 1; r < t.ranks_.size(); ++r) {
+      bases.push_back(&t.ranks_[r].base());
+      same = same && t.ranks_[r].same_symbolic_part(t.ranks_[0]);
+    }
+    t.rotations_ = same && rotation_asymmetry(t.ranks_[0].base(), bases, static_cast<int>(t.ranks_.size())).empty();
   }
   return t;
 }
@@ -422,6 +432,11 @@ GenerateResult run_generate(const WorkloadSpec& w, const ArchConfig& arch, const
       else
         fresh->others.push_back(std::move(p));
     }
+    if (devices > 1) {
+      std::vector<const Program*> others;
+      for (const Program& p : fresh->others) others.push_back(&p);
+      fresh->rotations = rotation_asymmetry(fresh->program, others, static_cast<int>(devices)).empty();
+    }
     return std::shared_ptr<const CompileCache::Entry>(fresh);
   };
   auto explain = [&](const std::string& line) {
@@ -442,7 +457,8 @@ GenerateResult run_generate(const WorkloadSpec& w, const ArchConfig& arch, const
     auto instantiated = [&](const CompileCache::Symbolic& t) {
       auto p = std::make_shared<CompileCache::Entry>();
       p->program = t.program.instantiate(C);
-      p->others = t.program.instantiate_others(C);
+      p->rotations = t.program.rotations();
+      if (!p->rotations) p->others = t.program.instantiate_others(C);
       p->kernels = t.kernels;
       inst = true;
       p->compulsory_hbm_bytes = t.compulsory_hbm_bytes;
@@ -556,7 +572,9 @@ GenerateResult run_generate(const WorkloadSpec& w, const ArchConfig& arch, const
     auto ts = Clock::now();
     if (e != last_simulated) {
       SimOptions so;
-      for (const Program& p : e->others) so.other_devices.push_back(&p);
+      so.others_rotate_device0 = e->rotations;
+      if (!e->rotations)
+        for (const Program& p : e->others) so.other_devices.push_back(&p);
       last_stats = simulate(e->program, arch, so).stats;
       last_simulated = e;
       ++r.simulations;

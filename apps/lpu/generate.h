@@ -63,6 +63,9 @@ Compilation compile_with_memo(const Graph& g, const CompileOptions& opts, Kernel
 struct CompiledStep {
   Program program;              // device 0's
   std::vector<Program> others;  // devices 1, 2, ... (tensor parallelism)
+  // Devices 1, 2, ... run `program` rotated (sim/device_symmetry.h): the simulator runs device
+  // 0 alone, and an instantiated step leaves `others` empty.
+  bool rotations = false;
   size_t kernels = 0;           // device 0's
   int64_t compulsory_hbm_bytes = 0;
 };
@@ -81,9 +84,13 @@ class RankTemplates {
   // Verifies every device's template against `e` compiled at `s` (each guard grows where it
   // holds); false with the first difference when one does not.
   bool verify(const CompiledStep& e, int64_t s, std::string& why);
+  // Every instantiation is device 0's rotated on the other devices: their bases are rotations
+  // of device 0's and their symbolic parts are the same (checked once, at make()).
+  bool rotations() const { return rotations_; }
 
  private:
   std::vector<ProgramTemplate> ranks_;
+  bool rotations_ = false;
 };
 
 // Compiled programs by an exact key: everything the graph builder and the compiler read (the

@@ -120,6 +120,11 @@ Program ProgramTemplate::instantiate(int64_t s) const {
   return p;
 }
 
+bool ProgramTemplate::same_symbolic_part(const ProgramTemplate& o) const {
+  return s0_ == o.s0_ && alignment_ == o.alignment_ && deltas_ == o.deltas_ && hbm_refs_ == o.hbm_refs_ &&
+         buffer_dims_ == o.buffer_dims_;
+}
+
 bool ProgramTemplate::verify(const Program& p, int64_t s, std::string& why) {
   why = fields::program_difference(p, instantiate(s));
   if (!why.empty()) return false;

@@ -43,6 +43,11 @@ class ProgramTemplate {
   int64_t hi() const { return hi_; }
   bool holds(int64_t s) const { return s >= lo_ && s <= hi_; }
   size_t symbolic_fields() const { return deltas_.size() + buffer_dims_.size(); }
+  // The program at the first point it was made from.
+  const Program& base() const { return base_; }
+  // Whether `o` changes exactly the same fields by the same slopes from the same point, so two
+  // instantiations at any s differ only where the bases differ (tensor-parallel ranks).
+  bool same_symbolic_part(const ProgramTemplate& o) const;
 
  private:
   struct Delta {  // field of instruction `instr` (source operand `src`) changes by `slope` per unit
@@ -50,15 +55,18 @@ class ProgramTemplate {
     fields::Field field;
     uint16_t src;
     int64_t slope;
+    bool operator==(const Delta&) const = default;
   };
   struct HbmRef {  // instruction `instr`'s HBM address: buffer `buffer`'s base + off0 + slope * (s - s0)
     uint32_t instr;
     uint32_t buffer;
     int64_t off0, slope;
+    bool operator==(const HbmRef&) const = default;
   };
   struct DimDelta {
     uint32_t buffer, dim;
     int64_t slope;
+    bool operator==(const DimDelta&) const = default;
   };
   Program base_;  // at s0
   int64_t s0_ = 0, lo_ = 0, hi_ = 0, alignment_ = 1;
