@@ -66,7 +66,7 @@ struct CompiledStep {
   // Devices 1, 2, ... run `program` rotated (sim/device_symmetry.h): the simulator runs device
   // 0 alone, and an instantiated step leaves `others` empty.
   bool rotations = false;
-  size_t kernels = 0;           // device 0's
+  size_t kernels = 0;  // device 0's
   int64_t compulsory_hbm_bytes = 0;
 };
 
