@@ -200,7 +200,7 @@ def generate_report(rep, gens):
     rep.page.table(["generation", "TTFT (µs)", "per-token mean (µs)", "p50 (µs)", "p99 (µs)", "tokens/s", "HBM (GB)",
                     "compiles / hits", "energy (J)", "decode mJ/token"], rows)
     rep.page.p("Definitions: docs/generate.md (TTFT = the prefill including token 1; per-token latency over the "
-               "decode steps; tokens/s = gen_len / total latency).")
+               "decode steps; tokens/s = batch x gen_len / total latency, every sequence's tokens).")
     rep.attempt("Per-token latency vs position", lambda: plots_generate.latency_vs_position(gens, rep.out_dir))
     rep.attempt("HBM traffic per decode step vs position", lambda: plots_generate.bytes_vs_position(gens, rep.out_dir))
     rep.attempt("Energy per token vs position", lambda: plots_generate.energy_vs_position(gens, rep.out_dir))
