@@ -313,7 +313,7 @@ SimResult simulate(const Program& prog, const ArchConfig& arch, const SimOptions
     ks.sxe_flops = c.sxe_flops;
     ks.vxe_ops = c.vxe_ops;
     set_roofline(ks, arch);
-    if (c.first_issue_ps >= 0 && ks.cycles > 0)
+    if (opts.kernel_breakdown && c.first_issue_ps >= 0 && ks.cycles > 0)
       ks.breakdown = breakdown_cycles(attribute_span(c.log, c.first_issue_ps, c.last_retire_ps), c.first_issue_ps,
                                       ks.start_cycle, ks.end_cycle, period);
     s.kernels.push_back(ks);

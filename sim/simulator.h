@@ -31,6 +31,9 @@ struct SimOptions {
   // for the programs this one is instantiated from, as lpu generate checks once per template):
   // device 0 is simulated alone and `other_devices` may be empty. Timing mode only.
   bool others_rotate_device0 = false;
+  // Attribute each kernel's span to bandwidth, compute, latency ... (KernelStats::breakdown).
+  // lpu generate reads only a step's totals and turns it off (about 7% of a step's time).
+  bool kernel_breakdown = true;
 };
 
 // Utilisation is useful work over the work the engine could have done at its peak in the

@@ -573,6 +573,7 @@ GenerateResult run_generate(const WorkloadSpec& w, const ArchConfig& arch, const
     if (e != last_simulated) {
       SimOptions so;
       so.others_rotate_device0 = e->rotations;
+      so.kernel_breakdown = false;  // a step's totals are what a generation reports
       if (!e->rotations)
         for (const Program& p : e->others) so.other_devices.push_back(&p);
       last_stats = simulate(e->program, arch, so).stats;
