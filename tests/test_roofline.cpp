@@ -158,3 +158,20 @@ TEST(Roofline, OpClassesFromTheSharedTable) {
   EXPECT_EQ(kernel_op_class("k12_lm_head", {}), "LM head");
   EXPECT_EQ(op_class_order().back(), "other");
 }
+
+// Without the per-kernel breakdown (what lpu generate asks for) every other figure is the same
+// and the breakdowns are left empty.
+TEST(Roofline, BreakdownOffChangesNothingElse) {
+  RunOutcome o = run_job(decode_layer("opt-1.3b-decode", 1040), arch("lpu-asic"), "greedy", false);
+  SimOptions off;
+  off.kernel_breakdown = false;
+  SimStats s = simulate(o.comp.code.program, o.arch, off).stats;
+  ASSERT_EQ(s.kernels.size(), o.sim.stats.kernels.size());
+  ASSERT_GT(s.kernels.size(), 3u);
+  for (size_t k = 0; k < s.kernels.size(); ++k) {
+    EXPECT_EQ(sum(s.kernels[k].breakdown), 0u);
+    EXPECT_GT(sum(o.sim.stats.kernels[k].breakdown), 0u);
+    s.kernels[k].breakdown = o.sim.stats.kernels[k].breakdown;
+  }
+  EXPECT_EQ(stats_to_json(s).dump(), stats_to_json(o.sim.stats).dump());
+}
