@@ -24,8 +24,12 @@ Device::Device(sc_core::sc_module_name name, DeviceContext& c)
 
 // Stops a run that exceeds the configured simulated-time limit (sim.max_us).
 void Device::watchdog() {
-  wait(sc_core::sc_time(ctx.arch->sim.max_us, sc_core::SC_US));
-  if (!ctx.finished) sc_core::sc_stop();
+  const sc_core::sc_time limit(ctx.arch->sim.max_us, sc_core::SC_US);
+  if (ctx.sync)
+    wait(limit, ctx.sync->end);  // or the run ended: the thread terminates
+  else
+    wait(limit);
+  if (!ctx.finished && !(ctx.sync && ctx.sync->ended)) sc_core::sc_stop();
 }
 
 }  // namespace lpu::sim

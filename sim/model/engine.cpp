@@ -27,6 +27,7 @@ Engine::Engine(sc_core::sc_module_name name, DeviceContext& ctx, int queue_depth
   ctx.engine_names.push_back(basename());
   ctx.engines.emplace_back();
   for (int w = 0; w < workers; ++w) sc_core::sc_spawn(sc_bind(&Engine::worker, this));
+  if (ctx.sync) ctx.sync->idle_waits.push_back(&pushed_);
 }
 
 void Engine::push(const IssueTicket& t) {
@@ -37,7 +38,10 @@ void Engine::push(const IssueTicket& t) {
 
 void Engine::worker() {
   for (;;) {
-    while (queue_.empty()) wait(pushed_);
+    while (queue_.empty()) {
+      if (ctx_.sync && ctx_.sync->ended) return;  // end_simulation(): the thread terminates
+      wait(pushed_);
+    }
     const Queued q = queue_.front();
     const size_t i = q.ticket.instr;
     queue_.pop_front();

@@ -359,7 +359,21 @@ void Isu::finish() {
     ++ctx_.sync->finished;
     check_deadlock();
   }
-  if (!ctx_.devices_running || --*ctx_.devices_running == 0) sc_core::sc_stop();
+  if (!ctx_.devices_running || --*ctx_.devices_running == 0) {
+    if (ctx_.sync)
+      end_simulation(*ctx_.sync);
+    else
+      sc_core::sc_stop();
+  }
+}
+
+void end_simulation(SyncState& s) {
+  s.ended = true;
+  // Immediate notifications: the woken threads run in this evaluation phase, before the stop
+  // (sc_stop's default mode finishes the delta) takes effect.
+  for (sc_core::sc_event* e : s.idle_waits) e->notify();
+  s.end.notify();
+  sc_core::sc_stop();
 }
 
 // A signal is a barrier: it fires once every earlier instruction of this device retired.

@@ -107,7 +107,18 @@ struct SyncState {
   std::string deadlock;                            // the report, once recognised
   std::vector<struct DeviceContext*> contexts;     // every device (ESL transfers write into them)
   class EslLink* link = nullptr;                   // delivers what is in flight between devices
+  // The end of a run (end_simulation()): every engine worker waiting for work and the
+  // watchdogs are woken to return, so their threads terminate and SystemC frees their stacks
+  // (a thread left waiting at sc_stop keeps its stack mapped for the life of the process:
+  // about 28 mappings a run, which a 4000-step generation ran out of).
+  bool ended = false;
+  sc_core::sc_event end;
+  std::vector<sc_core::sc_event*> idle_waits;  // the events idle engine workers wait on
 };
+
+// Called by the ISU of the last device to halt: wakes the idle threads to return, then stops
+// at the end of this delta (so they run first).
+void end_simulation(SyncState& s);
 
 // One executed host.call (a graph break): its host-op index, link bytes and host time.
 struct HostCallRecord {
