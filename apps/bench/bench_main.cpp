@@ -19,6 +19,7 @@
 #include <iostream>
 #include <string>
 
+#include "generate.h"
 #include "graph/graph.h"
 #include "jobs.h"
 #include "policy_registry.h"
@@ -215,6 +216,49 @@ void schedule_scaling(const ArchConfig& arch) {
             << format_table({"nodes", "greedy_s", "greedy_kernels", "none_s"}, rows);
 }
 
+// Whole generations against issue 15's targets: OPT-1.3B, 32 prompt + 2016 generated tokens,
+// batch 1, on one device of lpu-asic and of lpu-small (<= 10 s on one core), and LLaMA-2-70B on
+// 4 lpu-asic devices (<= 60 s); the decode steps' compile + simulate against simulating alone
+// (<= 2x). Wall times are this process's on one thread; the simulated figures are deterministic.
+void generation() {
+  struct Case {
+    const char* model;
+    const char* config;
+    int devices;
+    double target_s;
+  };
+  std::vector<std::vector<std::string>> rows;
+  for (const Case& c : {Case{"opt-1.3b", "lpu-asic", 1, 10}, Case{"opt-1.3b", "lpu-small", 1, 10},
+                        Case{"llama2-70b", "lpu-asic", 4, 60}}) {
+    ArchConfig a = load_arch_config(resolve_config_path(c.config), {strcat("devices=", c.devices)});
+    GenerateOptions o;
+    o.prompt_len = 32;
+    o.gen_len = 2016;
+    CompileCache cache;
+    auto t0 = std::chrono::steady_clock::now();
+    GenerateResult r = run_generate(resolve_workload(c.model), a, o, cache);
+    const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    double compile = 0, simulate = 0, decode_compile = 0, decode_simulate = 0;
+    for (const GenerateStep& s : r.steps) {
+      compile += s.compile_wall_s;
+      simulate += s.simulate_wall_s;
+      if (s.phase == "decode") {
+        decode_compile += s.compile_wall_s;
+        decode_simulate += s.simulate_wall_s;
+      }
+    }
+    rows.push_back({c.model, c.config, std::to_string(c.devices), std::to_string(r.compiles),
+                    strcat(r.instantiated, "/", r.steps.size() - 1), fmt("%.2f", compile), fmt("%.2f", simulate),
+                    fmt("%.2f", wall), fmt("%.0f", c.target_s), wall <= c.target_s ? "met" : "NOT met",
+                    fmt("%.2fx", (decode_compile + decode_simulate) / decode_simulate),
+                    fmt("%.3f", r.per_token().mean * 1e3), fmt("%.1f", static_cast<double>(r.tokens()) / r.total_latency_s())});
+  }
+  std::cout << "whole generations: 32 prompt + 2016 generated tokens, batch 1, fp16, greedy (lpu generate)\n"
+            << format_table({"model", "config", "devices", "compiles", "instantiated", "compile_s", "simulate_s", "wall_s",
+                             "target_s", "target", "decode_cost_vs_sim", "ms/token", "tokens/s"},
+                            rows);
+}
+
 // Compile time against depth (issue 15): LLaMA-2-70B's decode step (workloads/llama2-70b-decode.yaml: f16, context
 // 2048) cut to 4 .. 80 layers, compiled whole (compile_graph) and regionally (regional.h: the 3- and 4-layer programs
 // compiled, the middle layer instantiated per layer). Each figure is the fastest of 3 runs; the regional program is
@@ -297,7 +341,7 @@ void hbm(const ArchConfig& base) {
 
 int main(int argc, char** argv) {
   const char* usage =
-      "usage: lpu-bench [policies|simulator|hbm|schedule|compile|roofline|energy|tp|all] [--arch NAME] [--context N]\n"
+      "usage: lpu-bench [policies|simulator|hbm|schedule|compile|roofline|energy|tp|generate|all] [--arch NAME] [--context N]\n"
       "  policies   every LLM decode step under every policy of the registry (minutes)\n"
       "  simulator  simulator speed on OPT-1.3B and OPT-30B decode steps\n"
       "  hbm        HBM calibration: bandwidth by transfer size, shape and DMA engines\n"
@@ -306,6 +350,7 @@ int main(int argc, char** argv) {
       "  roofline   decode steps per op class against their rooflines (--context N, default 1040)\n"
       "  energy     every LLM decode step's energy per token, split per engine (greedy)\n"
       "  tp         tensor parallelism: OPT-6.7B..66B, LLaMA-2-70B on 1, 2, 4, 8 devices (minutes)\n"
+      "  generate   whole generations (32 + 2016 tokens) against their wall-time targets (minutes)\n"
       "  all        hbm, simulator, policies and roofline (the default)\n";
   std::string what = "all";
   std::string arch_name = "lpu-asic";
@@ -320,7 +365,7 @@ int main(int argc, char** argv) {
       arch_name = argv[++i];
     } else if (a == "--context" && i + 1 < argc) {
       context = std::stoll(argv[++i]);
-    } else if (a == "roofline" || a == "policies" || a == "simulator" || a == "hbm" || a == "schedule" || a == "compile" || a == "energy" || a == "tp" ||
+    } else if (a == "roofline" || a == "policies" || a == "simulator" || a == "hbm" || a == "schedule" || a == "compile" || a == "energy" || a == "tp" || a == "generate" ||
                a == "all") {
       what = a;
     } else {
@@ -337,6 +382,7 @@ int main(int argc, char** argv) {
     if (what == "compile") compile_scaling(arch);
     if (what == "energy") energy(arch);
     if (what == "tp") tensor_parallel(arch);
+    if (what == "generate") generation();
     if (what == "roofline" || what == "all") roofline(arch, context);
   } catch (const std::exception& e) {
     std::cerr << "error: " << e.what() << "\n";
