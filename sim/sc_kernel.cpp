@@ -13,12 +13,13 @@ void fresh_systemc_context() {
     setenv("SYSTEMC_DISABLE_COPYRIGHT_MESSAGE", "1", 0);
     configured = true;
   }
-  // Retired contexts stay reachable on purpose: one cannot be deleted cleanly (systemc-notes.md),
-  // and once a run's threads end with it nothing else points at its context, which
-  // LeakSanitizer would then report on every simulating test.
-  static std::vector<sc_core::sc_simcontext*> retired;
-  retired.push_back(sc_core::sc_curr_simcontext);
+  // Every context made here stays reachable on purpose: one cannot be deleted cleanly
+  // (systemc-notes.md), and once a run's threads end with it nothing else points at it, which
+  // LeakSanitizer would report on every simulating test. The list is never destroyed (a static
+  // vector's storage would be freed at exit, before the leak check).
+  static auto* const contexts = new std::vector<sc_core::sc_simcontext*>();
   sc_core::sc_curr_simcontext = new sc_core::sc_simcontext();
+  contexts->push_back(sc_core::sc_curr_simcontext);
   sc_core::sc_default_global_context = sc_core::sc_curr_simcontext;
   // Silences "Info: /OSCI/SystemC: Simulation stopped by user."
   sc_core::sc_report_handler::set_actions("/OSCI/SystemC", sc_core::SC_INFO, sc_core::SC_DO_NOTHING);
