@@ -11,14 +11,27 @@ namespace lpu {
 std::string join_path(const std::string& path, const std::string& key) { return path.empty() ? key : path + "." + key; }
 
 namespace {
+// The most nodes a document may expand to, counting every alias as a copy of its anchor: far
+// above any config, workload or sweep, far below what makes a walk over it slow.
+constexpr int64_t kMaxYamlNodes = 1'000'000;
+
 // yaml-cpp accepts what our readers cannot mean: a key given twice (lookups see one of them,
 // silently) and a key that is a sequence or map (`? [a, b]`). Both are rejected on load, with
 // the line. The walk is iterative: yaml-cpp bounds the nesting depth it parses, we add none.
+// An alias is a reference to its anchor's node, so a document of aliases nesting aliases (a
+// "billion laughs") is small in memory but expands exponentially for every walk over it: the
+// walk counts the nodes it expands and refuses the document past kMaxYamlNodes, before any
+// reader walks it.
 void check_keys_unique(const YAML::Node& root, const std::string& file) {
   std::vector<std::pair<YAML::Node, std::string>> todo{{root, ""}};
+  int64_t expanded = 0;
   while (!todo.empty()) {
     auto [n, path] = todo.back();
     todo.pop_back();
+    if (++expanded > kMaxYamlNodes)
+      throw InputError(strcat(file, ":", n.Mark().line + 1, ": ", path.empty() ? "<root>" : path,
+                              ": the document expands to more than ", kMaxYamlNodes,
+                              " nodes (aliases nesting aliases?); no workbench file needs that many"));
     if (n.IsSequence()) {
       for (size_t i = 0; i < n.size(); ++i) todo.push_back({n[i], strcat(path, "[", i, "]")});
     } else if (n.IsMap()) {

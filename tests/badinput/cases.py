@@ -208,6 +208,15 @@ def deep_json(n):
     return "[" * n + "]" * n + "\n"
 
 
+def alias_bomb(levels=12, fan=9, head=""):
+    """A "billion laughs" document: each anchor a list of `fan` aliases of the one before, so
+    it is a few hundred bytes that expand to fan**levels nodes (9**12 ~ 2.8e11)."""
+    lines = [head + "a0: &a0 [lol]"]
+    for i in range(1, levels + 1):
+        lines.append("a%d: &a%d [%s]" % (i, i, ", ".join(["*a%d" % (i - 1)] * fan)))
+    return "\n".join(lines) + "\n"
+
+
 def no_file_written(key):
     def check(paths):
         return None
@@ -293,6 +302,16 @@ CASES = [
     Case("config_max_us_zero", 2, r"{f}:\d+: sim.max_us: value 0 out of range", ["check-config", "{f}"],
          {"f": append(CFG, "sim:\n  max_us: 0\n")}),
     Case("config_deep_nesting", 2, r"{f}", ["check-config", "{f}"], {"f": generated(lambda: deep_json(100000), ".yaml")}),
+    # A document that expands past kMaxYamlNodes is refused on load, in every YAML reader.
+    Case("config_alias_bomb", 2, r"{f}:\d+: .*expands to more than 1000000 nodes", ["check-config", "{f}"],
+         {"f": text(alias_bomb())}, timeout=20),
+    Case("workload_alias_bomb", 2, r"{f}:\d+: .*expands to more than 1000000 nodes", ["run", "{f}"],
+         {"f": text(alias_bomb(head="model: ln_gelu_add\n"))}, timeout=20),
+    Case("sweep_alias_bomb", 2, r"{f}:\d+: .*expands to more than 1000000 nodes",
+         ["sweep", "{f}", "-o", "{tmp}/out"], {"f": text(alias_bomb(head="base: lpu-small\n"))}, timeout=20),
+    Case("set_alias_bomb", 2, r"--set .*expands to more than 1000000 nodes",
+         ["check-config", CFG, "--set", "sim={" + alias_bomb().replace("\n", ", ").rstrip(", ") + "}"],
+         timeout=20),
     Case("config_hbm_scalar", 2, r"{f}:\d+: hbm: expected a mapping", ["check-config", "{f}"],
          {"f": text("clock_ghz: 1\ndevices: 1\nhbm: 5\n")}),
     Case("config_value_is_map", 2, r"{f}:\d+: clock_ghz: expected a scalar value", ["check-config", "{f}"],
