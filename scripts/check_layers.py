@@ -250,7 +250,7 @@ def cpp_files(root, top):
     return files
 
 
-def check_client(root, c, roots, layers, owner, exposed):
+def check_client(root, lf, c, roots, layers, owner, exposed):
     """The problems of one client: includes outside `uses` (and what it exposes), and any
     include that reaches a `never` header through the project's headers."""
     problems = []
@@ -302,7 +302,7 @@ def check_client(root, c, roots, layers, owner, exposed):
                                 f"a header '{c.name}' must never include")
     for d in c.uses:
         if d not in used:
-            problems.append(f"layers.txt:{c.line}: client '{c.name}' uses '{d}', but none of its files includes "
+            problems.append(f"{lf}:{c.line}: client '{c.name}' uses '{d}', but none of its files includes "
                             "one of its headers (drop it)")
     return problems
 
@@ -363,7 +363,7 @@ def check(root, layers_path, manifest=None):
                 problems.append(f"{lf}:{l.line}: layer '{name}' lists '{d}' as public, but only its .cpp files "
                                 "include it (make it private)")
     for c in clients:
-        problems += check_client(root, c, roots, layers, owner, exposed)
+        problems += check_client(root, lf, c, roots, layers, owner, exposed)
         files += [f for p in c.paths for f in cpp_files(root, p)]
     if manifest:
         with open(manifest, encoding="utf-8") as f:

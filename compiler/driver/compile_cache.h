@@ -129,7 +129,7 @@ class CompileCache {
     int64_t compulsory_hbm_bytes = 0;
   };
   std::vector<Symbolic> symbolic;
-  // Per key: {context below which no template is made, the length of that pause} (generate.cpp).
+  // Per key: {context below which no template is made, the length of that pause} (workbench/generate/generate.cpp).
   std::map<std::string, std::pair<int64_t, int64_t>> symbolic_backoff;
   size_t symbolic_capacity() const { return capacity_; }
 };
