@@ -1,6 +1,6 @@
 // Sweep YAML: loaded, validated against its base config, and expanded into points.
 #include "fuzz_util.h"
-#include "sweep_spec.h"
+#include "sweep/sweep_spec.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::string text(reinterpret_cast<const char*>(data), size);

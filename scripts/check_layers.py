@@ -13,6 +13,15 @@ fails `cmake --build` with the file, the line and the two layers:
 back-edge, "a private dependency of ..." for a header that includes what only its .cpp files
 may, "belongs to no layer" for a file no path of the layers file covers.
 
+The programs on top (apps/) are checked too, as clients: a `client` line names their paths, the
+layers they may include (`uses:`, and what those expose) and the system headers they must never
+reach (`never:`, e.g. SystemC's), directly or through any project header they include:
+
+  apps/lpu/main.cpp:3: client 'apps' includes "model/host.h" (sim/model/host.h) of layer 'sim',
+  which it does not use (apps -> uses: jobs generate sweep)
+  apps/lpu/main.cpp:3: client 'apps' includes "model/host.h" (sim/model/host.h), which brings in
+  <systemc> (sim/model/engine.h:5), a header 'apps' must never include
+
 Visibility follows CMake's PUBLIC/PRIVATE: a header may include its own layer and what its
 public layers expose (their public layers, transitively); a source file also its private
 layers and what those expose. Every C++ file under the include roots must belong to a layer,
@@ -41,6 +50,24 @@ NAME_RE = re.compile(r"^[a-z][a-z0-9_]*$")
 
 class LayersError(Exception):
     pass
+
+
+class Client:
+    """Files on top of every layer (a program): they may include the layers of `uses` and what
+    those expose, never a header that reaches a `never` header."""
+
+    def __init__(self, name, line):
+        self.name = name
+        self.line = line
+        self.paths = []
+        self.uses = []
+        self.never = []
+
+    def describe(self):
+        return f"{self.name} -> uses: " + " ".join(self.uses)
+
+    def forbids(self, spelled_name):
+        return any(spelled_name == n or (n.endswith("/") and spelled_name.startswith(n)) for n in self.never)
 
 
 class Layer:
@@ -75,11 +102,14 @@ def parse_layers(path, root):
                 records[-1][1].extend(text.split())
             else:
                 records.append((num, text.split()))
-    roots, layers, order = [], {}, []
+    roots, layers, order, clients = [], {}, [], []
     for num, tokens in records:
         head, rest = tokens[0], tokens[1:]
         if head == "roots":
             roots.extend(rest)
+            continue
+        if head == "client":
+            clients.append(parse_client(path, root, num, rest, layers))
             continue
         if not NAME_RE.match(head):
             raise LayersError(f"{path}:{num}: '{head}' is not a layer name ([a-z][a-z0-9_]*)")
@@ -120,7 +150,38 @@ def parse_layers(path, root):
             if key in owner:
                 raise LayersError(f"{path}: {p} is a path of both '{owner[key]}' and '{name}'")
             owner[key] = name
-    return roots, layers, order, owner
+    for c in clients:
+        for p in c.paths:
+            key = os.path.normpath(p)
+            if key in owner:
+                raise LayersError(f"{path}:{c.line}: {p} is a path of layer '{owner[key]}' and of client '{c.name}'")
+    return roots, layers, order, owner, clients
+
+
+def parse_client(path, root, num, tokens, layers):
+    """`client NAME [PATH...] uses: LAYER... [never: HEADER...]` (after the layers it uses); the
+    paths default to the directory NAME."""
+    if not tokens or not NAME_RE.match(tokens[0]):
+        raise LayersError(f"{path}:{num}: a client line is `client NAME [PATH...] uses: LAYER... [never: HEADER...]`")
+    c = Client(tokens[0], num)
+    target = c.paths
+    for tok in tokens[1:]:
+        if tok == "uses:":
+            target = c.uses
+        elif tok == "never:":
+            target = c.never
+        else:
+            target.append(tok)
+    c.paths = c.paths or [c.name]  # `client apps uses: ...`: the directory of that name
+    if not c.uses:
+        raise LayersError(f"{path}:{num}: client '{c.name}' needs `uses:` layers")
+    for dep in c.uses:
+        if dep not in layers:
+            raise LayersError(f"{path}:{num}: client '{c.name}' uses '{dep}', which is not a layer defined above it")
+    for p in c.paths:
+        if not os.path.exists(os.path.join(root, p)):
+            raise LayersError(f"{path}:{num}: client '{c.name}': path {p} does not exist")
+    return c
 
 
 def layer_of(rel, owner):
@@ -165,18 +226,92 @@ def resolve(root, including, kind, name, roots):
     return None  # a system or generated header
 
 
+def read_includes(root, rel):
+    """(line number, '"' or '<', name) of every #include of root/rel."""
+    out = []
+    with open(os.path.join(root, rel), encoding="utf-8", errors="replace") as f:
+        for num, line in enumerate(f, 1):
+            m = INCLUDE_RE.match(line)
+            if m:
+                out.append((num, m.group(1), m.group(2)))
+    return out
+
+
+def cpp_files(root, top):
+    """The C++ files under root/top (a directory or one file), repository-relative."""
+    if os.path.isfile(os.path.join(root, top)):
+        return [os.path.normpath(top)] if top.endswith(HEADER_EXT + SOURCE_EXT) else []
+    files = []
+    for dirpath, dirnames, filenames in os.walk(os.path.join(root, top)):
+        dirnames.sort()
+        for fn in sorted(filenames):
+            if fn.endswith(HEADER_EXT + SOURCE_EXT):
+                files.append(os.path.relpath(os.path.join(dirpath, fn), root))
+    return files
+
+
+def check_client(root, lf, c, roots, layers, owner, exposed):
+    """The problems of one client: includes outside `uses` (and what it exposes), and any
+    include that reaches a `never` header through the project's headers."""
+    problems = []
+    allowed = set()
+    for d in c.uses:
+        allowed |= {d} | exposed[d]
+    mine = [os.path.normpath(p) for p in c.paths]
+    reaches = {}  # project file -> (forbidden header, "file:line") or None
+
+    def forbidden_reach(rel, stack=()):
+        if rel in reaches:
+            return reaches[rel]
+        reaches[rel] = None  # a cycle of includes reaches nothing new
+        for num, kind, name in read_includes(root, rel):
+            if c.forbids(name):
+                reaches[rel] = (name, f"{rel}:{num}")
+                break
+            target = resolve(root, rel, kind, name, roots)
+            if target is not None and forbidden_reach(target):
+                reaches[rel] = reaches[target]
+                break
+        return reaches[rel]
+
+    used = set()
+    files = sorted({f for p in c.paths for f in cpp_files(root, p)})
+    for rel in files:
+        for num, kind, name in read_includes(root, rel):
+            spelled = f'"{name}"' if kind == '"' else f"<{name}>"
+            where = f"{rel}:{num}: client '{c.name}' includes {spelled}"
+            if c.forbids(name):
+                problems.append(f"{where}, a header '{c.name}' must never include")
+                continue
+            target = resolve(root, rel, kind, name, roots)
+            if target is None:
+                continue
+            if any(target == m or target.startswith(m + os.sep) for m in mine):
+                continue  # its own files are checked in their turn
+            dst = layer_of(target, owner)
+            if dst is None:
+                problems.append(f"{where} ({target}), which belongs to no layer")
+                continue
+            used.add(dst)
+            if dst not in allowed:
+                problems.append(f"{where} ({target}) of layer '{dst}', which it does not use ({c.describe()})")
+                continue
+            bad = forbidden_reach(target)
+            if bad:
+                problems.append(f"{where} ({target}), which brings in <{bad[0]}> ({bad[1]}), "
+                                f"a header '{c.name}' must never include")
+    for d in c.uses:
+        if d not in used:
+            problems.append(f"{lf}:{c.line}: client '{c.name}' uses '{d}', but none of its files includes "
+                            "one of its headers (drop it)")
+    return problems
+
+
 def check(root, layers_path, manifest=None):
-    roots, layers, order, owner = parse_layers(layers_path, root)
+    roots, layers, order, owner, clients = parse_layers(layers_path, root)
     exposed, usable, reach = visibility(layers, order)
     problems = []
-    files = []
-    for r in roots:
-        for dirpath, dirnames, filenames in os.walk(os.path.join(root, r)):
-            dirnames.sort()
-            for fn in sorted(filenames):
-                if fn.endswith(HEADER_EXT + SOURCE_EXT):
-                    files.append(os.path.relpath(os.path.join(dirpath, fn), root))
-    files = sorted(set(files))
+    files = sorted({f for r in roots for f in cpp_files(root, r)})
     includes = 0
     used = {name: {} for name in order}  # layer -> {layer it includes: included from a header?}
     for rel in files:
@@ -187,40 +322,35 @@ def check(root, layers_path, manifest=None):
             continue
         is_header = rel.endswith(HEADER_EXT)
         allowed = exposed[src_layer] if is_header else usable[src_layer]
-        with open(os.path.join(root, rel), encoding="utf-8", errors="replace") as f:
-            for num, line in enumerate(f, 1):
-                m = INCLUDE_RE.match(line)
-                if not m:
-                    continue
-                kind, name = m.group(1), m.group(2)
-                target = resolve(root, rel, kind, name, roots)
-                if target is None:
-                    continue
-                includes += 1
-                dst_layer = layer_of(target, owner)
-                spelled = f'"{name}"' if kind == '"' else f"<{name}>"
-                if dst_layer is None:
-                    problems.append(f"{rel}:{num}: layer '{src_layer}' includes {spelled} ({target}), "
-                                    "which belongs to no layer")
-                    continue
-                if dst_layer != src_layer:
-                    used[src_layer][dst_layer] = used[src_layer].get(dst_layer, False) or is_header
-                if dst_layer == src_layer or dst_layer in allowed:
-                    continue
-                head = (f"{rel}:{num}: layer '{src_layer}' includes {spelled} ({target}) "
-                        f"of layer '{dst_layer}'")
-                if src_layer in reach[dst_layer]:
-                    why = f"a layer above it ('{dst_layer}' depends on '{src_layer}')"
-                elif dst_layer in reach[src_layer]:
-                    if is_header and dst_layer in usable[src_layer]:
-                        why = (f"a private dependency of '{src_layer}': a header may include only what its "
-                               "public layers expose (make it public, or include it from the .cpp)")
-                    else:
-                        why = (f"which '{src_layer}' reaches only through private dependencies of its "
-                               f"layers (name '{dst_layer}' among the layers of '{src_layer}')")
+        for num, kind, name in read_includes(root, rel):
+            target = resolve(root, rel, kind, name, roots)
+            if target is None:
+                continue
+            includes += 1
+            dst_layer = layer_of(target, owner)
+            spelled = f'"{name}"' if kind == '"' else f"<{name}>"
+            if dst_layer is None:
+                problems.append(f"{rel}:{num}: layer '{src_layer}' includes {spelled} ({target}), "
+                                "which belongs to no layer")
+                continue
+            if dst_layer != src_layer:
+                used[src_layer][dst_layer] = used[src_layer].get(dst_layer, False) or is_header
+            if dst_layer == src_layer or dst_layer in allowed:
+                continue
+            head = (f"{rel}:{num}: layer '{src_layer}' includes {spelled} ({target}) "
+                    f"of layer '{dst_layer}'")
+            if src_layer in reach[dst_layer]:
+                why = f"a layer above it ('{dst_layer}' depends on '{src_layer}')"
+            elif dst_layer in reach[src_layer]:
+                if is_header and dst_layer in usable[src_layer]:
+                    why = (f"a private dependency of '{src_layer}': a header may include only what its "
+                           "public layers expose (make it public, or include it from the .cpp)")
                 else:
-                    why = f"which '{src_layer}' does not depend on"
-                problems.append(f"{head}, {why} ({layers[src_layer].describe()})")
+                    why = (f"which '{src_layer}' reaches only through private dependencies of its "
+                           f"layers (name '{dst_layer}' among the layers of '{src_layer}')")
+            else:
+                why = f"which '{src_layer}' does not depend on"
+            problems.append(f"{head}, {why} ({layers[src_layer].describe()})")
     # The DAG stays true: every dependency is used, and a public one from a header.
     lf = os.path.relpath(layers_path, root)
     for name in order:
@@ -232,6 +362,9 @@ def check(root, layers_path, manifest=None):
             elif d in l.public and not used[name][d]:
                 problems.append(f"{lf}:{l.line}: layer '{name}' lists '{d}' as public, but only its .cpp files "
                                 "include it (make it private)")
+    for c in clients:
+        problems += check_client(root, lf, c, roots, layers, owner, exposed)
+        files += [f for p in c.paths for f in cpp_files(root, p)]
     if manifest:
         with open(manifest, encoding="utf-8") as f:
             for num, line in enumerate(f, 1):
@@ -283,7 +416,7 @@ def main(argv):
         os.remove(args.stamp)
     try:
         if args.dag_only:
-            _, layers, order, _ = parse_layers(layers_path, root)
+            _, layers, order, _, _ = parse_layers(layers_path, root)
             if args.cmake_out:
                 write_cmake(args.cmake_out, layers, order)
             return 0

@@ -6,21 +6,25 @@ cd "$(dirname "$0")/.."
 FILES=(compiler/support/json_util.h compiler/support/json_util.cpp compiler/ops/*.h compiler/ops/*.cpp
        compiler/graph/attrs_json.h compiler/graph/attrs_json.cpp compiler/loopir/kernel.h fuzz/*.cpp fuzz/*.h
        sim/program_check.h sim/program_check.cpp compiler/loopir/parse.cpp compiler/loopir/verify.cpp
-       compiler/support/line_cursor.h tests/test_loopir_text.cpp apps/lpu/proc.h apps/lpu/proc.cpp
+       compiler/support/line_cursor.h tests/test_loopir_text.cpp workbench/process/proc.h workbench/process/proc.cpp
        sim/model/attribution.h sim/model/attribution.cpp
-       apps/lpu/op_class.h apps/lpu/op_class.cpp apps/lpu/roofline.h apps/lpu/roofline.cpp tests/test_roofline.cpp tests/test_isu.cpp
+       workbench/jobs/op_class.h workbench/jobs/op_class.cpp workbench/jobs/roofline.h workbench/jobs/roofline.cpp tests/test_roofline.cpp tests/test_isu.cpp
        compiler/codegen/column_split.h compiler/codegen/column_split.cpp
        compiler/codegen/tile_plan.h compiler/codegen/tile_plan.cpp tests/test_column_tiling.cpp
        compiler/codegen/tile_footprint.h compiler/codegen/tile_footprint.cpp compiler/codegen/region_allocator.h tests/test_tile_footprint.cpp
        compiler/handlers/triton_*.h compiler/handlers/triton_*.cpp compiler/handlers/torch_*.h compiler/handlers/torch_*.cpp tests/test_triton.cpp compiler/schedule/verify_schedule.cpp
        compiler/isa/program_template.h compiler/isa/program_template.cpp compiler/isa/program_fields.h compiler/isa/program_fields.cpp
-       compiler/isa/layer_template.h compiler/isa/layer_template.cpp apps/lpu/regional.h apps/lpu/regional.cpp tests/test_regional.cpp
-       apps/lpu/generate.h apps/lpu/generate.cpp apps/lpu/progress.h apps/lpu/progress.cpp tests/test_generate.cpp
+       compiler/isa/layer_template.h compiler/isa/layer_template.cpp workbench/generate/regional.h workbench/generate/regional.cpp tests/test_regional.cpp
+       workbench/generate/generate.h workbench/generate/generate.cpp workbench/process/progress.h workbench/process/progress.cpp tests/test_generate.cpp
        tuner/*.h tuner/*.cpp tests/test_tuner.cpp sim/energy.h sim/energy.cpp tests/test_energy.cpp
        tests/test_workload_keys.cpp tests/legacy_transformer.h
        compiler/graph/collective.h compiler/graph/collective.cpp compiler/codegen/collective.h compiler/codegen/collective.cpp
        compiler/workload/tensor_parallel.h compiler/workload/tensor_parallel.cpp tests/test_tensor_parallel.cpp
-       sim/model/esl_link.h sim/model/esl_link.cpp sim/device_symmetry.h sim/device_symmetry.cpp)
+       sim/model/esl_link.h sim/model/esl_link.cpp sim/device_symmetry.h sim/device_symmetry.cpp
+       apps/lpu/*.h apps/lpu/*.cpp sim/host_pricing.h sim/host_pricing.cpp compiler/driver/compile_cache.h
+       compiler/driver/compile_cache.cpp workbench/jobs/{cli_support,run_report,compare,backends,triton_data,listings}.h
+       workbench/jobs/{cli_support,run_report,compare,backends,triton_data,listings,scalar_json}.cpp
+       workbench/jobs/scalar_json.h workbench/sweep/sweep.cpp workbench/sweep/sweep_slurm.cpp workbench/sweep/sweep_merge.cpp)
 # A merge that left conflict markers in any tracked file (one reached the README once).
 if git grep -n -E '^(<<<<<<<|>>>>>>>) [^ ]' -- . 2>/dev/null; then
   echo "format-check: merge conflict markers above" >&2

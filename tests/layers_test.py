@@ -2,13 +2,15 @@
 """The layer check (layers.txt, scripts/check_layers.py) catches what it is for.
 
   layers_test.py check SRC [MANIFEST]
-      the repository passes; then, in copies of compiler/, sim/ and layers.txt, each planted
+      the repository passes; then, in copies of the layered trees, apps/ and layers.txt, each planted
       include against the DAG (a back-edge, an include of a layer not depended on, the same
       in <...> spelling, a header including a private layer, a layer seen only through a
       private one, a file in no layer), a layers file with a cycle, with a dependency nothing
       uses or a public one only .cpp files use, and a manifest that puts a source in the
       wrong library each fail with the message that names the file, the line and the layers
-      -- and with nothing else.
+      -- and with nothing else. The programs (apps/, a `client` of layers.txt) too: an include
+      of a layer they do not use, a SystemC header included directly, and one reached through
+      a simulator header each fail.
   layers_test.py build SRC CMAKE GENERATOR
       a copy of the project configures and its layer check builds; with a back-edge planted,
       `cmake --build` of a layer library fails with the checker's message before that
@@ -68,7 +70,7 @@ def case(src, script, name, mutate, message, rc=1, extra=()):
     tmp = tempfile.mkdtemp(prefix="lpu-layers-")
     failed_before = len(FAILED)
     try:
-        copy_tree(src, tmp, ["layers.txt", "compiler", "sim", "tuner"])
+        copy_tree(src, tmp, ["layers.txt", "compiler", "sim", "tuner", "workbench", "apps"])
         message = mutate(tmp, message)
         r = checker(script, tmp, *[e.replace("@TMP@", tmp) for e in extra])
         expect(r.returncode == rc, f"{name}: exit status {rc} (got {r.returncode})")
@@ -137,6 +139,26 @@ def check_mode(src, manifest):
         return msg
     case(src, script, "a file in no layer", no_layer, "compiler/newstage/stage.h: belongs to no layer")
 
+    def app_sees_handlers(tmp, msg):
+        n = plant(tmp, "apps/lpu/cmd_run.cpp", '#include "handlers/counting.h"', after_line=2)
+        return msg.format(n)
+    case(src, script, "apps -> a layer below the top ones", app_sees_handlers,
+         "apps/lpu/cmd_run.cpp:{}: client 'apps' includes \"handlers/counting.h\" (compiler/handlers/counting.h) "
+         "of layer 'handlers', which it does not use (apps -> uses: jobs generate sweep)")
+
+    def app_includes_systemc(tmp, msg):
+        n = plant(tmp, "apps/lpu/main.cpp", "#include <systemc>", after_line=4)
+        return msg.format(n)
+    case(src, script, "apps include a SystemC header", app_includes_systemc,
+         "apps/lpu/main.cpp:{}: client 'apps' includes <systemc>, a header 'apps' must never include")
+
+    def app_reaches_systemc(tmp, msg):
+        n = plant(tmp, "apps/lpu/cmd_sim.cpp", '#include "model/host.h"', after_line=2)
+        return msg.format(n)
+    case(src, script, "apps reach SystemC through a simulator header", app_reaches_systemc,
+         # (which simulator header names SystemC first is the simulator's business)
+         "apps/lpu/cmd_sim.cpp:{}: client 'apps' includes \"model/host.h\" (sim/model/host.h), which brings in <")
+
     def edit_layers(old, new):
         def mutate(tmp, msg):
             path = os.path.join(tmp, "layers.txt")
@@ -171,9 +193,9 @@ def build_mode(src, cmake, generator):
     tmp = tempfile.mkdtemp(prefix="lpu-layers-build-")
     try:
         tree, build = os.path.join(tmp, "src"), os.path.join(tmp, "build")
-        # apps/lpu compiles in the op-class table of the reports (reports/op_classes.json).
+        # workbench/jobs compiles in the op-class table of the reports (reports/op_classes.json).
         copy_tree(src, tree, ["CMakeLists.txt", "cmake", "layers.txt", "scripts/check_layers.py", "compiler", "sim", "tuner",
-                              "apps", "reports/op_classes.json"])
+                              "workbench", "apps", "reports/op_classes.json"])
         r = run([cmake, "-S", tree, "-B", build, "-G", generator, "-DLPU_BUILD_TESTS=OFF", "-DLPU_WITH_RTL=OFF",
                  "-DCMAKE_BUILD_TYPE=Release"])
         expect(r.returncode == 0, "a copy of the project configures")

@@ -8,7 +8,7 @@
 #include "codegen/column_split.h"
 #include "codegen/lpu_codegen.h"
 #include "driver/compile.h"
-#include "jobs.h"
+#include "jobs/jobs.h"
 #include "schedule/schedule.h"
 #include "support/error.h"
 #include "test_util.h"

@@ -2,7 +2,7 @@
 // -> LPU program -> SystemC model, in functional and timing mode.
 #include <gtest/gtest.h>
 
-#include "jobs.h"
+#include "jobs/jobs.h"
 #include "test_util.h"
 #include "ref/reference.h"
 #include "workload/workload.h"

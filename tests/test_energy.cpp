@@ -11,9 +11,9 @@
 #include <fstream>
 #include <sstream>
 
-#include "generate.h"
+#include "generate/generate.h"
 #include "isa/program.h"
-#include "jobs.h"
+#include "jobs/jobs.h"
 #include "simulator.h"
 #include "support/error.h"
 #include "test_util.h"

@@ -18,7 +18,7 @@
 #include <sstream>
 
 #include "graph/ops.h"
-#include "jobs.h"
+#include "jobs/jobs.h"
 
 using namespace lpu;
 namespace fs = std::filesystem;

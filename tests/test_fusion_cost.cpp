@@ -10,7 +10,7 @@
 #include <unistd.h>
 
 #include "codegen/lpu_codegen.h"
-#include "jobs.h"
+#include "jobs/jobs.h"
 #include "support/error.h"
 #include "workload/workload.h"
 

@@ -4,7 +4,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "jobs.h"
+#include "jobs/jobs.h"
 #include "policy_registry.h"
 #include "support/error.h"
 #include "workload/workload.h"

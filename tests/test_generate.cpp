@@ -1,4 +1,4 @@
-// `lpu generate` in process (apps/lpu/generate.h): the step sequence, the percentiles, the
+// `lpu generate` in process (workbench/generate/generate.h): the step sequence, the percentiles, the
 // compile cache (exact hits, counted), the checks on the lengths, and each step against the
 // same step run on its own (run_job). The CLI side is tests/generate_test.py.
 #include <gmock/gmock.h>
@@ -6,7 +6,7 @@
 
 #include <sstream>
 
-#include "generate.h"
+#include "generate/generate.h"
 #include "ref/reference.h"
 #include "support/error.h"
 #include "test_util.h"

@@ -5,7 +5,7 @@
 
 #include "handlers/cpp_source.h"
 #include "isa/encoding.h"
-#include "jobs.h"
+#include "jobs/jobs.h"
 #include "test_util.h"
 #include "ref/reference.h"
 #include "support/error.h"

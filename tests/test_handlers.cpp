@@ -8,7 +8,7 @@
 #include "handlers/counting.h"
 #include "handlers/cpp_source.h"
 #include "handlers/interpreter.h"
-#include "jobs.h"
+#include "jobs/jobs.h"
 #include "ref/reference.h"
 #include "test_programs.h"
 #include "workload/transformer.h"

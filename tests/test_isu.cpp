@@ -11,8 +11,8 @@
 
 #include "config/arch_config.h"
 #include "isa/program.h"
-#include "jobs.h"
-#include "roofline.h"
+#include "jobs/jobs.h"
+#include "jobs/roofline.h"
 #include "simulator.h"
 #include "support/error.h"
 #include "workload/workload.h"

@@ -2,7 +2,7 @@
 // busy time is reported apart, and the HBM, DMA and engine figures agree with each other.
 #include <gtest/gtest.h>
 
-#include "jobs.h"
+#include "jobs/jobs.h"
 #include "workload/workload.h"
 
 using namespace lpu;

@@ -1,11 +1,11 @@
-// Regional compilation (isa/layer_template.h, apps/lpu/regional.h): the program derived from
+// Regional compilation (isa/layer_template.h, generate/regional.h): the program derived from
 // the 3- and 4-layer compiles equals the whole model compiled, instruction for instruction.
 #include <gtest/gtest.h>
 
+#include "generate/regional.h"
 #include "isa/layer_template.h"
 #include "isa/program_fields.h"
-#include "jobs.h"
-#include "regional.h"
+#include "jobs/jobs.h"
 #include "test_util.h"
 
 using namespace lpu;

@@ -6,9 +6,9 @@
 #include <algorithm>
 #include <set>
 
-#include "jobs.h"
-#include "op_class.h"
-#include "roofline.h"
+#include "jobs/jobs.h"
+#include "jobs/op_class.h"
+#include "jobs/roofline.h"
 #include "workload/workload.h"
 
 using namespace lpu;

@@ -10,9 +10,9 @@
 #include <sstream>
 
 #include "support/error.h"
-#include "sweep_layout.h"
-#include "sweep_spec.h"
-#include "sweep_store.h"
+#include "sweep/sweep_layout.h"
+#include "sweep/sweep_spec.h"
+#include "sweep/sweep_store.h"
 
 using namespace lpu;
 using ::testing::ElementsAre;

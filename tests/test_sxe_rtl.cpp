@@ -5,7 +5,7 @@
 #include <chrono>
 #include <cmath>
 
-#include "jobs.h"
+#include "jobs/jobs.h"
 #include "support/error.h"
 
 using namespace lpu;

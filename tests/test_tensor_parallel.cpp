@@ -8,7 +8,7 @@
 #include "device_symmetry.h"
 #include "graph/collective.h"
 #include "graph/ops.h"
-#include "jobs.h"
+#include "jobs/jobs.h"
 #include "passes/passes.h"
 #include "ref/reference.h"
 #include "support/error.h"

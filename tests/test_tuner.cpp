@@ -3,10 +3,10 @@
 // CLI, sweeps and benches accept.
 #include <gtest/gtest.h>
 
-#include "jobs.h"
+#include "jobs/jobs.h"
 #include "policy_registry.h"
 #include "support/error.h"
-#include "sweep_spec.h"
+#include "sweep/sweep_spec.h"
 #include "workload/workload.h"
 
 using namespace lpu;

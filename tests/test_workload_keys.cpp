@@ -9,7 +9,7 @@
 #include <fstream>
 
 #include "graph/graph.h"
-#include "jobs.h"
+#include "jobs/jobs.h"
 #include "legacy_transformer.h"
 #include "passes/passes.h"
 #include "ref/reference.h"

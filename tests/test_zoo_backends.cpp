@@ -17,7 +17,7 @@
 #include "handlers/cpp_source.h"
 #include "handlers/interpreter.h"
 #include "isa/program.h"
-#include "jobs.h"
+#include "jobs/jobs.h"
 #include "ref/reference.h"
 
 using namespace lpu;

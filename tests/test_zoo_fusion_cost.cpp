@@ -7,7 +7,7 @@
 
 #include <filesystem>
 
-#include "jobs.h"
+#include "jobs/jobs.h"
 #include "workload/workload.h"
 
 using namespace lpu;

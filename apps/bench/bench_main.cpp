@@ -10,7 +10,9 @@
 //   6. energy: every LLM decode step's energy per token (greedy), split per engine (README "Energy").
 //   7. tp: tensor-parallel scaling of the large decoders on 1, 2, 4 and 8 devices
 //      (docs/tensor-parallel.md): ms/token, speedup per doubling, ESL bytes, exposed sync.
-// Usage: build/lpu-bench [policies|simulator|hbm|schedule|compile|roofline|energy|tp|all] [--arch NAME] [--context N]
+//   8. backends: every `--emit` backend of the registry (jobs/backends.h) on one decode step:
+//      wall time and size of what it renders.
+// Usage: build/lpu-bench [policies|simulator|hbm|schedule|compile|roofline|energy|tp|backends|all] [--arch NAME] [--context N]
 #include <sys/resource.h>
 
 #include <chrono>
@@ -19,12 +21,13 @@
 #include <iostream>
 #include <string>
 
-#include "generate.h"
+#include "generate/generate.h"
 #include "graph/graph.h"
-#include "jobs.h"
+#include "jobs/backends.h"
+#include "jobs/jobs.h"
 #include "policy_registry.h"
-#include "regional.h"
-#include "roofline.h"
+#include "generate/regional.h"
+#include "jobs/roofline.h"
 #include "support/error.h"
 
 using namespace lpu;
@@ -337,11 +340,32 @@ void hbm(const ArchConfig& base) {
             << format_table({"dma_engines", "access", "achieved_GB/s", "of_peak", "burst_overhead"}, rows);
 }
 
+// Every backend of the --emit registry on one decode step (the program compiled once).
+void emit_backends(const ArchConfig& arch) {
+  WorkloadSpec w = resolve_workload("opt-1.3b-decode");
+  Compilation c = compile_graph(build_graph(w), compile_options_for(arch, "greedy"));
+  EmitContext ctx{w, c, arch};
+  std::vector<std::vector<std::string>> rows;
+  for (const auto& b : backends()) {
+    if (!b.render) {
+      rows.push_back({b.name, "-", "-", "writes its files itself"});
+      continue;
+    }
+    auto t0 = std::chrono::steady_clock::now();
+    std::string text = b.render(ctx);
+    double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    rows.push_back({b.name, fmt("%.1f", ms), format_bytes(static_cast<double>(text.size())), b.files.front()});
+  }
+  std::cout << "--emit backends on " << w.name << " (greedy) on " << arch.name << "\n"
+            << format_table({"backend", "ms", "size", "file"}, rows);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   const char* usage =
-      "usage: lpu-bench [policies|simulator|hbm|schedule|compile|roofline|energy|tp|generate|all] [--arch NAME] [--context N]\n"
+      "usage: lpu-bench [policies|simulator|hbm|schedule|compile|roofline|energy|tp|generate|backends|all] [--arch NAME] "
+      "[--context N]\n"
       "  policies   every LLM decode step under every policy of the registry (minutes)\n"
       "  simulator  simulator speed on OPT-1.3B and OPT-30B decode steps\n"
       "  hbm        HBM calibration: bandwidth by transfer size, shape and DMA engines\n"
@@ -351,6 +375,7 @@ int main(int argc, char** argv) {
       "  energy     every LLM decode step's energy per token, split per engine (greedy)\n"
       "  tp         tensor parallelism: OPT-6.7B..66B, LLaMA-2-70B on 1, 2, 4, 8 devices (minutes)\n"
       "  generate   whole generations (32 + 2016 tokens) against their wall-time targets (minutes)\n"
+      "  backends   every --emit backend on an OPT-1.3B decode step: render time and size\n"
       "  all        hbm, simulator, policies and roofline (the default)\n";
   std::string what = "all";
   std::string arch_name = "lpu-asic";
@@ -365,7 +390,7 @@ int main(int argc, char** argv) {
       arch_name = argv[++i];
     } else if (a == "--context" && i + 1 < argc) {
       context = std::stoll(argv[++i]);
-    } else if (a == "roofline" || a == "policies" || a == "simulator" || a == "hbm" || a == "schedule" || a == "compile" || a == "energy" || a == "tp" || a == "generate" ||
+    } else if (a == "roofline" || a == "policies" || a == "simulator" || a == "hbm" || a == "schedule" || a == "compile" || a == "energy" || a == "tp" || a == "generate" || a == "backends" ||
                a == "all") {
       what = a;
     } else {
@@ -383,6 +408,7 @@ int main(int argc, char** argv) {
     if (what == "energy") energy(arch);
     if (what == "tp") tensor_parallel(arch);
     if (what == "generate") generation();
+    if (what == "backends") emit_backends(arch);
     if (what == "roofline" || what == "all") roofline(arch, context);
   } catch (const std::exception& e) {
     std::cerr << "error: " << e.what() << "\n";

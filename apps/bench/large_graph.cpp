@@ -10,7 +10,7 @@
 #include <iostream>
 
 #include "io/graph_file.h"
-#include "jobs.h"
+#include "jobs/jobs.h"
 #include "support/error.h"
 #include "support/units.h"
 

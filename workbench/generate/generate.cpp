@@ -1,0 +1,778 @@
+#include "generate/generate.h"
+
+#include <algorithm>
+#include <cmath>
+#include <set>
+#include <sstream>
+
+#include "codegen/lpu_codegen.h"
+#include "device_symmetry.h"
+#include "policy_registry.h"
+#include "process/progress.h"
+#include "support/error.h"
+#include "workload/tensor_parallel.h"
+#include "workload/transformer.h"
+
+namespace lpu {
+
+LatencySummary summarize_latencies(std::vector<double> v) {
+  LatencySummary s;
+  s.count = v.size();
+  if (v.empty()) return s;
+  std::sort(v.begin(), v.end());
+  double sum = 0;
+  for (double x : v) sum += x;
+  s.mean = sum / static_cast<double>(v.size());
+  auto rank = [&](double p) {
+    auto r = static_cast<size_t>(std::ceil(p / 100.0 * static_cast<double>(v.size())));
+    return v[std::clamp<size_t>(r, 1, v.size()) - 1];
+  };
+  s.p50 = rank(50);
+  s.p99 = rank(99);
+  s.min = v.front();
+  s.max = v.back();
+  return s;
+}
+
+namespace {
+
+// RankTemplates::make, and whether the other devices run device 0's programs rotated: that
+// check is the simulator's (sim/device_symmetry.h), which the compiler's cache cannot make.
+std::optional<RankTemplates> make_rank_templates(const CompiledStep& a, int64_t sa, const CompiledStep& b, int64_t sb,
+                                                 int64_t hbm_alignment, std::string& why) {
+  auto t = RankTemplates::make(a, sa, b, sb, hbm_alignment, why);
+  if (t && t->devices() > 1) {
+    std::vector<const Program*> bases;
+    for (size_t r = 1; r < t->devices(); ++r) bases.push_back(&t->base(r));
+    t->set_rotations(t->same_symbolic_part_everywhere() &&
+                     rotation_asymmetry(t->base(0), bases, static_cast<int>(t->devices())).empty());
+  }
+  return t;
+}
+
+// Step k's workload: the prefill of the prompt, or one decode step at its context.
+WorkloadSpec step_workload(const WorkloadSpec& w, int64_t prompt_len, int64_t k) {
+  WorkloadSpec s = w;
+  s.phase = k == 1 ? "prefill" : "decode";
+  s.seq_len = k == 1 ? prompt_len : 1;
+  s.context = k == 1 ? 0 : prompt_len + k - 2;
+  return s;
+}
+
+// Everything build_graph and compile_graph read. The search policy simulates its candidates,
+// so with it the whole architecture is part of the key too.
+std::string cache_key(const WorkloadSpec& s, const CompileOptions& co, const ArchConfig& arch) {
+  std::string k =
+      strcat("name=", s.name, ";model=", s.model, ";phase=", s.phase, ";batch=", s.batch, ";seq_len=", s.seq_len,
+             ";context=", s.context, ";layers=", s.layers, ";dtype=", dtype_name(s.dtype));
+  for (const auto& [p, v] : s.params) k += strcat(";", p, "=", v);
+  if (s.decoder) k += ";decoder=" + describe_decoder(*s.decoder);
+  k += strcat(";fusion=", co.fusion, ";lmu_fraction=", co.fusion_lmu_fraction, ";lmu_bytes=", co.codegen.lmu_bytes,
+              ";double_buffer=", co.codegen.double_buffer, ";hbm_alignment=", co.codegen.hbm_alignment,
+              ";max_tile_rows=", co.codegen.max_tile_rows, ";fold_loops=", co.codegen.fold_loops,
+              ";break=", co.break_on_unsupported);
+  for (const auto& op : co.unsupported_ops) k += ";unsupported=" + op;
+  if (co.fusion == "search") k += ";arch=" + arch_to_json(arch).dump();
+  return k;
+}
+
+// A length: the flag, else the workload's key, else the default; with where it came from.
+int64_t resolve_length(const std::optional<int64_t>& flag, int64_t key, int64_t dflt, const std::string& name,
+                       const std::string& flag_name, const WorkloadSpec& w, std::string& source) {
+  if (flag) {
+    source = flag_name;
+    if (*flag < 1 || *flag > (int64_t{1} << 24))
+      throw InputError(strcat(name, ": ", flag_name, " ", *flag, " out of range 1 .. ", int64_t{1} << 24));
+    return *flag;
+  }
+  source = key ? w.file : "default";
+  return key ? key : dflt;
+}
+
+// The HBM a step needs on one device: its graph's inputs and weights, the same criterion as
+// `lpu run` (run_job). The KV cache is the placeholders named *_cache.
+struct HbmNeed {
+  double total = 0, kv_cache = 0, weights = 0;
+};
+HbmNeed hbm_need(const Graph& g) {
+  HbmNeed n;
+  for (const auto& node : g.nodes()) {
+    if (node.kind != NodeKind::Placeholder && node.kind != NodeKind::Parameter) continue;
+    auto b = static_cast<double>(node.type.bytes());
+    n.total += b;
+    if (node.kind == NodeKind::Parameter)
+      n.weights += b;
+    else if (node.name.size() > 6 && node.name.compare(node.name.size() - 6, 6, "_cache") == 0)
+      n.kv_cache += b;
+  }
+  return n;
+}
+
+void check_fits(const WorkloadSpec& w, const ArchConfig& arch, const WorkloadSpec& step, const std::string& key,
+                const std::string& what, int64_t devices = 1) {
+  // With tensor parallelism, rank 0's share (the largest: the vocabulary may split unevenly).
+  HbmNeed n = hbm_need(devices > 1 ? build_rank_graphs(step, devices).front() : build_graph(step));
+  double cap = arch.hbm.capacity_gib * 1024.0 * 1024.0 * 1024.0;
+  if (n.total <= cap) return;
+  // Weights alone too big: no length would fit, so the lengths are not to blame.
+  const std::string& k = n.weights > cap ? w.name : key;
+  throw InputError(strcat(
+      k, ": ", what, " needs ", static_cast<int64_t>(n.total), " bytes (", format_bytes(n.total), ") of HBM: KV cache ",
+      static_cast<int64_t>(n.kv_cache), " bytes (", format_bytes(n.kv_cache), "), weights ",
+      static_cast<int64_t>(n.weights), " bytes, other inputs ", static_cast<int64_t>(n.total - n.kv_cache - n.weights),
+      " bytes; but ", arch.name, " has hbm.capacity_gib = ", arch.hbm.capacity_gib, " GiB (", static_cast<int64_t>(cap),
+      " bytes) per device", devices > 1 ? strcat(" (devices = ", devices, ")") : std::string(), ": it would need ",
+      static_cast<int64_t>(std::ceil(n.total / cap)) * devices, " devices (--set devices=N, tensor parallelism)"));
+}
+
+// A graph file that is one decode step against a static KV cache: what transformers'
+// TorchExportableModuleWithStaticCache exports (docs/generate.md, "Graph files"). The exporter
+// records the cache writes in meta.buffer_writes; each names a placeholder of shape
+// [batch, kv_heads, max_cache_len, head_dim], and the graph takes one token per call.
+StaticKvCache static_kv_cache_of(const WorkloadSpec& w) {
+  const std::string& path = w.graph;
+  GraphFile f = load_graph_file(path);
+  const auto none = [&](const std::string& why) {
+    return InputError(strcat(path,
+                             ": generate takes a built-in LLM or a graph file of one decode step against a static KV "
+                             "cache (transformers' TorchExportableModuleWithStaticCache, exported by lpu_frontend.hf."
+                             "export_decode); this graph ",
+                             why));
+  };
+  auto bw = f.meta.find("buffer_writes");
+  if (bw == f.meta.end() || !bw->is_array() || bw->empty())
+    throw none("has no meta.buffer_writes (the KV cache writes the exporter records)");
+  StaticKvCache c;
+  for (const auto& e : *bw) {
+    if (!e.is_object() || !e.contains("buffer") || !e["buffer"].is_string())
+      throw none("has a meta.buffer_writes entry without a \"buffer\" name");
+    const std::string b = e["buffer"].get<std::string>();
+    const Node* n = nullptr;
+    for (const auto& node : f.graph.nodes())
+      if (node.name == b && node.kind == NodeKind::Placeholder) n = &node;
+    if (!n) throw none(strcat("writes buffer ", b, " (meta.buffer_writes), which is no input of the graph"));
+    if (n->type.shape.size() != 4)
+      throw none(strcat("has KV cache ", b, " of shape ", n->type.shape.size(), "-d; expected [batch, kv_heads, ",
+                        "max_cache_len, head_dim]"));
+    const int64_t len = n->type.shape[2];
+    if (c.max_cache_len && len != c.max_cache_len)
+      throw none(
+          strcat("has KV caches of different lengths: ", c.buffer, " holds ", c.max_cache_len, ", ", b, " ", len));
+    if (!c.max_cache_len) c.buffer = b;
+    c.max_cache_len = len;
+    ++c.buffers;
+  }
+  for (const auto& node : f.graph.nodes())
+    if (node.kind == NodeKind::Placeholder && (node.name == "input_ids" || node.name == "inputs_embeds") &&
+        node.type.shape.size() >= 2 && node.type.shape[1] != 1)
+      throw none(strcat("takes ", node.type.shape[1], " tokens per call (", node.name, "); a decode step takes 1"));
+  return c;
+}
+
+// One generation in progress: the request, the result being filled, and the phases of
+// run_generate as methods over them: validate (lengths, devices, HBM), compile a step
+// (exactly cached, symbolic or fresh), simulate it, record it.
+class Generation {
+ public:
+  using Entry = std::shared_ptr<const CompileCache::Entry>;
+  Generation(const WorkloadSpec& w, const ArchConfig& arch, const GenerateOptions& o, CompileCache& cache)
+      : w_(w), arch_(arch), o_(o), cache_(cache) {}
+  GenerateResult run();
+
+ private:
+  void validate();
+  void check_lengths(const TransformerShape* m, const std::string& prompt_src, const std::string& gen_src);
+  void plan();
+  Program compile_rank(const WorkloadSpec& s, CompileCache::Entry& e);
+  Entry compile_step(const WorkloadSpec& s);
+  void explain(const std::string& line) {
+    if (o_.explain) *o_.explain << "[recompiles] " << line << "\n";
+  }
+  Entry instantiated(const CompileCache::Symbolic& t, int64_t context, bool& inst);
+  Entry symbolic_step(const WorkloadSpec& s, int64_t k, int64_t max_context, bool& inst);
+  Entry new_template(const WorkloadSpec& s, const std::string& key, const std::string& where, int64_t max_context,
+                     Entry failed_probe, int64_t failed_at);
+  Entry step_program(const WorkloadSpec& s, int64_t k, GenerateStep& st);
+  const SimStats& simulate_step(const Entry& e, GenerateStep& st);
+  void run_step(int64_t k);
+
+  const WorkloadSpec& w_;
+  const ArchConfig& arch_;
+  const GenerateOptions& o_;
+  CompileCache& cache_;
+  GenerateResult r_;
+  // A graph file: every step runs the same decode-step program (graph_step below).
+  std::optional<StaticKvCache> graph_cache_;
+  int64_t devices_ = 1;
+  CompileOptions co_;
+  bool symbolic_ = false;
+  int64_t last_context_ = 0;
+  std::unique_ptr<Progress> progress_;
+  // Statistics of the last program simulated: a step whose program is the same (cached) one gets
+  // them again. The simulator is deterministic and a timing run reads no data, so simulating it
+  // again would give the same figures.
+  Entry last_simulated_;
+  SimStats last_stats_;
+};
+
+// The lengths against the graph's static KV cache or the model's positions.
+void Generation::check_lengths(const TransformerShape* m, const std::string& prompt_src, const std::string& gen_src) {
+  GenerateResult& r = r_;
+  if (graph_cache_) {
+    // The tokens fed through the graph: the prompt and every generated one but the last; each
+    // takes a cache slot.
+    const int64_t need = r.prompt_len + r.gen_len - 1;
+    if (need > graph_cache_->max_cache_len) {
+      bool prompt_alone = r.prompt_len >= graph_cache_->max_cache_len;
+      throw InputError(strcat(prompt_alone ? "prompt_len" : "gen_len", " (", prompt_alone ? prompt_src : gen_src,
+                              "): prompt_len ", r.prompt_len, " + gen_len ", r.gen_len, " feeds ", need,
+                              " tokens through the graph, but its static KV cache (", graph_cache_->buffer, ") holds ",
+                              graph_cache_->max_cache_len, " (max_cache_len; at most ",
+                              std::max<int64_t>(graph_cache_->max_cache_len - r.prompt_len + 1, 0),
+                              " generated tokens after a ", r.prompt_len, "-token prompt)"));
+    }
+    check_fits(w_, arch_, w_, w_.name, "one decode step of the graph");
+  } else if (r.prompt_len + r.gen_len > m->max_position) {
+    // The sequence at the end holds prompt_len + gen_len tokens (the last one is produced, never
+    // fed back): it must fit the model's positions.
+    bool prompt_alone = r.prompt_len >= m->max_position;  // no room for even one generated token
+    std::string key = prompt_alone ? "prompt_len" : "gen_len";
+    const std::string& src = prompt_alone ? prompt_src : gen_src;
+    std::string room =
+        prompt_alone
+            ? strcat("a prompt must leave room for one generated token: prompt_len < ", m->max_position)
+            : strcat("at most ", m->max_position - r.prompt_len, " tokens after a ", r.prompt_len, "-token prompt");
+    throw InputError(strcat(key, " (", src, "): prompt_len ", r.prompt_len, " + gen_len ", r.gen_len, " = ",
+                            r.prompt_len + r.gen_len, " tokens is beyond ", m->name, "'s max_position ",
+                            m->max_position, " (", room, ")"));
+  }
+}
+
+// Everything that can be refused is, before anything is compiled.
+void Generation::validate() {
+  const WorkloadSpec& w = w_;
+  if (!w.graph.empty()) graph_cache_ = static_kv_cache_of(w);
+  const TransformerShape* m = decoder_of(w);
+  if (!m && !graph_cache_) {
+    std::string all;
+    for (const auto& s : transformer_shapes()) all += (all.empty() ? "" : ", ") + s.name;
+    throw InputError(strcat("generate: workload ", w.name, " is not a built-in LLM (", all,
+                            ", or model: ", kDecoderModel, " with its keys)"));
+  }
+  // batch > 1: every step runs the batch's sequences together (one context for all of them).
+  GenerateResult& r = r_;
+  r.workload = w;
+  r.arch = arch_;
+  r.fusion = o_.fusion;
+  std::string prompt_src, gen_src;
+  r.prompt_len = resolve_length(o_.prompt_len, w.prompt_len, GenerateOptions::kDefaultPromptLen, "prompt_len",
+                                "--prompt-len", w, prompt_src);
+  r.gen_len =
+      resolve_length(o_.gen_len, w.gen_len, GenerateOptions::kDefaultGenLen, "gen_len", "--gen-len", w, gen_src);
+  // devices > 1: tensor parallelism, each rank's graph compiled (workload/tensor_parallel.h).
+  devices_ = std::max<int64_t>(arch_.devices, 1);
+  if (devices_ > 1 && graph_cache_) build_rank_graphs(w, devices_);  // refuses a graph file, naming it
+  if (devices_ > 1 && require_policy(o_.fusion).simulates)
+    throw InputError(strcat("--fusion ", o_.fusion, ": the tuner searches one device's program; with devices = ",
+                            devices_, " use a fixed policy (greedy, none)"));
+  r.devices = devices_;
+  r.static_kv_cache = graph_cache_;
+  check_lengths(m, prompt_src, gen_src);
+  // The largest steps (the prefill, the last decode step: a decode step's inputs grow with its
+  // context) must fit one device, checked before anything is compiled.
+  if (!graph_cache_)
+    check_fits(w, arch_, step_workload(w, r.prompt_len, 1), "prompt_len",
+               strcat("the prefill of ", r.prompt_len, " tokens"), devices_);
+  if (r.gen_len > 1 && !graph_cache_)
+    check_fits(w, arch_, step_workload(w, r.prompt_len, r.gen_len), "gen_len",
+               strcat("prompt_len ", r.prompt_len, " + gen_len ", r.gen_len, ": the last decode step (context ",
+                      r.prompt_len + r.gen_len - 2, ")"),
+               devices_);
+  // search-isu may pick other ISU options per step: a generation on a config that changes from
+  // token to token is no answer to "how fast is this hardware"; set isu.* with --set instead.
+  if (o_.fusion == "search-isu")
+    throw InputError(
+        "fusion: generate takes none, greedy or search; search-isu changes the arch config per step "
+        "(use --set isu.weight_prefetch=true --set isu.chaining=true to study those options)");
+}
+
+// How the steps compile: options, progress, symbolic and regional compilation where they apply.
+void Generation::plan() {
+  co_ = compile_options_for(arch_, o_.fusion, o_.breaks);
+  if (o_.progress)
+    progress_ = std::make_unique<Progress>(*o_.progress, static_cast<size_t>(r_.gen_len), 0, o_.progress_bar,
+                                           "generate", "steps", false);
+  // A graph file's steps are one program (a static cache): the exact cache serves them all.
+  symbolic_ = o_.symbolic && !require_policy(o_.fusion).simulates && !graph_cache_;
+  r_.symbolic = symbolic_;
+  r_.regional = o_.regional && !require_policy(o_.fusion).simulates && !graph_cache_;
+  last_context_ = r_.prompt_len + r_.gen_len - 2;
+}
+
+Program Generation::compile_rank(const WorkloadSpec& s, CompileCache::Entry& e) {
+  if (require_policy(o_.fusion).simulates) {  // the tuner (one device); search-isu is refused above
+    SearchReport rep;
+    Compilation c = tune(build_graph(s), arch_, tune_options_for(o_.fusion), rep, o_.breaks).comp;
+    e.kernels = c.schedule.kernels.size();
+    e.compulsory_hbm_bytes = c.compulsory_hbm_bytes;
+    return std::move(c.code.program);
+  }
+  if (o_.regional) {  // the repeated layer compiled once (regional.h); whole when it does not apply
+    RegionalProgram rp = compile_regional(s, co_, [&](const Graph& g, const CompileOptions& opts) {
+      return compile_with_memo(g, opts, cache_.cost_memo);
+    });
+    r_.regional_compiles += rp.regional;
+    e.kernels = rp.kernels;
+    e.compulsory_hbm_bytes = rp.compulsory_hbm_bytes;
+    return std::move(rp.program);
+  }
+  Compilation c = compile_with_memo(build_graph(s), co_, cache_.cost_memo);
+  e.kernels = c.schedule.kernels.size();
+  e.compulsory_hbm_bytes = c.compulsory_hbm_bytes;
+  return std::move(c.code.program);
+}
+
+// One compile of a step: every rank's program (rank 0's kernels and compulsory bytes).
+Generation::Entry Generation::compile_step(const WorkloadSpec& s) {
+  auto fresh = std::make_shared<CompileCache::Entry>();
+  ++r_.compiles;
+  for (int64_t rank = 0; rank < devices_; ++rank) {
+    WorkloadSpec sr = s;
+    if (devices_ > 1) {
+      sr.tp = devices_;
+      sr.tp_rank = rank;
+    }
+    CompileCache::Entry info;
+    Program p = compile_rank(sr, rank == 0 ? *fresh : info);
+    if (rank == 0)
+      fresh->program = std::move(p);
+    else
+      fresh->others.push_back(std::move(p));
+  }
+  if (devices_ > 1) {
+    std::vector<const Program*> others;
+    for (const Program& p : fresh->others) others.push_back(&p);
+    fresh->rotations = rotation_asymmetry(fresh->program, others, static_cast<int>(devices_)).empty();
+  }
+  return Entry(fresh);
+}
+
+Generation::Entry Generation::instantiated(const CompileCache::Symbolic& t, int64_t context, bool& inst) {
+  auto p = std::make_shared<CompileCache::Entry>();
+  p->program = t.program.instantiate(context);
+  p->rotations = t.program.rotations();
+  if (!p->rotations) p->others = t.program.instantiate_others(context);
+  p->kernels = t.kernels;
+  inst = true;
+  p->compulsory_hbm_bytes = t.compulsory_hbm_bytes;
+  ++r_.instantiated;
+  ++r_.cache_hits;
+  return Entry(p);
+}
+
+WorkloadSpec at_context(const WorkloadSpec& s, int64_t c) {
+  WorkloadSpec x = s;
+  x.context = c;
+  return x;
+}
+
+// Skips making templates for a while: 1, 2, 4 ... 64 steps (CompileCache::symbolic_backoff).
+void back_off(std::pair<int64_t, int64_t>& backoff, int64_t context) {
+  auto& [skip_until, skip_len] = backoff;
+  skip_len = skip_len ? std::min<int64_t>(2 * skip_len, 64) : 1;
+  skip_until = context + skip_len;
+}
+
+// A decode step through the symbolic programs (CompileCache::Symbolic).
+Generation::Entry Generation::symbolic_step(const WorkloadSpec& s, int64_t k, int64_t max_context, bool& inst) {
+  WorkloadSpec sym = s;
+  sym.context = -1;  // the key of every context
+  const std::string key = cache_key(sym, co_, arch_);
+  const int64_t C = s.context;
+  CompileCache::Symbolic* below = nullptr;  // the template whose guard ends nearest below C
+  size_t outside = 0;
+  for (auto& t : cache_.symbolic) {
+    if (t.key != key) continue;
+    if (t.program.holds(C)) return instantiated(t, C, inst);
+    ++outside;
+    if (t.program.hi() < C && (!below || t.program.hi() > below->program.hi())) below = &t;
+  }
+  // The guard nearest below C (the one a growing context just left) names the failure.
+  std::string failed;
+  if (below)
+    failed = strcat("context ", C, " outside [", below->program.lo(), ", ", below->program.hi(), "]");
+  else if (outside)
+    failed = strcat("context ", C, " below every guard");
+  if (outside > 1) failed += strcat(" (and outside ", outside - 1, " more cached programs' guards)");
+  std::string where = strcat("step ", k, " (context ", C, ")");
+  // A template costs two compiles and pays only if its guard grows: after one that never
+  // grew, the next steps are compiled alone, 1, 2, 4 ... 64 of them (reset by one that grew).
+  auto& backoff = cache_.symbolic_backoff[key];
+  if (C < backoff.first) {
+    explain(strcat(where, ": compiled alone, no template (the last template's guard never grew)"));
+    return compile_step(at_context(s, C));
+  }
+  Entry failed_probe;
+  int64_t failed_at = -1;
+  if (below && below->program.hi() == C - 1) {
+    // The context just left this guard: extend it by verifying the template at a further
+    // context, doubling the interval.
+    const RankTemplates& tp = below->program;
+    int64_t p = std::min(max_context, tp.hi() + (tp.hi() - tp.lo() + 1));
+    Entry probe = compile_step(at_context(s, p));
+    std::string why;
+    if (below->program.verify(*probe, p, why)) {
+      ++r_.guard_extensions;
+      backoff.second = 0;
+      if (p == C) return probe;
+      return instantiated(*below, C, inst);
+    }
+    ++r_.guard_failures;
+    explain(strcat(where, ": guard failed: ", failed, "; extending [", tp.lo(), ", ", tp.hi(), "] to context ", p,
+                   " does not hold: ", why, "; recompiling"));
+    if (tp.hi() - tp.lo() <= 1) back_off(backoff, C);
+    failed_probe = probe;  // at C: the new template starts from it; beyond: it may extend the new one
+    failed_at = p;
+  } else if (!failed.empty()) {
+    ++r_.guard_failures;
+    explain(strcat(where, ": guard failed: ", failed, "; recompiling"));
+  }
+  return new_template(s, key, where, max_context, failed_probe, failed_at);
+}
+
+// Compiles the step at its context and, room and back-off permitting, at the next one, and
+// makes a template of the two.
+Generation::Entry Generation::new_template(const WorkloadSpec& s, const std::string& key, const std::string& where,
+                                           int64_t max_context, Entry failed_probe, int64_t failed_at) {
+  const int64_t C = s.context;
+  auto& backoff = cache_.symbolic_backoff[key];
+  Entry here = failed_at == C ? failed_probe : compile_step(at_context(s, C));
+  if (C + 1 > max_context || C < backoff.first) return here;
+  Entry next = compile_step(at_context(s, C + 1));
+  std::string why;
+  auto t = make_rank_templates(*here, C, *next, C + 1, co_.codegen.hbm_alignment, why);
+  if (!t) {
+    explain(strcat(where, ": the programs at contexts ", C, " and ", C + 1, " make no template: ", why));
+    back_off(backoff, C);
+    return here;
+  }
+  ++r_.templates;
+  // The probe that failed the old guard, compiled anyway, may lie in the new one's: free to check.
+  if (failed_at > C + 1 && t->verify(*failed_probe, failed_at, why)) ++r_.guard_extensions;
+  if (cache_.symbolic.size() < cache_.symbolic_capacity())
+    cache_.symbolic.push_back({key, std::move(*t), here->kernels, here->compulsory_hbm_bytes});
+  return here;
+}
+
+// Step k's program: instantiated from a symbolic one, from the exact cache, or compiled.
+Generation::Entry Generation::step_program(const WorkloadSpec& s, int64_t k, GenerateStep& st) {
+  if (symbolic_ && k >= 2) return symbolic_step(s, k, last_context_, st.instantiated);
+  std::string key = cache_key(graph_cache_ ? w_ : s, co_, arch_);
+  Entry e = cache_.find(key);
+  st.cached = e != nullptr;
+  if (!e) {
+    e = compile_step(graph_cache_ ? w_ : s);
+    cache_.insert(key, e);
+  } else {
+    ++r_.cache_hits;
+  }
+  return e;
+}
+
+const SimStats& Generation::simulate_step(const Entry& e, GenerateStep& st) {
+  if (e != last_simulated_) {
+    SimOptions so;
+    so.others_rotate_device0 = e->rotations;
+    so.kernel_breakdown = false;  // a step's totals are what a generation reports
+    if (!e->rotations)
+      for (const Program& p : e->others) so.other_devices.push_back(&p);
+    last_stats_ = simulate(e->program, arch_, so).stats;
+    last_simulated_ = e;
+    ++r_.simulations;
+  } else {
+    st.simulation_reused = true;
+  }
+  return last_stats_;
+}
+
+void Generation::run_step(int64_t k) {
+  GenerateResult& r = r_;
+  WorkloadSpec s = graph_cache_ ? w_ : step_workload(w_, r.prompt_len, k);
+  if (graph_cache_) {  // the graph's own shapes; the phase, tokens and context are the step's
+    s.phase = k == 1 ? "prefill" : "decode";
+    s.seq_len = k == 1 ? r.prompt_len : 1;
+    s.context = k == 1 ? 0 : r.prompt_len + k - 2;
+  }
+  GenerateStep st;
+  st.step = k;
+  st.phase = s.phase;
+  st.position = r.prompt_len + k - 1;
+  st.context = s.context;
+  st.seq_len = s.seq_len;
+  auto tc = Clock::now();
+  Entry e = step_program(s, k, st);
+  st.compile_wall_s = seconds_since(tc);
+  auto ts = Clock::now();
+  const SimStats& stats = simulate_step(e, st);
+  st.simulate_wall_s = seconds_since(ts);
+  // A graph file's prefill feeds the prompt through the decode-step graph token by token.
+  const int64_t calls = graph_cache_ && k == 1 ? r.prompt_len : 1;
+  st.graph_calls = calls;
+  st.cycles = stats.cycles * static_cast<uint64_t>(calls);
+  st.latency_s = stats.latency_us * 1e-6 * static_cast<double>(calls);
+  st.hbm_read_bytes = stats.hbm_read_bytes * static_cast<uint64_t>(calls);
+  st.hbm_write_bytes = stats.hbm_write_bytes * static_cast<uint64_t>(calls);
+  st.energy_j = stats.energy.total_j() * static_cast<double>(calls);
+  st.kernels = e->kernels;
+  if (o_.on_step) o_.on_step(st, e->program);
+  r.steps.push_back(st);
+  if (progress_) progress_->update(static_cast<size_t>(k), 0, 0, k == r.gen_len);
+}
+
+GenerateResult Generation::run() {
+  auto t0 = Clock::now();
+  validate();
+  size_t memo_hits0 = cache_.cost_memo.hits(), memo_misses0 = cache_.cost_memo.misses();
+  plan();
+  for (int64_t k = 1; k <= r_.gen_len; ++k) run_step(k);
+  if (progress_) progress_->finish();
+  r_.cost_memo_hits = cache_.cost_memo.hits() - memo_hits0;
+  r_.cost_memo_misses = cache_.cost_memo.misses() - memo_misses0;
+  r_.wall_s = seconds_since(t0);
+  return std::move(r_);
+}
+
+}  // namespace
+
+GenerateResult run_generate(const WorkloadSpec& w, const ArchConfig& arch, const GenerateOptions& o,
+                            CompileCache& cache) {
+  return Generation(w, arch, o, cache).run();
+}
+
+double GenerateResult::total_latency_s() const {
+  double t = 0;
+  for (const auto& s : steps) t += s.latency_s;
+  return t;
+}
+
+uint64_t GenerateResult::total_cycles() const {
+  uint64_t c = 0;
+  for (const auto& s : steps) c += s.cycles;
+  return c;
+}
+
+uint64_t GenerateResult::hbm_bytes() const {
+  uint64_t b = 0;
+  for (const auto& s : steps) b += s.hbm_read_bytes + s.hbm_write_bytes;
+  return b;
+}
+
+double GenerateResult::energy_j() const {
+  double j = 0;
+  for (const auto& s : steps) j += s.energy_j;
+  return j;
+}
+
+LatencySummary GenerateResult::per_token() const {
+  std::vector<double> v;
+  for (const auto& s : steps)
+    if (s.step >= 2) v.push_back(s.latency_s);
+  return summarize_latencies(v);
+}
+
+namespace {
+
+std::string graph_cache_note(const std::optional<StaticKvCache>& c) {
+  return c ? "off (a graph file: one static program for every step, from the exact cache)" : "off";
+}
+
+const char* program_source(const GenerateStep& s) {
+  return s.instantiated ? "instantiated" : s.cached ? "cached" : "compiled";
+}
+
+nlohmann::json summary_json(const LatencySummary& s) {
+  if (s.count == 0) return nullptr;  // gen_len 1: no decode step
+  return {{"count", s.count}, {"mean", s.mean}, {"p50", s.p50}, {"p99", s.p99}, {"min", s.min}, {"max", s.max}};
+}
+
+}  // namespace
+
+nlohmann::json GenerateResult::to_json() const {
+  nlohmann::json wl = {{"name", workload.name},   {"file", workload.file},     {"model", workload.model},
+                       {"batch", workload.batch}, {"layers", workload.layers}, {"dtype", dtype_name(workload.dtype)}};
+  nlohmann::json steps_j = nlohmann::json::array();
+  uint64_t rd = 0, wr = 0, decode_cycles = 0;
+  double decode_s = 0, compile_s = 0, simulate_s = 0, decode_j = 0;
+  for (const auto& s : steps) {
+    steps_j.push_back({{"step", s.step},
+                       {"phase", s.phase},
+                       {"position", s.position},
+                       {"context", s.context},
+                       {"seq_len", s.seq_len},
+                       {"cycles", s.cycles},
+                       {"latency_s", s.latency_s},
+                       {"hbm_bytes", s.hbm_read_bytes + s.hbm_write_bytes},
+                       {"hbm_read_bytes", s.hbm_read_bytes},
+                       {"hbm_write_bytes", s.hbm_write_bytes},
+                       {"kernels", s.kernels},
+                       {"program", program_source(s)},
+                       {"graph_calls", s.graph_calls},
+                       {"simulation_reused", s.simulation_reused}});
+    if (arch.energy.configured) steps_j.back()["energy_j"] = s.energy_j;
+    rd += s.hbm_read_bytes;
+    wr += s.hbm_write_bytes;
+    compile_s += s.compile_wall_s;
+    simulate_s += s.simulate_wall_s;
+    if (s.step >= 2) {
+      decode_s += s.latency_s;
+      decode_cycles += s.cycles;
+      decode_j += s.energy_j;
+    }
+  }
+  double total = total_latency_s();
+  nlohmann::json j = {
+      {"kind", "generate"},
+      {"workload", wl},
+      {"static_kv_cache", static_kv_cache ? nlohmann::json{{"buffer", static_kv_cache->buffer},
+                                                           {"buffers", static_kv_cache->buffers},
+                                                           {"max_cache_len", static_kv_cache->max_cache_len}}
+                                          : nlohmann::json(nullptr)},
+      {"arch", arch_to_json(arch)},
+      {"arch_overrides", arch_overrides},
+      {"fusion", fusion},
+      {"devices_used", devices},
+      {"prompt_len", prompt_len},
+      {"gen_len", gen_len},
+      {"steps_count", steps.size()},
+      {"ttft_s", ttft_s()},
+      {"ttft_cycles", steps.empty() ? 0 : steps.front().cycles},
+      {"per_token_latency_s", summary_json(per_token())},
+      {"total_latency_s", total},
+      {"total_cycles", total_cycles()},
+      // Tokens of every sequence of the batch (each step produces one per sequence).
+      {"batch", workload.batch},
+      {"tokens_per_s", total > 0 ? static_cast<double>(tokens()) / total : 0.0},
+      {"tokens_per_s_per_sequence", total > 0 ? static_cast<double>(steps.size()) / total : 0.0},
+      {"decode_tokens_per_s",
+       decode_s > 0 ? static_cast<double>((steps.size() - 1) * static_cast<size_t>(workload.batch)) / decode_s : 0.0},
+      {"decode_cycles", decode_cycles},
+      {"hbm_bytes", rd + wr},
+      {"hbm_read_bytes", rd},
+      {"hbm_write_bytes", wr},
+      {"compile_cache",
+       {{"compiles", compiles},
+        {"hits", cache_hits},
+        {"symbolic", symbolic},
+        {"regional", regional},
+        {"regional_compiles", regional_compiles},
+        {"simulations", simulations},
+        {"instantiated", instantiated},
+        {"guard_extensions", guard_extensions},
+        {"guard_failures", guard_failures},
+        {"templates", templates}}},
+      {"cost_model_memo", {{"hits", cost_memo_hits}, {"misses", cost_memo_misses}}},
+      {"steps", steps_j},
+      // The only part that differs between two runs of the same generation.
+      {"wall", {{"total_s", wall_s}, {"compile_s", compile_s}, {"simulate_s", simulate_s}}},
+  };
+  if (arch.energy
+          .configured) {  // per token: every generated token (one per step and sequence), and the decode steps alone
+    double n = static_cast<double>(tokens());
+    j["energy"] = {
+        {"total_j", energy_j()},
+        {"j_per_token", n > 0 ? energy_j() / n : 0.0},
+        {"prefill_j", steps.empty() ? 0.0 : steps.front().energy_j},
+        {"decode_j", decode_j},
+        {"decode_j_per_token", steps.size() > 1 ? decode_j / (n - static_cast<double>(workload.batch)) : 0.0}};
+  }
+  return j;
+}
+
+std::string GenerateResult::to_csv() const {
+  std::ostringstream out;
+  const bool energy = arch.energy.configured;
+  out << "step,phase,position,context,seq_len,cycles,latency_s,hbm_bytes,hbm_read_bytes,hbm_write_bytes,program"
+      << (energy ? ",energy_j" : "") << "\n";
+  for (const auto& s : steps) {
+    out << s.step << "," << s.phase << "," << s.position << "," << s.context << "," << s.seq_len << "," << s.cycles
+        << "," << format_number("%.9e", s.latency_s) << "," << s.hbm_read_bytes + s.hbm_write_bytes << ","
+        << s.hbm_read_bytes << "," << s.hbm_write_bytes << "," << program_source(s);
+    if (energy) out << "," << format_number("%.9e", s.energy_j);
+    out << "\n";
+  }
+  return out.str();
+}
+
+std::string GenerateResult::summary() const {
+  auto us = [](double s) { return format_duration_us(s * 1e6); };
+  LatencySummary pt = per_token();
+  double total = total_latency_s(), compile_s = 0, simulate_s = 0;
+  for (const auto& s : steps) {
+    compile_s += s.compile_wall_s;
+    simulate_s += s.simulate_wall_s;
+  }
+  std::vector<std::vector<std::string>> rows = {
+      {"workload", workload.graph.empty() ? workload.name : workload.graph},
+      {"arch", arch.name},
+      {"devices", devices > 1 ? strcat(devices, " (tensor parallelism; figures of device 0, which the others wait for)")
+                              : strcat("1 of ", arch.devices)},
+      {"fusion", fusion},
+      {"KV cache", static_kv_cache ? strcat("static: ", static_kv_cache->max_cache_len, " slots in ",
+                                            static_kv_cache->buffers, " buffers (", static_kv_cache->buffer,
+                                            ", ...); every step attends over all of them, masked")
+                                   : std::string("grows with the context (one slot per token)")},
+      {"prompt / generated tokens",
+       strcat(prompt_len, " / ", gen_len, workload.batch > 1 ? strcat(" per sequence, batch ", workload.batch) : "")},
+      {"steps", strcat(steps.size(), " (1 prefill + ", steps.size() - 1, " decode)")},
+      {"time to first token",
+       us(ttft_s()) + (static_kv_cache ? strcat(" (prefill: the decode-step graph once per prompt token, ", prompt_len,
+                                                " calls, incl. token 1)")
+                                       : std::string(" (prefill incl. token 1)"))},
+      {"per-token latency mean", pt.count ? us(pt.mean) : "-"},
+      {"per-token latency p50", pt.count ? us(pt.p50) : "-"},
+      {"per-token latency p99", pt.count ? us(pt.p99) : "-"},
+      {"per-token latency min / max", pt.count ? us(pt.min) + " / " + us(pt.max) : "-"},
+      {"total latency", us(total)},
+      {"tokens per second",
+       format_number("%.1f", total > 0 ? static_cast<double>(tokens()) / total : 0.0) +
+           (workload.batch > 1 ? strcat(" (", workload.batch, " sequences x ",
+                                        format_number("%.1f", static_cast<double>(steps.size()) / total), ")")
+                               : std::string())},
+      {"HBM traffic", format_bytes(static_cast<double>(hbm_bytes()))},
+      {"energy",
+       !arch.energy.configured ? "not modelled (" + arch.file + " has no energy section)"
+       : steps.empty()
+           ? "-"
+           : strcat(format_energy(energy_j()), " (", format_energy(energy_j() / static_cast<double>(tokens())),
+                    " per token; TTFT ", format_energy(steps.front().energy_j),
+                    steps.size() > 1 ? "; decode " +
+                                           format_energy((energy_j() - steps.front().energy_j) /
+                                                         static_cast<double>(tokens() - workload.batch)) +
+                                           " per token"
+                                     : std::string(),
+                    ")")},
+      {"compiles / cache hits",
+       strcat(compiles, " / ", cache_hits, regional ? strcat(" (", regional_compiles, " regional)") : std::string())},
+      {"symbolic decode programs",
+       symbolic ? strcat(templates, " templates, ", instantiated, " steps instantiated, ", guard_extensions,
+                         " guard extensions, ", guard_failures, " guard failures")
+                : graph_cache_note(static_kv_cache)},
+      {"cost-model memo hits / misses", strcat(cost_memo_hits, " / ", cost_memo_misses)},
+      {"wall", strcat(format_number("%.2f s", wall_s), " (compile ", format_number("%.2f s", compile_s), ", simulate ",
+                      format_number("%.2f s", simulate_s), ")")},
+  };
+  std::string out = format_table({"metric", "value"}, rows);
+  // Latency against position, a few evenly spaced steps (every step is in --json / --csv).
+  std::vector<std::vector<std::string>> lv;
+  size_t n = steps.size(), shown = std::min<size_t>(n, 9);
+  for (size_t i = 0; i < shown; ++i) {
+    const GenerateStep& s = steps[shown > 1 ? i * (n - 1) / (shown - 1) : 0];
+    lv.push_back({std::to_string(s.step), s.phase, std::to_string(s.position), std::to_string(s.context),
+                  std::to_string(s.cycles), us(s.latency_s),
+                  format_bytes(static_cast<double>(s.hbm_read_bytes + s.hbm_write_bytes)), program_source(s)});
+  }
+  out += "\n" + format_table({"step", "phase", "position", "context", "cycles", "latency", "HBM", "program"}, lv);
+  return out;
+}
+
+}  // namespace lpu
