@@ -56,7 +56,8 @@ endfunction()
 file(GLOB_RECURSE LPU_LAYERED_FILES CONFIGURE_DEPENDS
      ${PROJECT_SOURCE_DIR}/compiler/*.h ${PROJECT_SOURCE_DIR}/compiler/*.cpp
      ${PROJECT_SOURCE_DIR}/sim/*.h ${PROJECT_SOURCE_DIR}/sim/*.cpp
-     ${PROJECT_SOURCE_DIR}/tuner/*.h ${PROJECT_SOURCE_DIR}/tuner/*.cpp)
+     ${PROJECT_SOURCE_DIR}/tuner/*.h ${PROJECT_SOURCE_DIR}/tuner/*.cpp
+     ${PROJECT_SOURCE_DIR}/workbench/*.h ${PROJECT_SOURCE_DIR}/workbench/*.cpp)
 add_custom_command(
   OUTPUT ${PROJECT_BINARY_DIR}/layers.ok
   COMMAND ${LPU_PYTHON3} ${LPU_LAYERS_CHECK} --root ${PROJECT_SOURCE_DIR} --manifest ${LPU_LAYERS_MANIFEST}
