@@ -15,8 +15,8 @@ CapacityProbe probe(GeneratorSpec trace, const ClusterConfig& cluster, double ra
   p.ttft_p99_s = r.summary.ttft_s.p99;
   p.tpot_p99_s = r.summary.tpot_s.p99;
   p.truncated = r.truncated;
-  p.meets = !r.truncated && r.summary.completed == r.summary.requests &&
-            p.ttft_p99_s * 1e3 <= cluster.slo.ttft_ms && p.tpot_p99_s * 1e3 <= cluster.slo.tpot_ms;
+  p.meets = !r.truncated && r.summary.completed == r.summary.requests && p.ttft_p99_s * 1e3 <= cluster.slo.ttft_ms &&
+            p.tpot_p99_s * 1e3 <= cluster.slo.tpot_ms;
   return p;
 }
 
@@ -24,8 +24,8 @@ CapacityProbe probe(GeneratorSpec trace, const ClusterConfig& cluster, double ra
 
 CapacityResult find_max_rate(const GeneratorSpec& trace, const ClusterConfig& cluster, const CapacitySearch& search) {
   if (!(search.low_rate > 0) || !(search.high_rate > search.low_rate) || !std::isfinite(search.high_rate))
-    throw InputError(strcat("capacity search: expected 0 < low_rate < high_rate, got ", search.low_rate, " and ",
-                            search.high_rate));
+    throw InputError(
+        strcat("capacity search: expected 0 < low_rate < high_rate, got ", search.low_rate, " and ", search.high_rate));
   CapacityResult out;
   auto run = [&](double rate) {
     out.probes.push_back(probe(trace, cluster, rate));

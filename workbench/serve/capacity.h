@@ -13,8 +13,8 @@
 namespace lpu::serve {
 
 struct CapacitySearch {
-  double low_rate = 0.1;   // req/s; must meet the SLOs, or there is no capacity to report
-  double high_rate = 10;   // first upper probe; doubled (at most 12 times) until it fails
+  double low_rate = 0.1;  // req/s; must meet the SLOs, or there is no capacity to report
+  double high_rate = 10;  // first upper probe; doubled (at most 12 times) until it fails
   int bisections = 12;
   double rel_tolerance = 0.01;  // stop when (high - low) / high is below this
 };
@@ -26,8 +26,8 @@ struct CapacityProbe {
 };
 
 struct CapacityResult {
-  bool found = false;   // low_rate met the SLOs
-  double max_rate = 0;  // the highest probed rate that met them
+  bool found = false;                 // low_rate met the SLOs
+  double max_rate = 0;                // the highest probed rate that met them
   std::vector<CapacityProbe> probes;  // in the order they ran
 };
 

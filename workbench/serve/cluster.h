@@ -25,9 +25,9 @@ struct PoolConfig {
 // replica sends one cache at a time: a transfer occupies its link for bytes / bandwidth, and
 // arrives `latency_us` after that.
 struct LinkConfig {
-  double bandwidth_gbps = 100;       // gigabits (1e9 bits) per second, as network links are rated
+  double bandwidth_gbps = 100;  // gigabits (1e9 bits) per second, as network links are rated
   double latency_us = 10;
-  double kv_bytes_per_token = 0;     // KV bytes of one token, all layers (from the model)
+  double kv_bytes_per_token = 0;            // KV bytes of one token, all layers (from the model)
   double transfer_s(int64_t tokens) const;  // without the latency
 };
 

@@ -15,7 +15,10 @@ class KvCapacityError : public InputError {
  public:
   KvCapacityError(const std::string& msg, int64_t request_id, int64_t tokens, int64_t blocks_needed,
                   int64_t capacity_blocks)
-      : InputError(msg), request_id(request_id), tokens(tokens), blocks_needed(blocks_needed),
+      : InputError(msg),
+        request_id(request_id),
+        tokens(tokens),
+        blocks_needed(blocks_needed),
         capacity_blocks(capacity_blocks) {}
   int64_t request_id, tokens, blocks_needed, capacity_blocks;
 };

@@ -47,9 +47,8 @@ Json replica_json(const ReplicaSeries& s, bool with_steps) {
     tokens.push_back(m.tokens), prefill.push_back(m.prefill_tokens), kv.push_back(m.kv_blocks_used);
     waiting.push_back(m.waiting);
   }
-  j["step_series"] = Json{{"start_s", start},          {"duration_s", dur}, {"seqs", seqs},
-                          {"tokens", tokens},          {"prefill_tokens", prefill},
-                          {"kv_blocks_used", kv},      {"waiting", waiting}};
+  j["step_series"] = Json{{"start_s", start},          {"duration_s", dur},    {"seqs", seqs},      {"tokens", tokens},
+                          {"prefill_tokens", prefill}, {"kv_blocks_used", kv}, {"waiting", waiting}};
   return j;
 }
 
@@ -73,8 +72,11 @@ Json summary_json(const ServeSummary& s) {
   j["ttft_s"] = distribution_json(s.ttft_s);
   j["tpot_s"] = distribution_json(s.tpot_s);
   j["e2e_s"] = distribution_json(s.e2e_s);
-  j["slo"] = Json{{"ttft_ms", s.slo_ttft_ms}, {"tpot_ms", s.slo_tpot_ms}, {"met", s.slo_met},
-                  {"attainment", s.slo_attainment}, {"goodput_rps", s.goodput_rps}};
+  j["slo"] = Json{{"ttft_ms", s.slo_ttft_ms},
+                  {"tpot_ms", s.slo_tpot_ms},
+                  {"met", s.slo_met},
+                  {"attainment", s.slo_attainment},
+                  {"goodput_rps", s.goodput_rps}};
   j["preemptions"] = s.preemptions;
   j["steps"] = s.steps;
   j["energy_j"] = s.energy_j;
@@ -117,8 +119,8 @@ void write_steps_csv(const ServeResult& r, std::ostream& out) {
     for (const StepSample& m : s.samples) {
       double use = s.kv_capacity_blocks > 0 ? static_cast<double>(m.kv_blocks_used) / s.kv_capacity_blocks : 0;
       out << s.pool << ',' << s.index << ',' << cell(true, m.start_s) << ',' << cell(true, m.duration_s) << ','
-          << m.seqs << ',' << m.tokens << ',' << m.prefill_tokens << ',' << m.kv_blocks_used << ','
-          << cell(true, use) << ',' << m.waiting << '\n';
+          << m.seqs << ',' << m.tokens << ',' << m.prefill_tokens << ',' << m.kv_blocks_used << ',' << cell(true, use)
+          << ',' << m.waiting << '\n';
     }
 }
 

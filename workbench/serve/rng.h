@@ -18,11 +18,11 @@ class Rng {
   static Rng stream(uint64_t seed, uint64_t stream_id);
 
   uint64_t next() { return engine_(); }
-  double uniform01();                  // [0, 1), 53 random bits
-  uint64_t below(uint64_t n);          // [0, n), unbiased (rejection)
-  double exponential(double rate);     // mean 1/rate
-  double normal();                     // standard normal (Marsaglia's polar method)
-  double gamma(double shape);          // mean `shape`, scale 1 (Marsaglia and Tsang)
+  double uniform01();               // [0, 1), 53 random bits
+  uint64_t below(uint64_t n);       // [0, n), unbiased (rejection)
+  double exponential(double rate);  // mean 1/rate
+  double normal();                  // standard normal (Marsaglia's polar method)
+  double gamma(double shape);       // mean `shape`, scale 1 (Marsaglia and Tsang)
 
  private:
   std::mt19937_64 engine_;

@@ -85,10 +85,12 @@ StepBatch Replica::plan_step(std::vector<int64_t>* preempted) {
   schedule_running(false, &budget, preempted);
   admit_waiting(&budget);
   StepBatch batch;
+  planned_reqs_.clear();
   for (size_t i = 0; i < running_.size(); ++i) {
     if (planned_[i] == 0) continue;
     const Seq& s = running_[i];
     batch.seqs.push_back(SeqWork{s.id, s.computed, planned_[i], s.prefilling()});
+    planned_reqs_.push_back(s.req);
   }
   busy_ = !batch.seqs.empty();
   return batch;

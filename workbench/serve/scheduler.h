@@ -49,11 +49,11 @@ struct Seq {
 struct SeqOutcome {
   int64_t req = 0;
   int64_t new_tokens = 0;
-  bool emitted = false;    // an output token came out of this step
-  bool finished = false;   // its last token: the request is done
-  bool handed_off = false; // a prefill replica finished its prompt: its KV goes to a decode replica
-  int64_t kv_tokens = 0;   // handed_off: the tokens of KV to move ...
-  int64_t kv_blocks = 0;   // ... and the blocks they hold here until the transfer ends
+  bool emitted = false;     // an output token came out of this step
+  bool finished = false;    // its last token: the request is done
+  bool handed_off = false;  // a prefill replica finished its prompt: its KV goes to a decode replica
+  int64_t kv_tokens = 0;    // handed_off: the tokens of KV to move ...
+  int64_t kv_blocks = 0;    // ... and the blocks they hold here until the transfer ends
 };
 
 class Replica {
@@ -67,6 +67,8 @@ class Replica {
   // Plans the next step; an empty batch means nothing can run now (blocks held by transfers).
   // `preempted` receives the requests evicted while planning.
   StepBatch plan_step(std::vector<int64_t>* preempted);
+  // The request-table indices of the planned step's sequences, in the batch's order.
+  const std::vector<int64_t>& planned_requests() const { return planned_reqs_; }
   // The planned step has run: advances its sequences, frees the blocks of finished ones.
   std::vector<SeqOutcome> finish_step();
   // A handed-off sequence's KV has left (prefill role): its blocks come back.
@@ -92,6 +94,7 @@ class Replica {
   std::deque<Seq> waiting_;
   std::vector<Seq> running_;      // in admission order: the back is the newest
   std::vector<int64_t> planned_;  // tokens each running sequence computes in the planned step
+  std::vector<int64_t> planned_reqs_;
   bool busy_ = false;
 };
 

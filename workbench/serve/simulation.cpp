@@ -13,7 +13,9 @@ Simulation::Simulation(const RequestList& requests, const ClusterConfig& config)
   pool_config_[1] = &config.decode_pool;
   int pools = config.disaggregated ? 2 : 1;
   for (int p = 0; p < pools; ++p) {
-    ReplicaRole role = !config.disaggregated ? ReplicaRole::Unified : p == 0 ? ReplicaRole::Prefill : ReplicaRole::Decode;
+    ReplicaRole role = !config.disaggregated ? ReplicaRole::Unified
+                       : p == 0              ? ReplicaRole::Prefill
+                                             : ReplicaRole::Decode;
     const char* name = !config.disaggregated ? "unified" : p == 0 ? "prefill" : "decode";
     for (int r = 0; r < pool_config_[p]->replicas; ++r) {
       pools_[p].emplace_back(pool_config_[p]->scheduler, role);

@@ -34,6 +34,8 @@ bool Simulation::start_step(int pool, int r) {
   StepBatch batch = rep.plan_step(&preempted);
   for (int64_t req : preempted) ++records_[req].preemptions;
   if (batch.seqs.empty()) return true;  // waits for blocks held by KV transfers
+  for (int64_t req : rep.planned_requests())
+    if (records_[req].first_scheduled_s < 0) records_[req].first_scheduled_s = now_;
   StepCost cost = pool_config_[pool]->cost->cost(batch);
   // A step must take time, or the clock would stand still and the run never end.
   if (!(cost.time_s > 0) || !std::isfinite(cost.time_s) || !(cost.energy_j >= 0) || !std::isfinite(cost.energy_j))
@@ -44,8 +46,8 @@ bool Simulation::start_step(int pool, int r) {
   s.busy_s += cost.time_s;
   s.peak_kv_blocks = std::max(s.peak_kv_blocks, rep.kv().used());
   if (config_.record_steps) {
-    StepSample sm{now_, cost.time_s, static_cast<int64_t>(batch.seqs.size()), batch.total_tokens(), 0,
-                  rep.kv().used(), static_cast<int64_t>(rep.waiting())};
+    StepSample sm{now_, cost.time_s,     static_cast<int64_t>(batch.seqs.size()), batch.total_tokens(),
+                  0,    rep.kv().used(), static_cast<int64_t>(rep.waiting())};
     for (const SeqWork& w : batch.seqs) sm.prefill_tokens += w.is_prefill ? w.new_tokens : 0;
     s.samples.push_back(sm);
   }
@@ -78,9 +80,12 @@ ServeResult Simulation::run() {
     while (!events_.empty() && events_.top().t == t) {
       Event e = events_.top();
       events_.pop();
-      if (e.kind == Kind::Arrival) on_arrival(e);
-      else if (e.kind == Kind::StepDone) on_step_done(e);
-      else on_transfer_done(e);
+      if (e.kind == Kind::Arrival)
+        on_arrival(e);
+      else if (e.kind == Kind::StepDone)
+        on_step_done(e);
+      else
+        on_transfer_done(e);
     }
     start_steps();
   }

@@ -18,14 +18,20 @@ enum class Field { Arrival, Prompt, Output, Id, Ignored };
 
 // Our names first: messages name the canonical column.
 const std::map<std::string, Field>& field_names() {
-  static const std::map<std::string, Field> names = {
-      {"arrival_s", Field::Arrival},          {"arrived_at", Field::Arrival},
-      {"arrival_timestamp", Field::Arrival},  {"prompt_tokens", Field::Prompt},
-      {"num_prefill_tokens", Field::Prompt},  {"prompt_size", Field::Prompt},
-      {"output_tokens", Field::Output},       {"num_decode_tokens", Field::Output},
-      {"token_size", Field::Output},          {"id", Field::Id},
-      {"request_id", Field::Id},              {"request_type", Field::Ignored},
-      {"application_id", Field::Ignored},     {"batch_size", Field::Ignored}};
+  static const std::map<std::string, Field> names = {{"arrival_s", Field::Arrival},
+                                                     {"arrived_at", Field::Arrival},
+                                                     {"arrival_timestamp", Field::Arrival},
+                                                     {"prompt_tokens", Field::Prompt},
+                                                     {"num_prefill_tokens", Field::Prompt},
+                                                     {"prompt_size", Field::Prompt},
+                                                     {"output_tokens", Field::Output},
+                                                     {"num_decode_tokens", Field::Output},
+                                                     {"token_size", Field::Output},
+                                                     {"id", Field::Id},
+                                                     {"request_id", Field::Id},
+                                                     {"request_type", Field::Ignored},
+                                                     {"application_id", Field::Ignored},
+                                                     {"batch_size", Field::Ignored}};
   return names;
 }
 
@@ -77,8 +83,7 @@ class RowChecker {
   // Finishes the row: a default id is its index; ids must be unique.
   void finish(RequestList* out, const std::string& where) {
     if (!has_id_) req_.id = static_cast<int64_t>(out->size());
-    if (!ids_.insert(req_.id).second)
-      throw InputError(strcat(where, ": request id ", req_.id, " appears twice"));
+    if (!ids_.insert(req_.id).second) throw InputError(strcat(where, ": request id ", req_.id, " appears twice"));
     out->push_back(req_);
     req_ = Request{};
     has_id_ = false;
@@ -107,8 +112,8 @@ void require_fields(const std::set<Field>& seen, const std::string& where, const
       {Field::Arrival, "arrival_s"}, {Field::Prompt, "prompt_tokens"}, {Field::Output, "output_tokens"}};
   for (const auto& [f, name] : required)
     if (!seen.count(f))
-      throw InputError(strcat(where, ": ", what, " has no ", name, " (or its Vidur/SplitwiseSim name); expected ",
-                              kAccepted));
+      throw InputError(
+          strcat(where, ": ", what, " has no ", name, " (or its Vidur/SplitwiseSim name); expected ", kAccepted));
 }
 
 Field lookup(const std::string& name, const std::string& where, const std::string& what) {
@@ -164,8 +169,8 @@ RequestList parse_trace_csv(const std::string& text, const std::string& source) 
     }
     std::vector<std::string> cells = split_commas(line);
     if (cells.size() != fields.size())
-      throw InputError(strcat(where, ": expected ", fields.size(), " comma-separated values (as the header), got ",
-                              cells.size()));
+      throw InputError(
+          strcat(where, ": expected ", fields.size(), " comma-separated values (as the header), got ", cells.size()));
     for (size_t i = 0; i < cells.size(); ++i) {
       if (fields[i] == Field::Ignored) continue;
       std::string what = strcat("column ", i + 1, " (", names[i], ")");

@@ -1,9 +1,10 @@
 // The checks simulate_serving runs before it starts: a bad configuration, or a request that
 // could never run, is an InputError up front instead of a run that stalls.
+#include "serve/validate.h"
+
 #include <cmath>
 
 #include "serve/cluster.h"
-#include "serve/validate.h"
 
 namespace lpu::serve {
 namespace {
@@ -38,10 +39,10 @@ void check_request(const Request& r, const ClusterConfig& c, int pool) {
   int64_t blocks = (tokens + s.block_size - 1) / s.block_size;
   if (blocks > s.kv_capacity_blocks) {
     const char* where = !c.disaggregated ? "a replica" : pool == 0 ? "a prefill replica" : "a decode replica";
-    throw KvCapacityError(strcat("request ", r.id, " needs the KV cache of ", tokens, " tokens (", blocks,
-                                 " blocks of ", s.block_size, ") but ", where, " holds ", s.kv_capacity_blocks,
-                                 " blocks: it can never fit"),
-                          r.id, tokens, blocks, s.kv_capacity_blocks);
+    throw KvCapacityError(
+        strcat("request ", r.id, " needs the KV cache of ", tokens, " tokens (", blocks, " blocks of ", s.block_size,
+               ") but ", where, " holds ", s.kv_capacity_blocks, " blocks: it can never fit"),
+        r.id, tokens, blocks, s.kv_capacity_blocks);
   }
 }
 
@@ -59,8 +60,8 @@ void validate_serving(const RequestList& requests, const ClusterConfig& c) {
       throw InputError(strcat("link: kv_bytes_per_token must be >= 0, got ", c.link.kv_bytes_per_token));
   }
   if (!(c.slo.ttft_ms > 0) || !(c.slo.tpot_ms > 0))
-    throw InputError(strcat("SLO: slo_ttft_ms and slo_tpot_ms must be > 0, got ", c.slo.ttft_ms, " and ",
-                            c.slo.tpot_ms));
+    throw InputError(
+        strcat("SLO: slo_ttft_ms and slo_tpot_ms must be > 0, got ", c.slo.ttft_ms, " and ", c.slo.tpot_ms));
   if (!(c.watchdog.max_sim_time_s > 0) || c.watchdog.max_steps < 1)
     throw InputError("watchdog: max_sim_time_s must be > 0 and max_steps >= 1");
   if (requests.empty()) throw InputError("serving: no requests");
