@@ -5,6 +5,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <sstream>
 
@@ -264,4 +265,24 @@ TEST(Serve, SloGoodputAndOneTokenRequests) {
   EXPECT_EQ(r.summary.tpot_s.count, 1);  // a one-token request has no gaps to average
   EXPECT_DOUBLE_EQ(r.summary.energy_j, 0.5 * (100 + 5000 + 1));
   EXPECT_DOUBLE_EQ(r.summary.energy_per_token_j, r.summary.energy_j / 3);
+}
+
+TEST(Serve, JsonAndCsvCarryEveryRequestAndStep) {
+  LinearCost cost;
+  ClusterConfig c = busy(&cost);
+  ServeResult r = simulate_serving(poisson(100, 30, "uniform:16:300", "uniform:1:40"), c);
+  nlohmann::ordered_json j = result_json(r);
+  EXPECT_EQ(j["requests"].size(), 100u);
+  EXPECT_EQ(j["replicas"].size(), 2u);
+  EXPECT_EQ(j["replicas"][0]["step_series"]["tokens"].size(), static_cast<size_t>(r.replicas[0].steps));
+  EXPECT_EQ(j["summary"]["completed"], 100);
+  EXPECT_FALSE(j.contains("truncation_reason"));
+  EXPECT_EQ(cluster_json(c)["pool"]["kv_capacity_blocks"], 400);
+  std::ostringstream reqs, steps;
+  write_requests_csv(r, reqs);
+  write_steps_csv(r, steps);
+  auto lines = [](const std::string& s) { return std::count(s.begin(), s.end(), '\n'); };
+  EXPECT_EQ(lines(reqs.str()), 101);
+  EXPECT_EQ(lines(steps.str()), 1 + r.summary.steps);
+  EXPECT_EQ(reqs.str().substr(0, 22), "id,arrival_s,prompt_to");
 }

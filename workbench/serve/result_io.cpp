@@ -52,6 +52,17 @@ Json replica_json(const ReplicaSeries& s, bool with_steps) {
   return j;
 }
 
+Json pool_json(const PoolConfig& p) {
+  const SchedulerConfig& s = p.scheduler;
+  return Json{{"replicas", p.replicas},
+              {"max_num_batched_tokens", s.max_num_batched_tokens},
+              {"max_num_seqs", s.max_num_seqs},
+              {"chunked_prefill", s.chunked_prefill},
+              {"chunk_size", s.chunk_size},
+              {"block_size", s.block_size},
+              {"kv_capacity_blocks", s.kv_capacity_blocks}};
+}
+
 std::string cell(bool reached, double v) {
   if (!reached) return "";
   char buf[40];
@@ -83,6 +94,22 @@ Json summary_json(const ServeSummary& s) {
   j["energy_per_request_j"] = s.energy_per_request_j;
   j["energy_per_token_j"] = s.energy_per_token_j;
   j["mean_in_system"] = s.mean_in_system;
+  return j;
+}
+
+Json cluster_json(const ClusterConfig& c) {
+  Json j;
+  j["router"] = c.router == RouterKind::RoundRobin ? "round-robin" : "least-outstanding-tokens";
+  j["disaggregated"] = c.disaggregated;
+  j[c.disaggregated ? "prefill_pool" : "pool"] = pool_json(c.pool);
+  if (c.disaggregated) {
+    j["decode_pool"] = pool_json(c.decode_pool);
+    j["link"] = Json{{"bandwidth_gbps", c.link.bandwidth_gbps},
+                     {"latency_us", c.link.latency_us},
+                     {"kv_bytes_per_token", c.link.kv_bytes_per_token}};
+  }
+  j["slo"] = Json{{"ttft_ms", c.slo.ttft_ms}, {"tpot_ms", c.slo.tpot_ms}};
+  j["watchdog"] = Json{{"max_sim_time_s", c.watchdog.max_sim_time_s}, {"max_steps", c.watchdog.max_steps}};
   return j;
 }
 

@@ -4,11 +4,15 @@
 #include <nlohmann/json.hpp>
 #include <ostream>
 
+#include "serve/cluster.h"
 #include "serve/result.h"
 
 namespace lpu::serve {
 
 nlohmann::ordered_json summary_json(const ServeSummary& s);
+// The cluster's keys (not the cost models: the caller names those), so a result file says what
+// produced it.
+nlohmann::ordered_json cluster_json(const ClusterConfig& c);
 // `with_steps`: include each replica's per-step samples (large for long runs).
 nlohmann::ordered_json result_json(const ServeResult& r, bool with_steps = true);
 
