@@ -12,6 +12,7 @@
 #include "serve/cluster.h"
 #include "serve/generator.h"
 #include "serve/result_io.h"
+#include "serve/rng.h"
 #include "serve_test_util.h"
 #include "support/error.h"
 
@@ -285,4 +286,42 @@ TEST(Serve, JsonAndCsvCarryEveryRequestAndStep) {
   EXPECT_EQ(lines(reqs.str()), 101);
   EXPECT_EQ(lines(steps.str()), 1 + r.summary.steps);
   EXPECT_EQ(reqs.str().substr(0, 22), "id,arrival_s,prompt_to");
+}
+
+// Many small random clusters under pressure (tiny KV caches, small budgets, both prefill
+// modes, disaggregation): every request completes, the KV cache and the budget are never
+// exceeded, and Little's law holds. A scheduling dead end would show as a truncated run.
+TEST(Serve, RandomClustersUnderPressureCompleteEverything) {
+  for (uint64_t seed = 1; seed <= 40; ++seed) {
+    Rng rng(seed);
+    LinearCost prefill_cost, decode_cost(5e-4, 1e-5, 2e-8);
+    ClusterConfig c;
+    c.pool.cost = &prefill_cost;
+    c.pool.replicas = 1 + static_cast<int64_t>(rng.below(3));
+    SchedulerConfig& s = c.pool.scheduler;
+    s.block_size = 1 + static_cast<int64_t>(rng.below(32));
+    s.max_num_batched_tokens = 64 + static_cast<int64_t>(rng.below(1024));
+    s.max_num_seqs = 1 + static_cast<int64_t>(rng.below(16));
+    s.chunked_prefill = rng.below(2) == 1;
+    s.chunk_size = 1 + static_cast<int64_t>(rng.below(512));
+    int64_t longest = std::max<int64_t>(64, s.max_num_batched_tokens);  // prompts fit the budget unchunked
+    s.kv_capacity_blocks = (longest + 64 + s.block_size) / s.block_size + static_cast<int64_t>(rng.below(40));
+    c.router = rng.below(2) ? RouterKind::RoundRobin : RouterKind::LeastOutstandingTokens;
+    c.disaggregated = rng.below(2) == 1;
+    c.decode_pool = c.pool;
+    c.decode_pool.cost = &decode_cost;
+    c.link.kv_bytes_per_token = 1e5;
+    RequestList reqs =
+        poisson(150, 20 + static_cast<double>(rng.below(200)), strcat("uniform:1:", longest), "uniform:1:64", seed);
+    ServeResult r = simulate_serving(reqs, c);
+    ASSERT_FALSE(r.truncated) << "seed " << seed << ": " << r.truncation_reason;
+    EXPECT_EQ(r.summary.completed, 150) << seed;
+    EXPECT_NEAR(r.summary.mean_in_system, r.summary.requests_per_s * r.summary.e2e_s.mean,
+                1e-6 * r.summary.mean_in_system)
+        << seed;
+    for (const ReplicaSeries& rs : r.replicas) {
+      EXPECT_LE(rs.peak_kv_blocks, rs.kv_capacity_blocks) << seed;
+      for (const StepSample& m : rs.samples) EXPECT_LE(m.tokens, s.max_num_batched_tokens) << seed;
+    }
+  }
 }

@@ -81,9 +81,12 @@ StepBatch Replica::plan_step(std::vector<int64_t>* preempted) {
   LPU_CHECK(!busy_, "planning a step on a busy replica");
   planned_.assign(running_.size(), 0);
   int64_t budget = config_.max_num_batched_tokens;
+  size_t evicted = preempted->size();
   schedule_running(true, &budget, preempted);
   schedule_running(false, &budget, preempted);
-  admit_waiting(&budget);
+  // A step that had to preempt admits nobody (as vLLM v1): the blocks just freed would
+  // otherwise go to a newcomer, or straight back to the victim, which would restart from zero.
+  if (preempted->size() == evicted) admit_waiting(&budget);
   StepBatch batch;
   planned_reqs_.clear();
   for (size_t i = 0; i < running_.size(); ++i) {
