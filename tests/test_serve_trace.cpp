@@ -263,6 +263,13 @@ TEST(ServeGenerator, EmpiricalDrawsOnlyTheFilesValues) {
     hundred += q.prompt_tokens == 100;
   }
   EXPECT_NEAR(hundred / 3000.0, 1 / 3.0, 0.04);
+  // Vidur's length files have no arrivals (and two derived columns): fine for lengths only.
+  std::string v = write_file("lengths.csv",
+                             "num_prefill_tokens,num_decode_tokens,num_total_tokens,pd_ratio\n7,3,10,2.33\n9,1,10,9\n");
+  EXPECT_EQ(trace_lengths(v, true), (std::vector<int64_t>{7, 9}));
+  EXPECT_EQ(trace_lengths(v, false), (std::vector<int64_t>{3, 1}));
+  EXPECT_THROW(read_trace(v), InputError);  // ... but not as a trace
+  std::filesystem::remove(v);
 }
 
 TEST(ServeGenerator, BadSpecs) {

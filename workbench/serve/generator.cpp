@@ -84,7 +84,7 @@ RequestList generate_requests(const GeneratorSpec& spec) {
 
 std::vector<int64_t> trace_lengths(const std::string& path, bool prompt) {
   std::vector<int64_t> out;
-  for (const Request& r : read_trace(path)) out.push_back(prompt ? r.prompt_tokens : r.output_tokens);
+  for (const Request& r : read_lengths(path)) out.push_back(prompt ? r.prompt_tokens : r.output_tokens);
   return out;
 }
 

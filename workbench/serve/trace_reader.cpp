@@ -31,7 +31,9 @@ const std::map<std::string, Field>& field_names() {
                                                      {"request_id", Field::Id},
                                                      {"request_type", Field::Ignored},
                                                      {"application_id", Field::Ignored},
-                                                     {"batch_size", Field::Ignored}};
+                                                     {"batch_size", Field::Ignored},
+                                                     {"num_total_tokens", Field::Ignored},
+                                                     {"pd_ratio", Field::Ignored}};
   return names;
 }
 
@@ -107,11 +109,11 @@ void store(RowChecker* rc, Field f, double v, const std::string& where, const st
 }
 
 // The three required fields must all be present (in a header or in a JSON object).
-void require_fields(const std::set<Field>& seen, const std::string& where, const std::string& what) {
+void require_fields(const std::set<Field>& seen, bool need_arrival, const std::string& where, const std::string& what) {
   const std::pair<Field, const char*> required[] = {
       {Field::Arrival, "arrival_s"}, {Field::Prompt, "prompt_tokens"}, {Field::Output, "output_tokens"}};
   for (const auto& [f, name] : required)
-    if (!seen.count(f))
+    if (!seen.count(f) && (need_arrival || f != Field::Arrival))
       throw InputError(
           strcat(where, ": ", what, " has no ", name, " (or its Vidur/SplitwiseSim name); expected ", kAccepted));
 }
@@ -133,7 +135,7 @@ std::vector<std::string> split_commas(const std::string& line) {
 }
 
 // The header line: one known field per column, none twice.
-std::vector<Field> parse_header(const std::string& line, const std::string& where) {
+std::vector<Field> parse_header(const std::string& line, bool need_arrival, const std::string& where) {
   std::vector<Field> fields;
   std::set<Field> seen;
   std::vector<std::string> names = split_commas(line);
@@ -144,7 +146,7 @@ std::vector<Field> parse_header(const std::string& line, const std::string& wher
       throw InputError(strcat(where, ": ", what, ": the same field is named twice in the header"));
     fields.push_back(f);
   }
-  require_fields(seen, where, "the header");
+  require_fields(seen, need_arrival, where, "the header");
   return fields;
 }
 
@@ -152,7 +154,7 @@ bool blank(const std::string& line) { return trim(line).empty(); }
 
 }  // namespace
 
-RequestList parse_trace_csv(const std::string& text, const std::string& source) {
+RequestList parse_trace_csv(const std::string& text, const std::string& source, bool need_arrival) {
   std::istringstream is(text);
   std::string line;
   std::vector<Field> fields;
@@ -163,7 +165,7 @@ RequestList parse_trace_csv(const std::string& text, const std::string& source) 
     if (blank(line)) continue;
     std::string where = strcat(source, ":", lineno);
     if (fields.empty()) {
-      fields = parse_header(line, where);
+      fields = parse_header(line, need_arrival, where);
       names = split_commas(line);
       continue;
     }
@@ -186,7 +188,7 @@ RequestList parse_trace_csv(const std::string& text, const std::string& source) 
   return out;
 }
 
-RequestList parse_trace_jsonl(const std::string& text, const std::string& source) {
+RequestList parse_trace_jsonl(const std::string& text, const std::string& source, bool need_arrival) {
   std::istringstream is(text);
   std::string line;
   RequestList out;
@@ -205,14 +207,15 @@ RequestList parse_trace_jsonl(const std::string& text, const std::string& source
       if (!value.is_number()) throw InputError(strcat(where, ": ", what, ": expected a number, got ", value.dump()));
       store(&rc, f, value.get<double>(), where, what);
     }
-    require_fields(seen, where, "the object");
+    require_fields(seen, need_arrival, where, "the object");
     rc.finish(&out, where);
   }
   if (out.empty()) throw InputError(strcat(source, ": empty trace (expected one JSON object per line)"));
   return out;
 }
 
-RequestList read_trace(const std::string& path) {
+namespace {
+RequestList read_file(const std::string& path, bool need_arrival) {
   namespace fs = std::filesystem;
   std::error_code ec;
   fs::file_status st = fs::status(path, ec);
@@ -228,7 +231,11 @@ RequestList read_trace(const std::string& path) {
   std::string ext = fs::path(path).extension().string();
   size_t first = text.find_first_not_of(" \t\r\n");
   bool jsonl = ext == ".jsonl" || ext == ".ndjson" || (first != std::string::npos && text[first] == '{');
-  return jsonl ? parse_trace_jsonl(text, path) : parse_trace_csv(text, path);
+  return jsonl ? parse_trace_jsonl(text, path, need_arrival) : parse_trace_csv(text, path, need_arrival);
 }
+}  // namespace
+
+RequestList read_trace(const std::string& path) { return read_file(path, true); }
+RequestList read_lengths(const std::string& path) { return read_file(path, false); }
 
 }  // namespace lpu::serve
