@@ -24,7 +24,8 @@ FILES=(compiler/support/json_util.h compiler/support/json_util.cpp compiler/ops/
        apps/lpu/*.h apps/lpu/*.cpp sim/host_pricing.h sim/host_pricing.cpp compiler/driver/compile_cache.h
        compiler/driver/compile_cache.cpp workbench/jobs/{cli_support,run_report,compare,backends,triton_data,listings}.h
        workbench/jobs/{cli_support,run_report,compare,backends,triton_data,listings,scalar_json}.cpp
-       workbench/jobs/scalar_json.h workbench/sweep/sweep.cpp workbench/sweep/sweep_slurm.cpp workbench/sweep/sweep_merge.cpp)
+       workbench/jobs/scalar_json.h workbench/sweep/sweep.cpp workbench/sweep/sweep_slurm.cpp workbench/sweep/sweep_merge.cpp
+       workbench/serve/*.h workbench/serve/*.cpp tests/test_serve*.cpp tests/serve_test_util.h)
 # A merge that left conflict markers in any tracked file (one reached the README once).
 if git grep -n -E '^(<<<<<<<|>>>>>>>) [^ ]' -- . 2>/dev/null; then
   echo "format-check: merge conflict markers above" >&2
