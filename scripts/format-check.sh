@@ -20,7 +20,11 @@ FILES=(compiler/support/json_util.h compiler/support/json_util.cpp compiler/ops/
        tests/test_workload_keys.cpp tests/legacy_transformer.h
        compiler/graph/collective.h compiler/graph/collective.cpp compiler/codegen/collective.h compiler/codegen/collective.cpp
        compiler/workload/tensor_parallel.h compiler/workload/tensor_parallel.cpp tests/test_tensor_parallel.cpp
-       sim/model/esl_link.h sim/model/esl_link.cpp sim/device_symmetry.h sim/device_symmetry.cpp)
+       sim/model/esl_link.h sim/model/esl_link.cpp sim/device_symmetry.h sim/device_symmetry.cpp
+       compiler/isa/opcodes.h compiler/isa/operands.h compiler/isa/program.h compiler/isa/program.cpp
+       compiler/isa/encoding.cpp sim/simulator.cpp sim/model/device.h sim/model/device.cpp sim/model/engine.h
+       sim/model/engine.cpp sim/config/arch_config.h sim/config/arch_config.cpp tests/test_toy_engine.cpp
+       tests/toy/toy_isa.h tests/toy/toy_engine.cpp)
 # A merge that left conflict markers in any tracked file (one reached the README once).
 if git grep -n -E '^(<<<<<<<|>>>>>>>) [^ ]' -- . 2>/dev/null; then
   echo "format-check: merge conflict markers above" >&2
