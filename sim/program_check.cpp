@@ -6,83 +6,24 @@
 #include <limits>
 #include <vector>
 
+#include "isa/operands.h"
 #include "support/error.h"
 #include "support/units.h"
 
 namespace lpu {
 namespace {
 
-enum class Memory { Hbm, Lmu };
+using Access = OperandAccess;
+using Memory = OperandAccess::Memory;
 
-// One operand as an engine walks it: element (r, c) of a [rows, cols] tile lies at byte
-// addr + (r * rs + c * cs) * elem_bytes, and the address moves by `step` bytes per iteration
-// of the innermost enclosing loop (the ISU's expansion).
-struct Access {
-  Memory memory;
-  const char* role;
-  uint64_t addr;
-  int64_t rows, cols, rs, cs, elem_bytes, step;
-};
-
-// A dense row-major tile: how every local-memory destination is written.
-Access dense(Memory m, const char* role, uint64_t addr, int64_t rows, int64_t cols, int64_t elem_bytes, int64_t step) {
-  return {m, role, addr, rows, cols, cols, 1, elem_bytes, step};
-}
-
-// What each engine reads and writes (sim/model/*.cpp; the ISU's footprint() agrees), into
-// `out` (reused across instructions: programs have hundreds of thousands).
-// Local-memory tiles are fp32. A gather's table rows depend on index values, known only
-// while running: its first row stands for the table, as in the scoreboard.
+// What each engine reads and writes (the opcode table's operand roles, isa/operands.h: the
+// ISU's footprint reads them too), into `out` (reused across instructions: programs have
+// hundreds of thousands). A gather's table rows depend on index values, known only while
+// running: its first row stands for the table, as in the scoreboard. The receiver of an
+// esl.send is a device of the same config: its local memory is as large.
 void accesses(const Instruction& in, std::vector<Access>& out) {
-  const int64_t R = in.rows, C = in.cols, eb = dtype_bytes(in.dtype);
-  auto lm_operand = [&](const char* role, const Operand& o, int64_t rows, int64_t cols) {
-    return Access{Memory::Lmu, role, o.addr, rows, cols, o.rs, o.cs, 4, in.lm_step};
-  };
   out.clear();
-  switch (in.opcode) {
-    case Opcode::DmaLoad:
-    case Opcode::DmaStore: {
-      bool load = in.opcode == Opcode::DmaLoad;
-      out.push_back(dense(Memory::Lmu, load ? "destination" : "source", in.lm_addr, R, C, 4, in.lm_step));
-      out.push_back(
-          {Memory::Hbm, load ? "source" : "destination", in.hbm_addr, R, C, in.hbm_rs, in.hbm_cs, eb, in.hbm_step});
-      break;
-    }
-    case Opcode::VxeOp:
-    case Opcode::VxeReduce:
-    case Opcode::VxeMov:
-      out.push_back(
-          dense(Memory::Lmu, "destination", in.lm_addr, R, in.opcode == Opcode::VxeReduce ? 1 : C, 4, in.lm_step));
-      for (size_t k = 0; k < in.srcs.size(); ++k) {
-        static const char* const kSources[] = {"source 1", "source 2", "source 3"};
-        const char* role = in.srcs.size() == 1 || k >= std::size(kSources) ? "source" : kSources[k];
-        if (!in.srcs[k].immediate) out.push_back(lm_operand(role, in.srcs[k], R, C));
-      }
-      break;
-    case Opcode::SxeGemm:
-      out.push_back(dense(Memory::Lmu, "destination", in.lm_addr, R, C, 4, in.lm_step));
-      out.push_back(lm_operand("activation A", in.srcs.at(0), R, in.depth));
-      out.push_back({Memory::Hbm, "weights B", in.hbm_addr, in.depth, C, in.hbm_rs, in.hbm_cs, eb, in.hbm_step});
-      break;
-    case Opcode::DmaGather: {
-      out.push_back(dense(Memory::Lmu, "destination", in.lm_addr, R, C, 4, in.lm_step));
-      const Operand& ix = in.srcs.at(0);
-      out.push_back({Memory::Lmu, "indices", ix.addr, R, 1, ix.rs, 0, 4, in.lm_step});
-      out.push_back({Memory::Hbm, "table", in.hbm_addr, 1, C, 0, in.hbm_cs, eb, in.hbm_step});
-      break;
-    }
-    case Opcode::EslSend:
-      out.push_back(lm_operand("source", in.srcs.at(0), R, C));
-      // The receiver is a device of the same config: its local memory is as large.
-      out.push_back(dense(Memory::Lmu, "destination on the receiver", in.lm_addr, R, C, 4, in.lm_step));
-      break;
-    case Opcode::HostCall:  // whole buffers, inside the allocation simulate() checks
-    case Opcode::SyncSignal:
-    case Opcode::SyncWait:
-    case Opcode::LoopBegin:
-    case Opcode::LoopEnd:
-    case Opcode::Halt: break;
-  }
+  for_each_operand(in, [&out](const Access& a) { out.push_back(a); });
 }
 
 // The bytes [lo, hi) an access covers over `iterations` loop iterations. False when a

@@ -32,8 +32,8 @@ std::string wall_clock_report(const sim::DeviceContext& c, const ArchConfig& arc
 }
 
 void set_roofline(KernelStats& k, const ArchConfig& arch) {
-  const double mem = static_cast<double>(k.hbm_read_bytes + k.hbm_write_bytes) /
-                     (arch.hbm_bytes_per_cycle() * arch.hbm.efficiency);
+  const double mem =
+      static_cast<double>(k.hbm_read_bytes + k.hbm_write_bytes) / (arch.hbm_bytes_per_cycle() * arch.hbm.efficiency);
   const double sxe = k.sxe_flops / (2.0 * arch.sxe.mac_trees * arch.sxe.lanes);
   const double vxe = k.vxe_ops / arch.vxe.lanes;
   k.roofline_cycles = std::max({mem, sxe, vxe});
@@ -49,8 +49,9 @@ SpanBreakdown breakdown_cycles(const std::array<double, sim::kSpanKinds>& ps, do
   uint64_t prev = start_cycle;
   for (int k = 0; k < sim::kSpanKinds; ++k) {
     cum += ps[static_cast<size_t>(k)];
-    uint64_t cur = k == sim::kSpanKinds - 1 ? end_cycle
-                                            : std::clamp(static_cast<uint64_t>(std::llround(cum / period)), prev, end_cycle);
+    uint64_t cur = k == sim::kSpanKinds - 1
+                       ? end_cycle
+                       : std::clamp(static_cast<uint64_t>(std::llround(cum / period)), prev, end_cycle);
     cyc[static_cast<size_t>(k)] = cur - prev;
     prev = cur;
   }
@@ -72,7 +73,8 @@ void load_inputs(const Program& prog, const TensorMap* inputs, std::vector<uint8
                               b.type.numel()));
     int64_t eb = dtype_bytes(b.type.dtype);
     for (int64_t k = 0; k < t.numel(); ++k)
-      sim::store_element(&hbm[b.hbm_addr + static_cast<uint64_t>(k * eb)], b.type.dtype, t.data[static_cast<size_t>(k)]);
+      sim::store_element(&hbm[b.hbm_addr + static_cast<uint64_t>(k * eb)], b.type.dtype,
+                         t.data[static_cast<size_t>(k)]);
   }
 }
 
@@ -83,7 +85,8 @@ TensorMap read_outputs(const Program& prog, const std::vector<uint8_t>& hbm) {
     Tensor t(b.type);
     int64_t eb = dtype_bytes(b.type.dtype);
     for (int64_t k = 0; k < t.numel(); ++k)
-      t.data[static_cast<size_t>(k)] = sim::load_element(&hbm[b.hbm_addr + static_cast<uint64_t>(k * eb)], b.type.dtype);
+      t.data[static_cast<size_t>(k)] =
+          sim::load_element(&hbm[b.hbm_addr + static_cast<uint64_t>(k * eb)], b.type.dtype);
     out[b.name] = std::move(t);
   }
   return out;
@@ -95,211 +98,233 @@ void check_capacity(const Program& prog, const ArchConfig& arch, int device) {
   double cap = arch.hbm.capacity_gib * 1024.0 * 1024.0 * 1024.0;
   if (static_cast<double>(need) <= cap) return;
   int64_t devices = static_cast<int64_t>(std::ceil(static_cast<double>(need) / cap)) * std::max(arch.devices, 1);
-  throw InputError(strcat("program ", prog.name, " of device ", device, " needs ", format_bytes(static_cast<double>(need)),
-                          " (", format_binary_bytes(static_cast<double>(need)), ") of HBM but one device of ", arch.name,
-                          " has hbm.capacity_gib = ", arch.hbm.capacity_gib, ": it would need ", devices,
+  throw InputError(strcat("program ", prog.name, " of device ", device, " needs ",
+                          format_bytes(static_cast<double>(need)), " (", format_binary_bytes(static_cast<double>(need)),
+                          ") of HBM but one device of ", arch.name, " has hbm.capacity_gib = ", arch.hbm.capacity_gib,
+                          ": it would need ", devices,
                           " devices (the compiler splits the built-in decoders: --set devices=N) or a config with more "
                           "HBM per device (e.g. --arch lpu-asic)"));
 }
 }  // namespace
 
-SimResult simulate(const Program& prog, const ArchConfig& arch, const SimOptions& opts, const TensorMap* inputs) {
-  uint64_t need = prog.hbm_bytes_allocated();
+namespace {
+
+// The checks before anything is built: every device's program fits its HBM and keeps the
+// rules (program_check.h).
+void validate(const Program& prog, const ArchConfig& arch, const SimOptions& opts) {
   check_capacity(prog, arch, 0);
   for (size_t d = 0; d < opts.other_devices.size(); ++d)
     if (opts.other_devices[d]) check_capacity(*opts.other_devices[d], arch, static_cast<int>(d + 1));
   check_program(prog, arch);
   for (const Program* other : opts.other_devices)
     if (other) check_program(*other, arch);
-  // The wall-clock limit counts from here, setup included; every device's ISU watches it.
-  const auto wall_deadline = std::chrono::steady_clock::now() +
-                             std::chrono::duration_cast<std::chrono::steady_clock::duration>(
-                                 std::chrono::duration<double>(arch.sim.max_wall_s));
-  // Devices whose programs are rotations of device 0's: device 0 simulated alone stands for all.
   if (opts.others_rotate_device0 && (opts.functional || !opts.vcd_path.empty()))
-    throw InternalError("simulate: devices vouched for as rotations are simulated as device 0 alone, in timing mode only");
-  const bool mirror = arch.devices > 1 && (opts.others_rotate_device0 ||
-                                           (opts.mirror_symmetric_devices && !opts.functional && opts.vcd_path.empty() &&
-                                            rotation_asymmetry(prog, opts.other_devices, arch.devices).empty()));
-  const int simulated = mirror ? 1 : arch.devices;
-  fresh_systemc_context();
-  sim::DeviceContext ctx;
-  ctx.program = &prog;
-  ctx.arch = &arch;
-  ctx.functional = opts.functional;
-  ctx.record_trace = opts.record_trace;
-  ctx.period = sc_core::sc_time(arch.period_ps(), sc_core::SC_PS);
-  ctx.kernels.resize(std::max<size_t>(prog.kernels.size(), 1));
-  ctx.wall_deadline = wall_deadline;
-  if (opts.functional) {
-    ctx.hbm_data.assign(need, 0);
-    load_inputs(prog, inputs, ctx.hbm_data);
-  }
-  SimResult res;
-  std::vector<double> device_finish_ps;
-  EnergyEvents energy_events;  // summed over the devices
-  std::vector<DeviceStats> device_stats;
-  sim::IsuCounters isu;  // device 0's ISU, read before the modules go
-  {
-    // The top level is built for `devices` LPUs. Device 0 runs the program; the others run an
-    // empty one until programs are partitioned across devices (tensor parallelism, the ESL).
-    static const Program idle = [] {
-      Program p;
-      p.name = "idle";
-      Instruction halt;
-      halt.opcode = Opcode::Halt;
-      p.code.push_back(halt);
-      return p;
-    }();
-    int running = simulated;
-    ctx.devices_running = &running;
-    sim::SyncState sync;
-    sync.devices = arch.devices;
-    sync.simulated = simulated;
-    sync.tokens.resize(static_cast<size_t>(arch.devices));
-    sync.waiting.resize(static_cast<size_t>(arch.devices));
-    std::vector<std::unique_ptr<sc_core::sc_event>> token_events;
-    for (int d = 0; d < arch.devices; ++d) {
-      token_events.push_back(std::make_unique<sc_core::sc_event>());
-      sync.changed.push_back(token_events.back().get());
-    }
-    ctx.sync = &sync;
-    sync.contexts.push_back(&ctx);
-    sim::EslLink link("esl_link", sync, mirror);
-    sync.link = &link;
-    std::vector<std::unique_ptr<sim::DeviceContext>> others;
-    std::vector<std::unique_ptr<sim::Device>> devices;
-    devices.push_back(std::make_unique<sim::Device>("dev0", ctx));
-    for (int d = 1; d < simulated; ++d) {
-      auto c = std::make_unique<sim::DeviceContext>();
-      c->device = d;
-      size_t k = static_cast<size_t>(d - 1);
-      c->program = k < opts.other_devices.size() && opts.other_devices[k] ? opts.other_devices[k] : &idle;
-      c->functional = opts.functional;
-      if (opts.functional) {  // their own memories (without input data they start from zeros)
-        c->hbm_data.assign(c->program->hbm_bytes_allocated(), 0);
-        c->lmu_data.assign(static_cast<size_t>(arch.lmu_bytes() / 4), 0.0f);
-        if (k < opts.other_inputs.size() && opts.other_inputs[k]) load_inputs(*c->program, opts.other_inputs[k], c->hbm_data);
-      }
-      c->arch = &arch;
-      c->period = ctx.period;
-      c->kernels.resize(std::max<size_t>(c->program->kernels.size(), 1));
-      c->wall_deadline = wall_deadline;
-      c->devices_running = &running;
-      c->sync = &sync;
-      sync.contexts.push_back(c.get());
-      devices.push_back(std::make_unique<sim::Device>(strcat("dev", d).c_str(), *c));
-      others.push_back(std::move(c));
-    }
-    sim::Device* dev = devices.front().get();
-    // VCD of the key occupancy signals of every device (sampled by SystemC as they change).
-    sc_core::sc_trace_file* vcd = nullptr;
-    if (!opts.vcd_path.empty()) {
-      std::string base = opts.vcd_path;
-      if (base.size() > 4 && base.substr(base.size() - 4) == ".vcd") base.resize(base.size() - 4);
-      vcd = sc_core::sc_create_vcd_trace_file(base.c_str());
-      if (!vcd) throw InputError("cannot create " + opts.vcd_path);
-      vcd->set_time_unit(1, sc_core::SC_PS);  // the kernel resolution: every time is representable
-      for (const auto& d : devices) {
-        std::string p = d->basename();
-        for (const sim::Engine* e : std::initializer_list<const sim::Engine*>{&d->dma, &d->vxe, &d->sxe}) {
-          sc_core::sc_trace(vcd, e->traced_queue(), p + "." + e->basename() + ".queued");
-          sc_core::sc_trace(vcd, e->traced_busy(), p + "." + e->basename() + ".busy");
-        }
-        sc_core::sc_trace(vcd, d->isu.traced_in_flight(), p + ".isu.in_flight");
-      }
-    }
-    struct CloseVcd {
-      sc_core::sc_trace_file* f;
-      ~CloseVcd() {
-        if (f) sc_core::sc_close_vcd_trace_file(f);
-      }
-    } close_vcd{vcd};
-    try {
-      sc_core::sc_start();
-    } catch (const sc_core::sc_report& r) {
-      throw InternalError(strcat("SystemC: ", r.what()));
-    }
-    if (!ctx.error.empty()) throw InputError(ctx.error);
-    for (const auto* c : sync.contexts)
-      if (c->wall_clock_exceeded) throw SimulationStuck(wall_clock_report(*c, arch));
-    if (!sync.deadlock.empty()) throw SimulationStuck(strcat("simulation of ", prog.name, ": ", sync.deadlock));
-    for (int k = 0; k < arch.devices; ++k) {  // mirrored: device 0's figures for each device
-      const sim::DeviceContext* c = sync.contexts[mirror ? 0 : static_cast<size_t>(k)];
-      device_finish_ps.push_back(c->finish_ps);
-      EnergyEvents ev = c->energy;
-      for (size_t i = 0; i < c->engines.size(); ++i)
-        if (c->engine_names[i] == "sxe") ev.sxe_macs += c->engines[i].work;
-      energy_events += ev;
-      DeviceStats d;
-      d.hbm_read_bytes = c->hbm_read_bytes;
-      d.hbm_write_bytes = c->hbm_write_bytes;
-      d.esl_bytes = c->esl_bytes;
-      d.esl_sends = c->esl_sends;
-      d.sync_wait_cycles = static_cast<uint64_t>(std::llround(c->sync_wait_ps / arch.period_ps()));
-      for (const auto& e : c->engines) d.instructions += e.instructions;
-      device_stats.push_back(d);
-    }
-    if (opts.functional)
-      for (const auto& c : others) res.other_outputs.push_back(read_outputs(*c->program, c->hbm_data));
-    if (!ctx.finished) {
-      std::string report = strcat("simulation of ", prog.name, " did not finish within sim.max_us = ", arch.sim.max_us,
-                                  " us; engines: ");
-      for (const auto* e : std::initializer_list<const sim::Engine*>{&dev->dma, &dev->vxe, &dev->sxe, &dev->host})
-        report += strcat(e->basename(), " queued=", e->queued(), " busy=", e->busy_workers(), "; ");
-      throw SimulationStuck(report);
-    }
-    isu = dev->isu.counters();
-  }
+    throw InternalError(
+        "simulate: devices vouched for as rotations are simulated as device 0 alone, in timing mode only");
+}
 
-  SimStats& s = res.stats;
-  double period = arch.period_ps();
-  s.cycles = static_cast<uint64_t>(std::llround(ctx.finish_ps / period));
-  for (double f : device_finish_ps) s.device_cycles.push_back(static_cast<uint64_t>(std::llround(f / period)));
-  if (arch.devices > 1)
-    for (size_t d = 0; d < device_stats.size(); ++d) {
-      device_stats[d].cycles = s.device_cycles.at(d);
-      s.devices.push_back(device_stats[d]);
+// The top level of one run: `devices` LPUs (or device 0 alone standing for rotations of it),
+// their shared synchronisation state and the ESL between them. Device 0 runs the program;
+// a device without one runs an empty program.
+class TopLevel {
+ public:
+  TopLevel(const Program& prog, const ArchConfig& arch, const SimOptions& opts, const TensorMap* inputs, bool mirror);
+  void run();  // throws when the run failed, got stuck or did not finish
+  void collect(SimStats& s, EnergyEvents& energy, std::vector<double>& finish_ps) const;
+  const sim::DeviceContext& device0() const { return *contexts_.front(); }
+  const sim::Device& device0_model() const { return *devices_.front(); }
+  std::vector<TensorMap> other_outputs() const;
+
+ private:
+  void add_device(int d, const Program& p, const TensorMap* inputs);
+  void trace_vcd(const std::string& path);
+  void check_finished() const;
+  // First: the members below (the sync state's events) belong to the context it makes.
+  struct FreshContext {
+    FreshContext() { fresh_systemc_context(); }
+  } fresh_;
+  const Program& prog_;
+  const ArchConfig& arch_;
+  const bool mirror_, functional_, record_trace_;
+  const std::chrono::steady_clock::time_point wall_deadline_;
+  int running_;
+  sim::SyncState sync_;
+  std::vector<std::unique_ptr<sc_core::sc_event>> token_events_;
+  std::unique_ptr<sim::EslLink> link_;
+  std::vector<std::unique_ptr<sim::DeviceContext>> contexts_;
+  std::vector<std::unique_ptr<sim::Device>> devices_;
+  sc_core::sc_trace_file* vcd_ = nullptr;
+};
+
+const Program& idle_program() {
+  static const Program idle = [] {
+    Program p;
+    p.name = "idle";
+    Instruction halt;
+    halt.opcode = Opcode::Halt;
+    p.code.push_back(halt);
+    return p;
+  }();
+  return idle;
+}
+
+TopLevel::TopLevel(const Program& prog, const ArchConfig& arch, const SimOptions& opts, const TensorMap* inputs,
+                   bool mirror)
+    : prog_(prog),
+      arch_(arch),
+      mirror_(mirror),
+      functional_(opts.functional),
+      record_trace_(opts.record_trace),
+      // The wall-clock limit counts from here, setup included; every device's ISU watches it.
+      wall_deadline_(std::chrono::steady_clock::now() + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                                                            std::chrono::duration<double>(arch.sim.max_wall_s))),
+      running_(mirror ? 1 : arch.devices) {
+  sync_.devices = arch.devices;
+  sync_.simulated = running_;
+  sync_.tokens.resize(static_cast<size_t>(arch.devices));
+  sync_.waiting.resize(static_cast<size_t>(arch.devices));
+  for (int d = 0; d < arch.devices; ++d) {
+    token_events_.push_back(std::make_unique<sc_core::sc_event>());
+    sync_.changed.push_back(token_events_.back().get());
+  }
+  const int simulated = running_;
+  link_ = std::make_unique<sim::EslLink>("esl_link", sync_, mirror);  // elaborated first, as always
+  sync_.link = link_.get();
+  add_device(0, prog, inputs);
+  for (int d = 1; d < simulated; ++d) {
+    size_t k = static_cast<size_t>(d - 1);
+    const Program& p = k < opts.other_devices.size() && opts.other_devices[k] ? *opts.other_devices[k] : idle_program();
+    add_device(d, p, k < opts.other_inputs.size() ? opts.other_inputs[k] : nullptr);
+  }
+  if (!opts.vcd_path.empty()) trace_vcd(opts.vcd_path);
+}
+
+// Device 0 has its inputs (functional mode); another device starts from zeros without them.
+void TopLevel::add_device(int d, const Program& p, const TensorMap* inputs) {
+  auto c = std::make_unique<sim::DeviceContext>();
+  c->device = d;
+  c->program = &p;
+  c->arch = &arch_;
+  c->functional = functional_;
+  c->record_trace = d == 0 && record_trace_;
+  c->period = sc_core::sc_time(arch_.period_ps(), sc_core::SC_PS);
+  c->kernels.resize(std::max<size_t>(p.kernels.size(), 1));
+  c->wall_deadline = wall_deadline_;
+  c->devices_running = &running_;
+  c->sync = &sync_;
+  if (functional_) {  // their own memories (without input data they start from zeros)
+    c->hbm_data.assign(p.hbm_bytes_allocated(), 0);
+    if (d > 0) c->lmu_data.assign(static_cast<size_t>(arch_.lmu_bytes() / 4), 0.0f);
+    if (d == 0 || inputs) load_inputs(p, inputs, c->hbm_data);
+  }
+  sync_.contexts.push_back(c.get());
+  devices_.push_back(std::make_unique<sim::Device>(strcat("dev", d).c_str(), *c));
+  contexts_.push_back(std::move(c));
+}
+
+// VCD of the key occupancy signals of every device (sampled by SystemC as they change).
+void TopLevel::trace_vcd(const std::string& path) {
+  std::string base = path;
+  if (base.size() > 4 && base.substr(base.size() - 4) == ".vcd") base.resize(base.size() - 4);
+  vcd_ = sc_core::sc_create_vcd_trace_file(base.c_str());
+  if (!vcd_) throw InputError("cannot create " + path);
+  vcd_->set_time_unit(1, sc_core::SC_PS);  // the kernel resolution: every time is representable
+  for (const auto& d : devices_) {
+    std::string p = d->basename();
+    for (const sim::Engine* e : std::initializer_list<const sim::Engine*>{&d->dma, &d->vxe, &d->sxe}) {
+      sc_core::sc_trace(vcd_, e->traced_queue(), p + "." + e->basename() + ".queued");
+      sc_core::sc_trace(vcd_, e->traced_busy(), p + "." + e->basename() + ".busy");
     }
-  s.latency_us = ctx.finish_ps * 1e-6;
-  s.hbm_read_bytes = ctx.hbm_read_bytes;
-  s.hbm_write_bytes = ctx.hbm_write_bytes;
-  s.hbm_burst_bytes = ctx.hbm_burst_bytes;
-  double peak_bytes = arch.hbm.bandwidth_gbps * 1e-3 * ctx.finish_ps;  // GB/s * ps
-  s.hbm_bandwidth_utilization = peak_bytes > 0 ? static_cast<double>(s.hbm_read_bytes + s.hbm_write_bytes) / peak_bytes : 0;
-  s.isu_hazard_stall_cycles = static_cast<uint64_t>(std::llround(isu.hazard_stall_ps / period));
-  s.isu_queue_stall_cycles = static_cast<uint64_t>(std::llround(isu.queue_stall_ps / period));
-  s.isu_out_of_order_issues = isu.issued_out_of_order;
-  s.sxe_rtl_gemms = ctx.sxe_rtl_gemms;
-  s.sxe_rtl_cycles = ctx.sxe_rtl_cycles;
-  s.sxe_rtl_stall_cycles = ctx.sxe_rtl_stall_cycles;
-  for (size_t i = 0; i < ctx.engines.size(); ++i) {
+    sc_core::sc_trace(vcd_, d->isu.traced_in_flight(), p + ".isu.in_flight");
+  }
+}
+
+void TopLevel::run() {
+  struct CloseVcd {
+    sc_core::sc_trace_file* f;
+    ~CloseVcd() {
+      if (f) sc_core::sc_close_vcd_trace_file(f);
+    }
+  } close_vcd{vcd_};
+  try {
+    sc_core::sc_start();
+    // A run that ran out of events rather than stopping: the modules still report.
+    if (!sc_core::sc_end_of_simulation_invoked()) sc_core::sc_stop();
+  } catch (const sc_core::sc_report& r) {
+    throw InternalError(strcat("SystemC: ", r.what()));
+  }
+  const sim::DeviceContext& ctx = device0();
+  if (!ctx.error.empty()) throw InputError(ctx.error);
+  for (const auto* c : sync_.contexts)
+    if (c->wall_clock_exceeded) throw SimulationStuck(wall_clock_report(*c, arch_));
+  if (!sync_.deadlock.empty()) throw SimulationStuck(strcat("simulation of ", prog_.name, ": ", sync_.deadlock));
+  check_finished();
+}
+
+void TopLevel::check_finished() const {
+  if (device0().finished) return;
+  std::string report =
+      strcat("simulation of ", prog_.name, " did not finish within sim.max_us = ", arch_.sim.max_us, " us; engines: ");
+  for (const sim::Engine* e : device0_model().engines())
+    if (e->unit() != Unit::Esl)  // (the ESL's queue is never why a device did not finish)
+      report += strcat(e->basename(), " queued=", e->queued(), " busy=", e->busy_workers(), "; ");
+  throw SimulationStuck(report);
+}
+
+std::vector<TensorMap> TopLevel::other_outputs() const {
+  std::vector<TensorMap> out;
+  for (size_t d = 1; d < contexts_.size(); ++d)
+    out.push_back(read_outputs(*contexts_[d]->program, contexts_[d]->hbm_data));
+  return out;
+}
+
+// Each device's figures (mirrored: device 0's for each device), the energy events summed over
+// the devices, and device 0's own statistics.
+void TopLevel::collect(SimStats& s, EnergyEvents& energy, std::vector<double>& finish_ps) const {
+  for (int k = 0; k < arch_.devices; ++k) {
+    const size_t i = mirror_ ? 0 : static_cast<size_t>(k);
+    const sim::DeviceContext& c = *contexts_[i];
+    const sim::Device& dev = *devices_[i];
+    finish_ps.push_back(c.finish_ps);
+    EnergyEvents ev = c.energy;
+    DeviceStats d;
+    d.hbm_read_bytes = dev.hbm.counters().read_bytes;
+    d.hbm_write_bytes = dev.hbm.counters().write_bytes;
+    d.sync_wait_cycles = static_cast<uint64_t>(std::llround(dev.isu.counters().sync_wait_ps / arch_.period_ps()));
+    for (const sim::Engine* e : dev.engines()) {
+      e->add_to(ev);
+      e->add_to(d);
+      d.instructions += e->report().instructions;
+    }
+    energy += ev;
+    s.devices.push_back(d);
+  }
+  for (const sim::Engine* e : device0_model().engines()) e->add_to(s);
+}
+
+void set_engine_stats(SimStats& s, const sim::Device& dev, double period) {
+  for (const sim::Engine* engine : dev.engines()) {
+    const sim::EngineReport& r = engine->report();
     EngineStats e;
-    e.name = ctx.engine_names[i];
-    // The SXE is busy while any of its gemm streams is in flight (sxe.streams may overlap them).
-    const double busy_ps = e.name == "sxe" ? ctx.engines[i].occupied_ps : ctx.engines[i].busy_ps;
-    e.busy_cycles = static_cast<uint64_t>(std::llround(busy_ps / period));
-    e.stalled_cycles = static_cast<uint64_t>(std::llround(ctx.engines[i].stalled_ps / period));
-    e.instructions = ctx.engines[i].instructions;
-    int workers = e.name == "dma" ? arch.dma.engines : 1;
-    e.busy_fraction = s.cycles ? static_cast<double>(e.busy_cycles) / (static_cast<double>(s.cycles) * workers) : 0;
-    e.work = ctx.engines[i].work;
-    if (e.name == "sxe") {
-      e.work_unit = "MACs";
-      e.peak_work_per_cycle = static_cast<double>(arch.sxe.mac_trees) * arch.sxe.lanes;
-    } else if (e.name == "vxe") {
-      e.work_unit = "element_ops";
-      e.peak_work_per_cycle = arch.vxe.lanes;
-    } else if (e.name == "dma") {
-      e.work_unit = "bytes";
-      e.peak_work_per_cycle = arch.hbm_bytes_per_cycle();
-    }
+    e.name = r.name;
+    e.busy_cycles = static_cast<uint64_t>(std::llround(r.busy_ps / period));
+    e.stalled_cycles = static_cast<uint64_t>(std::llround(r.stalled_ps / period));
+    e.instructions = r.instructions;
+    e.busy_fraction = s.cycles ? static_cast<double>(e.busy_cycles) / (static_cast<double>(s.cycles) * r.workers) : 0;
+    e.work = r.work;
+    e.work_unit = r.work_unit;
+    e.peak_work_per_cycle = r.peak_work_per_cycle;
     e.utilization = e.peak_work_per_cycle > 0
                         ? (s.cycles ? e.work / (e.peak_work_per_cycle * static_cast<double>(s.cycles)) : 0)
                         : e.busy_fraction;
     s.instructions += e.instructions;
     s.engines.push_back(e);
   }
+}
+
+void set_kernel_stats(SimStats& s, const Program& prog, const sim::DeviceContext& ctx, const ArchConfig& arch,
+                      bool breakdown) {
+  const double period = arch.period_ps();
   for (size_t k = 0; k < prog.kernels.size(); ++k) {
     const auto& c = ctx.kernels[k];
     KernelStats ks;
@@ -313,33 +338,74 @@ SimResult simulate(const Program& prog, const ArchConfig& arch, const SimOptions
     ks.sxe_flops = c.sxe_flops;
     ks.vxe_ops = c.vxe_ops;
     set_roofline(ks, arch);
-    if (opts.kernel_breakdown && c.first_issue_ps >= 0 && ks.cycles > 0)
+    if (breakdown && c.first_issue_ps >= 0 && ks.cycles > 0)
       ks.breakdown = breakdown_cycles(attribute_span(c.log, c.first_issue_ps, c.last_retire_ps), c.first_issue_ps,
                                       ks.start_cycle, ks.end_cycle, period);
     s.kernels.push_back(ks);
   }
+}
+
+std::vector<TraceRecord> trace_records(const Program& prog, const sim::DeviceContext& ctx, const sim::Device& dev,
+                                       const ArchConfig& arch) {
+  int nch = arch.hbm.channels, groups = std::min(nch, 8), per_group = (nch + groups - 1) / groups;
+  auto track = [&](int engine) -> std::string {
+    if (engine >= 0) return dev.engines()[static_cast<size_t>(engine)]->basename();
+    int g = -1 - engine;
+    return strcat("hbm ch", g * per_group, "-", std::min(nch, (g + 1) * per_group) - 1);
+  };
+  std::vector<TraceRecord> out;
+  for (const auto& ev : ctx.trace)
+    out.push_back({track(ev.engine), ev.kernel >= 0 ? prog.kernels[static_cast<size_t>(ev.kernel)] : "", ev.text,
+                   ev.start_ps * 1e-6, (ev.end_ps - ev.start_ps) * 1e-6});
+  return out;
+}
+
+}  // namespace
+
+SimResult simulate(const Program& prog, const ArchConfig& arch, const SimOptions& opts, const TensorMap* inputs) {
+  validate(prog, arch, opts);
+  // Devices whose programs are rotations of device 0's: device 0 simulated alone stands for all.
+  const bool mirror =
+      arch.devices > 1 &&
+      (opts.others_rotate_device0 || (opts.mirror_symmetric_devices && !opts.functional && opts.vcd_path.empty() &&
+                                      rotation_asymmetry(prog, opts.other_devices, arch.devices).empty()));
+  TopLevel top(prog, arch, opts, inputs, mirror);
+  top.run();
+  SimResult res;
+  SimStats& s = res.stats;
+  EnergyEvents energy_events;  // summed over the devices
+  std::vector<double> device_finish_ps;
+  top.collect(s, energy_events, device_finish_ps);
+  if (opts.functional) res.other_outputs = top.other_outputs();
+
+  const sim::DeviceContext& ctx = top.device0();
+  const sim::Device& dev = top.device0_model();
+  const double period = arch.period_ps();
+  s.cycles = static_cast<uint64_t>(std::llround(ctx.finish_ps / period));
+  for (double f : device_finish_ps) s.device_cycles.push_back(static_cast<uint64_t>(std::llround(f / period)));
+  if (arch.devices > 1)
+    for (size_t d = 0; d < s.devices.size(); ++d) s.devices[d].cycles = s.device_cycles.at(d);
+  else
+    s.devices.clear();
+  s.latency_us = ctx.finish_ps * 1e-6;
+  s.hbm_read_bytes = dev.hbm.counters().read_bytes;
+  s.hbm_write_bytes = dev.hbm.counters().write_bytes;
+  s.hbm_burst_bytes = dev.hbm.counters().burst_bytes;
+  double peak_bytes = arch.hbm.bandwidth_gbps * 1e-3 * ctx.finish_ps;  // GB/s * ps
+  s.hbm_bandwidth_utilization =
+      peak_bytes > 0 ? static_cast<double>(s.hbm_read_bytes + s.hbm_write_bytes) / peak_bytes : 0;
+  const sim::IsuCounters& isu = dev.isu.counters();
+  s.isu_hazard_stall_cycles = static_cast<uint64_t>(std::llround(isu.hazard_stall_ps / period));
+  s.isu_queue_stall_cycles = static_cast<uint64_t>(std::llround(isu.queue_stall_ps / period));
+  s.isu_out_of_order_issues = isu.issued_out_of_order;
+  set_engine_stats(s, dev, period);
+  set_kernel_stats(s, prog, ctx, arch, opts.kernel_breakdown);
   // Static power is charged from the start until the last device halts, on every device.
   double run_ps = ctx.finish_ps;
   for (double f : device_finish_ps) run_ps = std::max(run_ps, f);
   s.energy = compute_energy(energy_events, arch, run_ps * 1e-12, arch.devices);
-  for (const auto& hc : ctx.host_calls) {
-    const HostOp& h = prog.host_ops[hc.host_op];
-    s.graph_breaks.push_back({h.node, h.op, hc.bytes, hc.host_us});
-  }
   if (opts.functional) res.outputs = read_outputs(prog, ctx.hbm_data);
-  if (opts.record_trace) {
-    int nch = arch.hbm.channels, groups = std::min(nch, 8), per_group = (nch + groups - 1) / groups;
-    auto track = [&](int engine) -> std::string {
-      if (engine >= 0) return ctx.engine_names[static_cast<size_t>(engine)];
-      int g = -1 - engine;
-      return strcat("hbm ch", g * per_group, "-", std::min(nch, (g + 1) * per_group) - 1);
-    };
-    for (const auto& ev : ctx.trace) {
-      res.trace.push_back({track(ev.engine),
-                           ev.kernel >= 0 ? prog.kernels[static_cast<size_t>(ev.kernel)] : "", ev.text,
-                           ev.start_ps * 1e-6, (ev.end_ps - ev.start_ps) * 1e-6});
-    }
-  }
+  if (opts.record_trace) res.trace = trace_records(prog, ctx, dev, arch);
   return res;
 }
 
@@ -351,8 +417,12 @@ nlohmann::json stats_to_json(const SimStats& s) {
     nlohmann::json devs = nlohmann::json::array();
     uint64_t esl = 0, wait = 0, rd = 0, wr = 0;
     for (const auto& d : s.devices) {
-      devs.push_back({{"cycles", d.cycles}, {"hbm_read_bytes", d.hbm_read_bytes}, {"hbm_write_bytes", d.hbm_write_bytes},
-                      {"esl_bytes", d.esl_bytes}, {"esl_sends", d.esl_sends}, {"sync_wait_cycles", d.sync_wait_cycles},
+      devs.push_back({{"cycles", d.cycles},
+                      {"hbm_read_bytes", d.hbm_read_bytes},
+                      {"hbm_write_bytes", d.hbm_write_bytes},
+                      {"esl_bytes", d.esl_bytes},
+                      {"esl_sends", d.esl_sends},
+                      {"sync_wait_cycles", d.sync_wait_cycles},
                       {"instructions", d.instructions}});
       esl += d.esl_bytes;
       wait += d.sync_wait_cycles;
@@ -360,7 +430,8 @@ nlohmann::json stats_to_json(const SimStats& s) {
       wr += d.hbm_write_bytes;
     }
     j["devices"] = devs;
-    j["devices_total"] = {{"esl_bytes", esl}, {"sync_wait_cycles", wait}, {"hbm_read_bytes", rd}, {"hbm_write_bytes", wr}};
+    j["devices_total"] = {
+        {"esl_bytes", esl}, {"sync_wait_cycles", wait}, {"hbm_read_bytes", rd}, {"hbm_write_bytes", wr}};
   }
   j["latency_us"] = s.latency_us;
   j["hbm_read_bytes"] = s.hbm_read_bytes;
@@ -375,26 +446,34 @@ nlohmann::json stats_to_json(const SimStats& s) {
     j["sxe_rtl"] = {{"gemms", s.sxe_rtl_gemms}, {"cycles", s.sxe_rtl_cycles}, {"stall_cycles", s.sxe_rtl_stall_cycles}};
   nlohmann::json eng = nlohmann::json::object();
   for (const auto& e : s.engines)
-    eng[e.name] = {{"busy_cycles", e.busy_cycles},
-                   {"stalled_cycles", e.stalled_cycles},
-                   {"instructions", e.instructions},
-                   {"work", e.work},
-                   {"work_unit", e.work_unit},
-                   {"peak_work_per_cycle", e.peak_work_per_cycle},
-                   {"busy_fraction", e.busy_fraction},
-                   {"utilization", e.utilization}};
+    eng[e.name] = {{"busy_cycles", e.busy_cycles},     {"stalled_cycles", e.stalled_cycles},
+                   {"instructions", e.instructions},   {"work", e.work},
+                   {"work_unit", e.work_unit},         {"peak_work_per_cycle", e.peak_work_per_cycle},
+                   {"busy_fraction", e.busy_fraction}, {"utilization", e.utilization}};
   j["engines"] = eng;
   nlohmann::json ks = nlohmann::json::array();
   for (const auto& k : s.kernels) {
     const SpanBreakdown& b = k.breakdown;
-    ks.push_back({{"name", k.name}, {"start_cycle", k.start_cycle}, {"end_cycle", k.end_cycle}, {"cycles", k.cycles},
-                  {"hbm_read_bytes", k.hbm_read_bytes}, {"hbm_write_bytes", k.hbm_write_bytes},
-                  {"instructions", k.instructions}, {"sxe_flops", k.sxe_flops}, {"vxe_ops", k.vxe_ops},
-                  {"roofline_cycles", k.roofline_cycles}, {"bound", k.bound},
+    ks.push_back({{"name", k.name},
+                  {"start_cycle", k.start_cycle},
+                  {"end_cycle", k.end_cycle},
+                  {"cycles", k.cycles},
+                  {"hbm_read_bytes", k.hbm_read_bytes},
+                  {"hbm_write_bytes", k.hbm_write_bytes},
+                  {"instructions", k.instructions},
+                  {"sxe_flops", k.sxe_flops},
+                  {"vxe_ops", k.vxe_ops},
+                  {"roofline_cycles", k.roofline_cycles},
+                  {"bound", k.bound},
                   {"roofline_fraction", k.cycles ? k.roofline_cycles / static_cast<double>(k.cycles) : 0.0},
                   {"breakdown_cycles",
-                   {{"bandwidth", b.bandwidth}, {"compute", b.compute}, {"latency", b.latency}, {"sync", b.sync},
-                    {"dependency", b.dependency}, {"issue", b.issue}, {"other", b.other}}}});
+                   {{"bandwidth", b.bandwidth},
+                    {"compute", b.compute},
+                    {"latency", b.latency},
+                    {"sync", b.sync},
+                    {"dependency", b.dependency},
+                    {"issue", b.issue},
+                    {"other", b.other}}}});
   }
   j["kernels"] = ks;
   nlohmann::json gb = nlohmann::json::array();
@@ -453,16 +532,22 @@ nlohmann::json trace_to_json(const std::vector<TraceRecord>& t) {
       tid[{e, static_cast<int>(s)}] = id;
       std::string name = n > 1 ? strcat(e, " #", s) : e;
       events.push_back({{"ph", "M"}, {"pid", 0}, {"tid", id}, {"name", "thread_name"}, {"args", {{"name", name}}}});
-      events.push_back({{"ph", "M"}, {"pid", 0}, {"tid", id}, {"name", "thread_sort_index"}, {"args", {{"sort_index", id}}}});
+      events.push_back(
+          {{"ph", "M"}, {"pid", 0}, {"tid", id}, {"name", "thread_sort_index"}, {"args", {{"sort_index", id}}}});
     }
   }
   for (size_t i = 0; i < t.size(); ++i) {
     const auto& r = t[i];
-    events.push_back({{"ph", "X"}, {"pid", 0}, {"tid", tid.at({r.engine, slot[i]})}, {"name", r.text.substr(0, r.text.find(' '))},
-                      {"cat", r.kernel}, {"ts", r.start_us}, {"dur", r.dur_us}, {"args", {{"kernel", r.kernel}, {"instr", r.text}}}});
+    events.push_back({{"ph", "X"},
+                      {"pid", 0},
+                      {"tid", tid.at({r.engine, slot[i]})},
+                      {"name", r.text.substr(0, r.text.find(' '))},
+                      {"cat", r.kernel},
+                      {"ts", r.start_us},
+                      {"dur", r.dur_us},
+                      {"args", {{"kernel", r.kernel}, {"instr", r.text}}}});
   }
   return {{"traceEvents", events}, {"displayTimeUnit", "ns"}};
 }
 
 }  // namespace lpu
-

@@ -10,6 +10,7 @@
 #include <set>
 
 #include "config/arch_config.h"
+#include "isa/operands.h"
 #include "isa/program.h"
 #include "jobs/jobs.h"
 #include "jobs/roofline.h"
@@ -186,6 +187,31 @@ TEST(OpcodeTable, NamesCodesAndUnits) {
   EXPECT_EQ(opcode_unit(Opcode::SyncWait), Unit::Isu);
   EXPECT_EQ(opcode_by_name("vxe.op"), nullptr);
   EXPECT_EQ(opcode_by_code(255), nullptr);
+}
+
+// The work an instruction does comes from the table's WORK and ARITH columns, for the engines'
+// statistics (MACs, element operations, bytes) and for rooflines (FLOPs, VXE operations).
+TEST(OpcodeTable, WorkAndArithmetic) {
+  Program p = parse_program(
+      ".program w\n"
+      "  sxe.gemm f16 [2, 3, 4] lm:0x0 <- lm:0x100 [3, 1], hbm:0x0 [4, 1]\n"
+      "  vxe.add [2, 4] lm:0x0 <- lm:0x100 [4, 1], #1\n"
+      "  vxe.rsum [2, 4] lm:0x0 <- lm:0x100 [4, 1]\n"
+      "  vxe.mov [2, 4] lm:0x0 <- lm:0x100 [4, 1]\n"
+      "  dma.load f16 [2, 4] lm:0x0 <- hbm:0x0 [4, 1]\n"
+      "  halt\n",
+      "w.s");
+  const double work[] = {24, 8, 8, 8, 16, 0};
+  const uint64_t flops[] = {48, 0, 0, 0, 0, 0}, vxe_ops[] = {0, 8, 8, 0, 0, 0};
+  for (size_t i = 0; i < p.code.size(); ++i) {
+    EXPECT_EQ(instruction_work(p.code[i]), work[i]) << print_instruction(p.code[i]);
+    EXPECT_EQ(instruction_arith(p.code[i]).sxe_flops, flops[i]) << print_instruction(p.code[i]);
+    EXPECT_EQ(instruction_arith(p.code[i]).vxe_ops, vxe_ops[i]) << print_instruction(p.code[i]);
+  }
+  // The operand roles in message order: a gemm writes its destination, reads A and the weights.
+  std::vector<std::string> roles;
+  for_each_operand(p.code[0], [&](const OperandAccess& a) { roles.push_back(a.role); });
+  EXPECT_EQ(roles, (std::vector<std::string>{"destination", "activation A", "weights B"}));
 }
 
 // The new keys are validated on load.

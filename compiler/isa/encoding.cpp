@@ -53,9 +53,11 @@ std::string printable(const std::string& s) {
 }
 
 std::string op_name(const Instruction& in) {
-  if (in.opcode == Opcode::VxeOp) return scalar_op_name(in.vop);
-  if (in.opcode == Opcode::VxeReduce) return std::string("r") + reduction_type_name(in.rop);
-  return "";
+  switch (opcode_info(in.opcode).form) {
+    case Form::VectorOp: return scalar_op_name(in.vop);
+    case Form::Reduce: return std::string("r") + reduction_type_name(in.rop);
+    default: return "";
+  }
 }
 
 class Writer {
@@ -82,7 +84,8 @@ class Writer {
   // `what` builds the field's description, only when the value does not fit.
   template <typename What>
   static uint32_t narrow_u32(uint64_t v, const What& what) {
-    if (v > std::numeric_limits<uint32_t>::max()) throw InputError(strcat("cannot encode: ", what(), " = ", v, " does not fit 32 bits"));
+    if (v > std::numeric_limits<uint32_t>::max())
+      throw InputError(strcat("cannot encode: ", what(), " = ", v, " does not fit 32 bits"));
     return static_cast<uint32_t>(v);
   }
   template <typename What>
@@ -153,35 +156,43 @@ class Reader {
 
 }  // namespace
 
-std::vector<uint8_t> encode_program(const Program& p) {
-  // The op-name table: every vector op the program uses, in first-use order. Indexed by
-  // (opcode, enum value) while encoding, so names are built once per distinct op.
-  std::vector<std::string> ops;
-  std::map<std::pair<Opcode, int>, uint8_t> op_index;
-  auto op_key = [](const Instruction& in) {
-    return std::pair{in.opcode, in.opcode == Opcode::VxeOp ? static_cast<int>(in.vop) : static_cast<int>(in.rop)};
-  };
-  size_t n_operands = 0;
-  for (const auto& in : p.code) {
-    n_operands += in.srcs.size();
-    if (in.opcode != Opcode::VxeOp && in.opcode != Opcode::VxeReduce) continue;
-    if (op_index.count(op_key(in))) continue;
-    if (ops.size() >= kNoOp) throw InputError("cannot encode: more than 255 distinct vector ops");
-    op_index[op_key(in)] = static_cast<uint8_t>(ops.size());
-    ops.push_back(op_name(in));
-  }
+namespace {
 
-  Writer w;
-  w.out.reserve(kHeaderBytes + p.code.size() * kInstrBytes + n_operands * kOperandBytes + 64 * (p.buffers.size() + 1));
+bool carries_op(Opcode op) { return is_family(opcode_info(op).form); }
+
+// The op-name table: every vector op the program uses, in first-use order. Indexed by
+// (opcode, enum value) while encoding, so names are built once per distinct op.
+struct OpNames {
+  std::vector<std::string> names;
+  std::map<std::pair<Opcode, int>, uint8_t> index;
+  static std::pair<Opcode, int> key(const Instruction& in) {
+    return {in.opcode,
+            opcode_info(in.opcode).form == Form::VectorOp ? static_cast<int>(in.vop) : static_cast<int>(in.rop)};
+  }
+  explicit OpNames(const Program& p) {
+    for (const auto& in : p.code) {
+      if (!carries_op(in.opcode) || index.count(key(in))) continue;
+      if (names.size() >= kNoOp) throw InputError("cannot encode: more than 255 distinct vector ops");
+      index[key(in)] = static_cast<uint8_t>(names.size());
+      names.push_back(op_name(in));
+    }
+  }
+};
+
+auto named(const char* what) {
+  return [what] { return std::string(what); };
+}
+
+// The header (total size and checksum patched at the end) and the string tables.
+void write_header_and_tables(Writer& w, const Program& p, const OpNames& ops, size_t n_operands) {
   for (char c : kMagic) w.u8(static_cast<uint8_t>(c));
   w.u16(kLpuBinVersion);
   w.u16(kHeaderBytes);
   w.u16(kInstrBytes);
   w.u16(kOperandBytes);
-  auto named = [](const char* what) { return [what] { return std::string(what); }; };
   w.u32(Writer::narrow_u32(p.buffers.size(), named("buffer count")));
   w.u32(Writer::narrow_u32(p.kernels.size(), named("kernel count")));
-  w.u32(static_cast<uint32_t>(ops.size()));
+  w.u32(static_cast<uint32_t>(ops.names.size()));
   w.u32(Writer::narrow_u32(p.code.size(), named("instruction count")));
   w.u32(Writer::narrow_u32(n_operands, named("operand count")));
   w.u64(0);  // total bytes, patched below
@@ -198,7 +209,7 @@ std::vector<uint8_t> encode_program(const Program& p) {
     for (int64_t d : b.type.shape) w.i64(d);
   }
   for (const auto& k : p.kernels) w.str(k);
-  for (const auto& o : ops) w.str(o);
+  for (const auto& o : ops.names) w.str(o);
   // The host-op table (version 2): count, then per op its strings.
   w.u32(Writer::narrow_u32(p.host_ops.size(), named("host-op count")));
   for (const auto& h : p.host_ops) {
@@ -209,66 +220,90 @@ std::vector<uint8_t> encode_program(const Program& p) {
     w.str(h.output);
     w.str(h.attrs_json);
   }
+}
 
+// Which record field holds what, by form: tokens and loop counts in the rows field (and a
+// signal's device + 1 in cols), esl.send's token in depth and its device in the hbm row
+// stride, host.call's host-op index in depth.
+bool token_in_rows(Form f) { return f == Form::Signal || f == Form::Wait || f == Form::Loop; }
+
+void write_instruction(Writer& w, const Instruction& in, size_t i, const OpNames& ops, uint32_t first_operand) {
+  auto what = [&](const char* field) {
+    return [&, field] { return strcat("instruction ", i, " (", print_instruction(in), ") ", field); };
+  };
+  const OpcodeInfo& info = opcode_info(in.opcode);
+  w.u8(info.code);  // the opcode table's stable code
+  w.u8(code_of(kDTypes, in.dtype));
+  w.u8(is_family(info.form) ? ops.index.at(OpNames::key(in)) : kNoOp);
+  if (in.srcs.size() > 0xFF) throw InputError(what("has more than 255 operands")());
+  w.u8(static_cast<uint8_t>(in.srcs.size()));
+  w.i32(Writer::narrow_i32(in.kernel, what("kernel")));
+  if (in.rows < 0 || in.cols < 0) throw InputError(what("has a negative tile shape")());
+  const bool sync = token_in_rows(info.form);
+  w.u32(Writer::narrow_u32(static_cast<uint64_t>(sync ? in.token : in.rows), what("rows")));
+  w.u32(Writer::narrow_u32(static_cast<uint64_t>(sync ? in.peer + 1 : in.cols), what("cols")));
+  w.u64(in.hbm_addr);
+  w.i32(Writer::narrow_i32(info.form == Form::Send ? in.peer : in.hbm_rs, what("hbm row stride")));
+  w.i32(Writer::narrow_i32(in.hbm_cs, what("hbm column stride")));
+  w.u32(Writer::narrow_u32(in.lm_addr, what("lm address")));
+  w.u32(first_operand);
+  if (in.depth < 0 || in.host_op < 0) throw InputError(what("has a negative depth")());
+  int64_t depth = info.form == Form::HostCall ? in.host_op : info.form == Form::Send ? in.token : in.depth;
+  w.u32(Writer::narrow_u32(static_cast<uint64_t>(depth), what("depth")));
+  w.i64(in.hbm_step);
+  w.i32(Writer::narrow_i32(in.lm_step, what("lm step")));
+}
+
+void write_operand(Writer& w, const Operand& o, size_t i) {
+  auto what = [&](const char* field) { return [i, field] { return strcat("instruction ", i, " operand ", field); }; };
+  w.u8(o.immediate ? 1 : 0);
+  w.u8(0);
+  w.u8(0);
+  w.u8(0);
+  if (o.immediate) {
+    w.u32(0);
+    w.f64(o.value);
+  } else {
+    w.u32(Writer::narrow_u32(o.addr, what("lm address")));
+    w.i32(Writer::narrow_i32(o.rs, what("row stride")));
+    w.i32(Writer::narrow_i32(o.cs, what("column stride")));
+  }
+}
+
+}  // namespace
+
+std::vector<uint8_t> encode_program(const Program& p) {
+  const OpNames ops(p);
+  size_t n_operands = 0;
+  for (const auto& in : p.code) n_operands += in.srcs.size();
+  Writer w;
+  w.out.reserve(kHeaderBytes + p.code.size() * kInstrBytes + n_operands * kOperandBytes + 64 * (p.buffers.size() + 1));
+  write_header_and_tables(w, p, ops, n_operands);
   uint32_t next_operand = 0;
   for (size_t i = 0; i < p.code.size(); ++i) {
-    const Instruction& in = p.code[i];
-    auto what = [&](const char* field) { return [&, field] { return strcat("instruction ", i, " (", print_instruction(in), ") ", field); }; };
-    bool has_op = in.opcode == Opcode::VxeOp || in.opcode == Opcode::VxeReduce;
-    w.u8(opcode_info(in.opcode).code);  // the opcode table's stable code
-    w.u8(code_of(kDTypes, in.dtype));
-    w.u8(has_op ? op_index.at(op_key(in)) : kNoOp);
-    if (in.srcs.size() > 0xFF) throw InputError(what("has more than 255 operands")());
-    w.u8(static_cast<uint8_t>(in.srcs.size()));
-    w.i32(Writer::narrow_i32(in.kernel, what("kernel")));
-    if (in.rows < 0 || in.cols < 0) throw InputError(what("has a negative tile shape")());
-    // Sync and loop instructions carry their token / count in the rows field.
-    bool sync = in.opcode == Opcode::SyncSignal || in.opcode == Opcode::SyncWait || in.opcode == Opcode::LoopBegin;
-    // Sync instructions carry the token in the rows field and peer + 1 in the cols field.
-    w.u32(Writer::narrow_u32(static_cast<uint64_t>(sync ? in.token : in.rows), what("rows")));
-    w.u32(Writer::narrow_u32(static_cast<uint64_t>(sync ? in.peer + 1 : in.cols), what("cols")));
-    w.u64(in.hbm_addr);
-    w.i32(Writer::narrow_i32(in.opcode == Opcode::EslSend ? in.peer : in.hbm_rs, what("hbm row stride")));
-    w.i32(Writer::narrow_i32(in.hbm_cs, what("hbm column stride")));
-    w.u32(Writer::narrow_u32(in.lm_addr, what("lm address")));
-    w.u32(next_operand);
-    if (in.depth < 0 || in.host_op < 0) throw InputError(what("has a negative depth")());
-    // The depth field carries K for sxe.gemm and the host-op index for host.call.
-    // esl.send: the token in the depth field and the target device in the hbm row stride.
-    int64_t depth = in.opcode == Opcode::HostCall ? in.host_op : in.opcode == Opcode::EslSend ? in.token : in.depth;
-    w.u32(Writer::narrow_u32(static_cast<uint64_t>(depth), what("depth")));
-    w.i64(in.hbm_step);
-    w.i32(Writer::narrow_i32(in.lm_step, what("lm step")));
-    next_operand += static_cast<uint32_t>(in.srcs.size());
+    write_instruction(w, p.code[i], i, ops, next_operand);
+    next_operand += static_cast<uint32_t>(p.code[i].srcs.size());
   }
   for (size_t i = 0; i < p.code.size(); ++i)
-    for (const auto& o : p.code[i].srcs) {
-      auto what = [&](const char* field) { return [i, field] { return strcat("instruction ", i, " operand ", field); }; };
-      w.u8(o.immediate ? 1 : 0);
-      w.u8(0);
-      w.u8(0);
-      w.u8(0);
-      if (o.immediate) {
-        w.u32(0);
-        w.f64(o.value);
-      } else {
-        w.u32(Writer::narrow_u32(o.addr, what("lm address")));
-        w.i32(Writer::narrow_i32(o.rs, what("row stride")));
-        w.i32(Writer::narrow_i32(o.cs, what("column stride")));
-      }
-    }
+    for (const auto& o : p.code[i].srcs) write_operand(w, o, i);
   w.patch_u64(32, w.out.size());
   w.patch_u64(40, checksum_of(w.out.data(), w.out.size()));
   return std::move(w.out);
 }
 
-Program decode_program(const uint8_t* data, size_t size, const std::string& source) {
-  Reader r(data, size, source);
+namespace {
+
+struct Header {
+  uint32_t n_buffers, n_kernels, n_ops, n_code, n_operands;
+  uint64_t checksum;
+};
+
+Header read_header(Reader& r, size_t size) {
   r.need(kHeaderBytes, "the header");
-  if (std::memcmp(data, kMagic, 4) != 0) r.fail(0, "not an LPU program (magic is not \"LPUB\")");
   r.seek(4);
   uint16_t version = r.u16("version");
-  if (version != kLpuBinVersion) r.fail(4, strcat("unsupported version ", version, " (this build reads ", kLpuBinVersion, ")"));
+  if (version != kLpuBinVersion)
+    r.fail(4, strcat("unsupported version ", version, " (this build reads ", kLpuBinVersion, ")"));
   auto expect16 = [&](size_t want, const char* what) {
     size_t at = r.pos();
     uint16_t v = r.u16(what);
@@ -277,25 +312,29 @@ Program decode_program(const uint8_t* data, size_t size, const std::string& sour
   expect16(kHeaderBytes, "header size");
   expect16(kInstrBytes, "instruction record size");
   expect16(kOperandBytes, "operand record size");
-  uint32_t n_buffers = r.u32("buffer count");
-  uint32_t n_kernels = r.u32("kernel count");
-  uint32_t n_ops = r.u32("op-name count");
-  uint32_t n_code = r.u32("instruction count");
-  uint32_t n_operands = r.u32("operand count");
+  Header h;
+  h.n_buffers = r.u32("buffer count");
+  h.n_kernels = r.u32("kernel count");
+  h.n_ops = r.u32("op-name count");
+  h.n_code = r.u32("instruction count");
+  h.n_operands = r.u32("operand count");
   uint64_t total = r.u64("total size");
-  if (total != size) r.fail(32, strcat("header says the program is ", total, " bytes, the input has ", size, total > size ? " (truncated)" : ""));
-  uint64_t checksum = r.u64("checksum");
+  if (total != size)
+    r.fail(32, strcat("header says the program is ", total, " bytes, the input has ", size,
+                      total > size ? " (truncated)" : ""));
+  h.checksum = r.u64("checksum");
   // Implausible counts are reported against the header, not wherever parsing would run dry.
-  uint64_t least = kHeaderBytes + 8 + uint64_t{16} * n_buffers + uint64_t{4} * (n_kernels + uint64_t{n_ops}) +
-                   uint64_t{kInstrBytes} * n_code + uint64_t{kOperandBytes} * n_operands;
+  uint64_t least = kHeaderBytes + 8 + uint64_t{16} * h.n_buffers + uint64_t{4} * (h.n_kernels + uint64_t{h.n_ops}) +
+                   uint64_t{kInstrBytes} * h.n_code + uint64_t{kOperandBytes} * h.n_operands;
   if (least > size)
-    r.fail(12, strcat("the header's counts (", n_buffers, " buffers, ", n_kernels, " kernels, ", n_ops, " op names, ", n_code,
-                      " instructions, ", n_operands, " operands) need at least ", least, " bytes, the program has ", size));
+    r.fail(12, strcat("the header's counts (", h.n_buffers, " buffers, ", h.n_kernels, " kernels, ", h.n_ops,
+                      " op names, ", h.n_code, " instructions, ", h.n_operands, " operands) need at least ", least,
+                      " bytes, the program has ", size));
+  return h;
+}
 
-  Program p;
-  p.source = source;
-  p.name = r.str("program name");
-  for (uint32_t i = 0; i < n_buffers; ++i) {
+void read_buffers(Reader& r, uint32_t n, Program& p) {
+  for (uint32_t i = 0; i < n; ++i) {
     size_t buffer_at = r.pos();
     BufferDecl b;
     b.name = r.str("buffer name");
@@ -314,21 +353,30 @@ Program decode_program(const uint8_t* data, size_t size, const std::string& sour
       r.fail(buffer_at, "buffer " + printable(b.name) + ": " + why);
     p.buffers.push_back(std::move(b));
   }
-  for (uint32_t i = 0; i < n_kernels; ++i) p.kernels.push_back(r.str("kernel name"));
-  struct OpRef {
-    bool reduce;
-    ScalarOp vop;
-    ReductionType rop;
-  };
+}
+
+struct OpRef {
+  bool reduce;
+  ScalarOp vop;
+  ReductionType rop;
+};
+
+std::vector<OpRef> read_op_names(Reader& r, uint32_t n) {
   std::vector<OpRef> ops;
-  for (uint32_t i = 0; i < n_ops; ++i) {
+  for (uint32_t i = 0; i < n; ++i) {
     size_t at = r.pos();
     std::string name = r.str("op name");
     OpRef o{false, ScalarOp::add, ReductionType::sum};
-    if (name.size() > 1 && name[0] == 'r' && parse_reduction_type(name.substr(1), o.rop)) o.reduce = true;
-    else if (!parse_scalar_op(name, o.vop)) r.fail(at, "unknown vector op " + printable(name) + " in the op table");
+    if (name.size() > 1 && name[0] == 'r' && parse_reduction_type(name.substr(1), o.rop))
+      o.reduce = true;
+    else if (!parse_scalar_op(name, o.vop))
+      r.fail(at, "unknown vector op " + printable(name) + " in the op table");
     ops.push_back(o);
   }
+  return ops;
+}
+
+void read_host_ops(Reader& r, Program& p) {
   uint32_t n_host = r.u32("host-op count");
   for (uint32_t i = 0; i < n_host; ++i) {
     HostOp h;
@@ -341,11 +389,9 @@ Program decode_program(const uint8_t* data, size_t size, const std::string& sour
     h.attrs_json = r.str("host-op attributes");
     p.host_ops.push_back(std::move(h));
   }
+}
 
-  size_t code_at = r.pos();
-  r.need(size_t{kInstrBytes} * n_code, "the instruction records");
-  size_t pool_at = code_at + size_t{kInstrBytes} * n_code;
-  r.seek(pool_at);
+std::vector<Operand> read_operand_pool(Reader& r, uint32_t n_operands) {
   r.need(size_t{kOperandBytes} * n_operands, "the operand pool");
   std::vector<Operand> pool(n_operands);
   for (uint32_t i = 0; i < n_operands; ++i) {
@@ -364,80 +410,155 @@ Program decode_program(const uint8_t* data, size_t size, const std::string& sour
       o.cs = r.i32("operand column stride");
     }
   }
+  return pool;
+}
+
+// The source operands an instruction of this form takes (a vector op: its arity).
+size_t sources_wanted(const Instruction& in) {
+  switch (opcode_info(in.opcode).form) {
+    case Form::VectorOp: return static_cast<size_t>(scalar_op_arity(in.vop));
+    case Form::Reduce:
+    case Form::Unary:
+    case Form::Gemm:
+    case Form::Gather:
+    case Form::Send: return 1;
+    default: return 0;
+  }
+}
+
+// The instruction records, checked field by field against the tables read before.
+class InstructionReader {
+ public:
+  InstructionReader(Reader& r, const Header& h, const Program& p, const std::vector<OpRef>& ops,
+                    const std::vector<Operand>& pool)
+      : r_(r), h_(h), p_(p), ops_(ops), pool_(pool) {}
+  void read(uint32_t i, Instruction& in);
+  void finish(size_t code_at);
+
+ private:
+  [[noreturn]] void bad(size_t field, const std::string& msg) const {
+    r_.fail(at_ + field, strcat("instruction ", i_, ": ", msg));
+  }
+  void fields(Instruction& in, uint8_t& op, uint8_t& nsrc, uint32_t& first);
+  void vector_op(Instruction& in, uint8_t op);
+  Reader& r_;
+  const Header& h_;
+  const Program& p_;
+  const std::vector<OpRef>& ops_;
+  const std::vector<Operand>& pool_;
+  StructureCheck structure_;  // the rules the assembly parser applies too
+  size_t at_ = 0;
+  uint32_t i_ = 0;
+};
+
+// The record's fields, unpacked by the opcode's form (write_instruction packs them).
+void InstructionReader::fields(Instruction& in, uint8_t& op, uint8_t& nsrc, uint32_t& first) {
+  uint8_t opcode = r_.u8("opcode"), dtype = r_.u8("dtype");
+  const OpcodeInfo* info = opcode_by_code(opcode);
+  if (!info) bad(0, strcat("unknown opcode code ", static_cast<int>(opcode)));
+  if (dtype >= std::size(kDTypes)) bad(1, strcat("unknown dtype code ", static_cast<int>(dtype)));
+  in.opcode = info->op;
+  in.dtype = kDTypes[dtype];
+  op = r_.u8("op index");
+  nsrc = r_.u8("operand count");
+  in.kernel = r_.i32("kernel");
+  in.rows = r_.u32("rows");
+  in.cols = r_.u32("cols");
+  in.hbm_addr = r_.u64("hbm address");
+  in.hbm_rs = r_.i32("hbm row stride");
+  in.hbm_cs = r_.i32("hbm column stride");
+  in.lm_addr = r_.u32("lm address");
+  first = r_.u32("first operand");
+  in.depth = r_.u32("depth");
+  in.hbm_step = r_.i64("hbm step");
+  in.lm_step = r_.i32("lm step");
+  if (info->form == Form::Send) {
+    in.token = in.depth;
+    in.depth = 0;
+    in.peer = in.hbm_rs;
+    in.hbm_rs = 0;
+  }
+  if (info->form == Form::HostCall) {
+    in.host_op = in.depth;
+    in.depth = 0;
+    if (in.host_op >= static_cast<int64_t>(p_.host_ops.size()))
+      bad(40, strcat(info->name, " ", in.host_op, " outside the host-op table (", p_.host_ops.size(), " entries)"));
+  }
+}
+
+void InstructionReader::vector_op(Instruction& in, uint8_t op) {
+  const bool reduce = opcode_info(in.opcode).form == Form::Reduce;
+  if (op >= ops_.size())
+    bad(2, strcat("op index ", static_cast<int>(op), " outside the op table (", ops_.size(), " entries)"));
+  if (ops_[op].reduce != reduce)
+    bad(2, strcat(opcode_name(in.opcode), " names ", ops_[op].reduce ? "a reduction" : "an element-wise op"));
+  if (reduce)
+    in.rop = ops_[op].rop;
+  else
+    in.vop = ops_[op].vop;
+}
+
+void InstructionReader::read(uint32_t i, Instruction& in) {
+  at_ = r_.pos();
+  i_ = i;
+  uint8_t op = 0, nsrc = 0;
+  uint32_t first = 0;
+  fields(in, op, nsrc, first);
+  if (carries_op(in.opcode))
+    vector_op(in, op);
+  else if (op != kNoOp)
+    bad(2, strcat(opcode_name(in.opcode), " carries op index ", static_cast<int>(op)));
+  const size_t want_src = sources_wanted(in);
+  if (nsrc != want_src)
+    bad(3, strcat(static_cast<int>(nsrc), " source operands, ", opcode_name(in.opcode), " takes ", want_src));
+  if (in.kernel < -1 || in.kernel >= static_cast<int64_t>(h_.n_kernels))
+    bad(4, strcat("kernel ", in.kernel, " outside -1 .. ", static_cast<int64_t>(h_.n_kernels) - 1));
+  if (token_in_rows(opcode_info(in.opcode).form)) {
+    in.token = in.rows;
+    in.peer = in.cols - 1;
+    in.rows = in.cols = 0;
+  }
+  if (static_cast<uint64_t>(first) + nsrc > h_.n_operands)
+    bad(36, strcat("operands ", first, " .. ", static_cast<uint64_t>(first) + nsrc, " outside the pool (",
+                   h_.n_operands, ")"));
+  in.srcs.assign(pool_.begin() + first, pool_.begin() + first + nsrc);
+  if (std::string why = structure_.next(in); !why.empty()) bad(0, why);
+}
+
+void InstructionReader::finish(size_t code_at) {
+  size_t open_loop = 0;
+  if (std::string why = structure_.finish(open_loop); !why.empty())
+    r_.fail(code_at + size_t{kInstrBytes} * open_loop, strcat("instruction ", open_loop, ": ", why));
+}
+
+}  // namespace
+
+Program decode_program(const uint8_t* data, size_t size, const std::string& source) {
+  Reader r(data, size, source);
+  r.need(kHeaderBytes, "the header");
+  if (std::memcmp(data, kMagic, 4) != 0) r.fail(0, "not an LPU program (magic is not \"LPUB\")");
+  const Header h = read_header(r, size);
+  Program p;
+  p.source = source;
+  p.name = r.str("program name");
+  read_buffers(r, h.n_buffers, p);
+  for (uint32_t i = 0; i < h.n_kernels; ++i) p.kernels.push_back(r.str("kernel name"));
+  const std::vector<OpRef> ops = read_op_names(r, h.n_ops);
+  read_host_ops(r, p);
+
+  size_t code_at = r.pos();
+  r.need(size_t{kInstrBytes} * h.n_code, "the instruction records");
+  r.seek(code_at + size_t{kInstrBytes} * h.n_code);
+  const std::vector<Operand> pool = read_operand_pool(r, h.n_operands);
   if (r.pos() != size) r.fail(r.pos(), strcat(size - r.pos(), " unexpected trailing bytes"));
 
   r.seek(code_at);
-  p.code.resize(n_code);
-  StructureCheck structure;  // the rules the assembly parser applies too
-  for (uint32_t i = 0; i < n_code; ++i) {
-    size_t at = r.pos();
-    auto bad = [&](size_t field, const std::string& msg) { r.fail(at + field, strcat("instruction ", i, ": ", msg)); };
-    Instruction& in = p.code[i];
-    uint8_t opcode = r.u8("opcode"), dtype = r.u8("dtype");
-    const OpcodeInfo* info = opcode_by_code(opcode);
-    if (!info) bad(0, strcat("unknown opcode code ", static_cast<int>(opcode)));
-    if (dtype >= std::size(kDTypes)) bad(1, strcat("unknown dtype code ", static_cast<int>(dtype)));
-    in.opcode = info->op;
-    in.dtype = kDTypes[dtype];
-    uint8_t op = r.u8("op index");
-    uint8_t nsrc = r.u8("operand count");
-    in.kernel = r.i32("kernel");
-    in.rows = r.u32("rows");
-    in.cols = r.u32("cols");
-    in.hbm_addr = r.u64("hbm address");
-    in.hbm_rs = r.i32("hbm row stride");
-    in.hbm_cs = r.i32("hbm column stride");
-    in.lm_addr = r.u32("lm address");
-    uint32_t first = r.u32("first operand");
-    in.depth = r.u32("depth");
-    in.hbm_step = r.i64("hbm step");
-    if (in.opcode == Opcode::EslSend) {
-      in.token = in.depth;
-      in.depth = 0;
-      in.peer = in.hbm_rs;
-      in.hbm_rs = 0;
-    }
-    in.lm_step = r.i32("lm step");
-    if (in.opcode == Opcode::HostCall) {
-      in.host_op = in.depth;
-      in.depth = 0;
-      if (in.host_op >= static_cast<int64_t>(p.host_ops.size()))
-        bad(40, strcat("host.call ", in.host_op, " outside the host-op table (", p.host_ops.size(), " entries)"));
-    }
-    size_t want_src = 0;
-    bool wants_op = in.opcode == Opcode::VxeOp || in.opcode == Opcode::VxeReduce;
-    if (wants_op) {
-      if (op >= ops.size()) bad(2, strcat("op index ", static_cast<int>(op), " outside the op table (", ops.size(), " entries)"));
-      if (ops[op].reduce != (in.opcode == Opcode::VxeReduce))
-        bad(2, strcat(opcode_name(in.opcode), " names ", ops[op].reduce ? "a reduction" : "an element-wise op"));
-      if (in.opcode == Opcode::VxeOp) in.vop = ops[op].vop;
-      else in.rop = ops[op].rop;
-      want_src = in.opcode == Opcode::VxeOp ? static_cast<size_t>(scalar_op_arity(in.vop)) : 1;
-    } else {
-      if (op != kNoOp) bad(2, strcat(opcode_name(in.opcode), " carries op index ", static_cast<int>(op)));
-      want_src = in.opcode == Opcode::VxeMov || in.opcode == Opcode::SxeGemm || in.opcode == Opcode::DmaGather ||
-                         in.opcode == Opcode::EslSend
-                     ? 1
-                     : 0;
-    }
-    if (nsrc != want_src) bad(3, strcat(static_cast<int>(nsrc), " source operands, ", opcode_name(in.opcode), " takes ", want_src));
-    if (in.kernel < -1 || in.kernel >= static_cast<int64_t>(n_kernels))
-      bad(4, strcat("kernel ", in.kernel, " outside -1 .. ", static_cast<int64_t>(n_kernels) - 1));
-    if (in.opcode == Opcode::SyncSignal || in.opcode == Opcode::SyncWait || in.opcode == Opcode::LoopBegin) {
-      in.token = in.rows;
-      in.peer = in.cols - 1;
-      in.rows = in.cols = 0;
-    }
-    if (static_cast<uint64_t>(first) + nsrc > n_operands)
-      bad(36, strcat("operands ", first, " .. ", static_cast<uint64_t>(first) + nsrc, " outside the pool (", n_operands, ")"));
-    in.srcs.assign(pool.begin() + first, pool.begin() + first + nsrc);
-    if (std::string why = structure.next(in); !why.empty()) bad(0, why);
-  }
-  size_t open_loop = 0;
-  if (std::string why = structure.finish(open_loop); !why.empty())
-    r.fail(code_at + size_t{kInstrBytes} * open_loop, strcat("instruction ", open_loop, ": ", why));
+  p.code.resize(h.n_code);
+  InstructionReader reader(r, h, p, ops, pool);
+  for (uint32_t i = 0; i < h.n_code; ++i) reader.read(i, p.code[i]);
+  reader.finish(code_at);
   // Last, so a structural error reports where it is rather than only that something is.
-  if (checksum_of(data, size) != checksum) r.fail(40, "checksum mismatch: the program is corrupt");
+  if (checksum_of(data, size) != h.checksum) r.fail(40, "checksum mismatch: the program is corrupt");
   return p;
 }
 

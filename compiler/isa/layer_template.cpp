@@ -167,25 +167,45 @@ std::optional<LayerTemplate> LayerTemplate::make(const Program& three, const Pro
   }
   t.program_name_ = *pname;
 
-  // Buffers.
+  std::vector<uint64_t> la, lb;
+  std::vector<int64_t> ka, kb;
+  if (!t.make_buffers(three, four, la, lb, why) || !t.make_kernels(three, four, ka, kb, why) ||
+      !t.make_host_ops(three, four, why) || !t.make_code(three, four, ka, kb, la, lb, why))
+    return std::nullopt;
+
+  // Both programs it was made from must come back; the 4-layer one checks this code, the
+  // 3-layer one that the first and last layers and the rest moved as affinely as assumed.
+  for (auto [p, L] : {std::pair<const Program*, int64_t>{&four, 4}, {&three, 3}}) {
+    std::string d = t.verify(*p, L);
+    if (!d.empty()) {
+      why = strcat("at ", L, " layers: ", d);
+      return std::nullopt;
+    }
+  }
+  return t;
+}
+
+// Buffers, with where the sequential layout puts them at 3 and 4 layers (`la`, `lb`).
+bool LayerTemplate::make_buffers(const Program& three, const Program& four, std::vector<uint64_t>& la,
+                                 std::vector<uint64_t>& lb, std::string& why) {
   std::vector<int64_t> ta, tb;
   for (const auto& b : three.buffers) ta.push_back(layer_of_name(b.name));
   for (const auto& b : four.buffers) tb.push_back(layer_of_name(b.name));
   Alignment bal;
-  if (!align(ta, tb, "buffers", bal, why)) return std::nullopt;
-  const std::vector<uint64_t> la = fields::layout(three.buffers, hbm_alignment),
-                              lb = fields::layout(four.buffers, hbm_alignment);
+  if (!align(ta, tb, "buffers", bal, why)) return false;
+  la = fields::layout(three.buffers, alignment_);
+  lb = fields::layout(four.buffers, alignment_);
   for (size_t i = 0; i < three.buffers.size(); ++i)
     if (three.buffers[i].hbm_addr != la[i]) {
       why = strcat("buffer ", three.buffers[i].name, " is not where the sequential layout puts it");
-      return std::nullopt;
+      return false;
     }
   for (size_t i = 0; i < four.buffers.size(); ++i)
     if (four.buffers[i].hbm_addr != lb[i]) {
       why = strcat("buffer ", four.buffers[i].name, " is not where the sequential layout puts it");
-      return std::nullopt;
+      return false;
     }
-  t.buffers_.resize(four.buffers.size());
+  buffers_.resize(four.buffers.size());
   for (size_t i = 0; i < four.buffers.size(); ++i) {
     if (bal.a_of[i] < 0) continue;  // a copy: described by its layer-1 item
     const BufferDecl &x = three.buffers[static_cast<size_t>(bal.a_of[i])], &y = four.buffers[i],
@@ -194,45 +214,53 @@ std::optional<LayerTemplate> LayerTemplate::make(const Program& three, const Pro
     if (!n || x.role != y.role || y.role != z.role || x.type.dtype != y.type.dtype || y.type.dtype != z.type.dtype ||
         x.type.shape.size() != y.type.shape.size() || y.type.shape.size() != z.type.shape.size()) {
       why = strcat("buffer ", y.name, " does not repeat (name, role, dtype or rank)");
-      return std::nullopt;
+      return false;
     }
-    t.buffers_[i].name = *n;
+    buffers_[i].name = *n;
     for (size_t d = 0; d < y.type.shape.size(); ++d)
-      t.buffers_[i].dims.push_back(affine(x.type.shape[d], y.type.shape[d], z.type.shape[d]));
+      buffers_[i].dims.push_back(affine(x.type.shape[d], y.type.shape[d], z.type.shape[d]));
   }
-  t.buffer_slots_ = slots_of<Slot>(bal, four.buffers.size());
+  buffer_slots_ = slots_of<Slot>(bal, four.buffers.size());
 
-  // Kernels.
-  std::vector<int64_t> ka, kb;
+  return true;
+}
+
+// Kernels, with the layer of each at 3 and 4 layers (`ka`, `kb`).
+bool LayerTemplate::make_kernels(const Program& three, const Program& four, std::vector<int64_t>& ka,
+                                 std::vector<int64_t>& kb, std::string& why) {
   for (const auto& k : three.kernels) ka.push_back(layer_of_name(k));
   for (const auto& k : four.kernels) kb.push_back(layer_of_name(k));
   Alignment kal;
-  if (!align(ka, kb, "kernels", kal, why)) return std::nullopt;
-  t.kernels_.resize(four.kernels.size());
+  if (!align(ka, kb, "kernels", kal, why)) return false;
+  kernels_.resize(four.kernels.size());
   for (size_t i = 0; i < four.kernels.size(); ++i) {
     if (kal.a_of[i] < 0) continue;
     auto n = affine_name(three.kernels[static_cast<size_t>(kal.a_of[i])], four.kernels[i],
                          four.kernels[static_cast<size_t>(kal.partner[i])]);
     if (!n) {
       why = strcat("kernel ", four.kernels[i], " does not repeat");
-      return std::nullopt;
+      return false;
     }
-    t.kernels_[i] = *n;
+    kernels_[i] = *n;
   }
-  t.kernel_slots_ = slots_of<Slot>(kal, four.kernels.size());
+  kernel_slots_ = slots_of<Slot>(kal, four.kernels.size());
 
+  return true;
+}
+
+bool LayerTemplate::make_host_ops(const Program& three, const Program& four, std::string& why) {
   // Host ops (graph breaks), by the layer of the node each runs.
   std::vector<int64_t> ha, hb;
   for (const auto& h : three.host_ops) ha.push_back(layer_of_name(h.node));
   for (const auto& h : four.host_ops) hb.push_back(layer_of_name(h.node));
   Alignment hal;
-  if (!align(ha, hb, "host ops", hal, why)) return std::nullopt;
-  t.host_ops_.resize(four.host_ops.size());
+  if (!align(ha, hb, "host ops", hal, why)) return false;
+  host_ops_.resize(four.host_ops.size());
   for (size_t i = 0; i < four.host_ops.size(); ++i) {
     if (hal.a_of[i] < 0) continue;
     const HostOp &x = three.host_ops[static_cast<size_t>(hal.a_of[i])], &y = four.host_ops[i],
                  &z = four.host_ops[static_cast<size_t>(hal.partner[i])];
-    HostOpItem& it = t.host_ops_[i];
+    HostOpItem& it = host_ops_[i];
     auto node = affine_name(x.node, y.node, z.node), out = affine_name(x.output, y.output, z.output);
     bool ok = node && out && x.op == y.op && y.op == z.op && x.attrs_json == y.attrs_json &&
               y.attrs_json == z.attrs_json && x.inputs.size() == y.inputs.size() && y.inputs.size() == z.inputs.size();
@@ -243,13 +271,19 @@ std::optional<LayerTemplate> LayerTemplate::make(const Program& three, const Pro
     }
     if (!ok) {
       why = strcat("host op ", i, " (", y.op, " of ", y.node, ") does not repeat");
-      return std::nullopt;
+      return false;
     }
     it.node = *node;
     it.output = *out;
   }
-  t.host_op_slots_ = slots_of<Slot>(hal, four.host_ops.size());
+  host_op_slots_ = slots_of<Slot>(hal, four.host_ops.size());
 
+  return true;
+}
+
+bool LayerTemplate::make_code(const Program& three, const Program& four, const std::vector<int64_t>& ka,
+                              const std::vector<int64_t>& kb, const std::vector<uint64_t>& la,
+                              const std::vector<uint64_t>& lb, std::string& why) {
   // Instructions: each belongs to its kernel's layer.
   auto tags = [](const Program& p, const std::vector<int64_t>& klayer) {
     std::vector<int64_t> v;
@@ -261,17 +295,17 @@ std::optional<LayerTemplate> LayerTemplate::make(const Program& three, const Pro
     return v;
   };
   Alignment cal;
-  if (!align(tags(three, ka), tags(four, kb), "instructions", cal, why)) return std::nullopt;
-  t.code_.resize(four.code.size());
+  if (!align(tags(three, ka), tags(four, kb), "instructions", cal, why)) return false;
+  code_.resize(four.code.size());
   for (size_t i = 0; i < four.code.size(); ++i) {
     if (cal.a_of[i] < 0) continue;
     const Instruction &x = three.code[static_cast<size_t>(cal.a_of[i])], &y = four.code[i],
                       &z = four.code[static_cast<size_t>(cal.partner[i])];
     if (!fields::same_structure(x, y) || !fields::same_structure(y, z)) {
       why = strcat(fields::where(four, i), " does not repeat (opcode, operation, dtype or operands)");
-      return std::nullopt;
+      return false;
     }
-    InstrItem& it = t.code_[i];
+    InstrItem& it = code_[i];
     it.kernel = affine(x.kernel, y.kernel, z.kernel);
     auto field = [&](int f, size_t src) {
       Affine af = affine(fields::get(x, f, src), fields::get(y, f, src), fields::get(z, f, src));
@@ -291,18 +325,9 @@ std::optional<LayerTemplate> LayerTemplate::make(const Program& three, const Pro
                          static_cast<int64_t>(z.hbm_addr - lb[bz]));
     }
   }
-  t.code_slots_ = slots_of<Slot>(cal, four.code.size());
+  code_slots_ = slots_of<Slot>(cal, four.code.size());
 
-  // Both programs it was made from must come back; the 4-layer one checks this code, the
-  // 3-layer one that the first and last layers and the rest moved as affinely as assumed.
-  for (auto [p, L] : {std::pair<const Program*, int64_t>{&four, 4}, {&three, 3}}) {
-    std::string d = t.verify(*p, L);
-    if (!d.empty()) {
-      why = strcat("at ", L, " layers: ", d);
-      return std::nullopt;
-    }
-  }
-  return t;
+  return true;
 }
 
 Program LayerTemplate::instantiate(int64_t L) const {

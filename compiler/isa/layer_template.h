@@ -83,6 +83,15 @@ class LayerTemplate {
     bool hbm = false;  // its HBM address is (buffer, offset)
     Affine buffer, offset;
   };
+  // The phases of make(): false, with `why` set, when the items do not repeat.
+  bool make_buffers(const Program& three, const Program& four, std::vector<uint64_t>& la, std::vector<uint64_t>& lb,
+                    std::string& why);
+  bool make_kernels(const Program& three, const Program& four, std::vector<int64_t>& ka, std::vector<int64_t>& kb,
+                    std::string& why);
+  bool make_host_ops(const Program& three, const Program& four, std::string& why);
+  bool make_code(const Program& three, const Program& four, const std::vector<int64_t>& ka,
+                 const std::vector<int64_t>& kb, const std::vector<uint64_t>& la, const std::vector<uint64_t>& lb,
+                 std::string& why);
   Program four_;
   int64_t alignment_ = 1;
   Name program_name_;

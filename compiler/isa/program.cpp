@@ -1,8 +1,8 @@
 #include "isa/program.h"
 
 #include <cctype>
-#include <cmath>
 #include <charconv>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <limits>
@@ -14,27 +14,14 @@
 namespace lpu {
 
 namespace {
-// Indexed by the enum value; the codes are the binary format's (they must never move).
-constexpr OpcodeInfo kOpcodeTable[kOpcodeCount] = {
-    {Opcode::DmaLoad, "dma.load", Unit::Dma, 0},         {Opcode::DmaStore, "dma.store", Unit::Dma, 1},
-    {Opcode::VxeOp, "vxe.op", Unit::Vxe, 2},             {Opcode::VxeReduce, "vxe.reduce", Unit::Vxe, 3},
-    {Opcode::VxeMov, "vxe.mov", Unit::Vxe, 4},           {Opcode::SxeGemm, "sxe.gemm", Unit::Sxe, 6},
-    {Opcode::DmaGather, "dma.gather", Unit::Dma, 7},     {Opcode::HostCall, "host.call", Unit::Host, 8},
-    {Opcode::SyncSignal, "sync.signal", Unit::Isu, 9},   {Opcode::SyncWait, "sync.wait", Unit::Isu, 10},
-    {Opcode::LoopBegin, "loop", Unit::Isu, 11},          {Opcode::LoopEnd, "endloop", Unit::Isu, 12},
-    {Opcode::EslSend, "esl.send", Unit::Esl, 13},        {Opcode::Halt, "halt", Unit::Isu, 5},
-};
-constexpr bool table_in_enum_order() {
+constexpr bool codes_unique() {
   for (size_t i = 0; i < kOpcodeCount; ++i)
-    if (static_cast<size_t>(kOpcodeTable[i].op) != i) return false;
+    for (size_t j = 0; j < i; ++j)
+      if (kOpcodeTable[i].code == kOpcodeTable[j].code) return false;
   return true;
 }
-static_assert(table_in_enum_order(), "kOpcodeTable rows must follow the Opcode enum");
-static_assert(static_cast<size_t>(Opcode::Halt) + 1 == kOpcodeCount, "kOpcodeCount");
-static_assert(static_cast<size_t>(Unit::Isu) + 1 == kUnits, "kUnits");
+static_assert(codes_unique(), "two rows of the opcode table share a binary code");
 }  // namespace
-
-const OpcodeInfo& opcode_info(Opcode op) { return kOpcodeTable[static_cast<size_t>(op)]; }
 
 const OpcodeInfo* opcode_by_code(uint8_t code) {
   for (const auto& o : kOpcodeTable)
@@ -44,16 +31,15 @@ const OpcodeInfo* opcode_by_code(uint8_t code) {
 
 const OpcodeInfo* opcode_by_name(const std::string& name) {
   for (const auto& o : kOpcodeTable)
-    if (name == o.name && o.op != Opcode::VxeOp && o.op != Opcode::VxeReduce) return &o;
+    if (name == o.name && !is_family(o.form)) return &o;
   return nullptr;
 }
 
 bool Instruction::same_as(const Instruction& o) const {
-  return opcode == o.opcode && vop == o.vop && rop == o.rop && dtype == o.dtype && rows == o.rows &&
-         cols == o.cols && depth == o.depth && hbm_addr == o.hbm_addr && hbm_rs == o.hbm_rs && hbm_cs == o.hbm_cs &&
+  return opcode == o.opcode && vop == o.vop && rop == o.rop && dtype == o.dtype && rows == o.rows && cols == o.cols &&
+         depth == o.depth && hbm_addr == o.hbm_addr && hbm_rs == o.hbm_rs && hbm_cs == o.hbm_cs &&
          lm_addr == o.lm_addr && srcs == o.srcs && kernel == o.kernel && host_op == o.host_op && token == o.token &&
-         peer == o.peer && hbm_step == o.hbm_step &&
-         lm_step == o.lm_step;
+         peer == o.peer && hbm_step == o.hbm_step && lm_step == o.lm_step;
 }
 
 const BufferDecl* Program::find_buffer(const std::string& n) const {
@@ -82,19 +68,6 @@ std::string instruction_location(const Program& p, size_t i) {
 }
 
 namespace {
-// Instructions that move or compute a tile: all but control flow, tokens and host calls.
-bool has_tile(Opcode op) {
-  switch (op) {
-    case Opcode::Halt:
-    case Opcode::HostCall:
-    case Opcode::SyncSignal:
-    case Opcode::SyncWait:
-    case Opcode::LoopBegin:
-    case Opcode::LoopEnd: return false;
-    default: return true;
-  }
-}
-
 // An operand of [a, b] elements is too large when the count leaves kMaxElements (the bound
 // that keeps every byte count and address offset the engines compute inside int64).
 bool too_many_elements(int64_t a, int64_t b) {
@@ -104,14 +77,16 @@ bool too_many_elements(int64_t a, int64_t b) {
 
 std::string tile_problem(const Instruction& in) {
   if (in.rows <= 0 || in.cols <= 0) return "tile shape must be positive";
-  if (in.opcode != Opcode::SxeGemm) {
-    if (too_many_elements(in.rows, in.cols)) return strcat("tile [", in.rows, ", ", in.cols, "] has more than 2^48 elements");
+  if (opcode_info(in.opcode).form != Form::Gemm) {
+    if (too_many_elements(in.rows, in.cols))
+      return strcat("tile [", in.rows, ", ", in.cols, "] has more than 2^48 elements");
     return "";
   }
-  if (in.depth <= 0) return "sxe.gemm: K must be positive";
+  const char* mn = opcode_name(in.opcode);
+  if (in.depth <= 0) return strcat(mn, ": K must be positive");
   if (too_many_elements(in.rows, in.depth) || too_many_elements(in.depth, in.cols) ||
       too_many_elements(in.rows, in.cols))
-    return strcat("sxe.gemm [", in.rows, ", ", in.depth, ", ", in.cols, "] has an operand of more than 2^48 elements");
+    return strcat(mn, " [", in.rows, ", ", in.depth, ", ", in.cols, "] has an operand of more than 2^48 elements");
   return "";
 }
 }  // namespace
@@ -120,12 +95,13 @@ std::string StructureCheck::next(const Instruction& in) {
   size_t i = index_++;
   // A LoopBegin's own steps would belong to the loop around it, hence the check comes first.
   if ((in.hbm_step || in.lm_step) && open_.empty()) return "address steps are only meaningful inside a loop";
-  if (has_tile(in.opcode))
+  const Form form = opcode_info(in.opcode).form;
+  if (has_tile(form))
     if (std::string why = tile_problem(in); !why.empty()) return why;
-  if (in.opcode == Opcode::LoopBegin) {
+  if (form == Form::Loop) {
     if (in.token < 1) return "a loop runs at least once";
     open_.push_back(i);
-  } else if (in.opcode == Opcode::LoopEnd) {
+  } else if (form == Form::EndLoop) {
     if (open_.empty()) return "endloop without loop";
     open_.pop_back();
   }
@@ -149,49 +125,62 @@ std::string operand_str(const Operand& o) {
   if (o.immediate) return "#" + format_double(o.value);
   return "lm:" + hex(o.addr) + " " + shape2(o.rs, o.cs);
 }
-}  // namespace
+
+// The family prefix of a family row's mnemonic ("vxe." of "vxe.op").
+std::string family_prefix(const OpcodeInfo& o) {
+  std::string n = o.name;
+  return n.substr(0, n.find('.') + 1);
+}
 
 std::string print_instruction_body(const Instruction& in) {
+  const OpcodeInfo& info = opcode_info(in.opcode);
+  const char* mn = info.name;
   std::string s;
-  switch (in.opcode) {
-    case Opcode::DmaLoad:
-      return strcat(opcode_name(in.opcode), " ", dtype_name(in.dtype), " ", shape2(in.rows, in.cols), " lm:", hex(in.lm_addr),
+  switch (info.form) {
+    case Form::TileLoad:
+      return strcat(mn, " ", dtype_name(in.dtype), " ", shape2(in.rows, in.cols), " lm:", hex(in.lm_addr),
                     " <- hbm:", hex(in.hbm_addr), " ", shape2(in.hbm_rs, in.hbm_cs));
-    case Opcode::DmaStore:
-      return strcat(opcode_name(in.opcode), " ", dtype_name(in.dtype), " ", shape2(in.rows, in.cols), " hbm:", hex(in.hbm_addr), " ",
+    case Form::TileStore:
+      return strcat(mn, " ", dtype_name(in.dtype), " ", shape2(in.rows, in.cols), " hbm:", hex(in.hbm_addr), " ",
                     shape2(in.hbm_rs, in.hbm_cs), " <- lm:", hex(in.lm_addr));
-    case Opcode::VxeOp: s = std::string("vxe.") + scalar_op_name(in.vop); break;
-    case Opcode::VxeReduce: s = std::string("vxe.r") + reduction_type_name(in.rop); break;
-    case Opcode::VxeMov: s = opcode_name(in.opcode); break;
-    case Opcode::SxeGemm:
-      return strcat(opcode_name(in.opcode), " ", dtype_name(in.dtype), " [", in.rows, ", ", in.depth, ", ", in.cols, "] lm:",
-                    hex(in.lm_addr), " <- ", operand_str(in.srcs.at(0)), ", hbm:", hex(in.hbm_addr), " ",
+    case Form::VectorOp: s = family_prefix(info) + scalar_op_name(in.vop); break;
+    case Form::Reduce: s = family_prefix(info) + "r" + reduction_type_name(in.rop); break;
+    case Form::Unary: s = mn; break;
+    case Form::Gemm:
+      return strcat(mn, " ", dtype_name(in.dtype), " [", in.rows, ", ", in.depth, ", ", in.cols,
+                    "] lm:", hex(in.lm_addr), " <- ", operand_str(in.srcs.at(0)), ", hbm:", hex(in.hbm_addr), " ",
                     shape2(in.hbm_rs, in.hbm_cs));
-    case Opcode::SyncSignal: return strcat(opcode_name(in.opcode), " ", in.token, in.peer >= 0 ? strcat(" dev:", in.peer) : "");
-    case Opcode::SyncWait: return strcat(opcode_name(in.opcode), " ", in.token);
-    case Opcode::EslSend:
-      return strcat(opcode_name(in.opcode), " ", shape2(in.rows, in.cols), " dev:", in.peer, " lm:", hex(in.lm_addr), " <- ",
+    case Form::Signal: return strcat(mn, " ", in.token, in.peer >= 0 ? strcat(" dev:", in.peer) : "");
+    case Form::Wait:
+    case Form::Loop: return strcat(mn, " ", in.token);
+    case Form::Send:
+      return strcat(mn, " ", shape2(in.rows, in.cols), " dev:", in.peer, " lm:", hex(in.lm_addr), " <- ",
                     operand_str(in.srcs.at(0)), " token:", in.token);
-    case Opcode::DmaGather:
-      return strcat(opcode_name(in.opcode), " ", dtype_name(in.dtype), " ", shape2(in.rows, in.cols), " lm:", hex(in.lm_addr),
+    case Form::Gather:
+      return strcat(mn, " ", dtype_name(in.dtype), " ", shape2(in.rows, in.cols), " lm:", hex(in.lm_addr),
                     " <- hbm:", hex(in.hbm_addr), " ", shape2(in.hbm_rs, in.hbm_cs), ", ", operand_str(in.srcs.at(0)));
-    case Opcode::HostCall: return strcat(opcode_name(in.opcode), " ", in.host_op);
-    case Opcode::Halt: return opcode_name(in.opcode);
-    case Opcode::LoopBegin: return strcat(opcode_name(in.opcode), " ", in.token);
-    case Opcode::LoopEnd: return opcode_name(in.opcode);
+    case Form::HostCall: return strcat(mn, " ", in.host_op);
+    case Form::EndLoop:
+    case Form::Bare: return mn;
   }
   s += " " + shape2(in.rows, in.cols) + " lm:" + hex(in.lm_addr) + " <-";
   for (size_t i = 0; i < in.srcs.size(); ++i) s += (i ? ", " : " ") + operand_str(in.srcs[i]);
   return s;
 }
+}  // namespace
 
 std::string print_instruction(const Instruction& in) {
-  if (in.opcode == Opcode::LoopBegin || in.opcode == Opcode::LoopEnd) return print_instruction_body(in);
+  const Form form = opcode_info(in.opcode).form;
+  if (form == Form::Loop || form == Form::EndLoop) return print_instruction_body(in);  // steps belong to the body
   std::string s = print_instruction_body(in);
   if (in.hbm_step || in.lm_step) {
     s += " step";
-    if (in.hbm_step) s += strcat(" hbm:", in.hbm_step < 0 ? "-" : "+", hex(static_cast<uint64_t>(in.hbm_step < 0 ? -in.hbm_step : in.hbm_step)));
-    if (in.lm_step) s += strcat(" lm:", in.lm_step < 0 ? "-" : "+", hex(static_cast<uint64_t>(in.lm_step < 0 ? -in.lm_step : in.lm_step)));
+    if (in.hbm_step)
+      s += strcat(" hbm:", in.hbm_step < 0 ? "-" : "+",
+                  hex(static_cast<uint64_t>(in.hbm_step < 0 ? -in.hbm_step : in.hbm_step)));
+    if (in.lm_step)
+      s += strcat(" lm:", in.lm_step < 0 ? "-" : "+",
+                  hex(static_cast<uint64_t>(in.lm_step < 0 ? -in.lm_step : in.lm_step)));
   }
   return s;
 }
@@ -220,7 +209,8 @@ std::string print_host_op(size_t id, const HostOp& h) {
   // The attributes go last (JSON may hold spaces); ';' starts a comment in assembly, so it
   // is written as \u003b, which JSON reads back as the same character (only strings hold one).
   std::string attrs;
-  for (char c : h.attrs_json.empty() ? std::string("{}") : h.attrs_json) attrs += c == ';' ? std::string("\\u003b") : std::string(1, c);
+  for (char c : h.attrs_json.empty() ? std::string("{}") : h.attrs_json)
+    attrs += c == ';' ? std::string("\\u003b") : std::string(1, c);
   return strcat(".hostop ", id, " ", h.op, " ", h.node, " ", ins.empty() ? "-" : ins, " -> ", h.output, " ", attrs);
 }
 
@@ -230,8 +220,7 @@ namespace {
 
 class LineParser {
  public:
-  LineParser(const std::string& line, const std::string& file, int lineno)
-      : s_(line), file_(file), lineno_(lineno) {}
+  LineParser(const std::string& line, const std::string& file, int lineno) : s_(line), file_(file), lineno_(lineno) {}
 
   [[noreturn]] void fail(const std::string& msg) const {
     throw InputError(strcat(file_, ":", lineno_, ": ", msg, " in: ", trimmed()));
@@ -358,176 +347,255 @@ class LineParser {
 
 }  // namespace
 
+namespace {
+
+// The line's directives (.program, .buffer, .hostop, .kernel) and instructions, into `p`.
+class ProgramReader {
+ public:
+  ProgramReader(Program& p, const std::string& filename) : p_(p), file_(filename) {}
+  void line(LineParser& lp, int lineno);
+  void finish() const;
+
+ private:
+  void buffer(LineParser& lp);
+  void host_op(LineParser& lp);
+  Instruction instruction(LineParser& lp, const std::string& w, int lineno);
+  void fields(LineParser& lp, const OpcodeInfo& info, Instruction& in);
+  void tile_fields(LineParser& lp, const std::string& w, size_t nsrc, Instruction& in);
+  bool family(LineParser& lp, const std::string& w, Instruction& in);
+  Program& p_;
+  std::string file_;
+  int kernel_ = -1;
+  bool have_program_ = false;
+  StructureCheck structure_;
+};
+
+void ProgramReader::line(LineParser& lp, int lineno) {
+  std::string w = lp.word();
+  if (w == ".program") {
+    p_.name = lp.word();
+    have_program_ = true;
+  } else if (w == ".buffer") {
+    buffer(lp);
+  } else if (w == ".hostop") {
+    host_op(lp);
+  } else if (w == ".kernel") {
+    int64_t id = lp.integer();
+    if (id != static_cast<int64_t>(p_.kernels.size())) lp.fail("kernel ids must count up from 0");
+    p_.kernels.push_back(lp.word());
+    kernel_ = static_cast<int>(id);
+  } else {
+    Instruction in = instruction(lp, w, lineno);
+    if (std::string why = structure_.next(in); !why.empty()) lp.fail(why);
+    p_.code.push_back(std::move(in));
+  }
+  if (!lp.at_end()) lp.fail("unexpected trailing text");
+}
+
+void ProgramReader::buffer(LineParser& lp) {
+  BufferDecl b;
+  b.name = lp.word();
+  b.hbm_addr = lp.address("hbm");
+  b.type = lp.tensor_type();
+  if (std::string why = shape_problem(b.type.shape, /*allow_empty=*/true); !why.empty())
+    lp.fail("buffer " + b.name + ": " + why);
+  std::string role = lp.word();
+  if (role == "input")
+    b.role = BufferRole::Input;
+  else if (role == "weight")
+    b.role = BufferRole::Weight;
+  else if (role == "intermediate")
+    b.role = BufferRole::Intermediate;
+  else if (role == "output")
+    b.role = BufferRole::Output;
+  else
+    lp.fail("unknown buffer role '" + role + "' (input, weight, intermediate, output)");
+  p_.buffers.push_back(b);
+}
+
+void ProgramReader::host_op(LineParser& lp) {
+  int64_t id = lp.integer();
+  if (id != static_cast<int64_t>(p_.host_ops.size())) lp.fail("host-op ids must count up from 0");
+  HostOp h;
+  h.op = lp.word();
+  h.node = lp.word();
+  std::string ins = lp.word();
+  while (ins != "-" && !ins.empty()) {  // word() stops at ',': read the rest of the list
+    h.inputs.push_back(ins);
+    ins = lp.accept(",") ? lp.word() : "";
+  }
+  lp.expect("->");
+  h.output = lp.word();
+  std::string attrs = lp.rest();
+  if (attrs.empty() || attrs.front() != '{' || attrs.back() != '}')
+    lp.fail(".hostop: attributes must be a JSON object");
+  for (size_t at; (at = attrs.find("\\u003b")) != std::string::npos;) attrs.replace(at, 6, ";");
+  h.attrs_json = attrs;
+  p_.host_ops.push_back(h);
+}
+
+Instruction ProgramReader::instruction(LineParser& lp, const std::string& w, int lineno) {
+  Instruction in;
+  in.kernel = kernel_;
+  in.line = lineno;
+  // Mnemonics from the opcode table; the families (vxe.<op>, vxe.r<reduction>) by their op.
+  if (const OpcodeInfo* named = opcode_by_name(w)) {
+    in.opcode = named->op;
+    fields(lp, *named, in);
+  } else if (!family(lp, w, in)) {
+    lp.fail("unknown instruction '" + w + "'");
+  }
+  if (lp.accept("step")) {
+    auto signed_step = [&]() -> int64_t {
+      bool neg = lp.accept("-");
+      if (!neg) lp.expect("+");
+      int64_t v = lp.integer();
+      return neg ? -v : v;
+    };
+    if (lp.accept("hbm:")) in.hbm_step = signed_step();
+    if (lp.accept("lm:")) in.lm_step = signed_step();
+  }
+  return in;
+}
+
+// "[R, C] lm:D <- SRC, ..." with `nsrc` sources (Form::VectorOp, Reduce, Unary).
+void ProgramReader::tile_fields(LineParser& lp, const std::string& w, size_t nsrc, Instruction& in) {
+  std::tie(in.rows, in.cols) = lp.pair();
+  in.lm_addr = lp.address("lm");
+  lp.expect("<-");
+  do in.srcs.push_back(lp.operand());
+  while (lp.accept(","));
+  if (in.srcs.size() != nsrc) lp.fail(strcat(w, " takes ", nsrc, " source operands, got ", in.srcs.size()));
+}
+
+// A family mnemonic: PREFIX r<reduction> (tried first; no scalar op is r + a reduction name)
+// or PREFIX <scalar op>. False when `w` starts with no family's prefix.
+bool ProgramReader::family(LineParser& lp, const std::string& w, Instruction& in) {
+  const OpcodeInfo* reduce = nullptr;
+  const OpcodeInfo* elementwise = nullptr;
+  for (const auto& o : kOpcodeTable)
+    if (is_family(o.form) && w.rfind(family_prefix(o), 0) == 0) (o.form == Form::Reduce ? reduce : elementwise) = &o;
+  if (!reduce && !elementwise) return false;
+  std::string op = w.substr(family_prefix(reduce ? *reduce : *elementwise).size());
+  if (reduce && op.size() > 1 && op[0] == 'r' && parse_reduction_type(op.substr(1), in.rop)) {
+    in.opcode = reduce->op;
+    tile_fields(lp, w, 1, in);
+  } else if (elementwise && parse_scalar_op(op, in.vop)) {
+    in.opcode = elementwise->op;
+    tile_fields(lp, w, static_cast<size_t>(scalar_op_arity(in.vop)), in);
+  } else {
+    lp.fail("unknown vector op '" + op + "'");
+  }
+  return true;
+}
+
+// The fields of an instruction named by its exact mnemonic, by its form (isa/opcodes.h).
+void ProgramReader::fields(LineParser& lp, const OpcodeInfo& info, Instruction& in) {
+  const std::string mn = info.name;
+  switch (info.form) {
+    case Form::Bare: in.kernel = -1; break;  // halt belongs to no kernel
+    case Form::TileLoad:
+    case Form::TileStore:
+      in.dtype = lp.dtype();
+      std::tie(in.rows, in.cols) = lp.pair();
+      if (info.form == Form::TileLoad) {
+        in.lm_addr = lp.address("lm");
+        lp.expect("<-");
+        in.hbm_addr = lp.address("hbm");
+        std::tie(in.hbm_rs, in.hbm_cs) = lp.pair();
+      } else {
+        in.hbm_addr = lp.address("hbm");
+        std::tie(in.hbm_rs, in.hbm_cs) = lp.pair();
+        lp.expect("<-");
+        in.lm_addr = lp.address("lm");
+      }
+      break;
+    case Form::Loop: in.token = lp.integer(); break;
+    case Form::EndLoop: break;
+    case Form::Send:
+      std::tie(in.rows, in.cols) = lp.pair();
+      lp.expect("dev:");
+      in.peer = lp.integer();
+      in.lm_addr = lp.address("lm");
+      lp.expect("<-");
+      in.srcs.push_back(lp.operand());
+      if (in.srcs[0].immediate) lp.fail(mn + ": the source must be in local memory");
+      lp.expect("token:");
+      in.token = lp.integer();
+      if (in.peer < 0 || in.token < 0) lp.fail("device and token ids are non-negative");
+      break;
+    case Form::Signal:
+    case Form::Wait:
+      in.token = lp.integer();
+      if (in.token < 0) lp.fail("token ids are non-negative");
+      if (info.form == Form::Signal && lp.accept("dev:")) {
+        in.peer = lp.integer();
+        if (in.peer < 0) lp.fail("device ids are non-negative");
+      }
+      break;
+    case Form::Gather:
+      in.dtype = lp.dtype();
+      std::tie(in.rows, in.cols) = lp.pair();
+      in.lm_addr = lp.address("lm");
+      lp.expect("<-");
+      in.hbm_addr = lp.address("hbm");
+      std::tie(in.hbm_rs, in.hbm_cs) = lp.pair();
+      lp.expect(",");
+      in.srcs.push_back(lp.operand());
+      if (in.srcs[0].immediate) lp.fail(mn + ": the indices must be in local memory");
+      break;
+    case Form::HostCall:
+      in.host_op = lp.integer();
+      if (in.host_op < 0 || in.host_op >= static_cast<int64_t>(p_.host_ops.size()))
+        lp.fail(strcat(mn, " ", in.host_op, ": no such .hostop (declare it before its call)"));
+      break;
+    case Form::Gemm:
+      in.dtype = lp.dtype();
+      lp.expect("[");
+      in.rows = lp.integer();
+      lp.expect(",");
+      in.depth = lp.integer();
+      lp.expect(",");
+      in.cols = lp.integer();
+      lp.expect("]");
+      in.lm_addr = lp.address("lm");
+      lp.expect("<-");
+      in.srcs.push_back(lp.operand());
+      if (in.srcs[0].immediate) lp.fail(mn + ": A must be in local memory");
+      lp.expect(",");
+      in.hbm_addr = lp.address("hbm");
+      std::tie(in.hbm_rs, in.hbm_cs) = lp.pair();
+      break;
+    case Form::Unary: tile_fields(lp, mn, 1, in); break;
+    case Form::VectorOp:
+    case Form::Reduce: break;  // families: not named by an exact mnemonic
+  }
+}
+
+void ProgramReader::finish() const {
+  if (!have_program_) throw InputError(file_ + ":1: missing .program directive");
+  size_t open_loop = 0;
+  if (std::string why = structure_.finish(open_loop); !why.empty())
+    throw InputError(strcat(file_, ":", p_.code[open_loop].line, ": ", why));
+}
+
+}  // namespace
+
 Program parse_program(const std::string& text, const std::string& filename) {
   Program p;
   p.source = filename;
+  ProgramReader reader(p, filename);
   std::istringstream is(text);
   std::string line;
   int lineno = 0;
-  int kernel = -1;
-  StructureCheck structure;
-  bool have_program = false;
   while (std::getline(is, line)) {
     ++lineno;
     if (auto c = line.find(';'); c != std::string::npos) line = line.substr(0, c);
     LineParser lp(line, filename, lineno);
     if (lp.at_end()) continue;
-    std::string w = lp.word();
-    if (w == ".program") {
-      p.name = lp.word();
-      have_program = true;
-    } else if (w == ".buffer") {
-      BufferDecl b;
-      b.name = lp.word();
-      b.hbm_addr = lp.address("hbm");
-      b.type = lp.tensor_type();
-      if (std::string why = shape_problem(b.type.shape, /*allow_empty=*/true); !why.empty())
-        lp.fail("buffer " + b.name + ": " + why);
-      std::string role = lp.word();
-      if (role == "input") b.role = BufferRole::Input;
-      else if (role == "weight") b.role = BufferRole::Weight;
-      else if (role == "intermediate") b.role = BufferRole::Intermediate;
-      else if (role == "output") b.role = BufferRole::Output;
-      else lp.fail("unknown buffer role '" + role + "' (input, weight, intermediate, output)");
-      p.buffers.push_back(b);
-    } else if (w == ".hostop") {
-      int64_t id = lp.integer();
-      if (id != static_cast<int64_t>(p.host_ops.size())) lp.fail("host-op ids must count up from 0");
-      HostOp h;
-      h.op = lp.word();
-      h.node = lp.word();
-      std::string ins = lp.word();
-      while (ins != "-" && !ins.empty()) {  // word() stops at ',': read the rest of the list
-        h.inputs.push_back(ins);
-        ins = lp.accept(",") ? lp.word() : "";
-      }
-      lp.expect("->");
-      h.output = lp.word();
-      std::string attrs = lp.rest();
-      if (attrs.empty() || attrs.front() != '{' || attrs.back() != '}') lp.fail(".hostop: attributes must be a JSON object");
-      for (size_t at; (at = attrs.find("\\u003b")) != std::string::npos;) attrs.replace(at, 6, ";");
-      h.attrs_json = attrs;
-      p.host_ops.push_back(h);
-    } else if (w == ".kernel") {
-      int64_t id = lp.integer();
-      if (id != static_cast<int64_t>(p.kernels.size())) lp.fail("kernel ids must count up from 0");
-      p.kernels.push_back(lp.word());
-      kernel = static_cast<int>(id);
-    } else {
-      Instruction in;
-      in.kernel = kernel;
-      in.line = lineno;
-      // Mnemonics from the opcode table; the vxe.<op> families are parsed below.
-      const OpcodeInfo* named = opcode_by_name(w);
-      const Opcode op = named ? named->op : Opcode::VxeOp;
-      if (named) in.opcode = op;
-      if (named && op == Opcode::Halt) {
-        in.kernel = -1;  // halt belongs to no kernel
-      } else if (named && (op == Opcode::DmaLoad || op == Opcode::DmaStore)) {
-        in.dtype = lp.dtype();
-        std::tie(in.rows, in.cols) = lp.pair();
-        if (in.opcode == Opcode::DmaLoad) {
-          in.lm_addr = lp.address("lm");
-          lp.expect("<-");
-          in.hbm_addr = lp.address("hbm");
-          std::tie(in.hbm_rs, in.hbm_cs) = lp.pair();
-        } else {
-          in.hbm_addr = lp.address("hbm");
-          std::tie(in.hbm_rs, in.hbm_cs) = lp.pair();
-          lp.expect("<-");
-          in.lm_addr = lp.address("lm");
-        }
-      } else if (named && op == Opcode::LoopBegin) {
-        in.token = lp.integer();
-      } else if (named && op == Opcode::LoopEnd) {
-      } else if (named && op == Opcode::EslSend) {
-        std::tie(in.rows, in.cols) = lp.pair();
-        lp.expect("dev:");
-        in.peer = lp.integer();
-        in.lm_addr = lp.address("lm");
-        lp.expect("<-");
-        in.srcs.push_back(lp.operand());
-        if (in.srcs[0].immediate) lp.fail("esl.send: the source must be in local memory");
-        lp.expect("token:");
-        in.token = lp.integer();
-        if (in.peer < 0 || in.token < 0) lp.fail("device and token ids are non-negative");
-      } else if (named && (op == Opcode::SyncSignal || op == Opcode::SyncWait)) {
-        in.token = lp.integer();
-        if (in.token < 0) lp.fail("token ids are non-negative");
-        if (in.opcode == Opcode::SyncSignal && lp.accept("dev:")) {
-          in.peer = lp.integer();
-          if (in.peer < 0) lp.fail("device ids are non-negative");
-        }
-      } else if (named && op == Opcode::DmaGather) {
-        in.dtype = lp.dtype();
-        std::tie(in.rows, in.cols) = lp.pair();
-        in.lm_addr = lp.address("lm");
-        lp.expect("<-");
-        in.hbm_addr = lp.address("hbm");
-        std::tie(in.hbm_rs, in.hbm_cs) = lp.pair();
-        lp.expect(",");
-        in.srcs.push_back(lp.operand());
-        if (in.srcs[0].immediate) lp.fail("dma.gather: the indices must be in local memory");
-      } else if (named && op == Opcode::HostCall) {
-        in.host_op = lp.integer();
-        if (in.host_op < 0 || in.host_op >= static_cast<int64_t>(p.host_ops.size()))
-          lp.fail(strcat("host.call ", in.host_op, ": no such .hostop (declare it before its call)"));
-      } else if (named && op == Opcode::SxeGemm) {
-        in.dtype = lp.dtype();
-        lp.expect("[");
-        in.rows = lp.integer();
-        lp.expect(",");
-        in.depth = lp.integer();
-        lp.expect(",");
-        in.cols = lp.integer();
-        lp.expect("]");
-        in.lm_addr = lp.address("lm");
-        lp.expect("<-");
-        in.srcs.push_back(lp.operand());
-        if (in.srcs[0].immediate) lp.fail("sxe.gemm: A must be in local memory");
-        lp.expect(",");
-        in.hbm_addr = lp.address("hbm");
-        std::tie(in.hbm_rs, in.hbm_cs) = lp.pair();
-      } else if (w.rfind("vxe.", 0) == 0) {
-        std::string vop = w.substr(4);
-        size_t nsrc = 1;
-        if (named && op == Opcode::VxeMov) {
-        } else if (vop.size() > 1 && vop[0] == 'r' && parse_reduction_type(vop.substr(1), in.rop)) {
-          in.opcode = Opcode::VxeReduce;  // vxe.rsum, vxe.rargmax, ... (no scalar op is r + a reduction name)
-        } else if (parse_scalar_op(vop, in.vop)) {
-          in.opcode = Opcode::VxeOp;
-          nsrc = static_cast<size_t>(scalar_op_arity(in.vop));
-        } else {
-          lp.fail("unknown vector op '" + vop + "'");
-        }
-        std::tie(in.rows, in.cols) = lp.pair();
-        in.lm_addr = lp.address("lm");
-        lp.expect("<-");
-        do in.srcs.push_back(lp.operand());
-        while (lp.accept(","));
-        if (in.srcs.size() != nsrc) lp.fail(strcat(w, " takes ", nsrc, " source operands, got ", in.srcs.size()));
-      } else {
-        lp.fail("unknown instruction '" + w + "'");
-      }
-      if (lp.accept("step")) {
-        auto signed_step = [&]() -> int64_t {
-          bool neg = lp.accept("-");
-          if (!neg) lp.expect("+");
-          int64_t v = lp.integer();
-          return neg ? -v : v;
-        };
-        if (lp.accept("hbm:")) in.hbm_step = signed_step();
-        if (lp.accept("lm:")) in.lm_step = signed_step();
-      }
-      if (std::string why = structure.next(in); !why.empty()) lp.fail(why);
-      p.code.push_back(in);
-    }
-    if (!lp.at_end()) lp.fail("unexpected trailing text");
+    reader.line(lp, lineno);
   }
-  if (!have_program) throw InputError(filename + ":1: missing .program directive");
-  size_t open_loop = 0;
-  if (std::string why = structure.finish(open_loop); !why.empty())
-    throw InputError(strcat(filename, ":", p.code[open_loop].line, ": ", why));
+  reader.finish();
   return p;
 }
 

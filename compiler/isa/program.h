@@ -37,62 +37,39 @@
 #include <vector>
 
 #include "graph/types.h"
+#include "isa/opcodes.h"
 #include "ops/reduction.h"
 #include "ops/scalar_ops.h"
 
 namespace lpu {
 
-enum class Opcode { DmaLoad, DmaStore, VxeOp, VxeReduce, VxeMov, SxeGemm, DmaGather, HostCall, SyncSignal, SyncWait,
-                    LoopBegin, LoopEnd, EslSend, Halt };
-constexpr size_t kOpcodeCount = 14;
-// The unit that executes an opcode: an engine behind the ISU, or the ISU itself (control:
-// loops, barriers, halt).
-enum class Unit { Dma, Vxe, Sxe, Host, Esl, Isu };
-constexpr size_t kUnits = 6;
-
-// The opcode table, one row per opcode: its name (the assembly mnemonic; vxe.op and
-// vxe.reduce stand for the families vxe.<scalar op> and vxe.r<reduction>), the unit the ISU
-// routes it to, and its code in the binary format (stable, independent of the enum order).
-// The printer, the parser, the encoder and the simulator's ISU all read it.
-struct OpcodeInfo {
-  Opcode op;
-  const char* name;
-  Unit unit;
-  uint8_t code;
-};
-const OpcodeInfo& opcode_info(Opcode op);
-const OpcodeInfo* opcode_by_code(uint8_t code);       // null when no opcode has it
-const OpcodeInfo* opcode_by_name(const std::string& name);  // exact mnemonics only (not the vxe families)
-inline const char* opcode_name(Opcode op) { return opcode_info(op).name; }
-inline Unit opcode_unit(Opcode op) { return opcode_info(op).unit; }
-
 struct Operand {
   bool immediate = false;
-  double value = 0;     // immediate
-  uint64_t addr = 0;    // LMU byte address
+  double value = 0;   // immediate
+  uint64_t addr = 0;  // LMU byte address
   int64_t rs = 0, cs = 0;
   bool operator==(const Operand&) const = default;
 };
 
 struct Instruction {
   Opcode opcode = Opcode::Halt;
-  ScalarOp vop = ScalarOp::add;           // VxeOp
-  ReductionType rop = ReductionType::sum; // VxeReduce
-  DType dtype = DType::f32;               // DMA: HBM element type
+  ScalarOp vop = ScalarOp::add;            // VxeOp
+  ReductionType rop = ReductionType::sum;  // VxeReduce
+  DType dtype = DType::f32;                // DMA: HBM element type
   int64_t rows = 0, cols = 0;
-  int64_t depth = 0;                      // SxeGemm: K
-  int64_t host_op = 0;                    // HostCall: index into Program::host_ops
-  uint64_t hbm_addr = 0;                  // DMA; SxeGemm: B
-  int64_t hbm_rs = 0, hbm_cs = 0;         // DMA, elements; SxeGemm: B's k and n strides
-  uint64_t lm_addr = 0;                   // DMA: LMU side; VXE/SXE: destination
-  std::vector<Operand> srcs;              // VXE sources; SxeGemm: A (rs, cs = row and k strides)
-  int64_t token = 0;                      // SyncSignal / SyncWait; LoopBegin: iteration count
+  int64_t depth = 0;               // SxeGemm: K
+  int64_t host_op = 0;             // HostCall: index into Program::host_ops
+  uint64_t hbm_addr = 0;           // DMA; SxeGemm: B
+  int64_t hbm_rs = 0, hbm_cs = 0;  // DMA, elements; SxeGemm: B's k and n strides
+  uint64_t lm_addr = 0;            // DMA: LMU side; VXE/SXE: destination
+  std::vector<Operand> srcs;       // VXE sources; SxeGemm: A (rs, cs = row and k strides)
+  int64_t token = 0;               // SyncSignal / SyncWait; LoopBegin: iteration count
   // Inside a loop: added per iteration of the innermost enclosing loop to the HBM address
   // (DMA, gather, SXE B) and to the LMU destination and every LMU source operand.
   int64_t hbm_step = 0, lm_step = 0;
-  int64_t peer = -1;                      // SyncSignal: target device (-1 = this one)
-  int kernel = -1;                        // index into Program::kernels
-  int line = 0;                           // source line when parsed (diagnostics)
+  int64_t peer = -1;  // SyncSignal: target device (-1 = this one)
+  int kernel = -1;    // index into Program::kernels
+  int line = 0;       // source line when parsed (diagnostics)
 
   bool same_as(const Instruction& o) const;  // equality ignoring `line`
 };

@@ -8,7 +8,8 @@
 namespace lpu {
 
 bool uses_hbm_address(Opcode op) {
-  return op == Opcode::DmaLoad || op == Opcode::DmaStore || op == Opcode::DmaGather || op == Opcode::SxeGemm;
+  // Its HBM operand (roles from the opcode table) names a place in a buffer.
+  return (opcode_info(op).roles & (role::HbmTileRead | role::HbmTileWrite | role::HbmWeights | role::HbmTableRow)) != 0;
 }
 
 using fields::buffer_of;

@@ -25,9 +25,10 @@ namespace {
 // Default per-op timings by class; a config's vxe.ops entries override single ops.
 std::map<std::string, VxeOpTiming> build_default_vxe_ops() {
   std::map<std::string, VxeOpTiming> m;
-#define LPU_DEFAULT_TIMING(name, arity, cls, ...)                                         \
-  m[#name] = std::string(#cls) == "alu" ? VxeOpTiming{4, 1.0}                               \
-           : std::string(#cls) == "divide" ? VxeOpTiming{12, 4.0} : VxeOpTiming{16, 4.0};
+#define LPU_DEFAULT_TIMING(name, arity, cls, ...)                   \
+  m[#name] = std::string(#cls) == "alu"      ? VxeOpTiming{4, 1.0}  \
+             : std::string(#cls) == "divide" ? VxeOpTiming{12, 4.0} \
+                                             : VxeOpTiming{16, 4.0};
   LPU_SCALAR_OPS(LPU_DEFAULT_TIMING)
 #undef LPU_DEFAULT_TIMING
   // Reductions: one combine per element; var (Welford) updates mean and M2, twice the work.
@@ -48,7 +49,7 @@ std::map<std::string, VxeOpTiming> default_vxe_ops() {
 void resolve_energy(const YamlReader& r, const YAML::Node& root, ArchConfig::Energy& e) {
   YAML::Node en = root["energy"];
   if (!en || en.IsNull()) return;
-  const std::vector<std::string> scalars = {"hbm_read_pj_per_bit",  "hbm_write_pj_per_bit", "sxe_pj_per_mac",
+  const std::vector<std::string> scalars = {"hbm_read_pj_per_bit",  "hbm_write_pj_per_bit",  "sxe_pj_per_mac",
                                             "lmu_read_pj_per_byte", "lmu_write_pj_per_byte", "esl_pj_per_bit"};
   std::vector<std::string> keys = scalars;
   keys.push_back("vxe_pj_per_op");
@@ -67,7 +68,8 @@ void resolve_energy(const YamlReader& r, const YAML::Node& root, ArchConfig::Ene
   e.lmu_write_pj_per_byte = value(en, "lmu_write_pj_per_byte", "energy", 1e6);
   e.esl_pj_per_bit = value(en, "esl_pj_per_bit", "energy", 1e6);
   // A table of keys: each listed key required, no other allowed.
-  auto table = [&](const char* key, const std::vector<std::string>& names, double hi, std::map<std::string, double>& out) {
+  auto table = [&](const char* key, const std::vector<std::string>& names, double hi,
+                   std::map<std::string, double>& out) {
     YAML::Node t = en[key];
     std::string path = std::string("energy.") + key;
     if (!t) r.fail(en, path, "missing required key");
@@ -78,32 +80,25 @@ void resolve_energy(const YamlReader& r, const YAML::Node& root, ArchConfig::Ene
   table("static_mw", energy_engines(), 1e9, e.static_mw);
 }
 
-ArchConfig resolve(YamlDoc& doc) {
-  YamlReader r(doc);
-  const YAML::Node& root = doc.root;
-  r.check_keys(root, "", {"name", "clock_ghz", "devices", "hbm", "dma", "lmu", "vxe", "sxe", "isu", "esl", "host", "energy",
-                         "sim"});
-  ArchConfig a;
-  a.file = doc.file;
-  a.name = r.get_string(root, "name", "", std::filesystem::path(doc.file).stem().string());
-  a.clock_ghz = r.get_double(root, "clock_ghz", "");
-  r.check_range(root, "clock_ghz", "", a.clock_ghz, 0.01, 10);
-  a.devices = static_cast<int>(r.get_int(root, "devices", ""));
-  r.check_range(root, "devices", "", a.devices, 1, 1024);
+// A section of the root: checked for unknown keys; an empty map when absent (or an error
+// when required) or written with nothing under it ("lmu:").
+YAML::Node section(YamlReader& r, const YAML::Node& root, const char* key, const std::vector<std::string>& keys,
+                   bool required) {
+  YAML::Node n = root[key];
+  if (!n) {
+    if (required) r.fail(root, key, "missing required section");
+    return YAML::Node(YAML::NodeType::Map);
+  }
+  if (n.IsNull()) return YAML::Node(YAML::NodeType::Map);
+  r.check_keys(n, key, keys);
+  return n;
+}
 
-  auto section = [&](const char* key, const std::vector<std::string>& keys, bool required) -> YAML::Node {
-    YAML::Node n = root[key];
-    if (!n) {
-      if (required) r.fail(root, key, "missing required section");
-      return YAML::Node(YAML::NodeType::Map);
-    }
-    if (n.IsNull()) return YAML::Node(YAML::NodeType::Map);  // "lmu:" with nothing under it
-    r.check_keys(n, key, keys);
-    return n;
-  };
-
-  YAML::Node hbm = section("hbm", {"bandwidth_gbps", "channels", "capacity_gib", "latency_ns", "burst_bytes",
-                                   "interleave_bytes", "efficiency"}, true);
+void resolve_hbm(YamlReader& r, const YAML::Node& root, ArchConfig& a) {
+  YAML::Node hbm = section(
+      r, root, "hbm",
+      {"bandwidth_gbps", "channels", "capacity_gib", "latency_ns", "burst_bytes", "interleave_bytes", "efficiency"},
+      true);
   a.hbm.bandwidth_gbps = r.get_double(hbm, "bandwidth_gbps", "hbm");
   r.check_range(hbm, "bandwidth_gbps", "hbm", a.hbm.bandwidth_gbps, 0.1, 1e6);
   a.hbm.channels = static_cast<int>(r.get_int(hbm, "channels", "hbm"));
@@ -118,16 +113,20 @@ ArchConfig resolve(YamlDoc& doc) {
   r.check_range(hbm, "interleave_bytes", "hbm", a.hbm.interleave_bytes, 1, 1 << 20);
   a.hbm.efficiency = r.get_double(hbm, "efficiency", "hbm", a.hbm.efficiency);
   r.check_range(hbm, "efficiency", "hbm", a.hbm.efficiency, 0.01, 1.0);
+}
 
-  YAML::Node dma = section("dma", {"engines", "setup_cycles", "queue_depth"}, false);
+void resolve_dma(YamlReader& r, const YAML::Node& root, ArchConfig& a) {
+  YAML::Node dma = section(r, root, "dma", {"engines", "setup_cycles", "queue_depth"}, false);
   a.dma.engines = static_cast<int>(r.get_int(dma, "engines", "dma", a.dma.engines));
   r.check_range(dma, "engines", "dma", a.dma.engines, 1, 64);
   a.dma.setup_cycles = static_cast<int>(r.get_int(dma, "setup_cycles", "dma", a.dma.setup_cycles));
   r.check_range(dma, "setup_cycles", "dma", a.dma.setup_cycles, 0, 1 << 20);
   a.dma.queue_depth = static_cast<int>(r.get_int(dma, "queue_depth", "dma", a.dma.queue_depth));
   r.check_range(dma, "queue_depth", "dma", a.dma.queue_depth, 1, 4096);
+}
 
-  YAML::Node lmu = section("lmu", {"capacity_kib", "banks", "bytes_per_cycle", "double_buffer"}, true);
+void resolve_lmu(YamlReader& r, const YAML::Node& root, ArchConfig& a) {
+  YAML::Node lmu = section(r, root, "lmu", {"capacity_kib", "banks", "bytes_per_cycle", "double_buffer"}, true);
   a.lmu.capacity_kib = static_cast<int>(r.get_int(lmu, "capacity_kib", "lmu"));
   r.check_range(lmu, "capacity_kib", "lmu", a.lmu.capacity_kib, 1, 1 << 20);
   a.lmu.banks = static_cast<int>(r.get_int(lmu, "banks", "lmu", a.lmu.banks));
@@ -135,8 +134,10 @@ ArchConfig resolve(YamlDoc& doc) {
   a.lmu.bytes_per_cycle = static_cast<int>(r.get_int(lmu, "bytes_per_cycle", "lmu", a.lmu.bytes_per_cycle));
   r.check_range(lmu, "bytes_per_cycle", "lmu", a.lmu.bytes_per_cycle, 1, 1 << 16);
   a.lmu.double_buffer = r.get_bool(lmu, "double_buffer", "lmu", a.lmu.double_buffer);
+}
 
-  YAML::Node vxe = section("vxe", {"lanes", "queue_depth", "ops"}, true);
+void resolve_vxe(YamlReader& r, const YAML::Node& root, ArchConfig& a) {
+  YAML::Node vxe = section(r, root, "vxe", {"lanes", "queue_depth", "ops"}, true);
   a.vxe.lanes = static_cast<int>(r.get_int(vxe, "lanes", "vxe"));
   r.check_range(vxe, "lanes", "vxe", a.vxe.lanes, 1, 1 << 16);
   a.vxe.queue_depth = static_cast<int>(r.get_int(vxe, "queue_depth", "vxe", a.vxe.queue_depth));
@@ -158,8 +159,11 @@ ArchConfig resolve(YamlDoc& doc) {
       a.vxe.ops[op] = t;
     }
   }
+}
 
-  YAML::Node sxe = section("sxe", {"mac_trees", "lanes", "pipeline_depth", "queue_depth", "streams", "model"}, true);
+void resolve_sxe(YamlReader& r, const YAML::Node& root, ArchConfig& a) {
+  YAML::Node sxe =
+      section(r, root, "sxe", {"mac_trees", "lanes", "pipeline_depth", "queue_depth", "streams", "model"}, true);
   a.sxe.mac_trees = static_cast<int>(r.get_int(sxe, "mac_trees", "sxe"));
   r.check_range(sxe, "mac_trees", "sxe", a.sxe.mac_trees, 1, 1 << 16);
   a.sxe.lanes = static_cast<int>(r.get_int(sxe, "lanes", "sxe"));
@@ -171,11 +175,17 @@ ArchConfig resolve(YamlDoc& doc) {
   a.sxe.streams = static_cast<int>(r.get_int(sxe, "streams", "sxe", a.sxe.streams));
   r.check_range(sxe, "streams", "sxe", a.sxe.streams, 1, 64);
   std::string model = r.get_string(sxe, "model", "sxe", "approx");
-  if (model == "approx") a.sxe.model = ArchConfig::Sxe::Model::Approx;
-  else if (model == "rtl") a.sxe.model = ArchConfig::Sxe::Model::Rtl;
-  else r.fail(sxe["model"], "sxe.model", "expected approx or rtl, got '" + model + "'");
+  if (model == "approx")
+    a.sxe.model = ArchConfig::Sxe::Model::Approx;
+  else if (model == "rtl")
+    a.sxe.model = ArchConfig::Sxe::Model::Rtl;
+  else
+    r.fail(sxe["model"], "sxe.model", "expected approx or rtl, got '" + model + "'");
+}
 
-  YAML::Node isu = section("isu", {"issue_cycles", "chaining", "weight_prefetch", "prefetch_depth", "lookahead"}, false);
+void resolve_isu(YamlReader& r, const YAML::Node& root, ArchConfig& a) {
+  YAML::Node isu =
+      section(r, root, "isu", {"issue_cycles", "chaining", "weight_prefetch", "prefetch_depth", "lookahead"}, false);
   a.isu.chaining = r.get_bool(isu, "chaining", "isu", a.isu.chaining);
   a.isu.weight_prefetch = r.get_bool(isu, "weight_prefetch", "isu", a.isu.weight_prefetch);
   a.isu.issue_cycles = static_cast<int>(r.get_int(isu, "issue_cycles", "isu", a.isu.issue_cycles));
@@ -184,28 +194,78 @@ ArchConfig resolve(YamlDoc& doc) {
   r.check_range(isu, "prefetch_depth", "isu", a.isu.prefetch_depth, 1, 64);
   a.isu.lookahead = static_cast<int>(r.get_int(isu, "lookahead", "isu", a.isu.lookahead));
   r.check_range(isu, "lookahead", "isu", a.isu.lookahead, 1, 256);
+}
 
-  YAML::Node esl = section("esl", {"latency_ns", "bandwidth_gbps"}, false);
+void resolve_esl(YamlReader& r, const YAML::Node& root, ArchConfig& a) {
+  YAML::Node esl = section(r, root, "esl", {"latency_ns", "bandwidth_gbps"}, false);
   a.esl.latency_ns = r.get_double(esl, "latency_ns", "esl", a.esl.latency_ns);
   r.check_range(esl, "latency_ns", "esl", a.esl.latency_ns, 0, 1e9);
   a.esl.bandwidth_gbps = r.get_double(esl, "bandwidth_gbps", "esl", a.esl.bandwidth_gbps);
   r.check_range(esl, "bandwidth_gbps", "esl", a.esl.bandwidth_gbps, 0.001, 1e6);
+}
 
-  YAML::Node host = section("host", {"link_gbps", "latency_us", "op_us"}, false);
+void resolve_host(YamlReader& r, const YAML::Node& root, ArchConfig& a) {
+  YAML::Node host = section(r, root, "host", {"link_gbps", "latency_us", "op_us"}, false);
   a.host.link_gbps = r.get_double(host, "link_gbps", "host", a.host.link_gbps);
   r.check_range(host, "link_gbps", "host", a.host.link_gbps, 0.001, 1e5);
   a.host.latency_us = r.get_double(host, "latency_us", "host", a.host.latency_us);
   r.check_range(host, "latency_us", "host", a.host.latency_us, 0, 1e6);
   a.host.op_us = r.get_double(host, "op_us", "host", a.host.op_us);
   r.check_range(host, "op_us", "host", a.host.op_us, 0, 1e6);
+}
 
-  resolve_energy(r, root, a.energy);
-
-  YAML::Node sim = section("sim", {"max_us", "max_wall_s"}, false);
+void resolve_sim(YamlReader& r, const YAML::Node& root, ArchConfig& a) {
+  YAML::Node sim = section(r, root, "sim", {"max_us", "max_wall_s"}, false);
   a.sim.max_us = r.get_double(sim, "max_us", "sim", a.sim.max_us);
   r.check_range(sim, "max_us", "sim", a.sim.max_us, 1e-3, 1e12);
   a.sim.max_wall_s = r.get_double(sim, "max_wall_s", "sim", a.sim.max_wall_s);
   r.check_range(sim, "max_wall_s", "sim", a.sim.max_wall_s, 1e-3, 1e7);
+}
+
+std::vector<ConfigSection>& extension_sections() {
+  static std::vector<ConfigSection> s;
+  return s;
+}
+
+void resolve_extensions(YamlReader& r, const YAML::Node& root, ArchConfig& a) {
+  for (const ConfigSection& ext : extension_sections()) {
+    std::vector<std::string> names;
+    for (const auto& k : ext.keys) names.push_back(k.name);
+    YAML::Node n = section(r, root, ext.name.c_str(), names, false);
+    auto& values = a.extensions[ext.name];
+    for (const auto& k : ext.keys) {
+      double v = r.get_double(n, k.name, ext.name, k.fallback);
+      r.check_range(n, k.name, ext.name, v, k.lo, k.hi);
+      values[k.name] = v;
+    }
+  }
+}
+
+ArchConfig resolve(YamlDoc& doc) {
+  YamlReader r(doc);
+  const YAML::Node& root = doc.root;
+  std::vector<std::string> sections = {"name", "clock_ghz", "devices", "hbm",  "dma",    "lmu", "vxe",
+                                       "sxe",  "isu",       "esl",     "host", "energy", "sim"};
+  for (const ConfigSection& ext : extension_sections()) sections.push_back(ext.name);
+  r.check_keys(root, "", sections);
+  ArchConfig a;
+  a.file = doc.file;
+  a.name = r.get_string(root, "name", "", std::filesystem::path(doc.file).stem().string());
+  a.clock_ghz = r.get_double(root, "clock_ghz", "");
+  r.check_range(root, "clock_ghz", "", a.clock_ghz, 0.01, 10);
+  a.devices = static_cast<int>(r.get_int(root, "devices", ""));
+  r.check_range(root, "devices", "", a.devices, 1, 1024);
+  resolve_hbm(r, root, a);
+  resolve_dma(r, root, a);
+  resolve_lmu(r, root, a);
+  resolve_vxe(r, root, a);
+  resolve_sxe(r, root, a);
+  resolve_isu(r, root, a);
+  resolve_esl(r, root, a);
+  resolve_host(r, root, a);
+  resolve_energy(r, root, a.energy);
+  resolve_sim(r, root, a);
+  resolve_extensions(r, root, a);
   return a;
 }
 
@@ -254,7 +314,8 @@ bool reassignable(const std::vector<std::string>& keys) {
 }
 }  // namespace
 
-ArchConfig PreparsedArchConfig::load(const std::vector<std::string>& fixed, const std::vector<std::string>& varying) const {
+ArchConfig PreparsedArchConfig::load(const std::vector<std::string>& fixed,
+                                     const std::vector<std::string>& varying) const {
   std::vector<std::string> all = fixed;
   all.insert(all.end(), varying.begin(), varying.end());
   if (!doc_) return load_arch_config_string(yaml_, name_, all);
@@ -263,7 +324,8 @@ ArchConfig PreparsedArchConfig::load(const std::vector<std::string>& fixed, cons
   try {
     if (!work_ || fixed != work_fixed_ || keys != work_keys_ || !reassignable(keys)) {
       work_.reset();
-      auto w = std::make_shared<YamlDoc>(YamlDoc{doc_->file, YAML::Clone(doc_->root), doc_->overrides, doc_->override_prefix});
+      auto w = std::make_shared<YamlDoc>(
+          YamlDoc{doc_->file, YAML::Clone(doc_->root), doc_->overrides, doc_->override_prefix});
       for (const auto& o : fixed) apply_override(*w, o);
       work_ = w;
       work_fixed_ = fixed;
@@ -330,9 +392,22 @@ std::string resolve_config_path(const std::string& name_or_path) {
     std::string cand = dir + "/" + name_or_path + ".yaml";
     if (std::filesystem::is_regular_file(cand, ec)) return cand;
   }
-  std::string shown = name_or_path.size() > 256 ? strcat(name_or_path.substr(0, 64), "... (", name_or_path.size(), " bytes)")
-                                                : name_or_path;
-  throw InputError(strcat("config '", shown, "': no such file, and no configs/", shown, ".yaml (see `lpu list configs`)"));
+  std::string shown = name_or_path.size() > 256
+                          ? strcat(name_or_path.substr(0, 64), "... (", name_or_path.size(), " bytes)")
+                          : name_or_path;
+  throw InputError(
+      strcat("config '", shown, "': no such file, and no configs/", shown, ".yaml (see `lpu list configs`)"));
+}
+
+ConfigSectionRegistration::ConfigSectionRegistration(ConfigSection section) {
+  extension_sections().push_back(std::move(section));
+}
+
+double ArchConfig::extension(const std::string& section, const std::string& key) const {
+  auto s = extensions.find(section);
+  if (s == extensions.end() || !s->second.count(key))
+    throw InternalError(strcat("arch config: no extension key ", section, ".", key));
+  return s->second.at(key);
 }
 
 nlohmann::json arch_to_json(const ArchConfig& a) {
@@ -346,15 +421,19 @@ nlohmann::json arch_to_json(const ArchConfig& a) {
               {"burst_bytes", a.hbm.burst_bytes},       {"interleave_bytes", a.hbm.interleave_bytes},
               {"efficiency", a.hbm.efficiency}};
   j["dma"] = {{"engines", a.dma.engines}, {"setup_cycles", a.dma.setup_cycles}, {"queue_depth", a.dma.queue_depth}};
-  j["lmu"] = {{"capacity_kib", a.lmu.capacity_kib}, {"banks", a.lmu.banks},
-              {"bytes_per_cycle", a.lmu.bytes_per_cycle}, {"double_buffer", a.lmu.double_buffer}};
+  j["lmu"] = {{"capacity_kib", a.lmu.capacity_kib},
+              {"banks", a.lmu.banks},
+              {"bytes_per_cycle", a.lmu.bytes_per_cycle},
+              {"double_buffer", a.lmu.double_buffer}};
   nlohmann::json ops;
   for (const auto& [k, t] : a.vxe.ops) ops[k] = {{"latency", t.latency}, {"ii", t.ii}};
   j["vxe"] = {{"lanes", a.vxe.lanes}, {"queue_depth", a.vxe.queue_depth}, {"ops", ops}};
-  j["sxe"] = {{"mac_trees", a.sxe.mac_trees}, {"lanes", a.sxe.lanes}, {"pipeline_depth", a.sxe.pipeline_depth},
+  j["sxe"] = {{"mac_trees", a.sxe.mac_trees},     {"lanes", a.sxe.lanes},     {"pipeline_depth", a.sxe.pipeline_depth},
               {"queue_depth", a.sxe.queue_depth}, {"streams", a.sxe.streams}, {"model", sxe_model_name(a.sxe.model)}};
-  j["isu"] = {{"issue_cycles", a.isu.issue_cycles}, {"chaining", a.isu.chaining},
-              {"weight_prefetch", a.isu.weight_prefetch}, {"prefetch_depth", a.isu.prefetch_depth},
+  j["isu"] = {{"issue_cycles", a.isu.issue_cycles},
+              {"chaining", a.isu.chaining},
+              {"weight_prefetch", a.isu.weight_prefetch},
+              {"prefetch_depth", a.isu.prefetch_depth},
               {"lookahead", a.isu.lookahead}};
   j["esl"] = {{"latency_ns", a.esl.latency_ns}, {"bandwidth_gbps", a.esl.bandwidth_gbps}};
   j["host"] = {{"link_gbps", a.host.link_gbps}, {"latency_us", a.host.latency_us}, {"op_us", a.host.op_us}};
@@ -363,14 +442,19 @@ nlohmann::json arch_to_json(const ArchConfig& a) {
     nlohmann::json vx = nlohmann::json::object(), st = nlohmann::json::object();
     for (const auto& [k, v] : e.vxe_pj_per_op) vx[k] = v;
     for (const auto& [k, v] : e.static_mw) st[k] = v;
-    j["energy"] = {{"hbm_read_pj_per_bit", e.hbm_read_pj_per_bit}, {"hbm_write_pj_per_bit", e.hbm_write_pj_per_bit},
-                   {"sxe_pj_per_mac", e.sxe_pj_per_mac},           {"vxe_pj_per_op", vx},
-                   {"lmu_read_pj_per_byte", e.lmu_read_pj_per_byte}, {"lmu_write_pj_per_byte", e.lmu_write_pj_per_byte},
-                   {"esl_pj_per_bit", e.esl_pj_per_bit},           {"static_mw", st}};
+    j["energy"] = {{"hbm_read_pj_per_bit", e.hbm_read_pj_per_bit},
+                   {"hbm_write_pj_per_bit", e.hbm_write_pj_per_bit},
+                   {"sxe_pj_per_mac", e.sxe_pj_per_mac},
+                   {"vxe_pj_per_op", vx},
+                   {"lmu_read_pj_per_byte", e.lmu_read_pj_per_byte},
+                   {"lmu_write_pj_per_byte", e.lmu_write_pj_per_byte},
+                   {"esl_pj_per_bit", e.esl_pj_per_bit},
+                   {"static_mw", st}};
   }
   // sim.max_wall_s is left out: it decides only whether a run may finish, never what it
   // computes, and this JSON fingerprints sweeps (a longer limit must not make a sweep new).
   j["sim"] = {{"max_us", a.sim.max_us}};
+  for (const auto& [section, keys] : a.extensions) j[section] = keys;  // none without extensions
   return j;
 }
 

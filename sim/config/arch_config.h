@@ -5,16 +5,15 @@
 #pragma once
 #include <map>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 namespace lpu {
 
 struct VxeOpTiming {
-  int latency = 4;   // cycles from issue to first result
-  double ii = 1.0;   // cycles per group of `lanes` elements (initiation interval)
+  int latency = 4;  // cycles from issue to first result
+  double ii = 1.0;  // cycles per group of `lanes` elements (initiation interval)
 };
 
 struct ArchConfig {
@@ -24,7 +23,7 @@ struct ArchConfig {
   int devices = 1;
 
   struct Hbm {
-    double bandwidth_gbps = 0;   // GB/s (1e9 bytes/s), all channels together
+    double bandwidth_gbps = 0;  // GB/s (1e9 bytes/s), all channels together
     int channels = 0;
     double capacity_gib = 0;
     double latency_ns = 100;     // access latency added to every transfer
@@ -34,16 +33,16 @@ struct ArchConfig {
   } hbm;
 
   struct Dma {
-    int engines = 2;             // transfers in flight at once
-    int setup_cycles = 16;       // descriptor processing per transfer
+    int engines = 2;        // transfers in flight at once
+    int setup_cycles = 16;  // descriptor processing per transfer
     int queue_depth = 8;
   } dma;
 
   struct Lmu {
     int capacity_kib = 0;
     int banks = 16;
-    int bytes_per_cycle = 256;   // port bandwidth shared by DMA and VXE
-    bool double_buffer = true;   // compiler may split LMU into two tile buffers
+    int bytes_per_cycle = 256;  // port bandwidth shared by DMA and VXE
+    bool double_buffer = true;  // compiler may split LMU into two tile buffers
   } lmu;
 
   struct Vxe {
@@ -70,10 +69,10 @@ struct ArchConfig {
   } sxe;
 
   struct Isu {
-    int issue_cycles = 1;        // cycles to decode and issue one instruction
-    bool chaining = false;       // a VXE consumer may start on an SXE producer's first results
+    int issue_cycles = 1;          // cycles to decode and issue one instruction
+    bool chaining = false;         // a VXE consumer may start on an SXE producer's first results
     bool weight_prefetch = false;  // an sxe.gemm may stream its weights before its activation is ready
-    int prefetch_depth = 1;      // with weight_prefetch: sxe.gemms at most in flight waiting on their activation
+    int prefetch_depth = 1;        // with weight_prefetch: sxe.gemms at most in flight waiting on their activation
     // Issue window: instructions fetched ahead of the oldest unissued one. 1 = strictly in
     // program order; W > 1 lets a later instruction of another engine issue past a blocked
     // one (never past an earlier unissued instruction it conflicts with, nor past one of its
@@ -82,14 +81,14 @@ struct ArchConfig {
   } isu;
 
   struct Esl {
-    double latency_ns = 500;     // device-to-device sync link: one token or message
-    double bandwidth_gbps = 100; // GB/s per link
+    double latency_ns = 500;      // device-to-device sync link: one token or message
+    double bandwidth_gbps = 100;  // GB/s per link
   } esl;
 
   struct Host {
-    double link_gbps = 32;       // host link bandwidth for graph breaks (GB/s)
-    double latency_us = 5;       // one host round trip
-    double op_us = 10;           // host time per fallback op
+    double link_gbps = 32;  // host link bandwidth for graph breaks (GB/s)
+    double latency_us = 5;  // one host round trip
+    double op_us = 10;      // host time per fallback op
   } host;
 
   // Energy per counted event and static power (docs/config.md, "energy"; README "Energy").
@@ -101,20 +100,41 @@ struct ArchConfig {
     double sxe_pj_per_mac = 0;                                 // per useful MAC of an sxe.gemm
     std::map<std::string, double> vxe_pj_per_op;               // by op class: energy_vxe_classes()
     double lmu_read_pj_per_byte = 0, lmu_write_pj_per_byte = 0;
-    double esl_pj_per_bit = 0;                                 // per bit sent over the ESL
-    std::map<std::string, double> static_mw;                   // by engine: energy_engines()
+    double esl_pj_per_bit = 0;                // per bit sent over the ESL
+    std::map<std::string, double> static_mw;  // by engine: energy_engines()
     double vxe_pj(const std::string& op_class) const;
     double static_w(const std::string& engine) const;
   } energy;
 
   struct Sim {
-    double max_us = 1e7;         // watchdog: simulated time limit
-    double max_wall_s = 600;     // watchdog: wall-clock time limit of one simulation
+    double max_us = 1e7;      // watchdog: simulated time limit
+    double max_wall_s = 600;  // watchdog: wall-clock time limit of one simulation
   } sim;
+
+  // The sections of engines outside the built-in ones (ConfigSectionRegistration below), by
+  // section and key; empty without any.
+  std::map<std::string, std::map<std::string, double>> extensions;
+  double extension(const std::string& section, const std::string& key) const;
 
   double period_ps() const { return 1000.0 / clock_ghz; }
   double hbm_bytes_per_cycle() const { return hbm.bandwidth_gbps / clock_ghz; }
   int64_t lmu_bytes() const { return static_cast<int64_t>(lmu.capacity_kib) * 1024; }
+};
+
+// The config section of an engine outside the built-in ones (docs/adding-an-engine.md):
+// numeric keys, each with its default and range. A static object of ConfigSectionRegistration
+// in the engine's module makes every config accept the section (optional, as are its keys) and
+// read it into ArchConfig::extensions[name].
+struct ConfigSection {
+  struct Key {
+    std::string name;
+    double fallback, lo, hi;
+  };
+  std::string name;
+  std::vector<Key> keys;
+};
+struct ConfigSectionRegistration {
+  explicit ConfigSectionRegistration(ConfigSection section);
 };
 
 // Loads `path`, applying `overrides` ("key.path=value", as from --set) before validation.

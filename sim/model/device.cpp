@@ -1,25 +1,53 @@
 #include "model/device.h"
 
+#include "support/error.h"
+
 namespace lpu::sim {
 
+namespace {
+struct Registered {
+  Unit unit;
+  EngineFactory make;
+};
+std::vector<Registered>& registered() {
+  static std::vector<Registered> r;
+  return r;
+}
+}  // namespace
+
+EngineRegistration::EngineRegistration(Unit unit, EngineFactory make) { registered().push_back({unit, make}); }
+
 Device::Device(sc_core::sc_module_name name, DeviceContext& c)
-    : sc_module(name), ctx(c), hbm("hbm", c), lmu("lmu", c), dma("dma", c, lmu), vxe("vxe", c, lmu), sxe("sxe", c, lmu), host("host", c), esl("esl", c),
+    : sc_module(name),
+      ctx(c),
+      hbm("hbm", c),
+      lmu("lmu", c),
+      dma("dma", c, lmu),
+      vxe("vxe", c, lmu),
+      sxe("sxe", c, lmu),
+      host("host", c),
+      esl("esl", c),
       isu("isu", c) {
   // TLM sockets bind one initiator each: the HBM exposes one target socket per path, and
   // both land in the same channel model (so the streams contend).
   dma.hbm_socket.bind(hbm.socket);
   sxe.hbm_socket.bind(hbm.sxe_socket);
-  sxe.attach(&isu);
-  isu.attach(Unit::Sxe, &sxe);
-  host.attach(&isu);
-  isu.attach(Unit::Host, &host);
-  dma.attach(&isu);
-  vxe.attach(&isu);
-  isu.attach(Unit::Dma, &dma);
-  isu.attach(Unit::Vxe, &vxe);
-  esl.attach(&isu);
-  isu.attach(Unit::Esl, &esl);
+  for (Engine* e : {static_cast<Engine*>(&dma), static_cast<Engine*>(&vxe), static_cast<Engine*>(&sxe),
+                    static_cast<Engine*>(&host), static_cast<Engine*>(&esl)})
+    add_engine(*e);
+  for (const Registered& r : registered()) {
+    extensions_.push_back(r.make(unit_name(r.unit), c, *this));
+    if (extensions_.back()->unit() != r.unit)
+      throw InternalError(strcat("engine ", unit_name(r.unit), ": its factory made an engine of another unit"));
+    add_engine(*extensions_.back());
+  }
   SC_THREAD(watchdog);
+}
+
+void Device::add_engine(Engine& e) {
+  e.attach(&isu, static_cast<int>(engines_.size()));
+  isu.attach(&e);
+  engines_.push_back(&e);
 }
 
 // Stops a run that exceeds the configured simulated-time limit (sim.max_us).

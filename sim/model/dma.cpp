@@ -6,13 +6,13 @@
 namespace lpu::sim {
 
 Dma::Dma(sc_core::sc_module_name name, DeviceContext& ctx, Lmu& lmu)
-    : Engine(name, ctx, ctx.arch->dma.queue_depth, ctx.arch->dma.engines), hbm_socket("hbm_socket"), lmu_(lmu) {}
+    : Engine(name, ctx, Unit::Dma, ctx.arch->dma.queue_depth, ctx.arch->dma.engines), hbm_socket("hbm_socket"), lmu_(lmu) {}
 
 double Dma::execute(const IssueTicket& tk, double start_ps) {
   const size_t i = tk.instr;
   const Instruction& in = ctx_.instr(i);
-  const bool gather = in.opcode == Opcode::DmaGather;
-  const bool load = in.opcode == Opcode::DmaLoad || gather;
+  const bool gather = has_role(in.opcode, role::LmIndices);
+  const bool load = has_role(in.opcode, role::HbmTileRead) || gather;
   const int64_t eb = dtype_bytes(in.dtype);
   const int64_t R = in.rows, C = in.cols;
   lmu_.check(in.lm_addr, static_cast<uint64_t>(R * C * 4), gather ? "dma.gather" : load ? "dma.load" : "dma.store");
@@ -89,6 +89,13 @@ double Dma::execute(const IssueTicket& tk, double start_ps) {
   const auto tile = static_cast<uint64_t>(R * C * 4);  // a load writes the tile, a store reads it
   double lmu_done = lmu_.reserve(setup_end, load ? 0 : tile, load ? tile : 0);
   return std::max(hbm_done, lmu_done);
+}
+
+EngineReport Dma::make_report() const {
+  EngineReport r = Engine::make_report();
+  r.work_unit = "bytes";
+  r.peak_work_per_cycle = ctx_.arch->hbm_bytes_per_cycle();
+  return r;
 }
 
 }  // namespace lpu::sim

@@ -18,6 +18,7 @@ class Dma : public Engine {
 
  protected:
   double execute(const IssueTicket& tk, double start_ps) override;
+  EngineReport make_report() const override;
 
  private:
   Lmu& lmu_;

@@ -6,13 +6,24 @@
 #include <deque>
 
 #include "model/sim_context.h"
+#include "simulator.h"
 
 namespace lpu::sim {
 
-// Useful work of one instruction: MACs (sxe.gemm), element operations (vxe.*), bytes (dma.*).
-double useful_work(const Instruction& in);
-
 class Isu;
+
+// What an engine did, reported at the end of the simulation (SimStats' EngineStats is made
+// from it): its own counters and how to read them.
+struct EngineReport {
+  std::string name;
+  double busy_ps = 0;     // summed over workers (the SXE: time with a gemm in flight)
+  double stalled_ps = 0;  // its next instruction waited at the ISU (hazard or full queue)
+  double work = 0;        // useful work done (isa/operands.h: instruction_work), in `work_unit`
+  uint64_t instructions = 0;
+  int workers = 1;                 // busy fraction = busy / (cycles x workers)
+  std::string work_unit;           // "MACs" | "element_ops" | "bytes" | "" (no peak rate)
+  double peak_work_per_cycle = 0;  // 0: utilisation is the busy fraction
+};
 
 // The ISU -> engine half of their interface: an instruction to run, and when its last input
 // is ready when that is later than its issue (isu.chaining: a VXE op issued on a running
@@ -26,9 +37,14 @@ struct IssueTicket {
 
 class Engine : public sc_core::sc_module {
  public:
-  Engine(sc_core::sc_module_name name, DeviceContext& ctx, int queue_depth, int workers);
+  Engine(sc_core::sc_module_name name, DeviceContext& ctx, Unit unit, int queue_depth, int workers);
 
-  void attach(Isu* isu) { isu_ = isu; }
+  // The device's registry (Device::add_engine) numbers its engines and connects them to the ISU.
+  void attach(Isu* isu, int index) {
+    isu_ = isu;
+    index_ = index;
+  }
+  Unit unit() const { return unit_; }
   bool full() const { return static_cast<int>(queue_.size()) >= depth_; }
   void push(const IssueTicket& t);
   size_t queued() const { return queue_.size(); }
@@ -38,6 +54,15 @@ class Engine : public sc_core::sc_module {
   const int& traced_busy() const { return busy_; }
   int engine_index() const { return index_; }
   bool in_order() const { return workers_ == 1; }
+  // The ISU's side: its next instruction waited `ps` at the ISU.
+  void add_stall(double ps) { counters_.stalled_ps += ps; }
+  // Set at the end of the simulation (end_of_simulation).
+  const EngineReport& report() const { return report_; }
+  // What else it counted, for the run's statistics: of its device (per device), of the run
+  // (device 0's only), and the energy events its work stands for.
+  virtual void add_to(DeviceStats&) const {}
+  virtual void add_to(SimStats&) const {}
+  virtual void add_to(EnergyEvents&) const {}
 
  protected:
   // Executes the ticket's instruction starting at `start_ps`; returns its completion time
@@ -48,7 +73,18 @@ class Engine : public sc_core::sc_module {
   // memory (setup, HBM latency, channels busy with other kernels' bytes) unless its bytes are
   // on a channel; the VXE computes; the host and the ESL are the device waiting outside itself.
   virtual Span occupancy() const { return Span::Latency; }
+  // Its counters as reported; engines with a unit of work and a peak rate say so.
+  virtual EngineReport make_report() const;
+  void end_of_simulation() override { report_ = make_report(); }
   DeviceContext& ctx_;
+  struct Counters {
+    double busy_ps = 0;      // summed over workers
+    double occupied_ps = 0;  // time with at least one instruction running (the SXE's busy time)
+    double work = 0;
+    double stalled_ps = 0;
+    uint64_t instructions = 0;
+  };
+  Counters counters_;
 
  private:
   void worker();
@@ -64,7 +100,9 @@ class Engine : public sc_core::sc_module {
   double occupied_since_ = 0;  // when busy_ last rose from 0
   int queued_ = 0;
   int workers_;
-  int index_;
+  int index_ = 0;
+  Unit unit_;
+  EngineReport report_;
 };
 
 }  // namespace lpu::sim

@@ -5,7 +5,7 @@
 
 namespace lpu::sim {
 
-Esl::Esl(sc_core::sc_module_name name, DeviceContext& ctx) : Engine(name, ctx, 4, 1) {}
+Esl::Esl(sc_core::sc_module_name name, DeviceContext& ctx) : Engine(name, ctx, Unit::Esl, 4, 1) {}
 
 double Esl::execute(const IssueTicket& tk, double start_ps) {
   const size_t i = tk.instr;
@@ -21,8 +21,8 @@ double Esl::execute(const IssueTicket& tk, double start_ps) {
     throw InputError(strcat("device ", ctx_.device, ": ", print_instruction(in), " writes beyond the receiver's local memory"));
   ctx_.energy.esl_bytes += bytes;
   ctx_.energy.lmu_read_bytes += bytes;  // the tile leaves the sender's local memory
-  ctx_.esl_bytes += bytes;
-  ++ctx_.esl_sends;
+  bytes_ += bytes;
+  ++sends_;
   double link_end = start_ps + static_cast<double>(bytes) / (ctx_.arch->esl.bandwidth_gbps * 1e-3);
   double arrive = link_end + ctx_.arch->esl.latency_ns * 1000.0;
   // Functional: the tile as it is now, written into the receiver when it arrives.
@@ -47,6 +47,11 @@ double Esl::execute(const IssueTicket& tk, double start_ps) {
   const double now = sc_core::sc_time_stamp().to_double();
   s.link->send(sc_core::sc_time(arrive - now, sc_core::SC_PS), std::move(t));
   return link_end;
+}
+
+void Esl::add_to(DeviceStats& d) const {
+  d.esl_bytes = bytes_;
+  d.esl_sends = sends_;
 }
 
 }  // namespace lpu::sim

@@ -14,6 +14,11 @@ class Esl : public Engine {
  protected:
   double execute(const IssueTicket& tk, double start_ps) override;
   Span occupancy() const override { return Span::Sync; }
+  using Engine::add_to;
+  void add_to(DeviceStats& d) const override;  // what it sent
+
+ private:
+  uint64_t bytes_ = 0, sends_ = 0;
 };
 
 }  // namespace lpu::sim

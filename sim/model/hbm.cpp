@@ -28,7 +28,7 @@ void Hbm::b_transport(tlm::tlm_generic_payload& trans, sc_core::sc_time& delay) 
   uint64_t burst = static_cast<uint64_t>(h.burst_bytes);
   uint64_t lo = addr / burst * burst;
   uint64_t hi = (addr + len + burst - 1) / burst * burst;
-  ctx_.hbm_burst_bytes += hi - lo;
+  counters_.burst_bytes += hi - lo;
   (trans.is_read() ? ctx_.energy.hbm_read_bytes : ctx_.energy.hbm_write_bytes) += hi - lo;
 
   // Bytes per channel: walk interleave granules; whole rounds over all channels at once.
@@ -109,9 +109,9 @@ void Hbm::b_transport(tlm::tlm_generic_payload& trans, sc_core::sc_time& delay) 
       std::memcpy(&ctx_.hbm_data[addr], trans.get_data_ptr(), len);
   }
   if (trans.is_read())
-    ctx_.hbm_read_bytes += len;
+    counters_.read_bytes += len;
   else
-    ctx_.hbm_write_bytes += len;
+    counters_.write_bytes += len;
   delay = sc_core::sc_time(done, sc_core::SC_PS) - sc_core::sc_time_stamp();
   trans.set_response_status(tlm::TLM_OK_RESPONSE);
 }

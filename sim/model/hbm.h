@@ -23,6 +23,11 @@ class Hbm : public sc_core::sc_module {
 
   // Peak bandwidth x efficiency, bytes per picosecond per channel.
   double channel_bytes_per_ps() const { return per_channel_bytes_per_ps_; }
+  // What it moved: bytes asked for, and bytes the channels moved (burst-rounded).
+  struct Counters {
+    uint64_t read_bytes = 0, write_bytes = 0, burst_bytes = 0;
+  };
+  const Counters& counters() const { return counters_; }
 
  private:
   void b_transport(tlm::tlm_generic_payload& trans, sc_core::sc_time& delay);
@@ -35,6 +40,7 @@ class Hbm : public sc_core::sc_module {
   std::vector<double> g_start_, g_end_;
   double per_channel_bytes_per_ps_;
   double latency_ps_;
+  Counters counters_;
 };
 
 }  // namespace lpu::sim

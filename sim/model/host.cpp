@@ -25,7 +25,7 @@ double host_op_us(const ArchConfig& arch, int64_t bytes) {
   return arch.host.latency_us + static_cast<double>(bytes) / (arch.host.link_gbps * 1e3) + arch.host.op_us;
 }
 
-Host::Host(sc_core::sc_module_name name, DeviceContext& ctx) : Engine(name, ctx, 1, 1) {}
+Host::Host(sc_core::sc_module_name name, DeviceContext& ctx) : Engine(name, ctx, Unit::Host, 1, 1) {}
 
 double Host::execute(const IssueTicket& tk, double start_ps) {
   const size_t i = tk.instr;
@@ -54,8 +54,15 @@ double Host::execute(const IssueTicket& tk, double start_ps) {
     for (int64_t k = 0; k < out.numel(); ++k)
       store_element(&ctx_.hbm_data[ob.hbm_addr + static_cast<uint64_t>(k * eb)], ob.type.dtype, out.data[static_cast<size_t>(k)]);
   }
-  ctx_.host_calls.push_back({static_cast<size_t>(in.host_op), bytes, us});
+  calls_.push_back({static_cast<size_t>(in.host_op), bytes, us});
   return start_ps + us * 1e6;
+}
+
+void Host::add_to(SimStats& s) const {
+  for (const auto& c : calls_) {
+    const HostOp& h = ctx_.program->host_ops[c.host_op];
+    s.graph_breaks.push_back({h.node, h.op, c.bytes, c.host_us});
+  }
 }
 
 }  // namespace lpu::sim

@@ -16,6 +16,17 @@ class Host : public Engine {
  protected:
   double execute(const IssueTicket& tk, double start_ps) override;
   Span occupancy() const override { return Span::Sync; }
+  using Engine::add_to;
+  void add_to(SimStats& s) const override;  // the graph breaks, in execution order
+
+ private:
+  // One executed host.call: its host-op index, link bytes and host time.
+  struct Call {
+    size_t host_op;
+    int64_t bytes;
+    double host_us;
+  };
+  std::vector<Call> calls_;
 };
 
 // Bytes a host op moves over the link (inputs + output), from the program's buffer table.

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "isa/operands.h"
 #include "model/esl_link.h"
 #include "support/error.h"
 
@@ -16,64 +17,25 @@ Range operand_range(uint64_t addr, int64_t R, int64_t C, int64_t rs, int64_t cs,
 }
 }  // namespace
 
+// From the opcode table's operand roles (isa/operands.h); the receiver's memory of an
+// esl.send is another device's, outside this scoreboard.
 void footprint(const Instruction& in, const Program& p, Footprint& f) {
   f.clear();
-  int64_t R = in.rows, C = in.cols;
-  switch (in.opcode) {
-    case Opcode::DmaLoad:
-      f.lm_writes.push_back({in.lm_addr, in.lm_addr + static_cast<uint64_t>(R * C * 4)});
-      f.hbm_reads.push_back(operand_range(in.hbm_addr, R, C, in.hbm_rs, in.hbm_cs, dtype_bytes(in.dtype)));
-      break;
-    case Opcode::DmaStore:
-      f.lm_reads.push_back({in.lm_addr, in.lm_addr + static_cast<uint64_t>(R * C * 4)});
-      f.hbm_writes.push_back(operand_range(in.hbm_addr, R, C, in.hbm_rs, in.hbm_cs, dtype_bytes(in.dtype)));
-      break;
-    case Opcode::VxeOp:
-    case Opcode::VxeReduce:
-    case Opcode::VxeMov: {
-      int64_t out = in.opcode == Opcode::VxeReduce ? R : R * C;
-      f.lm_writes.push_back({in.lm_addr, in.lm_addr + static_cast<uint64_t>(out * 4)});
-      for (const auto& s : in.srcs)
-        if (!s.immediate) f.lm_reads.push_back(operand_range(s.addr, R, C, s.rs, s.cs, 4));
-      break;
-    }
-    case Opcode::SxeGemm: {
-      f.lm_writes.push_back({in.lm_addr, in.lm_addr + static_cast<uint64_t>(R * C * 4)});
-      const Operand& a = in.srcs.at(0);
-      f.lm_reads.push_back(operand_range(a.addr, R, in.depth, a.rs, a.cs, 4));
-      f.hbm_reads.push_back(operand_range(in.hbm_addr, in.depth, C, in.hbm_rs, in.hbm_cs, dtype_bytes(in.dtype)));
-      break;
-    }
-    case Opcode::DmaGather: {
-      // Tables are weights, never written by a program: the first row stands for the read.
-      f.lm_writes.push_back({in.lm_addr, in.lm_addr + static_cast<uint64_t>(R * C * 4)});
-      const Operand& ix = in.srcs.at(0);
-      f.lm_reads.push_back(operand_range(ix.addr, R, 1, ix.rs, 0, 4));
-      f.hbm_reads.push_back(operand_range(in.hbm_addr, 1, C, 0, in.hbm_cs, dtype_bytes(in.dtype)));
-      break;
-    }
-    case Opcode::HostCall: {
-      if (in.host_op < 0 || in.host_op >= static_cast<int64_t>(p.host_ops.size())) break;  // Host::execute reports it
-      const HostOp& h = p.host_ops[static_cast<size_t>(in.host_op)];
-      auto whole = [&p](const std::string& name) {
-        const BufferDecl* b = p.find_buffer(name);
-        return b ? Range{b->hbm_addr, b->hbm_addr + static_cast<uint64_t>(b->type.bytes())} : Range{};
-      };
-      for (const auto& name : h.inputs) f.hbm_reads.push_back(whole(name));
-      f.hbm_writes.push_back(whole(h.output));
-      break;
-    }
-    case Opcode::SyncSignal:
-    case Opcode::SyncWait:
-    case Opcode::EslSend: {
-      const Operand& s = in.srcs.at(0);
-      f.lm_reads.push_back(operand_range(s.addr, R, C, s.rs, s.cs, 4));
-      break;
-    }
-    case Opcode::LoopBegin:
-    case Opcode::LoopEnd:
-    case Opcode::Halt: break;
-  }
+  for_each_operand(in, [&f](const OperandAccess& a) {
+    if (a.memory == OperandAccess::Memory::RemoteLmu) return;
+    const Range r = operand_range(a.addr, a.rows, a.cols, a.rs, a.cs, a.elem_bytes);
+    const bool lmu = a.memory == OperandAccess::Memory::Lmu;
+    (lmu ? (a.write ? f.lm_writes : f.lm_reads) : (a.write ? f.hbm_writes : f.hbm_reads)).push_back(r);
+  });
+  if (!has_role(in.opcode, role::HostBuffers)) return;
+  if (in.host_op < 0 || in.host_op >= static_cast<int64_t>(p.host_ops.size())) return;  // Host::execute reports it
+  const HostOp& h = p.host_ops[static_cast<size_t>(in.host_op)];
+  auto whole = [&p](const std::string& name) {
+    const BufferDecl* b = p.find_buffer(name);
+    return b ? Range{b->hbm_addr, b->hbm_addr + static_cast<uint64_t>(b->type.bytes())} : Range{};
+  };
+  for (const auto& name : h.inputs) f.hbm_reads.push_back(whole(name));
+  f.hbm_writes.push_back(whole(h.output));
 }
 
 uint32_t Isu::new_footprint() {
@@ -301,7 +263,7 @@ void Isu::run() {
         wait_token(in, i);
       double s1 = sc_core::sc_time_stamp().to_double();
       if (s1 > s0) ctx_.kernel_of(in).log.push_back({s0, s1, Span::Sync});
-      if (in.opcode == Opcode::SyncWait) ctx_.sync_wait_ps += s1 - s0;
+      if (in.opcode == Opcode::SyncWait) counters_.sync_wait_ps += s1 - s0;
       if (in.opcode == Opcode::SyncWait && !ctx_.sync->deadlock.empty()) return;
       continue;
     }
@@ -327,7 +289,7 @@ void Isu::run() {
       wait(retired_);
       double waited = sc_core::sc_time_stamp().to_double() - t0;
       (head == Verdict::Queue ? counters_.queue_stall_ps : counters_.hazard_stall_ps) += waited;
-      ctx_.engines[static_cast<size_t>(window_.front().engine->engine_index())].stalled_ps += waited;
+      window_.front().engine->add_stall(waited);
       continue;
     }
     const int kernel = ctx_.instr(window_[pick].id).kernel;

@@ -30,13 +30,14 @@ struct IsuCounters {
   // Time the ISU issued nothing, by why its oldest unissued instruction waited: a hazard (or
   // an older instruction it must not pass) or a full engine queue.
   double hazard_stall_ps = 0, queue_stall_ps = 0;
+  double sync_wait_ps = 0;  // blocked at sync.wait
 };
 
 class Isu : public sc_core::sc_module {
  public:
   SC_HAS_PROCESS(Isu);
   Isu(sc_core::sc_module_name name, DeviceContext& ctx);
-  void attach(Unit u, Engine* e) { engines_[static_cast<size_t>(u)] = e; }
+  void attach(Engine* e) { engines_[static_cast<size_t>(e->unit())] = e; }
   // The engine side of the interface: instruction `instr` started and will finish at end_ps.
   void started(size_t instr, double end_ps);
   void retire(size_t instr);

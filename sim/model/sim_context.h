@@ -72,19 +72,11 @@ struct Footprint {
 };
 
 struct TraceEvent {
-  int engine;      // index into DeviceContext::engine_names; -1 - g for HBM channel group g
+  int engine;      // index into the device's engines (Device::engines); -1 - g for HBM channel group g
   int kernel;
   size_t instr;
   double start_ps, end_ps;
   std::string text;  // the instruction as executed (loop instances differ from the program text)
-};
-
-struct EngineCounters {
-  double busy_ps = 0;      // summed over workers
-  double occupied_ps = 0;  // time with at least one instruction running (the SXE's busy time)
-  double work = 0;        // useful work done: MACs (SXE), element operations (VXE), bytes (DMA)
-  double stalled_ps = 0;  // its next instruction waited at the ISU (hazard or full queue)
-  uint64_t instructions = 0;
 };
 
 struct KernelCounters {
@@ -120,13 +112,6 @@ struct SyncState {
 // at the end of this delta (so they run first).
 void end_simulation(SyncState& s);
 
-// One executed host.call (a graph break): its host-op index, link bytes and host time.
-struct HostCallRecord {
-  size_t host_op;
-  int64_t bytes;
-  double host_us;
-};
-
 struct DeviceContext {
   int device = 0;
   const Program* program = nullptr;
@@ -147,9 +132,7 @@ struct DeviceContext {
   std::vector<uint8_t> hbm_data;
   std::vector<float> lmu_data;
 
-  // Statistics.
-  std::vector<std::string> engine_names;
-  std::vector<EngineCounters> engines;
+  // Statistics shared by the modules (each engine, the ISU and the HBM count their own).
   std::vector<KernelCounters> kernels;
   KernelCounters& kernel_of(const Instruction& in) { return kernels[static_cast<size_t>(in.kernel < 0 ? 0 : in.kernel)]; }
   // The channel windows [start, end) of the HBM transactions just served (one joined with
@@ -157,13 +140,7 @@ struct DeviceContext {
   // the transactions takes their union into its kernel's log.
   std::vector<std::pair<double, double>> hbm_windows;
   std::vector<TraceEvent> trace;
-  uint64_t hbm_read_bytes = 0, hbm_write_bytes = 0, hbm_burst_bytes = 0;
-  EnergyEvents energy;  // what costs energy (sim/energy.h); SXE MACs are taken from engines[] at the end
-  double sync_wait_ps = 0;                  // the ISU blocked at sync.wait
-  uint64_t esl_bytes = 0, esl_sends = 0;    // sent over the ESL
-  std::vector<HostCallRecord> host_calls;
-  // sxe.model: rtl -- what the verilated tree did, summed over the sxe.gemm instructions.
-  uint64_t sxe_rtl_gemms = 0, sxe_rtl_cycles = 0, sxe_rtl_stall_cycles = 0;
+  EnergyEvents energy;  // what costs energy (sim/energy.h); the engines add theirs at the end (Engine::add_to)
   // An error raised inside a SystemC process (bad address, malformed operand...) is recorded
   // here and the simulation stopped; simulate() rethrows it as an InputError.
   std::string error;

@@ -10,7 +10,7 @@
 namespace lpu::sim {
 
 Sxe::Sxe(sc_core::sc_module_name name, DeviceContext& ctx, Lmu& lmu)
-    : Engine(name, ctx, ctx.arch->sxe.queue_depth,
+    : Engine(name, ctx, Unit::Sxe, ctx.arch->sxe.queue_depth,
              ctx.arch->sxe.model == ArchConfig::Sxe::Model::Rtl ? 1 : ctx.arch->sxe.streams),
       hbm_socket("hbm_socket"),
       lmu_(lmu) {
@@ -119,9 +119,9 @@ double Sxe::rtl_end(const Instruction& in, double start_ps, double hbm_done) {
   double stream_cycles = (hbm_done - start_ps) / period;
   double rate = stream_cycles > 0 ? std::min(1.0, beats / stream_cycles) : 1.0;
   SxeRtlRun r = ctx_.functional ? run_rtl_checked(in, cols, rate) : rtl_->run(M, K, cols, rate, nullptr, nullptr, nullptr);
-  ++ctx_.sxe_rtl_gemms;
-  ctx_.sxe_rtl_cycles += r.cycles;
-  ctx_.sxe_rtl_stall_cycles += r.stall_cycles;
+  ++rtl_gemms_;
+  rtl_cycles_ += r.cycles;
+  rtl_stall_cycles_ += r.stall_cycles;
   return start_ps + period * static_cast<double>(r.cycles);
 }
 
@@ -179,5 +179,23 @@ SxeRtlRun Sxe::run_rtl_checked(const Instruction& in, int64_t cols, double beats
     }
   return run;
 }
+
+// Busy while any of its gemm streams is in flight (sxe.streams may overlap them).
+EngineReport Sxe::make_report() const {
+  EngineReport r = Engine::make_report();
+  r.busy_ps = counters_.occupied_ps;
+  r.workers = 1;
+  r.work_unit = "MACs";
+  r.peak_work_per_cycle = static_cast<double>(ctx_.arch->sxe.mac_trees) * ctx_.arch->sxe.lanes;
+  return r;
+}
+
+void Sxe::add_to(SimStats& s) const {
+  s.sxe_rtl_gemms = rtl_gemms_;
+  s.sxe_rtl_cycles = rtl_cycles_;
+  s.sxe_rtl_stall_cycles = rtl_stall_cycles_;
+}
+
+void Sxe::add_to(EnergyEvents& ev) const { ev.sxe_macs += counters_.work; }
 
 }  // namespace lpu::sim

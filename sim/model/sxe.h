@@ -25,6 +25,10 @@ class Sxe : public Engine {
 
  protected:
   double execute(const IssueTicket& tk, double start_ps) override;
+  EngineReport make_report() const override;
+  using Engine::add_to;
+  void add_to(SimStats& s) const override;       // what the RTL tree did (sxe.model: rtl)
+  void add_to(EnergyEvents& ev) const override;  // its MACs
 
  private:
   void compute(const Instruction& in);
@@ -33,7 +37,9 @@ class Sxe : public Engine {
   Lmu& lmu_;
   std::unique_ptr<SxeRtlUnit> rtl_;  // sxe.model: rtl only
   std::vector<uint8_t> staging_;
-  double trees_free_ps_ = 0;  // when the MAC trees take the next gemm's first beat
+  double trees_free_ps_ = 0;
+  // sxe.model: rtl -- what the verilated tree did, summed over the sxe.gemm instructions.
+  uint64_t rtl_gemms_ = 0, rtl_cycles_ = 0, rtl_stall_cycles_ = 0;  // when the MAC trees take the next gemm's first beat
   // Scratch of execute() (which never waits between filling and using them), kept to spare
   // allocations per instruction: the weight runs and the payload sent for each.
   struct Run {

@@ -9,31 +9,36 @@
 namespace lpu::sim {
 
 Vxe::Vxe(sc_core::sc_module_name name, DeviceContext& ctx, Lmu& lmu)
-    : Engine(name, ctx, ctx.arch->vxe.queue_depth, 1), lmu_(lmu) {}
+    : Engine(name, ctx, Unit::Vxe, ctx.arch->vxe.queue_depth, 1), lmu_(lmu) {}
 
 namespace {
+// The op's name in the config's timing table (vxe.ops): the scalar op, r<reduction> or mov.
 std::string timing_key(const Instruction& in) {
-  switch (in.opcode) {
-    case Opcode::VxeOp: return scalar_op_name(in.vop);
-    case Opcode::VxeReduce: return std::string("r") + reduction_type_name(in.rop);
+  switch (opcode_info(in.opcode).form) {
+    case Form::VectorOp: return scalar_op_name(in.vop);
+    case Form::Reduce: return std::string("r") + reduction_type_name(in.rop);
     default: return "mov";
   }
 }
-// The op's class for energy (ArchConfig::Energy::vxe_pj_per_op): the op table's class, or
-// reduce / mov.
+// The op's class for energy (ArchConfig::Energy::vxe_pj_per_op), from the opcode table's
+// ENERGY column: the scalar op table's cost class, or reduce / mov.
 const char* energy_class(const Instruction& in) {
-  switch (in.opcode) {
-    case Opcode::VxeOp: return scalar_op_class(in.vop);
-    case Opcode::VxeReduce: return "reduce";
-    default: return "mov";
+  switch (opcode_info(in.opcode).energy) {
+    case Energy::VxeOpClass: return scalar_op_class(in.vop);
+    case Energy::VxeReduce: return "reduce";
+    case Energy::VxeMov: return "mov";
+    case Energy::None:
+    case Energy::SxeMacs: break;
   }
+  throw InternalError(strcat("vxe: ", opcode_name(in.opcode), " has no VXE energy class"));
 }
 }  // namespace
 
 const Vxe::OpInfo& Vxe::op_info(const Instruction& in) {
   // The fields timing_key and energy_class read; the others do not tell ops apart.
-  const ScalarOp vop = in.opcode == Opcode::VxeOp ? in.vop : ScalarOp{};
-  const ReductionType rop = in.opcode == Opcode::VxeReduce ? in.rop : ReductionType{};
+  const Form form = opcode_info(in.opcode).form;
+  const ScalarOp vop = form == Form::VectorOp ? in.vop : ScalarOp{};
+  const ReductionType rop = form == Form::Reduce ? in.rop : ReductionType{};
   for (const OpInfo& o : ops_)
     if (o.opcode == in.opcode && o.vop == vop && o.rop == rop) return o;
   ops_.push_back({in.opcode, vop, rop, ctx_.arch->vxe.timing(timing_key(in)), &ctx_.energy.vxe_ops[energy_class(in)]});
@@ -44,7 +49,8 @@ double Vxe::execute(const IssueTicket& tk, double start_ps) {
   const size_t i = tk.instr;
   const Instruction& in = ctx_.instr(i);
   const int64_t R = in.rows, C = in.cols;
-  const int64_t out_elems = in.opcode == Opcode::VxeReduce ? R : R * C;
+  const bool reduce = has_role(in.opcode, role::LmDestColumn);
+  const int64_t out_elems = reduce ? R : R * C;
   lmu_.check(in.lm_addr, static_cast<uint64_t>(out_elems * 4), "vxe destination");
   const auto written = static_cast<uint64_t>(out_elems * 4);
   uint64_t read = 0;
@@ -76,7 +82,8 @@ void Vxe::compute(const Instruction& in) {
       throw InputError(strcat("device ", ctx_.device, ": ", print_instruction(in), " reads outside local memory"));
     return ctx_.lmu_data[static_cast<size_t>(off)];
   };
-  if (in.opcode == Opcode::VxeReduce) {
+  const Form form = opcode_info(in.opcode).form;
+  if (form == Form::Reduce) {
     scratch_.assign(static_cast<size_t>(R), 0.0f);
     for (int64_t r = 0; r < R; ++r) {
       Reducer acc(in.rop);  // the loop IR's reduction semantics (ops/reduction.h)
@@ -89,10 +96,17 @@ void Vxe::compute(const Instruction& in) {
     for (int64_t r = 0; r < R; ++r)
       for (int64_t c = 0; c < C; ++c) {
         for (size_t k = 0; k < in.srcs.size(); ++k) a[k] = src(in.srcs[k], r, c);
-        scratch_[static_cast<size_t>(r * C + c)] = in.opcode == Opcode::VxeMov ? a[0] : eval_scalar_op(in.vop, a);
+        scratch_[static_cast<size_t>(r * C + c)] = form == Form::VectorOp ? eval_scalar_op(in.vop, a) : a[0];
       }
   }
   std::copy(scratch_.begin(), scratch_.end(), lmu_.data(in.lm_addr));
+}
+
+EngineReport Vxe::make_report() const {
+  EngineReport r = Engine::make_report();
+  r.work_unit = "element_ops";
+  r.peak_work_per_cycle = ctx_.arch->vxe.lanes;
+  return r;
 }
 
 }  // namespace lpu::sim

@@ -15,6 +15,7 @@ class Vxe : public Engine {
  protected:
   double execute(const IssueTicket& tk, double start_ps) override;
   Span occupancy() const override { return Span::Compute; }
+  EngineReport make_report() const override;
 
  private:
   void compute(const Instruction& in);
