@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "host_pricing.h"
+#include "isa/operands.h"
 #include "policy_registry.h"
 #include "ref/reference.h"
 #include "jobs/roofline.h"
@@ -194,32 +195,20 @@ namespace {
 // The arithmetic a program does, for rooflines: one VXE element operation per element of
 // every vector op and reduction (moves are not arithmetic). No `default:` on purpose: a new
 // opcode (the SXE's, say) must decide here how it counts, or the build warns.
+// The program's arithmetic, loops expanded: each instruction's from the opcode table
+// (isa/operands.h), the one place that says what an instruction computes.
 nlohmann::json work_to_json(const Program& p) {
   uint64_t vxe = 0, sxe = 0;
   std::vector<uint64_t> times{1};  // iterations of the enclosing loops, multiplied
   for (const auto& in : p.code) {
-    switch (in.opcode) {
-      case Opcode::LoopBegin: times.push_back(times.back() * static_cast<uint64_t>(in.token)); break;
-      case Opcode::LoopEnd:
-        if (times.size() > 1) times.pop_back();
-        break;
-      case Opcode::VxeOp:
-      case Opcode::VxeReduce:
-        vxe += times.back() * static_cast<uint64_t>(in.rows * in.cols);
-        break;
-      case Opcode::SxeGemm:  // a multiply and an add per MAC
-        sxe += times.back() * static_cast<uint64_t>(2 * in.rows * in.depth * in.cols);
-        break;
-      case Opcode::VxeMov:
-      case Opcode::SyncSignal:
-      case Opcode::SyncWait:
-      case Opcode::EslSend:
-      case Opcode::DmaGather:
-      case Opcode::HostCall:  // host work is not LPU arithmetic
-      case Opcode::DmaLoad:
-      case Opcode::DmaStore:
-      case Opcode::Halt:
-        break;
+    if (in.opcode == Opcode::LoopBegin) {
+      times.push_back(times.back() * static_cast<uint64_t>(in.token));
+    } else if (in.opcode == Opcode::LoopEnd) {
+      if (times.size() > 1) times.pop_back();
+    } else {
+      const InstructionArith a = instruction_arith(in);
+      vxe += times.back() * a.vxe_ops;
+      sxe += times.back() * a.sxe_flops;
     }
   }
   return {{"vxe_elem_ops", vxe}, {"sxe_flops", sxe}};
