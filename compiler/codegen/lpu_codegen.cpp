@@ -160,6 +160,28 @@ class KernelEmitter {
   std::map<std::string, VReg> tile_loads_;
   std::map<std::string, VReg> values_;  // node -> dense value in this tile
   std::vector<Pending> loads_, body_;
+
+  // A load from HBM being planned: its access, its window and the DMA template.
+  struct HbmLoad {
+    const LoopNode& node;
+    const ExprNode& e;
+    const AccessPattern& ap;
+    int64_t width, c0, cw, ncols, coff;
+    bool windowed;
+    const Buffer& buf;
+    int64_t eb;
+    uint64_t hbase;
+    Instruction in;
+    // Elements [off, off + col_stride * (count - 1)] (count: ncols when < 0) inside the buffer.
+    void check_bounds(int64_t off, int64_t count = -1) const {
+      int64_t last = off + ap.col_stride * ((count < 0 ? ncols : count) - 1);
+      if (off < 0 || last >= buf.type.numel() || last < 0)
+        throw InternalError(strcat("codegen: load of ", e.buffer, "[", e.index.str(), "] out of bounds in ", node.name));
+    }
+  };
+  VReg load_blocks(const HbmLoad& l);
+  VReg load_hoisted(HbmLoad& l);
+  VReg load_rows(const HbmLoad& l);
 };
 
 class LpuAsmHandler final : public OpsHandler<VReg> {
@@ -254,82 +276,90 @@ VReg KernelEmitter::load(const LoopNode& node, const ExprNode& e, const std::vec
     return v;
   }
   const Buffer& buf = p_.buffers.at(e.buffer);
-  int64_t eb = dtype_bytes(buf.type.dtype);
-  uint64_t hbase = hbm_base(e.buffer);
-  auto check_bounds = [&](int64_t off, int64_t count = -1) {
-    int64_t last = off + ap.col_stride * ((count < 0 ? ncols : count) - 1);
-    if (off < 0 || last >= buf.type.numel() || last < 0)
-      throw InternalError(strcat("codegen: load of ", e.buffer, "[", e.index.str(), "] out of bounds in ", node.name));
-  };
   Instruction in;
   in.opcode = Opcode::DmaLoad;
   in.dtype = buf.type.dtype;
   in.cols = ncols;
   in.hbm_cs = ap.col_stride;
   in.kernel = id_;
-  if (ap.col_split && ap.col_split < width) {
-    // Two-level columns (e.g. [heads, hd] merged after a permute): one DMA per row and block
-    // (a column window starts and ends on block boundaries: ColumnSplit::granule).
-    int64_t D = ap.col_split;
-    if (width % D != 0 || c0 % D != 0 || cw % D != 0)
-      throw InternalError("codegen: column blocks do not tile the row in " + node.name);
-    std::string key = strcat(e.buffer, "@", e.index.str(), "/", node.rows());
-    if (auto it = tile_loads_.find(key); it != tile_loads_.end()) return it->second;
-    VReg v = alloc(rows_, cw);
-    v.owned = false;
-    for (int64_t r = 0; r < rows_; ++r)
-      for (int64_t j = c0 / D; j < (c0 + cw) / D; ++j) {
-        int64_t first = ap.row_offset(r0_ + r) + j * ap.col_outer_stride;
-        check_bounds(first, D);
-        Pending pd;
-        pd.in = in;
-        pd.in.rows = 1;
-        pd.in.cols = D;
-        pd.in.hbm_addr = hbase + static_cast<uint64_t>(first * eb);
-        pd.def = v.vid;
-        pd.def_offset = static_cast<uint64_t>((r * cw + j * D - c0) * kLmElem);
-        loads_.push_back(pd);
-      }
-    tile_loads_[key] = v;
-    return v;
-  }
-  if (ap.row_affine && ap.row_stride == 0 && !windowed) {  // row-invariant: load once, keep resident
-    std::string key = strcat(e.buffer, "@", ap.base, ",", ap.col_stride, ",", ncols);
-    if (auto it = hoisted_.find(key); it != hoisted_.end()) return it->second;
-    check_bounds(ap.base);
-    VReg v;
-    v.addr = static_cast<uint64_t>(hoisted_bytes);
-    v.rows = 1;
-    v.cols = ncols;
-    v.rs = 0;
-    v.cs = 1;
-    hoisted_bytes += align_up(ncols * kLmElem, kLmAlign);
-    in.rows = 1;
-    in.lm_addr = v.addr;
-    in.hbm_addr = hbase + static_cast<uint64_t>(ap.base * eb);
-    hoisted_code.push_back(in);
-    hoisted_[key] = v;
-    return v;
-  }
-  // A row-invariant window (a bias under column tiling) changes from column tile to column
-  // tile: loaded with the tile, one row broadcast to all.
-  int64_t load_rows = ap.row_affine && ap.row_stride == 0 ? 1 : rows_;
-  std::string key = strcat(e.buffer, "@", e.index.str(), "/", ap.col_stride, ",", ncols, "/", node.rows(), "+", coff);
-  if (ap.row_affine) key = strcat(e.buffer, "@", ap.base, ",", ap.row_stride, ",", ap.col_stride, ",", ncols, "+", coff);
+  HbmLoad l{node, e, ap, width, c0, cw, ncols, coff, windowed, buf, dtype_bytes(buf.type.dtype), hbm_base(e.buffer), in};
+  if (ap.col_split && ap.col_split < width) return load_blocks(l);
+  if (ap.row_affine && ap.row_stride == 0 && !windowed) return load_hoisted(l);
+  return load_rows(l);
+}
+
+// Two-level columns (e.g. [heads, hd] merged after a permute): one DMA per row and block
+// (a column window starts and ends on block boundaries: ColumnSplit::granule).
+VReg KernelEmitter::load_blocks(const HbmLoad& l) {
+  const AccessPattern& ap = l.ap;
+  int64_t D = ap.col_split;
+  if (l.width % D != 0 || l.c0 % D != 0 || l.cw % D != 0)
+    throw InternalError("codegen: column blocks do not tile the row in " + l.node.name);
+  std::string key = strcat(l.e.buffer, "@", l.e.index.str(), "/", l.node.rows());
   if (auto it = tile_loads_.find(key); it != tile_loads_.end()) return it->second;
-  VReg v = alloc(load_rows, ncols);
+  VReg v = alloc(rows_, l.cw);
+  v.owned = false;
+  for (int64_t r = 0; r < rows_; ++r)
+    for (int64_t j = l.c0 / D; j < (l.c0 + l.cw) / D; ++j) {
+      int64_t first = ap.row_offset(r0_ + r) + j * ap.col_outer_stride;
+      l.check_bounds(first, D);
+      Pending pd;
+      pd.in = l.in;
+      pd.in.rows = 1;
+      pd.in.cols = D;
+      pd.in.hbm_addr = l.hbase + static_cast<uint64_t>(first * l.eb);
+      pd.def = v.vid;
+      pd.def_offset = static_cast<uint64_t>((r * l.cw + j * D - l.c0) * kLmElem);
+      loads_.push_back(pd);
+    }
+  tile_loads_[key] = v;
+  return v;
+}
+
+// Row-invariant: loaded once, kept resident below the tile regions.
+VReg KernelEmitter::load_hoisted(HbmLoad& l) {
+  const AccessPattern& ap = l.ap;
+  std::string key = strcat(l.e.buffer, "@", ap.base, ",", ap.col_stride, ",", l.ncols);
+  if (auto it = hoisted_.find(key); it != hoisted_.end()) return it->second;
+  l.check_bounds(ap.base);
+  VReg v;
+  v.addr = static_cast<uint64_t>(hoisted_bytes);
+  v.rows = 1;
+  v.cols = l.ncols;
+  v.rs = 0;
+  v.cs = 1;
+  hoisted_bytes += align_up(l.ncols * kLmElem, kLmAlign);
+  l.in.rows = 1;
+  l.in.lm_addr = v.addr;
+  l.in.hbm_addr = l.hbase + static_cast<uint64_t>(ap.base * l.eb);
+  hoisted_code.push_back(l.in);
+  hoisted_[key] = v;
+  return v;
+}
+
+// Loaded with the tile. A row-invariant window (a bias under column tiling) changes from
+// column tile to column tile: loaded with the tile, one row broadcast to all.
+VReg KernelEmitter::load_rows(const HbmLoad& l) {
+  const AccessPattern& ap = l.ap;
+  int64_t load_rows = ap.row_affine && ap.row_stride == 0 ? 1 : rows_;
+  std::string key =
+      strcat(l.e.buffer, "@", l.e.index.str(), "/", ap.col_stride, ",", l.ncols, "/", l.node.rows(), "+", l.coff);
+  if (ap.row_affine)
+    key = strcat(l.e.buffer, "@", ap.base, ",", ap.row_stride, ",", ap.col_stride, ",", l.ncols, "+", l.coff);
+  if (auto it = tile_loads_.find(key); it != tile_loads_.end()) return it->second;
+  VReg v = alloc(load_rows, l.ncols);
   v.owned = false;
   // One DMA per run of rows whose HBM offsets advance by one stride (all rows when affine).
   for (const RowRun& run : row_runs(ap, r0_, load_rows)) {
-    check_bounds(run.first + coff);
-    check_bounds(run.first + coff + run.stride * (run.count - 1));
+    l.check_bounds(run.first + l.coff);
+    l.check_bounds(run.first + l.coff + run.stride * (run.count - 1));
     Pending pd;
-    pd.in = in;
+    pd.in = l.in;
     pd.in.rows = run.count;
-    pd.in.hbm_addr = hbase + static_cast<uint64_t>((run.first + coff) * eb);
+    pd.in.hbm_addr = l.hbase + static_cast<uint64_t>((run.first + l.coff) * l.eb);
     pd.in.hbm_rs = run.count > 1 ? run.stride : 0;
     pd.def = v.vid;
-    pd.def_offset = static_cast<uint64_t>(run.row * ncols * kLmElem);
+    pd.def_offset = static_cast<uint64_t>(run.row * l.ncols * kLmElem);
     loads_.push_back(pd);
   }
   tile_loads_[key] = v;

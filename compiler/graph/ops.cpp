@@ -5,6 +5,7 @@
 
 #include "graph/aten.h"
 #include "graph/collective.h"
+#include "ops/reduction.h"
 #include "ops/scalar_ops.h"
 #include "ref/host_ops.h"
 #include "support/error.h"
@@ -338,15 +339,22 @@ std::vector<OpInfo> make_registry() {
 #undef LPU_REGISTER_SCALAR_OP
   add("to_dtype", C::Pointwise, 1, 1, to_dtype, "type conversion {dtype}");
   add("full", C::Constant, 0, 0, full, "constant tensor {value, shape = [], dtype = \"f32\"}");
-  for (const char* r : {"sum", "mean", "amax", "amin"})
-    add(r, C::Reduction, 1, 1, reduction, "reduction over {dims}, {keepdim = false}");
+  for (ReductionType r : graph_reduction_types())
+    add(torch_reduction_name(r), C::Reduction, 1, 1, reduction, "reduction over {dims}, {keepdim = false}");
   add("matmul", C::Matmul, 2, 2, matmul, "[..., K] x [K, N] -> [..., N]; [..., M, K] x [..., K, N] -> [bcast, M, N]");
+  auto movement = [&](MovementKind kind) { ops.back().movement = kind; };
   add("reshape", C::Movement, 1, 1, reshape, "same elements, row-major, new {shape}");
+  movement(MovementKind::View);
   add("permute", C::Movement, 1, 1, permute, "out dim i = input dim {dims}[i]");
+  movement(MovementKind::View);
   add("expand", C::Movement, 1, 1, expand, "broadcast size-1 dims to {shape}, may add leading dims");
+  movement(MovementKind::View);
   add("slice", C::Movement, 1, 1, slice, "{dim, start, end, step} torch semantics, end clamped, step >= 1");
+  movement(MovementKind::View);
   add("cat", C::Movement, 1, 1 << 20, cat, "concatenate along {dim}");
+  movement(MovementKind::Concat);
   add("embedding", C::Movement, 2, 2, embedding, "embedding(weight [V, D], indices int) -> indices.shape + [D]");
+  movement(MovementKind::Gather);
   add("layer_norm", C::Composite, 1, 3, norm, "layer_norm(x, weight?, bias?) over the last dim {eps = 1e-5}");
   add("rms_norm", C::Composite, 1, 2, norm, "rms_norm(x, weight?) over the last dim {eps = 1e-6}");
   add("gelu", C::Composite, 1, 1, gelu, "gelu {approximate = \"none\" | \"tanh\"}");
@@ -382,6 +390,12 @@ const OpInfo* find_op(const std::string& name) {
   }();
   auto it = index.find(name);
   return it == index.end() ? nullptr : it->second;
+}
+
+bool is_view_op(const Node& n) {
+  if (n.kind != NodeKind::Call) return false;
+  const OpInfo* info = find_op(n.op);
+  return info && info->view();
 }
 
 }  // namespace lpu

@@ -4,7 +4,9 @@
 //   passes/decompose.cpp            our composite ops -> core ops
 //   passes/aten_decompositions.cpp  aten.* ops -> core ops
 //   ref/reference.cpp               reference semantics on real data (core ops)
-//   loopir/loop_ir.cpp              per-element loop IR               (core ops)
+//   loopir/lower.cpp                per-element loop IR, one lowering per category (core ops)
+// A reduction op means its ReductionType (ops/reduction.h: graph_reduction_type); a movement
+// op's MovementKind says whether it is a view, a concatenation or a gather.
 // Adding an op = one entry here + its entry in those tables (see README "Adding an op").
 #pragma once
 #include <functional>
@@ -29,6 +31,15 @@ enum class OpCategory {
 };
 const char* op_category_name(OpCategory c);
 
+// What a Movement op does with its data. Together with the category it decides the op's
+// lowering (loopir/lower.cpp) and what passes may assume of it; ask it instead of listing names.
+enum class MovementKind {
+  None,    // not a movement op
+  View,    // reshape permute expand slice: an index function over the input, no data moves
+  Concat,  // cat: each input copied into its slice of one buffer
+  Gather,  // embedding: rows of a table picked by loaded indices
+};
+
 struct OpInfo {
   std::string name;
   OpCategory category;
@@ -36,14 +47,18 @@ struct OpInfo {
   int max_inputs;
   std::function<TensorType(const Graph&, const Node&)> infer;
   std::string doc;
+  MovementKind movement = MovementKind::None;
   bool core() const { return category != OpCategory::Composite; }
   bool host() const { return category == OpCategory::Host; }
+  bool view() const { return movement == MovementKind::View; }
 };
 
 const OpInfo* find_op(const std::string& name);
 // An InputError naming the node when its input count is outside the op's [min, max].
 void check_arity(const OpInfo& info, const Node& n);
 const std::vector<OpInfo>& all_ops();
+// Node `n` is a call of a view op (MovementKind::View); false for other nodes and unknown ops.
+bool is_view_op(const Node& n);
 
 // numpy-style broadcast of two shapes; throws InputError naming `node` on mismatch.
 Shape broadcast_shapes(const Shape& a, const Shape& b, const Node& node);

@@ -7,6 +7,7 @@
 #include "graph/ops.h"
 #include "handlers/torch_python.h"
 #include "handlers/triton_internal.h"
+#include "ops/reduction.h"
 #include "ops/scalar_ops.h"
 #include "support/error.h"
 
@@ -88,13 +89,10 @@ std::string call_py(const Graph& g, const Node& n, const Operands& var) {
   if (info->category == OpCategory::Reduction) {
     auto dims = normalize_dims(n.attr_ints("dims"), static_cast<int>(in_shape(0).size()), n);
     if (dims.empty()) return a[0];  // over no dim: the input itself (ref/reference.cpp)
-    const char* fn = n.op == "sum"    ? "torch.sum"
-                     : n.op == "mean" ? "torch.mean"
-                     : n.op == "amax" ? "torch.amax"
-                                      : "torch.amin";
-    if (n.op != "sum" && n.op != "mean" && n.op != "amax" && n.op != "amin")
+    ReductionType type;
+    if (!graph_reduction_type(n.op, type))
       throw InputError(strcat("node %", n.name, ": reduction '", n.op, "' has no torch spelling"));
-    return strcat(fn, "(", a[0], ", dim=", ints_py(dims),
+    return strcat("torch.", torch_reduction_name(type), "(", a[0], ", dim=", ints_py(dims),
                   ", keepdim=", n.attr_bool("keepdim", false) ? "True" : "False", ")");
   }
   if (info->category == OpCategory::Matmul) return strcat("torch.matmul(", a[0], ", ", a[1], ")");

@@ -255,27 +255,46 @@ std::string print_graph_json(const GraphFile& f) {
   return out + "}\n";
 }
 
-GraphFile parse_graph_json(const std::string& text, const std::string& source) {
-  Reader r(source);
-  // Duplicate keys and deep nesting are errors; no list of a graph file (nodes, tensors, a
-  // node's inputs or shape) may have more entries than a graph may have nodes.
-  ojson doc = parse_json_strict(text, source, kMaxGraphNodes);
-  if (doc.is_object() && doc.contains("format") && doc["format"] == "lpu-manifest")
-    r.fail("format", "this is a manifest of several graphs (torch.compile), not a graph: `lpu run MANIFEST` runs it");
-  r.check_keys(doc, {"format", "version", "name", "meta", "nodes", "outputs", "tensors"}, "top level");
-  if (r.str(doc, "format", "top level") != "lpu-graph") r.fail("format", "expected \"lpu-graph\"");
-  int64_t version = r.integer(r.get(doc, "version", "top level"), "'version'", "top level");
-  if (version != kGraphFormatVersion)
-    r.fail("version", strcat("file has format version ", version, "; this build reads version ", kGraphFormatVersion));
-  GraphFile f;
-  std::string gname = r.str(doc, "name", "top level");
-  if (!is_valid_name(gname)) r.fail("name", strcat("graph name '", name_for_message(gname), "' must be [A-Za-z0-9_.-]+, at most ", kMaxNameLength, " characters"));
-  f.graph.set_name(gname);
-  if (doc.contains("meta")) {
-    if (!doc["meta"].is_object()) r.fail("meta", "must be an object");
-    f.meta = doc["meta"];
-  }
+namespace {
 
+// nodes[i]: one node as written, its inputs still names.
+RawNode read_raw_node(const Reader& r, const ojson& o, size_t i, const std::map<std::string, size_t>& index) {
+  std::string where = strcat("nodes[", i, "]");
+  if (!o.is_object()) r.fail(where, "must be an object");
+  RawNode n;
+  n.name = r.str(o, "name", where);
+  if (!is_valid_name(n.name)) r.fail(where, strcat("node name '", name_for_message(n.name), "' must be [A-Za-z0-9_.-]+, at most ", kMaxNameLength, " characters"));
+  where = "node %" + n.name;
+  if (index.count(n.name)) r.fail(where, "defined twice");
+  std::string kind = r.str(o, "kind", where);
+  if (kind == "placeholder") {
+    n.kind = NodeKind::Placeholder;
+    r.check_keys(o, {"name", "kind", "attrs", "dtype", "shape"}, where);
+  } else if (kind == "parameter") {
+    n.kind = NodeKind::Parameter;
+    r.check_keys(o, {"name", "kind", "attrs", "dtype", "shape"}, where);
+  } else if (kind == "call") {
+    r.check_keys(o, {"name", "kind", "op", "inputs", "attrs", "dtype", "shape"}, where);
+    n.op = r.str(o, "op", where);
+    const ojson& ins = r.get(o, "inputs", where);
+    if (!ins.is_array()) r.fail(where, "'inputs' must be a list of node names");
+    for (const auto& x : ins) {
+      if (!x.is_string()) r.fail(where, "'inputs' must be a list of node names");
+      n.inputs.push_back(x.get<std::string>());
+    }
+  } else {
+    r.fail(where, strcat("unknown kind '", kind, "' (placeholder, parameter, call)"));
+  }
+  if (o.contains("attrs")) {
+    if (!o["attrs"].is_object()) r.fail(where, "'attrs' must be an object");
+    for (const auto& [k, v] : o["attrs"].items()) n.attrs[k] = r.attr(v, k, where);
+  }
+  n.type = r.type(o, where, /*allow_empty=*/n.kind == NodeKind::Call);
+  return n;
+}
+
+// The nodes and outputs of `doc` into f.graph (inputs first), verified.
+void read_graph(const Reader& r, const ojson& doc, GraphFile& f) {
   const ojson& jn = r.get(doc, "nodes", "top level");
   if (!jn.is_array()) r.fail("nodes", "must be a list");
   if (jn.size() > kMaxGraphNodes)
@@ -283,42 +302,10 @@ GraphFile parse_graph_json(const std::string& text, const std::string& source) {
   std::vector<RawNode> raw;
   std::map<std::string, size_t> index;
   for (size_t i = 0; i < jn.size(); ++i) {
-    const ojson& o = jn[i];
-    std::string where = strcat("nodes[", i, "]");
-    if (!o.is_object()) r.fail(where, "must be an object");
-    RawNode n;
-    n.name = r.str(o, "name", where);
-    if (!is_valid_name(n.name)) r.fail(where, strcat("node name '", name_for_message(n.name), "' must be [A-Za-z0-9_.-]+, at most ", kMaxNameLength, " characters"));
-    where = "node %" + n.name;
-    if (index.count(n.name)) r.fail(where, "defined twice");
-    std::string kind = r.str(o, "kind", where);
-    if (kind == "placeholder") {
-      n.kind = NodeKind::Placeholder;
-      r.check_keys(o, {"name", "kind", "attrs", "dtype", "shape"}, where);
-    } else if (kind == "parameter") {
-      n.kind = NodeKind::Parameter;
-      r.check_keys(o, {"name", "kind", "attrs", "dtype", "shape"}, where);
-    } else if (kind == "call") {
-      r.check_keys(o, {"name", "kind", "op", "inputs", "attrs", "dtype", "shape"}, where);
-      n.op = r.str(o, "op", where);
-      const ojson& ins = r.get(o, "inputs", where);
-      if (!ins.is_array()) r.fail(where, "'inputs' must be a list of node names");
-      for (const auto& x : ins) {
-        if (!x.is_string()) r.fail(where, "'inputs' must be a list of node names");
-        n.inputs.push_back(x.get<std::string>());
-      }
-    } else {
-      r.fail(where, strcat("unknown kind '", kind, "' (placeholder, parameter, call)"));
-    }
-    if (o.contains("attrs")) {
-      if (!o["attrs"].is_object()) r.fail(where, "'attrs' must be an object");
-      for (const auto& [k, v] : o["attrs"].items()) n.attrs[k] = r.attr(v, k, where);
-    }
-    n.type = r.type(o, where, /*allow_empty=*/n.kind == NodeKind::Call);
+    RawNode n = read_raw_node(r, jn[i], i, index);
     index[n.name] = raw.size();
     raw.push_back(std::move(n));
   }
-
   for (size_t i : topological_order(raw, index, r)) {
     const RawNode& n = raw[i];
     std::vector<NodeId> ins;
@@ -347,50 +334,80 @@ GraphFile parse_graph_json(const std::string& text, const std::string& source) {
   } catch (const InputError& e) {
     r.fail("", e.what());
   }
+}
 
-  if (doc.contains("tensors")) {
-    const ojson& jt = doc["tensors"];
-    if (!jt.is_array()) r.fail("tensors", "must be a list");
-    std::set<std::pair<std::string, std::string>> seen;
-    for (size_t i = 0; i < jt.size(); ++i) {
-      const ojson& o = jt[i];
-      std::string where = strcat("tensors[", i, "]");
-      r.check_keys(o, {"name", "role", "dtype", "shape", "file", "offset"}, where);
-      TensorEntry e;
-      e.name = r.str(o, "name", where);
-      e.role = r.str(o, "role", where);
-      where += " (" + e.role + " " + e.name + ")";
-      e.type = r.type(o, where, /*allow_empty=*/false);
-      e.file = r.str(o, "file", where);
-      if (e.file.empty()) r.fail(where, "'file' is empty");
-      e.offset = r.integer(r.get(o, "offset", where), "'offset'", where);
-      if (e.offset < 0) r.fail(where, "'offset' is negative");
-      if (!seen.insert({e.role, e.name}).second) r.fail(where, "listed twice");
-      // The entry must describe the node it feeds (or the output it checks) exactly.
-      const TensorType* want = nullptr;
-      if (e.role == "parameter" || e.role == "input") {
-        NodeId id = f.graph.find(e.name);
-        NodeKind k = e.role == "input" ? NodeKind::Placeholder : NodeKind::Parameter;
-        if (id < 0 || f.graph.node(id).kind != k)
-          r.fail(where, strcat("no ", e.role == "input" ? "placeholder" : "parameter", " node %", e.name));
-        want = &f.graph.node(id).type;
-      } else if (e.role == "expected") {
-        auto outs2 = f.graph.outputs();
-        size_t k = 0;
-        bool ok = e.name.rfind("output", 0) == 0 && e.name.size() > 6 &&
-                  e.name.find_first_not_of("0123456789", 6) == std::string::npos;
-        if (ok) k = std::stoul(e.name.substr(6));
-        if (!ok || k >= outs2.size())
-          r.fail(where, strcat("expected outputs are named output0..output", outs2.size() - 1));
-        want = &f.graph.node(outs2[k]).type;
-      } else {
-        r.fail(where, "unknown role (parameter, input, expected)");
-      }
-      if (!(*want == e.type))
-        r.fail(where, strcat("type ", type_str(e.type), " does not match the graph's ", type_str(*want)));
-      f.tensors.push_back(std::move(e));
-    }
+// tensors[i]: an entry that must describe the node it feeds (or the output it checks) exactly.
+TensorEntry read_tensor_entry(const Reader& r, const ojson& o, size_t i, const Graph& g,
+                              std::set<std::pair<std::string, std::string>>& seen) {
+  std::string where = strcat("tensors[", i, "]");
+  r.check_keys(o, {"name", "role", "dtype", "shape", "file", "offset"}, where);
+  TensorEntry e;
+  e.name = r.str(o, "name", where);
+  e.role = r.str(o, "role", where);
+  where += " (" + e.role + " " + e.name + ")";
+  e.type = r.type(o, where, /*allow_empty=*/false);
+  e.file = r.str(o, "file", where);
+  if (e.file.empty()) r.fail(where, "'file' is empty");
+  e.offset = r.integer(r.get(o, "offset", where), "'offset'", where);
+  if (e.offset < 0) r.fail(where, "'offset' is negative");
+  if (!seen.insert({e.role, e.name}).second) r.fail(where, "listed twice");
+  const TensorType* want = nullptr;
+  if (e.role == "parameter" || e.role == "input") {
+    NodeId id = g.find(e.name);
+    NodeKind k = e.role == "input" ? NodeKind::Placeholder : NodeKind::Parameter;
+    if (id < 0 || g.node(id).kind != k)
+      r.fail(where, strcat("no ", e.role == "input" ? "placeholder" : "parameter", " node %", e.name));
+    want = &g.node(id).type;
+  } else if (e.role == "expected") {
+    auto outs = g.outputs();
+    size_t k = 0;
+    bool ok = e.name.rfind("output", 0) == 0 && e.name.size() > 6 &&
+              e.name.find_first_not_of("0123456789", 6) == std::string::npos;
+    if (ok) k = std::stoul(e.name.substr(6));
+    if (!ok || k >= outs.size()) r.fail(where, strcat("expected outputs are named output0..output", outs.size() - 1));
+    want = &g.node(outs[k]).type;
+  } else {
+    r.fail(where, "unknown role (parameter, input, expected)");
   }
+  if (!(*want == e.type))
+    r.fail(where, strcat("type ", type_str(e.type), " does not match the graph's ", type_str(*want)));
+  return e;
+}
+
+void read_tensors(const Reader& r, const ojson& doc, GraphFile& f) {
+  if (!doc.contains("tensors")) return;
+  const ojson& jt = doc["tensors"];
+  if (!jt.is_array()) r.fail("tensors", "must be a list");
+  std::set<std::pair<std::string, std::string>> seen;
+  for (size_t i = 0; i < jt.size(); ++i) {
+    f.tensors.push_back(read_tensor_entry(r, jt[i], i, f.graph, seen));
+  }
+}
+
+}  // namespace
+
+GraphFile parse_graph_json(const std::string& text, const std::string& source) {
+  Reader r(source);
+  // Duplicate keys and deep nesting are errors; no list of a graph file (nodes, tensors, a
+  // node's inputs or shape) may have more entries than a graph may have nodes.
+  ojson doc = parse_json_strict(text, source, kMaxGraphNodes);
+  if (doc.is_object() && doc.contains("format") && doc["format"] == "lpu-manifest")
+    r.fail("format", "this is a manifest of several graphs (torch.compile), not a graph: `lpu run MANIFEST` runs it");
+  r.check_keys(doc, {"format", "version", "name", "meta", "nodes", "outputs", "tensors"}, "top level");
+  if (r.str(doc, "format", "top level") != "lpu-graph") r.fail("format", "expected \"lpu-graph\"");
+  int64_t version = r.integer(r.get(doc, "version", "top level"), "'version'", "top level");
+  if (version != kGraphFormatVersion)
+    r.fail("version", strcat("file has format version ", version, "; this build reads version ", kGraphFormatVersion));
+  GraphFile f;
+  std::string gname = r.str(doc, "name", "top level");
+  if (!is_valid_name(gname)) r.fail("name", strcat("graph name '", name_for_message(gname), "' must be [A-Za-z0-9_.-]+, at most ", kMaxNameLength, " characters"));
+  f.graph.set_name(gname);
+  if (doc.contains("meta")) {
+    if (!doc["meta"].is_object()) r.fail("meta", "must be an object");
+    f.meta = doc["meta"];
+  }
+  read_graph(r, doc, f);
+  read_tensors(r, doc, f);
   return f;
 }
 

@@ -220,83 +220,130 @@ BufferRole parse_role(LoopLine& l) {
   l.fail(strcat("unknown buffer role '", r, "' (expected input, weight, intermediate or output)"));
 }
 
-}  // namespace
+// The sections of the text in order, one line cursor per line; p.buffers fills first, so the
+// node lines can type their loads.
+class ProgramParser {
+ public:
+  ProgramParser(const std::string& text, std::string source) : source_(std::move(source)) {
+    std::istringstream in(text);
+    for (std::string s; std::getline(in, s);) lines_.push_back(s);
+  }
 
-LoopProgram parse_loop_ir(const std::string& text, const std::string& source) {
-  std::istringstream in(text);
-  std::vector<std::string> lines;
-  for (std::string s; std::getline(in, s);) lines.push_back(s);
-  LoopProgram p;
-  size_t i = 0;
-  auto where = [&](size_t k) { return strcat(source, ":", k + 1); };
-  auto line = [&](size_t k) { return LoopLine(lines[k], where(k), p.buffers); };
-  auto skip_blank = [&] {
-    while (i < lines.size() && lines[i].find_first_not_of(" \t\r") == std::string::npos) ++i;
-  };
-  auto header = [&](const char* word) {
+  LoopProgram parse() {
+    name_line();
+    buffers();
+    for (auto [key, list] : {std::pair{"inputs:", &p_.inputs}, std::pair{"outputs:", &p_.outputs}}) {
+      LoopLine l = header(key);
+      *list = l.name_list();
+      if (!l.at_end()) l.fail("expected the end of the line after the list");
+      ++i_;
+    }
+    constants();
+    bare_header("nodes:");
+    while (true) {
+      skip_blank();
+      if (i_ >= lines_.size()) break;
+      if (indented()) throw InputError(strcat(where(i_), ": a node body without a node header above it"));
+      p_.nodes.push_back(node());
+    }
+    try {
+      verify_loop_ir(p_);
+    } catch (const InputError& e) {
+      throw InputError(strcat(source_, ": ", e.what()));
+    }
+    return std::move(p_);
+  }
+
+ private:
+  std::string source_;
+  std::vector<std::string> lines_;
+  LoopProgram p_;
+  size_t i_ = 0;
+
+  std::string where(size_t k) const { return strcat(source_, ":", k + 1); }
+  LoopLine line(size_t k) const { return LoopLine(lines_[k], where(k), p_.buffers); }
+  void skip_blank() {
+    while (i_ < lines_.size() && lines_[i_].find_first_not_of(" \t\r") == std::string::npos) ++i_;
+  }
+  LoopLine header(const char* word) {
     skip_blank();
-    if (i >= lines.size()) throw InputError(strcat(source, ": expected '", word, "' before the end of the text"));
-    LoopLine l = line(i);
+    if (i_ >= lines_.size()) throw InputError(strcat(source_, ": expected '", word, "' before the end of the text"));
+    LoopLine l = line(i_);
     l.expect(word);
     return l;
-  };
-  auto indented = [&] { return i < lines.size() && !lines[i].empty() && (lines[i][0] == ' ' || lines[i][0] == '\t'); };
-
-  {
-    LoopLine l = header("loop_ir");
-    p.name = l.word();
-    if (!l.at_end()) l.fail("expected the end of the line after the program name");
-    ++i;
   }
-  {
-    LoopLine l = header("buffers:");
+  // A section header alone on its line.
+  void bare_header(const char* word) {
+    LoopLine l = header(word);
     if (!l.at_end()) l.fail("expected the end of the line");
-    ++i;
+    ++i_;
   }
-  for (; indented(); ++i) {
-    LoopLine l = line(i);
-    Buffer b;
-    b.name = l.word();
-    l.expect(':');
-    if (p.buffers.count(b.name)) l.fail(strcat("buffer '", b.name, "' listed twice"));
-    b.type.dtype = l.dtype();
-    b.type.shape = l.int_list();
-    if (std::string why = shape_problem(b.type.shape, /*allow_empty=*/true); !why.empty()) l.fail(why);
-    b.role = parse_role(l);
-    if (!l.at_end()) l.fail("expected the end of the line after the role");
-    b.strides = contiguous_strides(b.type.shape);
-    p.buffers[b.name] = b;
+  bool indented() const {
+    return i_ < lines_.size() && !lines_[i_].empty() && (lines_[i_][0] == ' ' || lines_[i_][0] == '\t');
   }
-  for (auto [key, list] : {std::pair{"inputs:", &p.inputs}, std::pair{"outputs:", &p.outputs}}) {
-    LoopLine l = header(key);
-    *list = l.name_list();
-    if (!l.at_end()) l.fail("expected the end of the line after the list");
-    ++i;
+
+  void name_line() {
+    LoopLine l = header("loop_ir");
+    p_.name = l.word();
+    if (!l.at_end()) l.fail("expected the end of the line after the program name");
+    ++i_;
   }
-  skip_blank();
-  if (i < lines.size() && lines[i].rfind("constants:", 0) == 0) {
-    for (++i; indented(); ++i) {
-      LoopLine l = line(i);
+
+  void buffers() {
+    bare_header("buffers:");
+    for (; indented(); ++i_) {
+      LoopLine l = line(i_);
+      Buffer b;
+      b.name = l.word();
+      l.expect(':');
+      if (p_.buffers.count(b.name)) l.fail(strcat("buffer '", b.name, "' listed twice"));
+      b.type.dtype = l.dtype();
+      b.type.shape = l.int_list();
+      if (std::string why = shape_problem(b.type.shape, /*allow_empty=*/true); !why.empty()) l.fail(why);
+      b.role = parse_role(l);
+      if (!l.at_end()) l.fail("expected the end of the line after the role");
+      b.strides = contiguous_strides(b.type.shape);
+      p_.buffers[b.name] = b;
+    }
+  }
+
+  void constants() {
+    skip_blank();
+    if (i_ >= lines_.size() || lines_[i_].rfind("constants:", 0) != 0) return;
+    for (++i_; indented(); ++i_) {
+      LoopLine l = line(i_);
       std::string k = l.word();
       l.expect('=');
       Expr c = l.expr();
       if (c->kind != ExprKind::Constant || !l.at_end()) l.fail("expected NAME = NUMBER");
-      if (!p.constants.emplace(k, c->value).second) l.fail(strcat("constant '", k, "' given twice"));
+      if (!p_.constants.emplace(k, c->value).second) l.fail(strcat("constant '", k, "' given twice"));
     }
   }
-  {
-    LoopLine l = header("nodes:");
-    if (!l.at_end()) l.fail("expected the end of the line");
-    ++i;
-  }
-  while (true) {
-    skip_blank();
-    if (i >= lines.size()) break;
-    if (indented()) throw InputError(strcat(where(i), ": a node body without a node header above it"));
-    LoopLine h = line(i);
+
+  // NAME = KIND [ranges] [over [ranges]] DTYPE [from ORIGIN] [; comment], then its body line.
+  LoopNode node() {
+    LoopLine h = line(i_);
     LoopNode n;
     n.name = h.word();
     h.expect('=');
+    node_kind(h, n);
+    n.ranges = h.ranges(LoopVar::Kind::Output);
+    if (n.kind == LoopKind::Reduction || n.kind == LoopKind::Matmul) {
+      h.expect("over");
+      n.reduction_ranges = h.ranges(LoopVar::Kind::Reduction);
+    }
+    n.dtype = h.dtype();
+    n.origin = n.name;
+    if (h.accept("from")) n.origin = h.word();
+    if (!h.at_end() && !h.accept(';')) h.fail("expected the end of the line, 'from ORIGIN' or a '; comment'");
+    ++i_;
+    if (!indented()) throw InputError(strcat(where(i_ - 1), ": node ", n.name, " has no body line below it"));
+    node_body(n);
+    ++i_;
+    return n;
+  }
+
+  static void node_kind(LoopLine& h, LoopNode& n) {
     std::string kind = h.word();
     if (kind == "pointwise") {
       n.kind = LoopKind::Pointwise;
@@ -313,18 +360,11 @@ LoopProgram parse_loop_ir(const std::string& text, const std::string& source) {
     } else {
       h.fail(strcat("unknown node kind '", kind, "' (expected pointwise, reduction.TYPE, matmul, gather or host)"));
     }
-    n.ranges = h.ranges(LoopVar::Kind::Output);
-    if (n.kind == LoopKind::Reduction || n.kind == LoopKind::Matmul) {
-      h.expect("over");
-      n.reduction_ranges = h.ranges(LoopVar::Kind::Reduction);
-    }
-    n.dtype = h.dtype();
-    n.origin = n.name;
-    if (h.accept("from")) n.origin = h.word();
-    if (!h.at_end() && !h.accept(';')) h.fail("expected the end of the line, 'from ORIGIN' or a '; comment'");
-    ++i;
-    if (!indented()) throw InputError(strcat(where(i - 1), ": node ", n.name, " has no body line below it"));
-    LoopLine b = line(i);
+  }
+
+  // TARGET[INDEX] = BODY, BODY by kind.
+  void node_body(LoopNode& n) {
+    LoopLine b = line(i_);
     n.output = b.word();
     b.expect('[');
     n.store_index = b.index();
@@ -334,37 +374,42 @@ LoopProgram parse_loop_ir(const std::string& text, const std::string& source) {
       n.host_op = b.word();
       n.host_inputs = b.name_list_in_parens();
       if (!b.at_end()) {
-        size_t at = lines[i].find('{');
+        size_t at = lines_[i_].find('{');
         if (at == std::string::npos) b.fail("expected attributes as a JSON object");
-        n.host_attrs = attrs_from_json(lines[i].substr(at));
+        n.host_attrs = attrs_from_json(lines_[i_].substr(at));
       }
-    } else if (n.kind == LoopKind::Gather) {
-      n.gather_table = b.word();
-      auto it = p.buffers.find(n.gather_table);
-      if (it == p.buffers.end()) b.fail(strcat("gather from unknown buffer '", n.gather_table, "'"));
-      b.expect('[');
-      n.gather_index = b.expr();
-      b.expect(',');
-      std::string last = b.ident();
-      if (n.ranges.empty() || last != n.column_var().name())
-        b.fail(strcat("expected the last loop variable ", n.column_var().name()));
-      b.expect(']');
-      n.body = make_load(n.gather_table, Index::var(last), it->second.type.dtype);
+      return;
+    }
+    if (n.kind == LoopKind::Gather) {
+      gather_body(b, n);
     } else {
       if (n.kind == LoopKind::Matmul) b.expect("sum_r");
       if (n.kind == LoopKind::Reduction) b.expect(strcat(reduction_type_name(n.reduction), "_r").c_str());
       n.body = b.expr();
     }
-    if (!b.at_end() && n.kind != LoopKind::Host) b.fail("expected the end of the line after the body");
-    ++i;
-    p.nodes.push_back(std::move(n));
+    if (!b.at_end()) b.fail("expected the end of the line after the body");
   }
-  try {
-    verify_loop_ir(p);
-  } catch (const InputError& e) {
-    throw InputError(strcat(source, ": ", e.what()));
+
+  // TABLE[EXPR, iLAST]
+  void gather_body(LoopLine& b, LoopNode& n) const {
+    n.gather_table = b.word();
+    auto it = p_.buffers.find(n.gather_table);
+    if (it == p_.buffers.end()) b.fail(strcat("gather from unknown buffer '", n.gather_table, "'"));
+    b.expect('[');
+    n.gather_index = b.expr();
+    b.expect(',');
+    std::string last = b.ident();
+    if (n.ranges.empty() || last != n.column_var().name())
+      b.fail(strcat("expected the last loop variable ", n.column_var().name()));
+    b.expect(']');
+    n.body = make_load(n.gather_table, Index::var(last), it->second.type.dtype);
   }
-  return p;
+};
+
+}  // namespace
+
+LoopProgram parse_loop_ir(const std::string& text, const std::string& source) {
+  return ProgramParser(text, source).parse();
 }
 
 }  // namespace lpu

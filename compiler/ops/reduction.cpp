@@ -26,6 +26,40 @@ bool parse_reduction_type(const std::string& name, ReductionType& out) {
   return false;
 }
 
+const char* torch_reduction_name(ReductionType t) {
+  switch (t) {
+    case ReductionType::max: return "amax";
+    case ReductionType::min: return "amin";
+    default: return reduction_type_name(t);
+  }
+}
+
+bool parse_torch_reduction(const std::string& name, ReductionType& out) {
+#define LPU_PARSE_TORCH_RED(n)                          \
+  if (name == torch_reduction_name(ReductionType::n)) { \
+    out = ReductionType::n;                             \
+    return true;                                        \
+  }
+  LPU_REDUCTION_TYPES(LPU_PARSE_TORCH_RED)
+#undef LPU_PARSE_TORCH_RED
+  return false;
+}
+
+const std::vector<ReductionType>& graph_reduction_types() {
+  static const std::vector<ReductionType> types = {ReductionType::sum, ReductionType::mean, ReductionType::max,
+                                                   ReductionType::min};
+  return types;
+}
+
+bool graph_reduction_type(const std::string& op, ReductionType& out) {
+  for (ReductionType t : graph_reduction_types())
+    if (op == torch_reduction_name(t)) {
+      out = t;
+      return true;
+    }
+  return false;
+}
+
 Reducer::Reducer(ReductionType t) : type_(t) {
   switch (t) {
     case ReductionType::sum:

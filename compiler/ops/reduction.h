@@ -19,6 +19,7 @@
 #pragma once
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #define LPU_REDUCTION_TYPES(X) X(sum) X(max) X(min) X(mean) X(prod) X(argmax) X(var)
 
@@ -31,6 +32,18 @@ enum class ReductionType {
 };
 const char* reduction_type_name(ReductionType t);
 bool parse_reduction_type(const std::string& name, ReductionType& out);
+
+// Torch's spelling of each type: the function torch.NAME (amax and amin for max and min, which
+// torch.max/min would also return indices for) and scatter_reduce's `reduce` argument.
+const char* torch_reduction_name(ReductionType t);
+bool parse_torch_reduction(const std::string& name, ReductionType& out);
+
+// The graph IR's reduction ops, in registry order (graph/ops.cpp registers one per entry): each
+// op is named by torch's spelling of its type, and means that type over its `dims`. Everything
+// that interprets a graph reduction (the reference executor, the lowering, the torch printer)
+// asks graph_reduction_type instead of matching names.
+const std::vector<ReductionType>& graph_reduction_types();
+bool graph_reduction_type(const std::string& op, ReductionType& out);
 
 class Reducer {
  public:

@@ -27,7 +27,7 @@ std::optional<double> fold(const Graph& g, const Node& n, const std::vector<doub
   switch (info->category) {
     case OpCategory::Pointwise: return eval_pointwise(g, n, args);
     case OpCategory::Movement:
-      if (n.op == "embedding") return std::nullopt;  // keep index checking at run time
+      if (info->movement == MovementKind::Gather) return std::nullopt;  // keep index checking at run time
       for (double a : args)
         if (!(a == args[0])) return std::nullopt;  // cat of different values is no splat
       return args[0];

@@ -167,7 +167,7 @@ bool may_join_a_user(const Graph& g, const std::vector<std::vector<NodeId>>& use
     const Node& u = g.node(todo.back());
     todo.pop_back();
     if (u.kind != NodeKind::Call) continue;
-    if (u.op == "reshape" || u.op == "permute" || u.op == "expand" || u.op == "slice") {
+    if (is_view_op(u)) {
       todo.insert(todo.end(), users[static_cast<size_t>(u.id)].begin(), users[static_cast<size_t>(u.id)].end());
       continue;
     }

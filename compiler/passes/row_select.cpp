@@ -11,10 +11,6 @@
 namespace lpu {
 namespace {
 
-bool is_view(const Node& n) {
-  return n.kind == NodeKind::Call && (n.op == "reshape" || n.op == "permute" || n.op == "expand");
-}
-
 // A value of the original graph that is a row select seen through pure views: the `where`
 // it comes from, the selected axis in this value's shape, and which branch holds the rows.
 struct RowSelect {
@@ -59,11 +55,13 @@ int64_t prefix(const Shape& s, int n) {
 }
 
 // The axis of view `v`'s result that holds axis `a` of its input, or -1 when the view does not
-// keep that axis whole and alone (a reshape merging or splitting it).
+// keep that axis whole and alone (a reshape merging or splitting it) or is not followed (a
+// slice: the select then ends there, as at any other op).
 int view_axis(const Graph& g, const Node& v, int a) {
   const Shape& in = g.node(v.inputs[0]).type.shape;
   const Shape& out = v.type.shape;
   int rank = static_cast<int>(out.size());
+  if (v.op == "slice") return -1;
   if (v.op == "permute") {
     auto dims = v.attr_ints("dims");
     for (int j = 0; j < rank; ++j)
@@ -84,7 +82,7 @@ int view_axis(const Graph& g, const Node& v, int a) {
 // then v(select, ...) = where(mask, v(rows, ...), v(cache, ...)).
 int carried_input(const Graph& g, const Node& v, const std::vector<std::optional<RowSelect>>& rs) {
   if (v.kind != NodeKind::Call) return -1;
-  if (is_view(v)) return rs[static_cast<size_t>(v.inputs[0])] ? 0 : -1;
+  if (is_view_op(v)) return rs[static_cast<size_t>(v.inputs[0])] ? 0 : -1;
   if (find_op(v.op)->category != OpCategory::Pointwise || !is_floating(v.type.dtype)) return -1;
   int src = -1;
   for (size_t j = 0; j < v.inputs.size(); ++j)
@@ -118,123 +116,165 @@ int split_operand(const Graph& g, const Node& mm, const std::vector<std::optiona
   return a->axis == ta.rank() - 2 && tb.numel() <= g.node(a->where).type.numel() ? 0 : -1;
 }
 
-}  // namespace
+// The pass in three steps over one graph (the numbered comments).
+class RowSelectSplitter {
+ public:
+  explicit RowSelectSplitter(const Graph& g)
+      : g_(g), n_(g.size()), rs_(n_), ok_(n_, true), out_(g.name()), map_(n_, -1), rows_(n_, -1), cache_(n_, -1) {}
 
-Graph split_row_selects(const Graph& g) {
-  const size_t n = g.size();
-  // 1. Row selects, and the views and pointwise ops that carry them (carried_input).
-  std::vector<std::optional<RowSelect>> rs(n);
-  for (const Node& v : g.nodes()) {
-    if (v.kind == NodeKind::Call && v.op == "where") {
-      rs[static_cast<size_t>(v.id)] = where_row_select(g, v);
+  Graph run() {
+    find_selects();
+    keep_unsplittable();
+    // 3. Rebuild: every node is copied (the selects and their views become dead, for dce); the
+    // rows and the cache are carried through the views separately; split matmuls are replaced.
+    for (const Node& v : g_.nodes()) {
+      std::vector<NodeId> in;
+      for (NodeId i : v.inputs) in.push_back(map_[at(i)]);
+      int k = active(v.id) ? -1 : split_operand(g_, v, rs_);
+      if (k >= 0 && !active(v.inputs[static_cast<size_t>(k)])) k = -1;
+      if (k >= 0) {
+        map_[at(v.id)] = split_matmul(v, k, in);
+        continue;
+      }
+      map_[at(v.id)] = copy_node(out_, v, in);
+      if (!active(v.id)) continue;
+      if (rs_[at(v.id)]->where == v.id)
+        select_parts(v, in);
+      else
+        carry_parts(v, in);
     }
-    if (rs[static_cast<size_t>(v.id)]) continue;
-    int src = carried_input(g, v, rs);
-    if (src < 0) continue;
-    RowSelect r = *rs[static_cast<size_t>(v.inputs[static_cast<size_t>(src)])];
-    r.axis = is_view(v) ? view_axis(g, v, r.axis) : r.axis + v.type.rank() - g.node(v.inputs[static_cast<size_t>(src)]).type.rank();
-    if (r.axis >= 0) rs[static_cast<size_t>(v.id)] = r;
+    return std::move(out_);
   }
+
+ private:
+  const Graph& g_;
+  const size_t n_;
+  std::vector<std::optional<RowSelect>> rs_;
+  std::vector<bool> ok_;
+  Graph out_;
+  std::vector<NodeId> map_, rows_, cache_;
+
+  static size_t at(NodeId id) { return static_cast<size_t>(id); }
+  bool active(NodeId id) const {
+    const auto& r = rs_[at(id)];
+    return r && ok_[at(r->where)];
+  }
+
+  // 1. Row selects, and the views and pointwise ops that carry them (carried_input).
+  void find_selects() {
+    for (const Node& v : g_.nodes()) {
+      if (v.kind == NodeKind::Call && v.op == "where") rs_[at(v.id)] = where_row_select(g_, v);
+      if (rs_[at(v.id)]) continue;
+      int src = carried_input(g_, v, rs_);
+      if (src < 0) continue;
+      NodeId x = v.inputs[static_cast<size_t>(src)];
+      RowSelect r = *rs_[at(x)];
+      r.axis = is_view_op(v) ? view_axis(g_, v, r.axis) : r.axis + v.type.rank() - g_.node(x).type.rank();
+      if (r.axis >= 0) rs_[at(v.id)] = r;
+    }
+  }
+
   // 2. A where is rewritten only when every use of it, through those carriers, is a matmul that
   // can be split: then the selected tensor is no longer computed at all. Anything else reading
   // it (a graph output, a view that merges the axis, a reduction) keeps it as it is.
-  std::vector<bool> ok(n, true);
-  for (const Node& u : g.nodes())
-    for (NodeId i : u.inputs) {
-      const auto& r = rs[static_cast<size_t>(i)];
-      if (!r) continue;
-      const auto& ru = rs[static_cast<size_t>(u.id)];
-      bool fine = (ru && ru->where == r->where) || split_operand(g, u, rs) >= 0;
-      if (!fine) ok[static_cast<size_t>(r->where)] = false;
-    }
-  auto active = [&](NodeId id) {
-    const auto& r = rs[static_cast<size_t>(id)];
-    return r && ok[static_cast<size_t>(r->where)];
-  };
-
-  // 3. Rebuild: every node is copied (the selects and their views become dead, for dce); the
-  // rows and the cache are carried through the views separately; split matmuls are replaced.
-  Graph out(g.name());
-  std::vector<NodeId> map(n, -1), rows(n, -1), cache(n, -1);
-  auto mask_as = [&](NodeId where, int rank, int axis, const std::string& name) {
-    NodeId m = map[static_cast<size_t>(g.node(where).inputs[0])];
-    Shape s(static_cast<size_t>(rank), 1);
-    s[static_cast<size_t>(axis)] = g.node(where).type.shape[static_cast<size_t>(rs[static_cast<size_t>(where)]->axis)];
-    return out.node(m).type.shape == s ? m : out.add_call("reshape", {m}, {{"shape", s}}, name);
-  };
-  for (const Node& v : g.nodes()) {
-    std::vector<NodeId> in;
-    for (NodeId i : v.inputs) in.push_back(map[static_cast<size_t>(i)]);
-    int k = active(v.id) ? -1 : split_operand(g, v, rs);
-    if (k >= 0 && !active(v.inputs[static_cast<size_t>(k)])) k = -1;
-    if (k < 0) map[static_cast<size_t>(v.id)] = copy_node(out, v, in);
-    if (k >= 0) {
-      // A split matmul. X is the row select operand (rows R, cache C), Y the other one.
-      const RowSelect& r = *rs[static_cast<size_t>(v.inputs[static_cast<size_t>(k)])];
-      NodeId x = v.inputs[static_cast<size_t>(k)];
-      NodeId R = rows[static_cast<size_t>(x)], C = cache[static_cast<size_t>(x)], Y = in[static_cast<size_t>(1 - k)];
-      int xr = g.node(x).type.rank(), yr = g.node(v.inputs[static_cast<size_t>(1 - k)]).type.rank();
-      auto mm = [&](NodeId p, const std::string& suffix) {
-        return out.add_call("matmul", k == 0 ? std::vector<NodeId>{p, Y} : std::vector<NodeId>{Y, p}, {}, v.name + suffix);
-      };
-      // An output axis (M of A, N of B): out = where(mask, R·B, C·B) or where(mask, A·R, A·C).
-      NodeId res;
-      if (k == 0 || r.axis == xr - 1) {
-        NodeId m = mask_as(r.where, v.type.rank(), v.type.rank() - (k == 0 ? 2 : 1), v.name + "_mask");
-        NodeId with_rows = mm(R, "_rows"), with_cache = mm(C, "_cache");
-        res = r.rows_true ? out.add_call("where", {m, with_rows, with_cache}, {}, v.name)
-                          : out.add_call("where", {m, with_cache, with_rows}, {}, v.name);
-      } else {
-        // B's reduced axis K: out = (A with 0 at the selected positions)·C
-        //                           + (A summed over the selected positions) * R.
-        NodeId m = mask_as(r.where, yr, yr - 1, v.name + "_mask");
-        NodeId zero = out.add_call("full", {}, {{"value", 0.0}, {"dtype", std::string(dtype_name(v.type.dtype))}},
-                                   v.name + "_zero");
-        NodeId y_cache = r.rows_true ? out.add_call("where", {m, zero, Y}, {}, v.name + "_a_cache")
-                                     : out.add_call("where", {m, Y, zero}, {}, v.name + "_a_cache");
-        NodeId y_rows = r.rows_true ? out.add_call("where", {m, Y, zero}, {}, v.name + "_a_rows")
-                                    : out.add_call("where", {m, zero, Y}, {}, v.name + "_a_rows");
-        NodeId sum = out.add_call("sum", {y_rows}, {{"dims", std::vector<int64_t>{yr - 1}}, {"keepdim", true}},
-                                  v.name + "_a_rows_sum");
-        res = out.add_call("add", {out.add_call("matmul", {y_cache, C}, {}, v.name + "_cache"),
-                                   out.add_call("mul", {sum, R}, {}, v.name + "_rows")},
-                           {}, v.name);
+  void keep_unsplittable() {
+    for (const Node& u : g_.nodes())
+      for (NodeId i : u.inputs) {
+        const auto& r = rs_[at(i)];
+        if (!r) continue;
+        const auto& ru = rs_[at(u.id)];
+        bool fine = (ru && ru->where == r->where) || split_operand(g_, u, rs_) >= 0;
+        if (!fine) ok_[at(r->where)] = false;
       }
-      if (out.node(res).type != v.type)
-        throw InternalError(strcat("split_row_selects: %", v.name, " changed type to ", type_str(out.node(res).type)));
-      map[static_cast<size_t>(v.id)] = res;
-      continue;
-    }
-    if (!active(v.id)) continue;
-    // A row select: its rows (size 1 along the axis) and its cache.
-    const RowSelect& r = *rs[static_cast<size_t>(v.id)];
-    Shape rows_shape = v.type.shape;
-    rows_shape[static_cast<size_t>(r.axis)] = 1;
-    if (r.where == v.id) {
-      NodeId b = in[r.rows_true ? 1 : 2];
-      if (out.node(b).type.rank() != v.type.rank()) {
-        Shape s = aligned(out.node(b).type.shape, rows_shape.size());
-        b = out.add_call("reshape", {b}, {{"shape", s}}, v.name + "_rows");
-      }
-      if (out.node(b).type.shape != rows_shape) b = out.add_call("expand", {b}, {{"shape", rows_shape}}, v.name + "_rows");
-      rows[static_cast<size_t>(v.id)] = b;
-      cache[static_cast<size_t>(v.id)] = in[r.rows_true ? 2 : 1];
-      continue;
-    }
-    // A view or pointwise op of one: the same op on the rows and on the cache.
-    size_t src = static_cast<size_t>(carried_input(g, v, rs));
-    std::vector<NodeId> ri = in, ci = in;
-    ri[src] = rows[static_cast<size_t>(v.inputs[src])];
-    ci[src] = cache[static_cast<size_t>(v.inputs[src])];
-    Attrs ra = v.attrs;
-    if (v.op == "reshape" || v.op == "expand") ra["shape"] = rows_shape;
-    rows[static_cast<size_t>(v.id)] = out.add_call(v.op, ri, ra, v.name + "_rows");
-    cache[static_cast<size_t>(v.id)] = out.add_call(v.op, ci, v.attrs, v.name + "_cache");
-    if (out.node(rows[static_cast<size_t>(v.id)]).type.shape != rows_shape)
-      throw InternalError(strcat("split_row_selects: the rows of %", v.name, " have shape ",
-                                 shape_str(out.node(rows[static_cast<size_t>(v.id)]).type.shape)));
   }
-  return out;
-}
+
+  NodeId mask_as(NodeId where, int rank, int axis, const std::string& name) {
+    NodeId m = map_[at(g_.node(where).inputs[0])];
+    Shape s(static_cast<size_t>(rank), 1);
+    s[static_cast<size_t>(axis)] = g_.node(where).type.shape[static_cast<size_t>(rs_[at(where)]->axis)];
+    return out_.node(m).type.shape == s ? m : out_.add_call("reshape", {m}, {{"shape", s}}, name);
+  }
+
+  // A split matmul. X is the row select operand k (rows R, cache C), Y the other one.
+  NodeId split_matmul(const Node& v, int k, const std::vector<NodeId>& in) {
+    NodeId x = v.inputs[static_cast<size_t>(k)];
+    const RowSelect& r = *rs_[at(x)];
+    NodeId R = rows_[at(x)], C = cache_[at(x)], Y = in[static_cast<size_t>(1 - k)];
+    int xr = g_.node(x).type.rank(), yr = g_.node(v.inputs[static_cast<size_t>(1 - k)]).type.rank();
+    auto mm = [&](NodeId p, const std::string& suffix) {
+      return out_.add_call("matmul", k == 0 ? std::vector<NodeId>{p, Y} : std::vector<NodeId>{Y, p}, {}, v.name + suffix);
+    };
+    NodeId res;
+    if (k == 0 || r.axis == xr - 1) {
+      // An output axis (M of A, N of B): out = where(mask, R·B, C·B) or where(mask, A·R, A·C).
+      NodeId m = mask_as(r.where, v.type.rank(), v.type.rank() - (k == 0 ? 2 : 1), v.name + "_mask");
+      NodeId with_rows = mm(R, "_rows"), with_cache = mm(C, "_cache");
+      res = r.rows_true ? out_.add_call("where", {m, with_rows, with_cache}, {}, v.name)
+                        : out_.add_call("where", {m, with_cache, with_rows}, {}, v.name);
+    } else {
+      res = split_reduced_axis(v, r, yr, R, C, Y);
+    }
+    if (out_.node(res).type != v.type)
+      throw InternalError(strcat("split_row_selects: %", v.name, " changed type to ", type_str(out_.node(res).type)));
+    return res;
+  }
+
+  // B's reduced axis K: out = (A with 0 at the selected positions)·C
+  //                           + (A summed over the selected positions) * R.
+  NodeId split_reduced_axis(const Node& v, const RowSelect& r, int yr, NodeId R, NodeId C, NodeId Y) {
+    NodeId m = mask_as(r.where, yr, yr - 1, v.name + "_mask");
+    NodeId zero = out_.add_call("full", {}, {{"value", 0.0}, {"dtype", std::string(dtype_name(v.type.dtype))}},
+                                v.name + "_zero");
+    NodeId y_cache = r.rows_true ? out_.add_call("where", {m, zero, Y}, {}, v.name + "_a_cache")
+                                 : out_.add_call("where", {m, Y, zero}, {}, v.name + "_a_cache");
+    NodeId y_rows = r.rows_true ? out_.add_call("where", {m, Y, zero}, {}, v.name + "_a_rows")
+                                : out_.add_call("where", {m, zero, Y}, {}, v.name + "_a_rows");
+    NodeId sum = out_.add_call("sum", {y_rows}, {{"dims", std::vector<int64_t>{yr - 1}}, {"keepdim", true}},
+                               v.name + "_a_rows_sum");
+    return out_.add_call("add", {out_.add_call("matmul", {y_cache, C}, {}, v.name + "_cache"),
+                                 out_.add_call("mul", {sum, R}, {}, v.name + "_rows")},
+                         {}, v.name);
+  }
+
+  Shape rows_shape(const Node& v) const {
+    Shape s = v.type.shape;
+    s[static_cast<size_t>(rs_[at(v.id)]->axis)] = 1;
+    return s;
+  }
+
+  // A row select: its rows (size 1 along the axis) and its cache.
+  void select_parts(const Node& v, const std::vector<NodeId>& in) {
+    const RowSelect& r = *rs_[at(v.id)];
+    const Shape rs = rows_shape(v);
+    NodeId b = in[r.rows_true ? 1 : 2];
+    if (out_.node(b).type.rank() != v.type.rank()) {
+      Shape s = aligned(out_.node(b).type.shape, rs.size());
+      b = out_.add_call("reshape", {b}, {{"shape", s}}, v.name + "_rows");
+    }
+    if (out_.node(b).type.shape != rs) b = out_.add_call("expand", {b}, {{"shape", rs}}, v.name + "_rows");
+    rows_[at(v.id)] = b;
+    cache_[at(v.id)] = in[r.rows_true ? 2 : 1];
+  }
+
+  // A view or pointwise op of one: the same op on the rows and on the cache.
+  void carry_parts(const Node& v, const std::vector<NodeId>& in) {
+    const Shape rs = rows_shape(v);
+    size_t src = static_cast<size_t>(carried_input(g_, v, rs_));
+    std::vector<NodeId> ri = in, ci = in;
+    ri[src] = rows_[at(v.inputs[src])];
+    ci[src] = cache_[at(v.inputs[src])];
+    Attrs ra = v.attrs;
+    if (v.op == "reshape" || v.op == "expand") ra["shape"] = rs;
+    rows_[at(v.id)] = out_.add_call(v.op, ri, ra, v.name + "_rows");
+    cache_[at(v.id)] = out_.add_call(v.op, ci, v.attrs, v.name + "_cache");
+    if (out_.node(rows_[at(v.id)]).type.shape != rs)
+      throw InternalError(strcat("split_row_selects: the rows of %", v.name, " have shape ",
+                                 shape_str(out_.node(rows_[at(v.id)]).type.shape)));
+  }
+};
+
+}  // namespace
+
+Graph split_row_selects(const Graph& g) { return RowSelectSplitter(g).run(); }
 
 }  // namespace lpu

@@ -11,6 +11,7 @@
 
 #include "graph/aten.h"
 #include "graph/ops.h"
+#include "ops/reduction.h"
 #include "support/error.h"
 
 namespace lpu::host_ops {
@@ -285,6 +286,21 @@ TensorType scatter_type(const Graph& g, const Node& n) {
   return in(g, n, 0);
 }
 
+// One element into scatter_reduce's running value `cur` (a mean sums; the caller divides).
+void scatter_reduce_step(const Node& n, const std::string& reduce, bool known, ReductionType type, double& cur,
+                         float v) {
+  switch (known ? type : ReductionType::argmax) {
+    case ReductionType::sum:
+    case ReductionType::mean: cur += v; return;
+    case ReductionType::prod: cur *= v; return;
+    case ReductionType::max: cur = std::max<double>(cur, v); return;
+    case ReductionType::min: cur = std::min<double>(cur, v); return;
+    case ReductionType::argmax:
+    case ReductionType::var: break;
+  }
+  bad(n, strcat("unknown reduce \"", reduce, "\" (sum, prod, mean, amax, amin)"));
+}
+
 Tensor scatter(const Node& n, const Ins& a) {
   const Tensor& x = *a[0];
   const Tensor& ix = *a[1];
@@ -293,6 +309,9 @@ Tensor scatter(const Node& n, const Ins& a) {
   std::string reduce = n.attr_str("reduce", n.op == "aten.scatter_add" ? "sum" : "");
   if (reduce == "add") reduce = "sum";
   if (reduce == "multiply") reduce = "prod";
+  // torch spells the reduction as it spells the reduction functions (ops/reduction.h).
+  ReductionType type = ReductionType::prod;
+  const bool known = parse_torch_reduction(reduce, type);
   bool include_self = n.attr_bool("include_self", true);
   Tensor out(n.type);
   out.data = x.data;
@@ -308,23 +327,20 @@ Tensor scatter(const Node& n, const Ins& a) {
     if (reduce.empty()) {
       t = v;
     } else if (n.op != "aten.scatter_reduce") {
-      t = reduce == "sum" ? t + v : t * v;
+      t = known && type == ReductionType::sum ? t + v : t * v;
     } else {
       auto it = acc.find(o);
       if (it == acc.end()) it = acc.emplace(o, std::make_pair(include_self ? double(t) : std::nan(""), include_self ? 1 : 0)).first;
       auto& [cur, count] = it->second;
       if (std::isnan(cur) && count == 0) cur = v;
-      else if (reduce == "sum" || reduce == "mean") cur += v;
-      else if (reduce == "prod") cur *= v;
-      else if (reduce == "amax") cur = std::max<double>(cur, v);
-      else if (reduce == "amin") cur = std::min<double>(cur, v);
-      else bad(n, strcat("unknown reduce \"", reduce, "\" (sum, prod, mean, amax, amin)"));
+      else scatter_reduce_step(n, reduce, known, type, cur, v);
       ++count;
     }
   });
   for (auto& [o, vc] : acc) {
-    double r = reduce == "mean" ? vc.first / static_cast<double>(std::max<int64_t>(vc.second, 1)) : vc.first;
-    if (reduce == "mean" && !is_floating(n.type.dtype)) r = std::floor(r);
+    const bool mean = type == ReductionType::mean;
+    double r = mean ? vc.first / static_cast<double>(std::max<int64_t>(vc.second, 1)) : vc.first;
+    if (mean && !is_floating(n.type.dtype)) r = std::floor(r);
     out.data[static_cast<size_t>(o)] = static_cast<float>(r);
   }
   return out;

@@ -7,6 +7,7 @@
 
 #include "graph/collective.h"
 #include "graph/ops.h"
+#include "ops/reduction.h"
 #include "ops/scalar_ops.h"
 #include "ref/host_ops.h"
 #include "support/error.h"
@@ -59,29 +60,22 @@ Tensor reduce(const Node& n, const Tensor& x) {
   for (auto d : dims) kept[static_cast<size_t>(d)] = 1;
   auto kst = contiguous_strides(kept);
   int64_t out_n = numel(kept);
-  const std::string& op = n.op;
-  std::vector<double> acc(static_cast<size_t>(out_n),
-                          op == "amax" ? -INFINITY : op == "amin" ? INFINITY : 0.0);
+  ReductionType type;
+  if (!graph_reduction_type(n.op, type)) throw InternalError(strcat("reference: '", n.op, "' is no reduction"));
+  std::vector<Reducer> acc(static_cast<size_t>(out_n), Reducer(type));
   std::vector<int64_t> idx(s.size(), 0);
   for (int64_t lin = 0; lin < x.numel(); ++lin) {
     int64_t o = 0;
     for (size_t d = 0; d < s.size(); ++d)
       if (!red[d]) o += idx[d] * kst[d];
-    double v = x.data[static_cast<size_t>(lin)];
-    double& a = acc[static_cast<size_t>(o)];
-    if (op == "amax") a = std::max(a, v);
-    else if (op == "amin") a = std::min(a, v);
-    else a += v;
+    acc[static_cast<size_t>(o)].add(x.data[static_cast<size_t>(lin)]);
     for (size_t d = s.size(); d-- > 0;) {
       if (++idx[d] < s[d]) break;
       idx[d] = 0;
     }
   }
-  int64_t count = x.numel() / std::max<int64_t>(out_n, 1);
   Tensor out(n.type);
-  for (int64_t i = 0; i < out_n; ++i)
-    out.data[static_cast<size_t>(i)] =
-        static_cast<float>(op == "mean" ? acc[static_cast<size_t>(i)] / static_cast<double>(count) : acc[static_cast<size_t>(i)]);
+  for (int64_t i = 0; i < out_n; ++i) out.data[static_cast<size_t>(i)] = static_cast<float>(acc[static_cast<size_t>(i)].result());
   return out;
 }
 

@@ -296,116 +296,135 @@ std::string disabled_reason(const LoopProgram& p, const Candidate& c, const Sche
   return "";
 }
 
-}  // namespace
+// The greedy policy: candidates in score order, each fused when legal and worth it, in rounds
+// until nothing changes. Fills the schedule's decisions and merges `groups`.
+class GreedyFusion {
+ public:
+  GreedyFusion(const Analysis& a, Groups& groups, Schedule& s, const ScheduleOptions& opts)
+      : a_(a), p_(a.p), groups_(groups), s_(s), opts_(opts) {}
 
-Schedule schedule_program(const LoopProgram& p, const ScheduleOptions& opts) {
-  const auto& pol = fusion_policies();
-  if (std::find(pol.begin(), pol.end(), opts.policy) == pol.end())
-    throw InputError(strcat("unknown fusion policy '", opts.policy, "' (expected none, greedy or search)"));
-  Schedule s;
-  s.policy = opts.policy;
-  size_t n = p.nodes.size();
-  Analysis a(p);
-  Groups groups(n);
-
-  if (opts.policy == "greedy") {
-    std::vector<Candidate> cands = fusion_candidates(a);
-    s.decisions.resize(cands.size());
-    for (size_t ci = 0; ci < cands.size(); ++ci) {
-      FusionDecision& d = s.decisions[ci];
-      d.producer = p.nodes[static_cast<size_t>(cands[ci].x)].name;
-      d.consumer = p.nodes[static_cast<size_t>(cands[ci].y)].name;
-      d.kind = cands[ci].kind;
-      d.score_bytes = cands[ci].score;
+  void run() {
+    cands_ = fusion_candidates(a_);
+    s_.decisions.resize(cands_.size());
+    for (size_t ci = 0; ci < cands_.size(); ++ci) {
+      FusionDecision& d = s_.decisions[ci];
+      d.producer = p_.nodes[static_cast<size_t>(cands_[ci].x)].name;
+      d.consumer = p_.nodes[static_cast<size_t>(cands_[ci].y)].name;
+      d.kind = cands_[ci].kind;
+      d.score_bytes = cands_[ci].score;
     }
-    // The cost of each current group's kernel, recomputed only after the group changed.
-    std::map<int, std::pair<int, KernelCost>> cost_cache;
-    auto cost_of = [&](const std::vector<int>& nodes, bool with_traffic) {
-      Kernel k = make_kernel(a, nodes);
-      if (opts.kernel_cost) return opts.kernel_cost(k, with_traffic);
-      KernelCost c;
-      c.hbm_bytes = untiled_hbm_bytes(p, k);
-      return c;
-    };
-    auto group_cost = [&](int g) -> const KernelCost& {
-      auto it = cost_cache.find(g);
-      if (it == cost_cache.end() || it->second.first != groups.version[static_cast<size_t>(g)])
-        it = cost_cache.insert_or_assign(g, std::make_pair(groups.version[static_cast<size_t>(g)], cost_of(groups.members(g), true))).first;
-      return it->second.second;
-    };
-    // The groups (and their versions) each candidate was last rejected for: every rejection
-    // depends only on the members of the two groups, so it stands until one of them changes.
-    std::vector<std::array<int, 4>> judged(cands.size(), {-1, -1, -1, -1});
+    judged_.assign(cands_.size(), {-1, -1, -1, -1});
     // Rounds until nothing changes: a pair rejected because it would close a cycle through a
     // third group can become legal once that group has joined (as in Inductor's scheduler).
     bool changed = true;
     for (int round = 0; round < 10 && changed; ++round) {
       changed = false;
-      for (size_t ci = 0; ci < cands.size(); ++ci) {
-        const Candidate& c = cands[ci];
-        FusionDecision& d = s.decisions[ci];
-        if (d.fused) continue;
-        int gx = groups.find(c.x), gy = groups.find(c.y);
-        if (gx == gy) {  // joined through other pairs
-          d.fused = true;
-          d.reason = "";
-          continue;
-        }
-        std::array<int, 4> key = {gx, gy, groups.version[static_cast<size_t>(gx)], groups.version[static_cast<size_t>(gy)]};
-        if (judged[ci] == key) continue;
-        judged[ci] = key;
-        const auto& mx = groups.members(gx);
-        const auto& my = groups.members(gy);
-        std::string why = disabled_reason(p, c, opts);
-        if (why.empty() && opts.max_kernel_nodes > 0 && mx.size() + my.size() > static_cast<size_t>(opts.max_kernel_nodes))
-          why = strcat("kernel size limit: ", mx.size() + my.size(), " loop nodes, at most ", opts.max_kernel_nodes);
-        std::vector<int> merged;
-        if (why.empty()) {
-          merged.reserve(mx.size() + my.size());
-          std::merge(mx.begin(), mx.end(), my.begin(), my.end(), std::back_inserter(merged));
-          why = illegal_reason(a, merged);
-        }
-        if (why.empty()) why = cycle_reason(a, merged);
-        // Traffic can grow only through a matmul: its B block streams from HBM once per tile, so
-        // a kernel with fewer rows per tile re-reads its weights more often. Every other load
-        // and store moves each row's data once whatever the tiling, and fusing removes the
-        // stores and loads of the intermediates, so without a matmul only the local memory
-        // needs measuring (which keeps long element-wise chains cheap to schedule).
-        bool has_matmul = false;
-        for (int m : merged) has_matmul |= p.nodes[static_cast<size_t>(m)].kind == LoopKind::Matmul;
-        if (why.empty()) {
-          KernelCost fused = cost_of(merged, has_matmul);
-          if (!fused.fits || (opts.lmu_bytes > 0 && fused.lmu_bytes > opts.lmu_bytes)) {
-            why = strcat("local-memory overflow: ", fused.col_tiled ? "a column tile of one row" : "one row per tile",
-                         " needs ", fused.lmu_bytes, " bytes, local memory has ", opts.lmu_bytes,
-                         fused.no_columns.empty() ? "" : "; it cannot be tiled in columns: " + fused.no_columns);
-          } else if (has_matmul) {
-            int64_t apart = group_cost(gx).hbm_bytes + group_cost(gy).hbm_bytes;
-            d.apart_bytes = apart;
-            d.fused_bytes = fused.hbm_bytes;
-            if (fused.hbm_bytes > apart)
-              why = strcat("adds traffic: the fused kernel moves ", format_bytes(static_cast<double>(fused.hbm_bytes)),
-                           " of HBM traffic (", fused.tile_rows, " rows per tile), the two kernels apart ",
-                           format_bytes(static_cast<double>(apart)));
-          }
-        }
-        if (why.empty()) {
-          groups.merge(gx, gy);
-          d.fused = true;
-          d.reason = "";
-          changed = true;
-        } else {
-          d.reason = why;
-        }
-      }
+      for (size_t ci = 0; ci < cands_.size(); ++ci) changed |= consider(ci);
     }
   }
 
-  // Kernels in topological order: repeatedly take the ready group with the smallest index
-  // (Kahn's algorithm over groups, a min-heap of the ready ones).
-  std::map<int, int> unmet;                  // group -> producer edges from other groups not yet done
+ private:
+  const Analysis& a_;
+  const LoopProgram& p_;
+  Groups& groups_;
+  Schedule& s_;
+  const ScheduleOptions& opts_;
+  std::vector<Candidate> cands_;
+  // The cost of each current group's kernel, recomputed only after the group changed.
+  std::map<int, std::pair<int, KernelCost>> cost_cache_;
+  // The groups (and their versions) each candidate was last rejected for: every rejection
+  // depends only on the members of the two groups, so it stands until one of them changes.
+  std::vector<std::array<int, 4>> judged_;
+
+  KernelCost cost_of(const std::vector<int>& nodes, bool with_traffic) const {
+    Kernel k = make_kernel(a_, nodes);
+    if (opts_.kernel_cost) return opts_.kernel_cost(k, with_traffic);
+    KernelCost c;
+    c.hbm_bytes = untiled_hbm_bytes(p_, k);
+    return c;
+  }
+
+  const KernelCost& group_cost(int g) {
+    int version = groups_.version[static_cast<size_t>(g)];
+    auto it = cost_cache_.find(g);
+    if (it == cost_cache_.end() || it->second.first != version)
+      it = cost_cache_.insert_or_assign(g, std::make_pair(version, cost_of(groups_.members(g), true))).first;
+    return it->second.second;
+  }
+
+  // Candidate ci once more: true when it fused its two groups now.
+  bool consider(size_t ci) {
+    const Candidate& c = cands_[ci];
+    FusionDecision& d = s_.decisions[ci];
+    if (d.fused) return false;
+    int gx = groups_.find(c.x), gy = groups_.find(c.y);
+    if (gx == gy) {  // joined through other pairs
+      d.fused = true;
+      d.reason = "";
+      return false;
+    }
+    std::array<int, 4> key = {gx, gy, groups_.version[static_cast<size_t>(gx)], groups_.version[static_cast<size_t>(gy)]};
+    if (judged_[ci] == key) return false;
+    judged_[ci] = key;
+    std::string why = reject_reason(c, gx, gy, d);
+    if (!why.empty()) {
+      d.reason = why;
+      return false;
+    }
+    groups_.merge(gx, gy);
+    d.fused = true;
+    d.reason = "";
+    return true;
+  }
+
+  // Why the groups gx and gy of candidate c may not (or should not) fuse, or "".
+  std::string reject_reason(const Candidate& c, int gx, int gy, FusionDecision& d) {
+    const auto& mx = groups_.members(gx);
+    const auto& my = groups_.members(gy);
+    std::string why = disabled_reason(p_, c, opts_);
+    if (why.empty() && opts_.max_kernel_nodes > 0 && mx.size() + my.size() > static_cast<size_t>(opts_.max_kernel_nodes))
+      why = strcat("kernel size limit: ", mx.size() + my.size(), " loop nodes, at most ", opts_.max_kernel_nodes);
+    std::vector<int> merged;
+    if (why.empty()) {
+      merged.reserve(mx.size() + my.size());
+      std::merge(mx.begin(), mx.end(), my.begin(), my.end(), std::back_inserter(merged));
+      why = illegal_reason(a_, merged);
+    }
+    if (why.empty()) why = cycle_reason(a_, merged);
+    if (why.empty()) why = cost_reason(merged, gx, gy, d);
+    return why;
+  }
+
+  // Traffic can grow only through a matmul: its B block streams from HBM once per tile, so
+  // a kernel with fewer rows per tile re-reads its weights more often. Every other load
+  // and store moves each row's data once whatever the tiling, and fusing removes the
+  // stores and loads of the intermediates, so without a matmul only the local memory
+  // needs measuring (which keeps long element-wise chains cheap to schedule).
+  std::string cost_reason(const std::vector<int>& merged, int gx, int gy, FusionDecision& d) {
+    bool has_matmul = false;
+    for (int m : merged) has_matmul |= p_.nodes[static_cast<size_t>(m)].kind == LoopKind::Matmul;
+    KernelCost fused = cost_of(merged, has_matmul);
+    if (!fused.fits || (opts_.lmu_bytes > 0 && fused.lmu_bytes > opts_.lmu_bytes))
+      return strcat("local-memory overflow: ", fused.col_tiled ? "a column tile of one row" : "one row per tile",
+                    " needs ", fused.lmu_bytes, " bytes, local memory has ", opts_.lmu_bytes,
+                    fused.no_columns.empty() ? "" : "; it cannot be tiled in columns: " + fused.no_columns);
+    if (!has_matmul) return "";
+    int64_t apart = group_cost(gx).hbm_bytes + group_cost(gy).hbm_bytes;
+    d.apart_bytes = apart;
+    d.fused_bytes = fused.hbm_bytes;
+    if (fused.hbm_bytes <= apart) return "";
+    return strcat("adds traffic: the fused kernel moves ", format_bytes(static_cast<double>(fused.hbm_bytes)),
+                  " of HBM traffic (", fused.tile_rows, " rows per tile), the two kernels apart ",
+                  format_bytes(static_cast<double>(apart)));
+  }
+};
+
+// Kernels in topological order: repeatedly take the ready group with the smallest index
+// (Kahn's algorithm over groups, a min-heap of the ready ones).
+std::vector<int> kernel_order(const Analysis& a, Groups& groups) {
+  std::map<int, int> unmet;                   // group -> producer edges from other groups not yet done
   std::map<int, std::vector<int>> consumers;  // group -> consumer groups, one entry per edge
-  for (size_t i = 0; i < n; ++i) {
+  for (size_t i = 0; i < a.p.nodes.size(); ++i) {
     int g = groups.find(static_cast<int>(i));
     unmet.emplace(g, 0);
     for (int pr : a.preds[i]) {
@@ -427,8 +446,21 @@ Schedule schedule_program(const LoopProgram& p, const ScheduleOptions& opts) {
       if (--unmet[c] == 0) ready.push(c);
   }
   if (order.size() != unmet.size()) throw InternalError("schedule: kernel graph has a cycle");
+  return order;
+}
 
-  for (int g : order) {
+}  // namespace
+
+Schedule schedule_program(const LoopProgram& p, const ScheduleOptions& opts) {
+  const auto& pol = fusion_policies();
+  if (std::find(pol.begin(), pol.end(), opts.policy) == pol.end())
+    throw InputError(strcat("unknown fusion policy '", opts.policy, "' (expected none, greedy or search)"));
+  Schedule s;
+  s.policy = opts.policy;
+  Analysis a(p);
+  Groups groups(p.nodes.size());
+  if (opts.policy == "greedy") GreedyFusion(a, groups, s, opts).run();
+  for (int g : kernel_order(a, groups)) {
     Kernel k = make_kernel(a, groups.members(g));
     k.name = strcat("k", s.kernels.size(), "_", k.name);
     s.kernels.push_back(std::move(k));
