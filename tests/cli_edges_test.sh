@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# CLI edges of issue 13, one step beyond the README: names `lpu list workloads` lists, the
+# CLI edges of issue 13, one step beyond docs/cli.md: names `lpu list workloads` lists, the
 # effective arch after --set, units and LLM figures, duplicate policies, help that helps.
 # Usage: cli_edges_test.sh path/to/lpu path/to/lpu-bench
 set -u

@@ -175,7 +175,7 @@ struct ArchFlags {
 
 std::vector<std::string> split_list(const std::string& s);
 
-// --on-unsupported / --unsupported-ops: graph breaks (README "Graph breaks").
+// --on-unsupported / --unsupported-ops: graph breaks (docs/graph-breaks.md).
 struct BreakFlags {
   std::string on_unsupported = "error";
   std::string unsupported_ops;

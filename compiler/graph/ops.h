@@ -5,7 +5,7 @@
 //   passes/aten_decompositions.cpp  aten.* ops -> core ops
 //   ref/reference.cpp               reference semantics on real data (core ops)
 //   loopir/loop_ir.cpp              per-element loop IR               (core ops)
-// Adding an op = one entry here + its entry in those tables (see README "Adding an op").
+// Adding an op = one entry here + its entry in those tables (see docs/core-ops.md "Adding an op").
 #pragma once
 #include <functional>
 #include <string>

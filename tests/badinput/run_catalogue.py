@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The bad-input catalogue (README "Robustness"): every case runs `lpu` on one hostile input and
+"""The bad-input catalogue (docs/robustness.md): every case runs `lpu` on one hostile input and
 asserts the exit code and that the message names the file and the key, line or node.
 
   run_catalogue.py LPU --list            case names, one a line (CMake registers one test each)
