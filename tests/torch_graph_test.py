@@ -18,9 +18,7 @@ import os
 import subprocess
 import sys
 
-here = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(here, "..", "scripts"))
-import triton_check  # noqa: E402  (loaders and tolerances; imports nothing of triton)
+from lpu_workbench import triton_data  # loaders and tolerances, shared with scripts/triton_check.py
 
 
 def load(path, name, f32=False):
@@ -44,9 +42,9 @@ def check(torch, lpu, w, outdir, idx):
     import json
     data = json.load(open(os.path.join(d, "triton_data.json")))
     mod = load(os.path.join(d, "torch_graph.py"), "torch_graph_%d" % idx)
-    inputs, want = triton_check.data_inputs(torch, d, data)
+    inputs, want = triton_data.data_inputs(torch, d, data)
     half = any(dt in ("f16", "bf16") for _, dt, _ in mod.INPUTS)
-    tol = triton_check.tolerance_for(half, data)
+    tol = triton_data.tolerance_for(half, data)
     note = ""
     try:
         got = mod.run(inputs, "cpu")
@@ -57,7 +55,7 @@ def check(torch, lpu, w, outdir, idx):
         note = " (run in f32: CPU PyTorch says %s)" % str(e).splitlines()[0][:60]
     if sorted(got) != sorted(want):
         return False, "outputs %s, the reference %s" % (list(got), list(want))
-    ok, err = triton_check.compare(torch, got, want, tol)
+    ok, err = triton_data.compare(torch, got, want, tol)
     return ok, "max error %.3g (%s)%s" % (err, tol[2], note)
 
 
