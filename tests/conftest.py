@@ -21,8 +21,6 @@ def pytest_addoption(parser):
     g.addoption("--lpu", help="the lpu binary (default: $LPU_BIN, else build/lpu)")
     g.addoption("--workdir", help="scratch directory, emptied first (default: a pytest tmp dir)")
     g.addoption("--reference", help="the uninterrupted sweep's directory (sweep_test.py leaves it in WORKDIR/full)")
-    g.addoption("--build-dir", help="the CMake build directory (tools next to lpu: lpu-large-graph)")
-    g.addoption("--all-models", action="store_true", help="generate_test.py: one generation of every built-in LLM")
     g.addoption("--workloads", nargs="*", default=[], help="workload names or files to run")
     g.addoption("--graphs", nargs="*", default=[], help="graph files or directories of them to run")
     g.addoption("--no-workloads", action="store_true", help="triton_emit_test.py: only --graphs, no workload files")
