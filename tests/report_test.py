@@ -2,7 +2,8 @@
 
     pytest tests/report_test.py --lpu LPU --reference SWEEP_DIR/full [--workdir DIR]
 
-Needs SWEEP_DIR/full, the 24-point sweep left by sweep_test.py (a ctest fixture). Checks that
+Needs SWEEP_DIR/full, the 24-point sweep left by sweep_test.py (a ctest fixture), and
+SWEEP_DIR/failing, its sweep with a failed point. Checks that
 every plot a sweep report lists exists as a valid PNG and is referenced by an offline
 index.html, that reports of runs without traces say what is missing, and the exit codes.
 """
@@ -80,14 +81,15 @@ def test_report(lpu, workdir, check, option):
 
     # The small sweep with a failed point (also from sweep_test.py): one axis, --cost COLUMN.
     fail_out = os.path.join(work, "report-failing")
-    r = lpu_run(lpu, "report", os.path.join(work, "failing"), "-o", fail_out, "--cost", "arch.lmu.capacity_kib")
+    failing_sweep = os.path.join(os.path.dirname(sweep_dir), "failing")  # sweep_test.py's, next to full/
+    r = lpu_run(lpu, "report", failing_sweep, "-o", fail_out, "--cost", "arch.lmu.capacity_kib")
     check(r.returncode == 0, "a report of a sweep with a failed point exits 0 (%s)" % r.stderr.strip()[-300:])
     check_report(check, fail_out, {"pareto.png", "heatmap.png", "sweep_lmu_capacity_kib.png", "roofline.png"})
     with open(os.path.join(fail_out, "index.html"), encoding="utf-8") as f:
         page = f.read()
     check("Failed points" in page and "local memory" in page, "the page lists the failed point and its error")
     check("arch.lmu.capacity_kib" in page, "--cost names the Pareto cost column")
-    r = lpu_run(lpu, "report", os.path.join(work, "failing"), "-o", fail_out, "--cost", "no.such.column")
+    r = lpu_run(lpu, "report", failing_sweep, "-o", fail_out, "--cost", "no.such.column")
     check(r.returncode == 2 and "numeric columns" in r.stderr, "--cost with an unknown column is exit 2")
 
     # compare --report: a trace per policy, so the timeline is drawn too.
