@@ -1,4 +1,4 @@
-# The layer libraries (README "Layers"). layers.txt at the repository root is the layer DAG;
+# The layer libraries (docs/layers.md). layers.txt at the repository root is the layer DAG;
 # scripts/check_layers.py reads it, here to give CMake each layer's public and private layers
 # (LPU_LAYER_<name>_PUBLIC / _PRIVATE), and at build time to check every #include against it.
 #

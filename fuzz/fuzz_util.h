@@ -1,4 +1,4 @@
-// Shared by the libFuzzer targets (README "Robustness"): every parser must turn any input into
+// Shared by the libFuzzer targets (docs/robustness.md): every parser must turn any input into
 // a result or an InputError. Any other exception, a crash, a sanitizer report, a hang or a
 // leak is a finding.
 #pragma once

@@ -14,16 +14,16 @@ import os
 import sys
 import traceback
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-
-from html_page import Page  # noqa: E402
-from plot_util import NoData, fmt_value, number  # noqa: E402
-import plots_generate  # noqa: E402
-import plots_runs  # noqa: E402
-import plots_sweep  # noqa: E402
-import plots_trace  # noqa: E402
-import roofline_table  # noqa: E402
-from report_data import InputProblem, load_inputs  # noqa: E402
+# Run as a script (`lpu report` runs it so), Python puts this directory first on sys.path; the
+# installed package (pyproject.toml) has these modules at top level too.
+from html_page import Page
+from plot_util import NoData, fmt_value, number
+import plots_generate
+import plots_runs
+import plots_sweep
+import plots_trace
+import roofline_table
+from report_data import InputProblem, load_inputs
 
 
 class Report:
@@ -274,7 +274,8 @@ def main(argv):
     return 0
 
 
-if __name__ == "__main__":
+def console_main():
+    """`lpu-report` (the installed package's command) and `python3 reports/lpu_report.py`."""
     try:
         sys.exit(main(sys.argv[1:]))
     except SystemExit:
@@ -283,3 +284,7 @@ if __name__ == "__main__":
         traceback.print_exc()
         print("internal error in the report script (a bug; please report it)", file=sys.stderr)
         sys.exit(4)
+
+
+if __name__ == "__main__":
+    console_main()

@@ -1,6 +1,10 @@
 #!/usr/bin/env bash
-# Checks that the listed C++ files follow .clang-format (Debian's clang-format). The list
-# grows as files are touched; a tree-wide reformat would collide with parallel work.
+# The format and size checks of CI (.ci/run): the listed C++ files follow .clang-format
+# (Debian's clang-format; the list grows as files are touched, since a tree-wide reformat would
+# collide with parallel work), no merge conflict markers, README.md stays a map of at most
+# README_MAX_LINES lines (the details live in docs/), and no function in compiler/, sim/,
+# tuner/, apps/ or workbench/ is over 100 lines (scripts/check_funclen.py). Every check runs;
+# the exit code is 1 when any failed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 FILES=(compiler/support/json_util.h compiler/support/json_util.cpp compiler/ops/*.h compiler/ops/*.cpp
@@ -30,10 +34,24 @@ FILES=(compiler/support/json_util.h compiler/support/json_util.cpp compiler/ops/
        compiler/isa/encoding.cpp sim/simulator.cpp sim/model/device.h sim/model/device.cpp sim/model/engine.h
        sim/model/engine.cpp sim/config/arch_config.h sim/config/arch_config.cpp tests/test_toy_engine.cpp
        tests/toy/toy_isa.h tests/toy/toy_engine.cpp)
+failed=0
 # A merge that left conflict markers in any tracked file (one reached the README once).
 if git grep -n -E '^(<<<<<<<|>>>>>>>) [^ ]' -- . 2>/dev/null; then
   echo "format-check: merge conflict markers above" >&2
-  exit 1
+  failed=1
 fi
-clang-format --dry-run --Werror "${FILES[@]}"
-echo "format-check: ${#FILES[@]} files ok"
+README_MAX_LINES=300
+readme_lines=$(wc -l < README.md)
+if [ "$readme_lines" -gt "$README_MAX_LINES" ]; then
+  echo "format-check: README.md has $readme_lines lines (at most $README_MAX_LINES: move details to docs/)" >&2
+  failed=1
+fi
+python3_bin=/usr/bin/python3
+[ -x "$python3_bin" ] || python3_bin=python3
+"$python3_bin" scripts/check_funclen.py || failed=1
+if clang-format --dry-run --Werror "${FILES[@]}"; then
+  echo "format-check: ${#FILES[@]} files ok"
+else
+  failed=1
+fi
+exit "$failed"

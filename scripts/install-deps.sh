@@ -15,8 +15,9 @@ PACKAGES=(
   verilator
   # sanitizer build, libFuzzer targets and the format check (.ci/run)
   clang clang-format
-  # reports and the PyTorch frontend (run with /usr/bin/python3)
-  python3 python3-matplotlib python3-numpy python3-torch
+  # reports and the PyTorch frontend (run with /usr/bin/python3); the Python tests (pytest) and
+  # an offline venv for the package (docs/python.md)
+  python3 python3-matplotlib python3-numpy python3-torch python3-pytest python3-venv
   # a single-node Slurm for the tests of `lpu sweep --backend slurm` (scripts/slurm-local.sh)
   slurmctld slurmd slurm-client munge
   # report pages rendered in a real browser (tests/report_render_test.py)

@@ -43,7 +43,7 @@ while read -r stem; do
   case "$stem" in '#'* | '') continue ;; esac
   emit "$stem" "tests/fixtures/hf/$stem.json" yes
 done < tests/fixtures/hf/fixtures.txt
-/usr/bin/python3 tests/frontend/export_models.py "$out/_zoo" > /dev/null
+PYTHONPATH="$PWD/python${PYTHONPATH:+:$PYTHONPATH}" /usr/bin/python3 tests/frontend/export_models.py "$out/_zoo" > /dev/null
 for g in "$out"/_zoo/*.json; do
   case "$g" in *export_log.json) continue ;; esac
   emit "zoo_$(basename "$g" .json)" "$g" yes

@@ -10,6 +10,8 @@ out=${2:?usage: scripts/triton_gpu.sh ROOT OUT.jsonl [JOBS] [flags...]}
 jobs=${3:-6}
 shift $(($# < 3 ? $# : 3))
 here=$(dirname "$0")
+# triton_check.py's loaders live in the lpu_workbench package (python/; docs/python.md).
+export PYTHONPATH="$here/../python${PYTHONPATH:+:$PYTHONPATH}"
 mapfile -t names < <(find "$root" -mindepth 1 -maxdepth 1 -type d -not -name '_*' -printf '%f\n' | sort)
 t0=$(date +%s)
 for ((j = 0; j < jobs; j++)); do

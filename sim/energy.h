@@ -1,4 +1,4 @@
-// Energy of a simulated run (README "Energy", docs/sim-model.md "Energy"): the events the
+// Energy of a simulated run (docs/energy.md, docs/sim-model.md "Energy"): the events the
 // model counts, each multiplied by its energy from the arch config's `energy` section, plus
 // each engine's static power over the run's time. Nothing here is estimated from time except
 // the static part.

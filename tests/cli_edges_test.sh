@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# CLI edges of issue 13, one step beyond the README: names `lpu list workloads` lists, the
+# CLI edges of issue 13, one step beyond docs/cli.md: names `lpu list workloads` lists, the
 # effective arch after --set, units and LLM figures, duplicate policies, help that helps.
 # Usage: cli_edges_test.sh path/to/lpu path/to/lpu-bench
 set -u
@@ -57,7 +57,7 @@ check bench_help 0 "usage: lpu-bench" -- timeout 10 "$BENCH" --help
 check bench_bad_arg 2 "unexpected argument" -- timeout 10 "$BENCH" --frobnicate
 if [ -x /usr/bin/python3 ] && /usr/bin/python3 -c "import torch" 2>/dev/null; then
   here="$(cd "$(dirname "$0")" && pwd)"
-  check export_help 0 "Exports the model zoo" -- bash -c "cd '$TMP' && /usr/bin/python3 '$here/frontend/export_models.py' --help"
+  check export_help 0 "Exports the model zoo" -- bash -c "cd '$TMP' && PYTHONPATH='$here/../python' /usr/bin/python3 '$here/frontend/export_models.py' --help"
   check export_help_no_dir 1 "" -- test -e "$TMP/--help"
 fi
 

@@ -68,7 +68,7 @@ printf 'workloads: [ln_gelu_add]\nfusion: [none]\naxes:\n  hbm.bandwith_gbps: [1
 check sweep_axis_typo 2 "s.yaml:4: axes.hbm.bandwith_gbps: .*unknown key \(did you mean 'bandwidth_gbps'" -- "$LPU" sweep "$TMP/s.yaml" -o "$TMP/sw"
 printf 'workloads: [ln_gelu_add]\nfusion: [none]\naxes:\n  lmu.capacity_kib: {start: 64, stop: 0, step: 64}\n' > "$TMP/r.yaml"
 check sweep_bad_range 2 "r.yaml:4: axes.lmu.capacity_kib.step: step 64 never gets from 64 to 0" -- "$LPU" sweep "$TMP/r.yaml" -o "$TMP/sw"
-# A relative output path whose directories do not exist yet, as in the README's commands in a
+# A relative output path whose directories do not exist yet, as in docs/cli.md's commands in a
 # fresh checkout (`-o out/sweeps/hbm_lmu` was refused: "out is not a directory").
 mkdir -p "$TMP/fresh"
 check relative_new_dirs 0 "" -- bash -c "cd '$TMP/fresh' && '$(realpath "$LPU")' run ln_gelu_add --json out/a/run.json && test -s out/a/run.json"

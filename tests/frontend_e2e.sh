@@ -12,6 +12,7 @@ shift
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 LPU="$(cd "$BUILD" && pwd)/lpu"
 PYTHON="${LPU_PYTHON:-/usr/bin/python3}"  # the interpreter that has PyTorch
+export PYTHONPATH="$ROOT/python${PYTHONPATH:+:$PYTHONPATH}"  # lpu_frontend (docs/python.md)
 TMP="$(mktemp -d)"
 trap 'rm -rf "$TMP"' EXIT
 

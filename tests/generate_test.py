@@ -1,26 +1,15 @@
-#!/usr/bin/env python3
 """`lpu generate` as a user drives it (docs/generate.md).
 
-    generate_test.py path/to/lpu WORK_DIR [--all-models]
+    pytest tests/generate_test.py::test_generate_cli --lpu LPU [--workdir DIR]
+    pytest tests/generate_test.py::test_every_model --lpu LPU [--workdir DIR]
 
-The step sequence, totals, CSV against JSON, determinism, each step against `lpu run` of that
-step, plain progress lines off a terminal; with --all-models one short generation of every
-built-in LLM. Python's standard library only."""
+test_generate_cli: the step sequence, totals, CSV against JSON, determinism, each step against
+`lpu run` of that step, plain progress lines off a terminal; test_every_model: one short
+generation of every built-in LLM and of the HuggingFace static-cache decode graphs."""
 import csv
 import json
 import os
-import shutil
 import subprocess
-import sys
-
-failures = []
-
-
-def check(cond, what):
-    print(("ok   " if cond else "FAIL ") + what)
-    if not cond:
-        failures.append(what)
-    return cond
 
 
 def lpu_run(lpu, *args):
@@ -30,7 +19,7 @@ def lpu_run(lpu, *args):
     return p
 
 
-def generate(lpu, work, tag, *args):
+def generate(check, lpu, work, tag, *args):
     js, cs = os.path.join(work, tag + ".json"), os.path.join(work, tag + ".csv")
     p = lpu_run(lpu, "generate", *args, "--json", js, "--csv", cs)
     check(p.returncode == 0, "%s: lpu generate %s exits 0" % (tag, " ".join(args)))
@@ -54,13 +43,10 @@ def step_yaml(work, model, step, name):
     return path
 
 
-def main(lpu, work, all_models):
-    shutil.rmtree(work, ignore_errors=True)
-    os.makedirs(work)
-    if all_models:
-        return every_model(lpu, work)
+def test_generate_cli(lpu, workdir, check):
+    work = workdir
     P, G = 7, 5
-    p, j, rows = generate(lpu, work, "a", "tiny-opt", "--prompt-len", str(P), "--gen-len", str(G))
+    p, j, rows = generate(check, lpu, work, "a", "tiny-opt", "--prompt-len", str(P), "--gen-len", str(G))
     steps = j["steps"]
     check(len(steps) == G and j["steps_count"] == G, "gen_len %d steps" % G)
     check([s["position"] for s in steps] == list(range(P, P + G)), "positions prompt_len .. prompt_len+gen_len-1")
@@ -81,7 +67,7 @@ def main(lpu, work, all_models):
     check(sum(s["program"] == "instantiated" for s in steps) == cc["instantiated"], "steps marked instantiated")
     check(steps[0]["program"] == "compiled", "the prefill is compiled")
     # --no-symbolic compiles every step; the cycles and bytes are the same.
-    _, jn, _ = generate(lpu, work, "plain", "tiny-opt", "--prompt-len", str(P), "--gen-len", str(G), "--no-symbolic")
+    _, jn, _ = generate(check, lpu, work, "plain", "tiny-opt", "--prompt-len", str(P), "--gen-len", str(G), "--no-symbolic")
     check(jn["compile_cache"]["compiles"] == G and jn["compile_cache"]["hits"] == 0 and not jn["compile_cache"]["symbolic"],
           "--no-symbolic: every step compiled once, no hit (all shapes differ)")
     check([(s["cycles"], s["hbm_bytes"]) for s in jn["steps"]] == [(s["cycles"], s["hbm_bytes"]) for s in steps],
@@ -98,7 +84,7 @@ def main(lpu, work, all_models):
     check("time to first token" in p.stdout and "per-token latency p99" in p.stdout, "summary names the metrics")
 
     # Determinism: a second run is the same JSON but for the wall times.
-    _, j2, rows2 = generate(lpu, work, "b", "tiny-opt", "--prompt-len", str(P), "--gen-len", str(G))
+    _, j2, rows2 = generate(check, lpu, work, "b", "tiny-opt", "--prompt-len", str(P), "--gen-len", str(G))
     check(without_wall(j) == without_wall(j2), "two runs: identical JSON except 'wall'")
     check(rows == rows2, "two runs: identical CSV")
 
@@ -134,24 +120,24 @@ def main(lpu, work, all_models):
     wl = os.path.join(work, "gen.yaml")
     with open(wl, "w") as f:
         f.write("model: tiny-llama\ndtype: f16\nprompt_len: 3\ngen_len: 2\n")
-    _, jf, _ = generate(lpu, work, "f", wl)
+    _, jf, _ = generate(check, lpu, work, "f", wl)
     check((jf["prompt_len"], jf["gen_len"]) == (3, 2), "prompt_len/gen_len read from the workload file")
-    _, jo, _ = generate(lpu, work, "o", wl, "--gen-len", "3")
+    _, jo, _ = generate(check, lpu, work, "o", wl, "--gen-len", "3")
     check(jo["gen_len"] == 3 and len(jo["steps"]) == 3, "--gen-len overrides the file")
     # gen_len 1: the prefill alone; no decode step, so no per-token latency.
-    _, j1, _ = generate(lpu, work, "one", "tiny-opt", "--prompt-len", "4", "--gen-len", "1")
+    _, j1, _ = generate(check, lpu, work, "one", "tiny-opt", "--prompt-len", "4", "--gen-len", "1")
     check(len(j1["steps"]) == 1 and j1["per_token_latency_s"] is None, "gen_len 1: the prefill only, per-token null")
-    return 0
 
 
-def every_model(lpu, work):
+def test_every_model(lpu, workdir, check):
     """Every built-in LLM generates (2 tokens after a 4-token prompt) on lpu-asic, where all fit."""
+    work = workdir
     models = ["opt-1.3b", "opt-6.7b", "opt-13b", "opt-30b", "opt-66b", "llama2-7b", "llama2-13b", "llama2-70b",
               "gpt2", "tiny-opt", "tiny-llama"]
     listed = lpu_run(lpu, "list", "workloads").stdout
     check(all(m in listed for m in models), "every model of the list is built in")
     for m in models:
-        _, j, rows = generate(lpu, work, m, m, "--prompt-len", "4", "--gen-len", "2", "--arch", "lpu-asic")
+        _, j, rows = generate(check, lpu, work, m, m, "--prompt-len", "4", "--gen-len", "2", "--arch", "lpu-asic")
         check(len(j["steps"]) == 2 and all(s["cycles"] > 0 for s in j["steps"]), "%s: 2 steps with cycles" % m)
     # HuggingFace decode steps against a static KV cache (graph files): the prompt goes through the
     # decode-step graph token by token, each decode step is `lpu run` of the graph.
@@ -161,7 +147,7 @@ def every_model(lpu, work):
                       ("hf_large/hf_llama2_7b_decode_f16.json", "lpu-asic")):
         g = os.path.join(fixtures, rel)
         tag = os.path.basename(rel)[:-5]
-        _, j, rows = generate(lpu, work, tag, g, "--prompt-len", "4", "--gen-len", "6", "--arch", arch)
+        _, j, rows = generate(check, lpu, work, tag, g, "--prompt-len", "4", "--gen-len", "6", "--arch", arch)
         rj = os.path.join(work, tag + "-run.json")
         r = lpu_run(lpu, "run", g, "--arch", arch, "--json", rj)
         if not check(r.returncode == 0 and len(j["steps"]) == 6, "%s: lpu run and 6 generate steps" % tag):
@@ -183,11 +169,3 @@ def every_model(lpu, work):
     notdec = lpu_run(lpu, "generate", os.path.join(fixtures, "hf/hf_llama_eager.json"))
     check(notdec.returncode == 2 and "static KV cache" in notdec.stderr and "buffer_writes" in notdec.stderr,
           "a graph that is no decode step: exit 2 saying what generate takes: %r" % notdec.stderr.strip())
-    return 0
-
-
-if __name__ == "__main__":
-    main(sys.argv[1], sys.argv[2], "--all-models" in sys.argv[3:])
-    if failures:
-        print("%d check(s) failed" % len(failures))
-        sys.exit(1)

@@ -11,6 +11,7 @@ BUILD="${1:?usage: tests/graph_break_test.sh BUILD_DIR}"
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 LPU="$(cd "$BUILD" && pwd)/lpu"
 PYTHON="${LPU_PYTHON:-/usr/bin/python3}"
+export PYTHONPATH="$ROOT/python${PYTHONPATH:+:$PYTHONPATH}"  # lpu_frontend (docs/python.md)
 TMP="$(mktemp -d)"
 trap 'rm -rf "$TMP"' EXIT
 fail() { echo "FAIL: $*"; exit 1; }

@@ -235,3 +235,21 @@ def main(argv):
 
 if __name__ == "__main__":
     sys.exit(main(sys.argv[1:]))
+
+
+# pytest (ctest layers_check and layers_build run these; docs/python.md):
+#   pytest tests/layers_test.py::test_check_mode [--layer-sources BUILD/layer_sources.txt]
+#   pytest tests/layers_test.py::test_build_mode [--cmake CMAKE] [--generator GENERATOR]
+SRC = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def test_check_mode(option):
+    FAILED.clear()
+    check_mode(SRC, option("--layer-sources"))
+    assert not FAILED, "%d failure(s):\n  " % len(FAILED) + "\n  ".join(FAILED)
+
+
+def test_build_mode(option):
+    FAILED.clear()
+    build_mode(SRC, option("--cmake"), option("--generator"))
+    assert not FAILED, "%d failure(s):\n  " % len(FAILED) + "\n  ".join(FAILED)

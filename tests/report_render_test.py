@@ -1,7 +1,6 @@
-#!/usr/bin/env python3
 """Reports at LLM scale, rendered by a real browser (issue 13).
 
-    report_render_test.py path/to/lpu WORK_DIR [SWEEP_DIR]
+    pytest tests/report_render_test.py --lpu LPU --workdir WORK_DIR [--reference SWEEP_DIR]
 
 Writes a compare report of an LLM decode step (LLaMA-2-70B, 80 layers: the largest built-in, none vs greedy, with
 traces) and, when SWEEP_DIR is given, a sweep report; renders each page in headless Chromium
@@ -17,17 +16,10 @@ import os
 import shutil
 import struct
 import subprocess
-import sys
 import zlib
 
-failures = []
 
 
-def check(cond, what):
-    print(("ok   " if cond else "FAIL ") + what)
-    if not cond:
-        failures.append(what)
-    return cond
 
 
 class Sections(html.parser.HTMLParser):
@@ -90,7 +82,7 @@ def png_pixels_vary(path):
     return len(set(raw[:200000])) > 8
 
 
-def render(report_dir, name, work):
+def render(check, report_dir, name, work):
     index = os.path.join(report_dir, "index.html")
     if not check(os.path.isfile(index), "%s: index.html exists" % name):
         return
@@ -118,7 +110,7 @@ def render(report_dir, name, work):
           "%s: screenshot %s is not blank" % (name, shot))
 
 
-def check_traces(report_dir):
+def check_traces(check, report_dir):
     traces = sorted(glob.glob(os.path.join(report_dir, "traces", "*.json")))
     check(len(traces) >= 2, "traces written (%d)" % len(traces))
     for path in traces:
@@ -136,30 +128,19 @@ def check_traces(report_dir):
         check(overlaps == 0, "%s: no overlapping slices on one track (%d)" % (os.path.basename(path), overlaps))
 
 
-def main():
-    if len(sys.argv) < 3:
-        print(__doc__, file=sys.stderr)
-        return 2
-    lpu, work = sys.argv[1], sys.argv[2]
-    sweep = sys.argv[3] if len(sys.argv) > 3 else ""
-    shutil.rmtree(work, ignore_errors=True)
-    os.makedirs(work)
+def test_reports_render_in_a_browser(lpu, workdir, check, option):
+    work = workdir
+    sweep = option("--reference") or ""
     if not check(chromium() is not None, "Chromium is installed (scripts/install-deps.sh installs it)"):
-        return 1
+        return
     llm = os.path.join(work, "llm")
     r = subprocess.run([lpu, "compare", "llama2-70b-decode", "--arch", "lpu-asic", "--fusion", "none,greedy",
                         "--report", llm], capture_output=True, text=True, timeout=900)
     if check(r.returncode == 0, "LLM compare report written (exit %d) %s" % (r.returncode, r.stderr[-300:])):
-        render(llm, "llm_report", work)
-        check_traces(llm)
+        render(check, llm, "llm_report", work)
+        check_traces(check, llm)
     if sweep and os.path.isfile(os.path.join(sweep, "results.jsonl")):
         out = os.path.join(work, "sweep")
         r = subprocess.run([lpu, "report", sweep, "-o", out], capture_output=True, text=True, timeout=600)
         if check(r.returncode == 0, "sweep report written (exit %d)" % r.returncode):
-            render(out, "sweep_report", work)
-    print("%d failure(s)" % len(failures))
-    return 1 if failures else 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())
+            render(check, out, "sweep_report", work)

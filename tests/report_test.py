@@ -1,9 +1,9 @@
-#!/usr/bin/env python3
 """Test of `lpu report` and `lpu compare --report`.
 
-    report_test.py path/to/lpu WORK_DIR
+    pytest tests/report_test.py --lpu LPU --reference SWEEP_DIR/full [--workdir DIR]
 
-Needs WORK_DIR/full, the 24-point sweep left by sweep_test.py (a ctest fixture). Checks that
+Needs SWEEP_DIR/full, the 24-point sweep left by sweep_test.py (a ctest fixture), and
+SWEEP_DIR/failing, its sweep with a failed point. Checks that
 every plot a sweep report lists exists as a valid PNG and is referenced by an offline
 index.html, that reports of runs without traces say what is missing, and the exit codes.
 """
@@ -13,19 +13,12 @@ import re
 import shutil
 import struct
 import subprocess
-import sys
 
-failures = []
 SWEEP_PLOTS = {"fusion.png", "engines.png", "kernels.png", "roofline.png", "timeline.png", "heatmap.png",
                "pareto.png", "sweep_hbm_bandwidth_gbps.png", "sweep_lmu_capacity_kib.png", "energy.png",
                "pareto_energy.png"}
 
 
-def check(cond, what):
-    print(("ok   " if cond else "FAIL ") + what)
-    if not cond:
-        failures.append(what)
-    return cond
 
 
 def png_size(path):
@@ -37,7 +30,7 @@ def png_size(path):
     return struct.unpack(">II", head[16:24])
 
 
-def check_report(out, expect_plots=None, expect_missing=None):
+def check_report(check, out, expect_plots=None, expect_missing=None):
     index = os.path.join(out, "index.html")
     if not check(os.path.exists(index), "%s exists" % index):
         return None
@@ -68,16 +61,18 @@ def lpu_run(*args):
     return subprocess.run(list(args), capture_output=True, text=True)
 
 
-def main(lpu, work):
-    sweep_dir = os.path.join(work, "full")
-    check(os.path.exists(os.path.join(sweep_dir, "results.jsonl")), "the sweep fixture exists (run sweep_test.py)")
+def test_report(lpu, workdir, check, option):
+    work = workdir
+    sweep_dir = option("--reference")
+    check(bool(sweep_dir) and os.path.exists(os.path.join(sweep_dir, "results.jsonl")),
+          "the sweep fixture exists (--reference DIR/full, left by sweep_test.py)")
     out = os.path.join(work, "report")
     shutil.rmtree(out, ignore_errors=True)
 
     # A sweep: every listed plot is drawn.
     r = lpu_run(lpu, "report", sweep_dir, "-o", out, "--json", os.path.join(work, "report-summary.json"))
     check(r.returncode == 0, "lpu report on the sweep exits 0 (%d: %s)" % (r.returncode, r.stderr.strip()[-500:]))
-    s = check_report(out, SWEEP_PLOTS, set())
+    s = check_report(check, out, SWEEP_PLOTS, set())
     check(s is not None and s["kind"] == "sweep", "the report knows it shows a sweep")
     check(os.path.exists(os.path.join(work, "report-summary.json")), "--json writes the summary")
     with open(os.path.join(out, "index.html"), encoding="utf-8") as f:
@@ -86,14 +81,15 @@ def main(lpu, work):
 
     # The small sweep with a failed point (also from sweep_test.py): one axis, --cost COLUMN.
     fail_out = os.path.join(work, "report-failing")
-    r = lpu_run(lpu, "report", os.path.join(work, "failing"), "-o", fail_out, "--cost", "arch.lmu.capacity_kib")
+    failing_sweep = os.path.join(os.path.dirname(sweep_dir), "failing")  # sweep_test.py's, next to full/
+    r = lpu_run(lpu, "report", failing_sweep, "-o", fail_out, "--cost", "arch.lmu.capacity_kib")
     check(r.returncode == 0, "a report of a sweep with a failed point exits 0 (%s)" % r.stderr.strip()[-300:])
-    check_report(fail_out, {"pareto.png", "heatmap.png", "sweep_lmu_capacity_kib.png", "roofline.png"})
+    check_report(check, fail_out, {"pareto.png", "heatmap.png", "sweep_lmu_capacity_kib.png", "roofline.png"})
     with open(os.path.join(fail_out, "index.html"), encoding="utf-8") as f:
         page = f.read()
     check("Failed points" in page and "local memory" in page, "the page lists the failed point and its error")
     check("arch.lmu.capacity_kib" in page, "--cost names the Pareto cost column")
-    r = lpu_run(lpu, "report", os.path.join(work, "failing"), "-o", fail_out, "--cost", "no.such.column")
+    r = lpu_run(lpu, "report", failing_sweep, "-o", fail_out, "--cost", "no.such.column")
     check(r.returncode == 2 and "numeric columns" in r.stderr, "--cost with an unknown column is exit 2")
 
     # compare --report: a trace per policy, so the timeline is drawn too.
@@ -101,7 +97,7 @@ def main(lpu, work):
     shutil.rmtree(cmp_dir, ignore_errors=True)
     r = lpu_run(lpu, "compare", "rms_norm", "--fusion", "none,greedy", "--report", cmp_dir)
     check(r.returncode == 0 and "index.html" in r.stdout, "compare --report exits 0 and says where the report is")
-    check_report(cmp_dir, {"fusion.png", "engines.png", "kernels.png", "roofline.png", "timeline.png", "energy.png"},
+    check_report(check, cmp_dir, {"fusion.png", "engines.png", "kernels.png", "roofline.png", "timeline.png", "energy.png"},
                  set())
     check(os.path.exists(os.path.join(cmp_dir, "traces", "greedy.json")), "compare --report keeps the traces")
     with open(os.path.join(cmp_dir, "index.html"), encoding="utf-8") as f:
@@ -114,7 +110,7 @@ def main(lpu, work):
     lpu_run(lpu, "run", "softmax", "--json", run_json)
     r = lpu_run(lpu, "report", run_json, "-o", os.path.join(work, "run-report"))
     check(r.returncode == 0, "a report of one run without a trace exits 0")
-    check_report(os.path.join(work, "run-report"), {"fusion.png", "roofline.png"}, {"Timeline"})
+    check_report(check, os.path.join(work, "run-report"), {"fusion.png", "roofline.png"}, {"Timeline"})
 
     # A sweep over the batch (a workload key as an axis): the batch roofline is drawn.
     batch_dir = os.path.join(work, "batch")
@@ -127,7 +123,7 @@ def main(lpu, work):
     check(r.returncode == 0, "a sweep over workload.batch exits 0 (%s)" % r.stderr.strip()[-300:])
     r = lpu_run(lpu, "report", batch_dir, "-o", os.path.join(batch_dir, "report"))
     check(r.returncode == 0, "its report exits 0 (%s)" % r.stderr.strip()[-300:])
-    check_report(os.path.join(batch_dir, "report"), {"batch_roofline.png", "sweep_workload_batch.png"})
+    check_report(check, os.path.join(batch_dir, "report"), {"batch_roofline.png", "sweep_workload_batch.png"})
     with open(os.path.join(batch_dir, "results.jsonl")) as f:
         rows = [json.loads(line) for line in f]
     check(sorted(r["workload.batch"] for r in rows) == [1, 2, 4] and all(r["workload_spec"]["batch"] == r["workload.batch"] for r in rows),
@@ -147,10 +143,3 @@ def main(lpu, work):
         f.write('{"hello": 1}')
     r = lpu_run(lpu, "report", junk, "-o", os.path.join(work, "bad"))
     check(r.returncode == 2 and "neither a run" in r.stderr, "an unrecognised JSON is exit 2")
-
-    print("%d checks failed" % len(failures))
-    return 1 if failures else 0
-
-
-if __name__ == "__main__":
-    sys.exit(main(sys.argv[1], sys.argv[2]))

@@ -1,32 +1,25 @@
-#!/usr/bin/env python3
 """`lpu sweep --backend slurm` against a real single-node Slurm (scripts/slurm-local.sh,
 started by the ctest fixture; SLURM_CONF points at it).
 
-    slurm_test.py path/to/lpu WORK_DIR REFERENCE_DIR
+    pytest tests/slurm_test.py --lpu LPU --reference REFERENCE_DIR [--workdir DIR]
 
 REFERENCE_DIR: the local backend's 24-point sweep of tests/data/sweep/accept.yaml
-(sweep_test.py's WORK/full). Checks: an array sweep's results equal the local backend's;
+(sweep_test.py's WORKDIR/full). Checks: an array sweep's results equal the local backend's;
 a task cancelled with scancel, then --resume, completes the sweep with no point lost or
 duplicated, resubmitting only that task's shard; --dry-run, a missing sbatch and a refused
 job (bad partition) write nothing. Every wait is bounded. Python's standard library only.
 """
 import json
 import os
-import shutil
 import subprocess
-import sys
 import time
+
+import pytest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ACCEPT = os.path.join(HERE, "data", "sweep", "accept.yaml")
-failures = []
 
 
-def check(cond, what):
-    print(("ok   " if cond else "FAIL ") + what)
-    if not cond:
-        failures.append(what)
-    return cond
 
 
 def jsonl(path):
@@ -50,12 +43,11 @@ def run(cmd, env=None, timeout=240):
     return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env)
 
 
-def main(lpu, work, reference):
+def test_slurm_backend(lpu, workdir, check, option):
+    work, reference = workdir, option("--reference")
+    assert reference, "--reference SWEEP_DIR/full (left by sweep_test.py) is required"
     if not os.environ.get("SLURM_CONF") or run(["sinfo", "-h", "-o", "%T"], timeout=30).stdout.strip() != "idle":
-        print("FAIL no idle Slurm node: start one with scripts/slurm-local.sh (the ctest fixture slurm_start does)")
-        return 1
-    shutil.rmtree(work, ignore_errors=True)
-    os.makedirs(work)
+        pytest.fail("no idle Slurm node: start one with scripts/slurm-local.sh (the ctest fixture slurm_start does)")
     ref = by_id(jsonl(os.path.join(reference, "results.jsonl")))
     check(len(ref) == 24, "the local reference sweep has 24 points")
 
@@ -139,10 +131,3 @@ def main(lpu, work, reference):
              os.path.join(work, "existing")])
     check(r.returncode == 2 and os.listdir(os.path.join(work, "existing")) == [],
           "a refused job leaves an existing directory as it was")
-
-    print("%d checks failed" % len(failures))
-    return 1 if failures else 0
-
-
-if __name__ == "__main__":
-    sys.exit(main(sys.argv[1], sys.argv[2], sys.argv[3]))

@@ -1,29 +1,20 @@
-#!/usr/bin/env python3
 """Shards and merging of `lpu sweep`, on one machine (no Slurm needed).
 
-    sweep_shard_test.py path/to/lpu WORK_DIR REFERENCE_DIR
+    pytest tests/sweep_shard_test.py --lpu LPU --reference REFERENCE_DIR [--workdir DIR]
 
 REFERENCE_DIR is the uninterrupted 24-point sweep of tests/data/sweep/accept.yaml that
-sweep_test.py leaves (WORK/full). Shards 0/3 and 1/3 run at once into one shared directory,
-shard 2/3 into another; their merge must equal the reference. Python's standard library only.
+sweep_test.py leaves (its WORKDIR/full). Shards 0/3 and 1/3 run at once into one shared
+directory, shard 2/3 into another; their merge must equal the reference.
 """
 import csv
 import json
 import os
-import shutil
 import subprocess
-import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 DATA = os.path.join(HERE, "data", "sweep")
-failures = []
 
 
-def check(cond, what):
-    print(("ok   " if cond else "FAIL ") + what)
-    if not cond:
-        failures.append(what)
-    return cond
 
 
 def jsonl(path):
@@ -43,9 +34,9 @@ def run(cmd):
     return subprocess.run(cmd, capture_output=True, text=True, timeout=120)
 
 
-def main(lpu, work, reference):
-    shutil.rmtree(work, ignore_errors=True)
-    os.makedirs(work)
+def test_shards_and_merge(lpu, workdir, check, option):
+    work, reference = workdir, option("--reference")
+    assert reference, "--reference SWEEP_DIR/full (left by sweep_test.py) is required"
     accept = os.path.join(DATA, "accept.yaml")
     ref_rows = jsonl(os.path.join(reference, "results.jsonl"))
     ref = by_id(ref_rows)
@@ -128,10 +119,3 @@ def main(lpu, work, reference):
         r = run([lpu, "sweep", accept, "--shard", bad, "-o", d])
         check(r.returncode == 2 and why in r.stderr and not os.path.exists(d),
               "--shard %s: exit 2 (%s), no directory written" % (bad, r.stderr.strip()))
-
-    print("%d checks failed" % len(failures))
-    return 1 if failures else 0
-
-
-if __name__ == "__main__":
-    sys.exit(main(sys.argv[1], sys.argv[2], sys.argv[3]))

@@ -1,33 +1,23 @@
-#!/usr/bin/env python3
 """Acceptance test of `lpu sweep`: parallel run, SIGKILL half-way, --resume, failing points.
 
-    sweep_test.py path/to/lpu OUT_DIR
+    pytest tests/sweep_test.py --lpu LPU --workdir OUT_DIR
 
-Leaves OUT_DIR/full (the uninterrupted 24-point sweep) for the report test. Python's
-standard library only.
+Leaves OUT_DIR/full (the uninterrupted 24-point sweep) for the report, shard and Slurm tests.
 """
 import csv
 import json
 import os
-import shutil
 import signal
 import subprocess
-import sys
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 DATA = os.path.join(HERE, "data", "sweep")
-failures = []
 
 
-def check(cond, what):
-    print(("ok   " if cond else "FAIL ") + what)
-    if not cond:
-        failures.append(what)
-    return cond
 
 
-def jsonl(path):
+def jsonl(check, path):
     with open(path) as f:
         text = f.read()
     check(text == "" or text.endswith("\n"), "%s ends with a complete line" % path)
@@ -48,9 +38,8 @@ def sweep(lpu, sweep_file, out, *extra):
                           capture_output=True, text=True)
 
 
-def main(lpu, work):
-    shutil.rmtree(work, ignore_errors=True)
-    os.makedirs(work)
+def test_sweep_acceptance(lpu, workdir, check):
+    work = workdir
     accept = os.path.join(DATA, "accept.yaml")
 
     # 1. The uninterrupted reference run.
@@ -59,7 +48,7 @@ def main(lpu, work):
     r = sweep(lpu, accept, full)
     t_full = time.time() - t0
     check(r.returncode == 0, "uninterrupted sweep exits 0 (got %d: %s)" % (r.returncode, r.stderr.strip()))
-    ref = {row["point_id"]: row for row in jsonl(os.path.join(full, "results.jsonl"))}
+    ref = {row["point_id"]: row for row in jsonl(check, os.path.join(full, "results.jsonl"))}
     check(len(ref) == 24, "uninterrupted sweep has 24 distinct points (%d)" % len(ref))
     check(all(row["status"] == "ok" for row in ref.values()), "every point succeeded")
     ref_csv = csv_rows(os.path.join(full, "results.csv"))
@@ -101,7 +90,7 @@ def main(lpu, work):
     time.sleep(0.3)
     with open(rows_file, "rb") as f:
         check(f.read() == at_kill, "no orphaned child keeps writing after the kill")
-    before = {row["point_id"]: row for row in jsonl(rows_file)}
+    before = {row["point_id"]: row for row in jsonl(check, rows_file)}
 
     # A kill inside a write would leave a torn last line; make one, resume must cut it off.
     with open(rows_file, "ab") as f:
@@ -116,7 +105,7 @@ def main(lpu, work):
     check("removed a torn last line" in r.stdout, "resume reports the torn line it removed")
     with open(rows_file, "rb") as f:
         check(f.read().startswith(at_kill), "rows written before the kill are kept byte for byte")
-    rows = jsonl(rows_file)
+    rows = jsonl(check, rows_file)
     ids = [row["point_id"] for row in rows]
     check(len(rows) == 24 and len(set(ids)) == 24, "exactly 24 rows after resume, none twice (%d)" % len(rows))
     check(set(ids) == set(ref), "the same 24 points as the uninterrupted run")
@@ -134,7 +123,7 @@ def main(lpu, work):
     # 4. A second --resume runs nothing; without --resume the directory is refused.
     r = sweep(lpu, accept, killed, "--resume")
     check(r.returncode == 0 and "(0 run now, 24 done before)" in r.stdout, "a finished sweep resumes to nothing")
-    check(len(jsonl(rows_file)) == 24, "still 24 rows")
+    check(len(jsonl(check, rows_file)) == 24, "still 24 rows")
     r = sweep(lpu, accept, killed)
     check(r.returncode == 2 and "--resume" in r.stderr, "an existing results directory needs --resume (exit 2)")
 
@@ -142,7 +131,7 @@ def main(lpu, work):
     fail_dir = os.path.join(work, "failing")
     r = sweep(lpu, os.path.join(DATA, "failing.yaml"), fail_dir, "--json", os.path.join(work, "failing.json"))
     check(r.returncode == 1, "a sweep with a failed point exits 1 (%d)" % r.returncode)
-    rows = {row["point_id"]: row for row in jsonl(os.path.join(fail_dir, "results.jsonl"))}
+    rows = {row["point_id"]: row for row in jsonl(check, os.path.join(fail_dir, "results.jsonl"))}
     bad = rows.get("ln_gelu_add|none|lmu.capacity_kib=4", {})
     good = rows.get("ln_gelu_add|none|lmu.capacity_kib=256", {})
     check(bad.get("status") == "failed" and bad.get("exit_code") == 2 and "local memory" in bad.get("error", ""),
@@ -156,13 +145,6 @@ def main(lpu, work):
 
     # 6. A point over --timeout is killed and recorded as failed.
     r = sweep(lpu, accept, os.path.join(work, "timeout"), "--timeout", "0.001")
-    rows = jsonl(os.path.join(work, "timeout", "results.jsonl"))
+    rows = jsonl(check, os.path.join(work, "timeout", "results.jsonl"))
     check(r.returncode == 1 and len(rows) == 24 and all("timed out" in row["error"] for row in rows),
           "--timeout fails every point that runs too long, and the sweep still finishes")
-
-    print("%d checks failed" % len(failures))
-    return 1 if failures else 0
-
-
-if __name__ == "__main__":
-    sys.exit(main(sys.argv[1], sys.argv[2]))

@@ -1,4 +1,4 @@
-// Energy (sim/energy.h, README "Energy"): counted events x the config's energies, plus static
+// Energy (sim/energy.h, docs/energy.md): counted events x the config's energies, plus static
 // power x time. Closed forms computed here from the config and the program's shape (not from
 // the simulator's counters), the config checks, the JSON fields, determinism, and that the
 // counting changes no cycle.

@@ -150,7 +150,7 @@ TEST(SxeStreams, ConsecutiveGemmStreamsHideTheLatency) {
 
 // Decode attention on lpu-asic (the preset has the decoupled ISU and SXE streams): the
 // attention class of an OPT-1.3B layer at context 1040 reaches at least 30% of its roofline
-// (14.8% with the in-order ISU and one stream: README, "Where decode time goes").
+// (14.8% with the in-order ISU and one stream: docs/rooflines.md).
 TEST(SxeStreams, DecodeAttentionNearerItsRoofline) {
   WorkloadSpec w = resolve_workload(std::string(LPU_SOURCE_DIR) + "/workloads/opt-1.3b-decode.yaml");
   w.layers = 1;

@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """ctest triton_py_compile: `lpu compile W --emit triton,triton-plan,schedule-json` for every
 workload file (workloads/*.yaml; on lpu-asic, where the 70B models fit), fusion none and greedy, plus any graph files given with
 --graphs (zoo models, fixtures); then, for each module:
@@ -8,18 +7,15 @@ workload file (workloads/*.yaml; on lpu-asic, where the 70B models fit), fusion 
   * every non-host kernel's function is defined with @triton.jit and launched, in schedule order;
   * torch_graph.py (--emit torch) byte-compiles, defines forward/prepare/run, and its OUTPUTS are the plan's.
 Triton itself is not needed (nothing is imported). Usage:
-  triton_emit_test.py LPU OUTDIR [--graphs FILE_OR_DIR ...] [--workloads-only] [-j N]
+  pytest tests/triton_emit_test.py --lpu LPU [--workdir OUTDIR] [--graphs FILE_OR_DIR ...] [--no-workloads] [--jobs N]
 """
-import argparse
 import ast
 import concurrent.futures
 import glob
 import json
 import os
 import py_compile
-import shutil
 import subprocess
-import sys
 
 
 def plan_literal(tree):
@@ -87,28 +83,15 @@ def check_one(lpu, w, fusion, outdir):
     return None
 
 
-def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("lpu")
-    ap.add_argument("outdir")
-    ap.add_argument("--graphs", nargs="*", default=[])
-    ap.add_argument("--no-workloads", action="store_true")
-    ap.add_argument("-j", type=int, default=2)
-    a = ap.parse_args()
+def test_emitted_triton_modules(lpu, workdir, option):
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    items = [] if a.no_workloads else sorted(glob.glob(os.path.join(root, "workloads", "*.yaml")))
-    for g in a.graphs:
+    items = [] if option("--no-workloads") else sorted(glob.glob(os.path.join(root, "workloads", "*.yaml")))
+    for g in option("--graphs"):
         items += sorted(glob.glob(os.path.join(g, "**", "*.json"), recursive=True)) if os.path.isdir(g) else [g]
     items = [i for i in items if not i.endswith("export_log.json") and not os.path.basename(i).startswith("manifest")]
-    shutil.rmtree(a.outdir, ignore_errors=True)
     jobs = [(w, f) for w in items for f in ("none", "greedy")]
-    with concurrent.futures.ThreadPoolExecutor(a.j) as ex:
-        errors = [e for e in ex.map(lambda j: check_one(a.lpu, j[0], j[1], a.outdir), jobs) if e]
-    for e in errors:
-        print("FAIL " + e)
+    assert jobs, "nothing to check"
+    with concurrent.futures.ThreadPoolExecutor(option("--jobs")) as ex:
+        errors = [e for e in ex.map(lambda j: check_one(lpu, j[0], j[1], workdir), jobs) if e]
     print("%d of %d Triton modules checked OK (%d graphs x none/greedy)" % (len(jobs) - len(errors), len(jobs), len(items)))
-    return 1 if errors or not jobs else 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())
+    assert not errors, "%d modules failed:\n" % len(errors) + "\n".join(errors)

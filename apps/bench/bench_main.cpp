@@ -7,7 +7,7 @@
 //   4. compile time of long relu chains, greedy vs none (scheduling must stay near-linear),
 //      and of LLaMA-2-70B's decode step against depth, whole and regional.
 //   5. roofline: decode steps per op class against their rooflines, and where the rest went.
-//   6. energy: every LLM decode step's energy per token (greedy), split per engine (README "Energy").
+//   6. energy: every LLM decode step's energy per token (greedy), split per engine (docs/energy.md).
 //   7. tp: tensor-parallel scaling of the large decoders on 1, 2, 4 and 8 devices
 //      (docs/tensor-parallel.md): ms/token, speedup per doubling, ESL bytes, exposed sync.
 //   8. backends: every `--emit` backend of the registry (jobs/backends.h) on one decode step:

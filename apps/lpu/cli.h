@@ -46,7 +46,7 @@ struct ArchFlags {
   ArchConfig load_without_workload(const std::string& what) const;
 };
 
-// --on-unsupported / --unsupported-ops: graph breaks (README "Graph breaks").
+// --on-unsupported / --unsupported-ops: graph breaks (docs/graph-breaks.md).
 struct BreakFlags {
   std::string on_unsupported = "error";
   std::string unsupported_ops;

@@ -7,7 +7,7 @@
 //   loopir/lower.cpp                per-element loop IR, one lowering per category (core ops)
 // A reduction op means its ReductionType (ops/reduction.h: graph_reduction_type); a movement
 // op's MovementKind says whether it is a view, a concatenation or a gather.
-// Adding an op = one entry here + its entry in those tables (see README "Adding an op").
+// Adding an op = one entry here + its entry in those tables (see docs/core-ops.md "Adding an op").
 #pragma once
 #include <functional>
 #include <string>

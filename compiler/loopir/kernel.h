@@ -2,7 +2,7 @@
 // together, its intermediates kept local; a Schedule is the program's kernels in order, with
 // the fusion log. schedule/ computes them (schedule_program); the handlers (handlers/) and the
 // code generator (codegen/) walk them. Data only, so that the handlers need not see the
-// scheduler (README "Layers").
+// scheduler (docs/layers.md).
 #pragma once
 #include <cstdint>
 #include <optional>

@@ -1,6 +1,6 @@
 // THE op table: every scalar (element-wise) op of the compiler, in one place, and the ScalarOp
 // enum made from it. A leaf (no other layer below it): the graph IR, the loop IR, the ISA and
-// the simulator all use it without seeing each other (README "Layers"). Everything else is
+// the simulator all use it without seeing each other (docs/layers.md). Everything else is
 // generated from it (docs/core-ops.md, "The scalar op table"):
 //   graph/ops.cpp           the core op of the same name in the op registry (arity, typing, doc)
 //   ref/reference.cpp       reference semantics   = eval_scalar_op (ops/scalar_ops.cpp)

@@ -1,7 +1,7 @@
 // Host ops: ATen ops the LPU has no sensible lowering for (sort, top-k, scatter, cumulative
 // sums, data-dependent indexing, pooling, convolution, random numbers, backward ops...). Each is
 // a core op of category Host under its ATen name (aten.sort, ...): decomposition leaves it as
-// it is, the lowering always turns it into a graph break (README "Graph breaks"), priced on
+// it is, the lowering always turns it into a graph break (docs/graph-breaks.md), priced on
 // the host, and the host computes it with the semantics here (also the reference executor's).
 // One table in host_ops.cpp holds, per op: name, arity, type inference, semantics, doc.
 // Argument conventions: graph/aten.h (attrs by schema name, `result` for multi-result ops).

@@ -91,7 +91,7 @@ struct ArchConfig {
     double op_us = 10;      // host time per fallback op
   } host;
 
-  // Energy per counted event and static power (docs/config.md, "energy"; README "Energy").
+  // Energy per counted event and static power (docs/config.md, "energy"; docs/energy.md).
   // Optional as a section: without it energy is not modelled (`configured` false) and the
   // statistics carry none; with it every key is required, so no energy number hides in code.
   struct Energy {

@@ -1,5 +1,5 @@
 // RTL vs approximate model: GEMV microbenchmarks run through the verilated MAC trees
-// (run_gemv_rtl) and through the closed form (sxe_gemm_cycles). The README table
+// (run_gemv_rtl) and through the closed form (sxe_gemm_cycles). The docs/rtl.md table
 // ("RTL co-simulation"), build/rtl_compare and tests/test_rtl.cpp share these cases.
 #pragma once
 #include <cstdint>

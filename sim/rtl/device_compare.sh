@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The "approx vs rtl in the device" table of README.md ("RTL co-simulation"): the gemv
+# The "approx vs rtl in the device" table of docs/rtl.md ("RTL inside the device model"): the gemv
 # workload run end to end by `lpu run` with sxe.model=approx and sxe.model=rtl, whole-program
 # cycles, the RTL tree's stall cycles and the wall time of each run.
 # Usage: sim/rtl/device_compare.sh [path/to/lpu]   (default build/lpu; needs LPU_WITH_RTL)

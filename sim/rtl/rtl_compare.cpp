@@ -1,5 +1,5 @@
-// build/rtl_compare [--vcd FILE]: the RTL vs approximate-model table of README.md ("RTL
-// co-simulation"). --vcd also writes the waveforms of the first case (every tree) to FILE.
+// build/rtl_compare [--vcd FILE]: the RTL vs approximate-model table of docs/rtl.md.
+// --vcd also writes the waveforms of the first case (every tree) to FILE.
 // Exit 0 when every RTL result equals the reference, 1 otherwise, 2 on a bad flag,
 // 4 on an internal error.
 #include <chrono>

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The bad-input catalogue (README "Robustness"): every case runs `lpu` on one hostile input and
+"""The bad-input catalogue (docs/robustness.md): every case runs `lpu` on one hostile input and
 asserts the exit code and that the message names the file and the key, line or node.
 
   run_catalogue.py LPU --list            case names, one a line (CMake registers one test each)
@@ -18,8 +18,7 @@ import sys
 import tempfile
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import cases as catalogue  # noqa: E402
+import cases as catalogue  # next to this script, which Python puts first on sys.path
 
 MAX_OUTPUT = 64 * 1024
 # A sanitizer build runs 10-30x slower than Release: scripts/asan.sh sets the scale so that a

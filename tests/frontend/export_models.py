@@ -1,7 +1,10 @@
 #!/usr/bin/python3
 """Exports the model zoo (models.py) to OUT_DIR/<name>.json + .bin.
 
-    /usr/bin/python3 tests/frontend/export_models.py [--clean] OUT_DIR [NAME...]
+    PYTHONPATH=python /usr/bin/python3 tests/frontend/export_models.py [--clean] OUT_DIR [NAME...]
+
+(python/ on PYTHONPATH, or the package installed: docs/python.md; models.py is found next to
+this script, which Python puts first on sys.path.)
 
 --clean first removes the *.json / *.bin files in OUT_DIR (so no stale export is checked).
 Prints one line per model: name, node count, the ATen ops it uses.
@@ -11,11 +14,8 @@ import os
 import sys
 import time
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "python"))
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-
-import lpu_frontend  # noqa: E402
-import models  # noqa: E402
+import lpu_frontend
+import models
 
 
 def main(argv):

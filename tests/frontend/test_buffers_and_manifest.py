@@ -2,25 +2,23 @@
 torch.compile manifest recorder (its flow tracing; Dynamo itself needs torch >= 2.0, so the
 graphs are handed to the backend by hand here, as Dynamo would).
 
-    LPU_BIN=build/lpu /usr/bin/python3 -m unittest discover -s tests/frontend -p 'test_*.py'
+    LPU_BIN=build/lpu PYTHONPATH=python /usr/bin/python3 -m pytest tests/frontend
 """
 
 import json
 import os
 import struct
 import subprocess
-import sys
 import tempfile
 import unittest
 
+import torch
+import torch.nn as nn
+
+import lpu_frontend
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.abspath(os.path.join(HERE, "..", ".."))
-sys.path.insert(0, os.path.join(ROOT, "python"))
-
-import torch  # noqa: E402
-import torch.nn as nn  # noqa: E402
-
-import lpu_frontend  # noqa: E402
 
 LPU = os.environ.get("LPU_BIN", os.path.join(ROOT, "build", "lpu"))
 

@@ -1,29 +1,26 @@
 """The PyTorch frontend's API and the CLI on exported graphs.
 
-    LPU_BIN=build/lpu /usr/bin/python3 -m unittest discover -s tests/frontend -p 'test_*.py'
+    LPU_BIN=build/lpu PYTHONPATH=python /usr/bin/python3 -m pytest tests/frontend
 
-(ctest runs this as `frontend_python`.)
+(ctest runs this as `frontend_python`; pytest puts tests/frontend on sys.path for `models`.)
 """
 
 import json
 import os
 import struct
 import subprocess
-import sys
 import tempfile
 import unittest
 
+import torch
+import torch.nn as nn
+from torch.fx.experimental.proxy_tensor import make_fx
+
+import lpu_frontend
+import models
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.abspath(os.path.join(HERE, "..", ".."))
-sys.path.insert(0, os.path.join(ROOT, "python"))
-sys.path.insert(0, HERE)
-
-import torch  # noqa: E402
-import torch.nn as nn  # noqa: E402
-from torch.fx.experimental.proxy_tensor import make_fx  # noqa: E402
-
-import lpu_frontend  # noqa: E402
-import models  # noqa: E402
 
 LPU = os.environ.get("LPU_BIN", os.path.join(ROOT, "build", "lpu"))
 
