@@ -430,7 +430,7 @@ def main(argv):
         for p in problems:
             print(p, file=sys.stderr)
         print(f"check_layers: {len(problems)} problem(s) with the layer DAG of "
-              f"{os.path.relpath(layers_path, root)} (README.md, \"Layers\")", file=sys.stderr)
+              f"{os.path.relpath(layers_path, root)} (docs/layers.md)", file=sys.stderr)
         return 1
     if args.stamp:
         with open(args.stamp, "w", encoding="utf-8") as f:

@@ -31,7 +31,7 @@ zoo=$( [ "$mode" = compare ] && echo "$dir/zoo-graphs" || echo "$out/zoo-graphs"
 
 # Zoo graphs: exported once with PyTorch (torch 1.13 on this machine).
 if [ ! -d "$zoo" ]; then
-  /usr/bin/python3 tests/frontend/export_models.py "$zoo" >/dev/null
+  PYTHONPATH=$PWD/python /usr/bin/python3 tests/frontend/export_models.py "$zoo" >/dev/null
 fi
 
 # One case per line: "NAME<TAB>lpu arguments..." (NAME is the output file's stem).

@@ -1,19 +1,19 @@
 #include "jobs/jobs.h"
 
+#include <unistd.h>
+
 #include <chrono>
-#include <optional>
 #include <cmath>
 #include <cstdio>
-
-#include <unistd.h>
+#include <optional>
 
 #include "host_pricing.h"
 #include "isa/operands.h"
+#include "jobs/roofline.h"
+#include "jobs/scalar_json.h"
 #include "policy_registry.h"
 #include "ref/reference.h"
-#include "jobs/roofline.h"
 #include "support/error.h"
-#include "jobs/scalar_json.h"
 #include "workload/tensor_parallel.h"
 #include "workload/transformer.h"
 
@@ -26,7 +26,8 @@ FunctionalCheck check_outputs(const std::vector<Tensor>& expected, const std::ve
   // reference keeps fp32, so errors compound along a layer; 5e-2 covers a few layers.
   c.atol = dtype == DType::f32 ? 1e-4 : 5e-2;
   c.rtol = dtype == DType::f32 ? 1e-4 : 5e-2;
-  c.rule = strcat("|sim-ref| <= ", c.atol, " + ", c.rtol, "*|ref| against the reference executor (", dtype_name(dtype), ")");
+  c.rule =
+      strcat("|sim-ref| <= ", c.atol, " + ", c.rtol, "*|ref| against the reference executor (", dtype_name(dtype), ")");
   c.ok = true;
   double worst_excess = -1;
   for (size_t i = 0; i < expected.size(); ++i) {
@@ -56,7 +57,8 @@ FunctionalCheck check_against_expected(const std::vector<Tensor>& actual, const 
   if (actual.size() != expected.size())
     throw InternalError(strcat(actual.size(), " outputs to check against ", expected.size(), " expected"));
   FunctionalCheck c;
-  c.rule = "|sim-torch| <= tol*max(1,|torch|) against PyTorch's outputs, tol f32 1e-4, f16/bf16 2e-2, integer/bool exact";
+  c.rule =
+      "|sim-torch| <= tol*max(1,|torch|) against PyTorch's outputs, tol f32 1e-4, f16/bf16 2e-2, integer/bool exact";
   c.ok = true;
   double worst_excess = -INFINITY;
   for (size_t i = 0; i < expected.size(); ++i) {
@@ -120,18 +122,19 @@ RunOutcome run_job(const WorkloadSpec& w, const ArchConfig& arch, const std::str
     const int64_t now = std::max(arch.devices, 1);
     int64_t n = now * static_cast<int64_t>(std::ceil(need / cap));
     while (m && n <= 1024 && (m->heads % n || m->kv_heads % n || m->ffn % n)) ++n;
-    std::string advice = m && n <= 1024
-                             ? strcat("it would need ", n, " devices: split it with --set devices=", n, " (or --tp ", n,
-                                      ", tensor parallelism) or use a config with more HBM per device (e.g. --arch lpu-asic)")
-                             : strcat("it would need ", n, " devices, and only the built-in decoders split across devices "
-                                      "(tensor parallelism); use a config with more HBM per device (e.g. --arch lpu-asic)");
+    std::string advice =
+        m && n <= 1024 ? strcat("it would need ", n, " devices: split it with --set devices=", n, " (or --tp ", n,
+                                ", tensor parallelism) or use a config with more HBM per device (e.g. --arch lpu-asic)")
+                       : strcat("it would need ", n,
+                                " devices, and only the built-in decoders split across devices "
+                                "(tensor parallelism); use a config with more HBM per device (e.g. --arch lpu-asic)");
     throw InputError(strcat("workload ", w.name, " needs ", format_bytes(need), " (", format_binary_bytes(need),
                             ") of weights and inputs", ranks.empty() ? "" : strcat(" per device (devices = ", now, ")"),
                             " but ", arch.name, " has ", arch.hbm.capacity_gib, " GiB of HBM per device: ", advice));
   }
   if (!ranks.empty() && require_policy(fusion).simulates)
-    throw InputError(strcat("--fusion ", fusion, ": the tuner searches one device's program; with devices = ", arch.devices,
-                            " use a fixed policy (greedy, none, ...)"));
+    throw InputError(strcat("--fusion ", fusion, ": the tuner searches one device's program; with devices = ",
+                            arch.devices, " use a fixed policy (greedy, none, ...)"));
   if (require_policy(fusion).simulates) {
     SearchReport rep;
     Tuned t = tune(g, arch, tune_options_for(fusion), rep, b);
@@ -141,7 +144,8 @@ RunOutcome run_job(const WorkloadSpec& w, const ArchConfig& arch, const std::str
   } else {
     o.comp = compile_graph(g, compile_options_for(arch, fusion, b));
   }
-  for (size_t r = 1; r < ranks.size(); ++r) o.rank_comps.push_back(compile_graph(ranks[r], compile_options_for(arch, fusion, b)));
+  for (size_t r = 1; r < ranks.size(); ++r)
+    o.rank_comps.push_back(compile_graph(ranks[r], compile_options_for(arch, fusion, b)));
   TensorMap inputs;
   SimOptions so;
   // Tensor parallelism, functional: the whole model's inputs, each rank given its slices.
@@ -153,8 +157,8 @@ RunOutcome run_job(const WorkloadSpec& w, const ArchConfig& arch, const std::str
     whole_inputs = make_random_inputs(whole_core, w.seed);
     inputs = slice_rank_inputs(whole_core, whole_inputs, o.comp.core, 0, arch.devices);
     for (size_t r = 1; r < ranks.size(); ++r)
-      rank_inputs.push_back(slice_rank_inputs(whole_core, whole_inputs, o.rank_comps[r - 1].core, static_cast<int64_t>(r),
-                                              arch.devices));
+      rank_inputs.push_back(
+          slice_rank_inputs(whole_core, whole_inputs, o.rank_comps[r - 1].core, static_cast<int64_t>(r), arch.devices));
   } else if (functional) {
     inputs = file ? load_graph_inputs(*file, o.comp.core) : make_random_inputs(o.comp.core, w.seed);
   }
@@ -224,9 +228,10 @@ nlohmann::json RunOutcome::to_json() const {
                            ? static_cast<double>(sim.stats.hbm_read_bytes + sim.stats.hbm_write_bytes) /
                                  static_cast<double>(comp.compulsory_hbm_bytes)
                            : 0.0;
-  nlohmann::json wl = {{"name", workload.name}, {"file", workload.file}, {"model", workload.model}, {"graph", workload.graph},
-                       {"phase", workload.phase}, {"batch", workload.batch}, {"seq_len", workload.seq_len},
-                       {"context", workload.context}, {"dtype", dtype_name(workload.dtype)}};
+  nlohmann::json wl = {
+      {"name", workload.name},       {"file", workload.file},       {"model", workload.model},
+      {"graph", workload.graph},     {"phase", workload.phase},     {"batch", workload.batch},
+      {"seq_len", workload.seq_len}, {"context", workload.context}, {"dtype", dtype_name(workload.dtype)}};
   for (const auto& [k, v] : workload.params) wl[k] = v;
   // A built-in LLM's shape as its workload keys (docs/workloads.md), typed: the preset's, or
   // what the file described.
@@ -249,13 +254,15 @@ nlohmann::json RunOutcome::to_json() const {
   j["roofline_classes"] = roofline_classes_json(*this);
   StepFloor floor = step_floor(*this);
   double cycles = static_cast<double>(sim.stats.cycles);
-  j["hbm_floor"] = {{"compulsory_bytes", floor.bytes}, {"peak_cycles", floor.peak_cycles},
+  j["hbm_floor"] = {{"compulsory_bytes", floor.bytes},
+                    {"peak_cycles", floor.peak_cycles},
                     {"sustained_cycles", floor.sustained_cycles},
                     {"of_peak_floor", cycles > 0 ? floor.peak_cycles / cycles : 0.0},
                     {"of_sustained_floor", cycles > 0 ? floor.sustained_cycles / cycles : 0.0}};
   if (int64_t t = llm_tokens_per_step(workload); t > 0 && sim.stats.latency_us > 0) {
     double ms = sim.stats.latency_us / 1e3;
-    j["llm"] = {{"tokens_per_step", t}, {"ms_per_token", ms / static_cast<double>(t)},
+    j["llm"] = {{"tokens_per_step", t},
+                {"ms_per_token", ms / static_cast<double>(t)},
                 {"tokens_per_s", static_cast<double>(t) / (ms / 1e3)}};
     if (sim.stats.energy.configured) j["llm"]["j_per_token"] = sim.stats.energy.total_j() / static_cast<double>(t);
     // The step's two roofs: its compulsory HBM bytes at peak bandwidth, and its SXE work at
@@ -294,8 +301,11 @@ nlohmann::json RunOutcome::to_json() const {
                    {"candidates", cands}};
   }
   if (check) {
-    j["functional"] = {{"max_abs_error", check->max_abs_error}, {"max_rel_error", check->max_rel_error},
-                       {"atol", check->atol}, {"rtol", check->rtol}, {"ok", check->ok}};
+    j["functional"] = {{"max_abs_error", check->max_abs_error},
+                       {"max_rel_error", check->max_rel_error},
+                       {"atol", check->atol},
+                       {"rtol", check->rtol},
+                       {"ok", check->ok}};
     j["functional"]["rule"] = check->rule;
   }
   return j;
@@ -315,7 +325,9 @@ int64_t llm_tokens_per_step(const WorkloadSpec& w) {
 }
 
 std::string describe_graph_breaks(const Program& p, const ArchConfig& arch) {
-  std::string s = strcat("graph breaks: ", p.host_ops.size(), " (each a host round trip: host.latency_us + bytes / host.link_gbps + host.op_us on ", arch.name, ")\n");
+  std::string s =
+      strcat("graph breaks: ", p.host_ops.size(),
+             " (each a host round trip: host.latency_us + bytes / host.link_gbps + host.op_us on ", arch.name, ")\n");
   double total = 0;
   for (const auto& h : p.host_ops) {
     int64_t bytes = sim::graph_break_bytes(p, h);
