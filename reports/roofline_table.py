@@ -5,7 +5,7 @@ and its span split by category (`breakdown_cycles`: docs/sim-model.md, "Per-kern
 attribution"). A class sums its kernels; its top blocker is the category that lost the most
 cycles against the roofline: every category's cycles, except that the bound resource's own
 category (bandwidth when HBM-bound, compute when SXE/VXE-bound) counts only beyond the
-roofline (the same rule as apps/lpu/roofline.cpp, kernel_loss)."""
+roofline (the same rule as workbench/jobs/roofline.cpp, kernel_loss)."""
 from plots_runs import OP_CLASSES, kernel_op_class
 
 CATEGORIES = ["bandwidth", "compute", "latency", "sync", "dependency", "issue", "other"]
