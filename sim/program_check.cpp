@@ -100,6 +100,41 @@ void check_memory_bounds(const Program& p, const ArchConfig& arch) {
   }
 }
 
+// A run's wall time and memory grow with every instruction it fetches (the per-kernel span
+// logs append per instruction), so a program whose loop counts multiply past this is refused
+// before simulating rather than left to the watchdog, which bounds time but not memory. The
+// largest compiled program of the built-in workloads fetches under 50,000.
+constexpr uint64_t kMaxInstructionFetches = 100'000'000;
+
+// Names the first loop whose iterations, times its enclosing loops', pass the bound (else the
+// program's first instruction: many instructions in modest loops).
+void check_fetch_count(const Program& p) {
+  const uint64_t n = instruction_fetches(p);
+  if (n <= kMaxInstructionFetches) return;
+  std::vector<uint64_t> repeats{1};
+  size_t at = 0;
+  for (size_t i = 0; i < p.code.size(); ++i) {
+    const Instruction& in = p.code[i];
+    if (in.opcode == Opcode::LoopBegin) {
+      uint64_t r;
+      if (__builtin_mul_overflow(repeats.back(), static_cast<uint64_t>(std::max<int64_t>(in.token, 1)), &r))
+        r = std::numeric_limits<uint64_t>::max();
+      repeats.push_back(r);
+      if (r > kMaxInstructionFetches) {
+        at = i;
+        break;
+      }
+    } else if (in.opcode == Opcode::LoopEnd && repeats.size() > 1) {
+      repeats.pop_back();
+    }
+  }
+  const std::string count = n == std::numeric_limits<uint64_t>::max() ? "more than 2^64" : std::to_string(n);
+  throw InputError(strcat(instruction_location(p, at), ": the program fetches ", count,
+                          " instructions with its loops expanded (loop counts multiply across nested loops), more "
+                          "than the ",
+                          kMaxInstructionFetches, " one simulation takes"));
+}
+
 // Programs built in memory have not met a reader's StructureCheck; the bounds walk above
 // relies on it (positive tiles, loops that pair up).
 void check_structure(const Program& p) {
@@ -116,6 +151,7 @@ void check_structure(const Program& p) {
 
 void check_program(const Program& p, const ArchConfig& arch) {
   check_structure(p);
+  check_fetch_count(p);
   check_memory_bounds(p, arch);
 }
 

@@ -375,16 +375,30 @@ TEST(SimModel, ProgramsBuiltInMemoryAreCheckedToo) {
 }
 
 // Loops whose bodies take no simulated time never reach sim.max_us: the wall-clock limit
-// stops them.
+// stops them (9e7 fetches: under the bound program_check refuses).
 TEST(SimModel, WallClockLimitStopsLoopsThatSpin) {
-  Program p = parse_program(".program spin\nloop 1000000\nloop 1000000\nendloop\nendloop\nhalt\n");
+  Program p = parse_program(".program spin\nloop 10000\nloop 9000\nendloop\nendloop\nhalt\n");
   try {
     simulate(p, arch({"sim.max_wall_s=0.05"}), {});
     FAIL();
   } catch (const SimulationStuck& e) {
     std::string m = e.what();
     EXPECT_NE(m.find("wall-clock limit sim.max_wall_s = 0.05 s"), std::string::npos) << m;
-    EXPECT_NE(m.find("fetches 1000002000002 instructions"), std::string::npos) << m;
+    EXPECT_NE(m.find("fetches 90020002 instructions"), std::string::npos) << m;
+  }
+}
+
+// Past 10^8 fetches a program is refused before simulating: the watchdog bounds a run's time,
+// not the memory its per-kernel logs take per fetched instruction.
+TEST(SimModel, ProgramsFetchingPastTheBoundAreRefused) {
+  Program p = parse_program(".program spin\nloop 1000000\nloop 1000000\nendloop\nendloop\nhalt\n");
+  try {
+    simulate(p, arch(), {});
+    FAIL();
+  } catch (const InputError& e) {
+    std::string m = e.what();
+    EXPECT_NE(m.find("fetches 1000002000002 instructions with its loops expanded"), std::string::npos) << m;
+    EXPECT_NE(m.find("<asm>:3: "), std::string::npos) << m;  // the inner loop passes the bound
   }
 }
 
