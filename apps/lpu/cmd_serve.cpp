@@ -1,5 +1,6 @@
 // `lpu serve WORKLOAD` (docs/serving.md): many users' requests through a simulated cluster of
 // replicas, every step priced by the compiled program on the cycle model.
+#include <algorithm>
 #include <fstream>
 #include <iostream>
 #include <memory>
@@ -9,14 +10,15 @@
 #include "jobs/cli_support.h"
 #include "serve/result_io.h"
 #include "servesim/serve_job.h"
+#include "support/error.h"
+#include "workload/transformer.h"
 
 namespace lpu::cli {
 
 namespace {
 
 struct ServeFlags {
-  std::string workload, json, csv, arrivals = "poisson", prompt = "lognormal:1020:0.9:8:2048",
-                                   output = "lognormal:129:1.0:1:1024", router = "round-robin";
+  std::string workload, json, csv, arrivals = "poisson", prompt, output, router = "round-robin";
   double rate = 1;
   bool no_chunked = false;
   ArchFlags af;
@@ -30,9 +32,15 @@ int serve(ServeFlags& f) {
   ArchConfig arch = f.af.load();
   ServeJobOptions& o = f.o;
   if (o.trace_file.empty()) {
+    // Default lengths: the chat trace's log-normals (workloads/traces/README.md), clamped so
+    // that a prompt and its output fit the model's positions.
+    const TransformerShape* m = decoder_of(w);
+    const int64_t half = m ? m->max_position / 2 : 2048;
     o.generator.arrival = serve::parse_arrival_spec(f.arrivals, f.rate, "--arrivals");
-    o.generator.prompt = serve::parse_length_spec(f.prompt, "--prompt");
-    o.generator.output = serve::parse_length_spec(f.output, "--output");
+    o.generator.prompt = serve::parse_length_spec(
+        f.prompt.empty() ? strcat("lognormal:1020:0.9:1:", std::min<int64_t>(2048, half)) : f.prompt, "--prompt");
+    o.generator.output = serve::parse_length_spec(
+        f.output.empty() ? strcat("lognormal:129:1.0:1:", std::min<int64_t>(1024, half)) : f.output, "--output");
   }
   o.scheduler.chunked_prefill = !f.no_chunked;
   o.router = serve::parse_router(f.router);
@@ -58,9 +66,11 @@ void add_request_flags(CLI::App* s, ServeFlags& f) {
   s->add_option("--arrivals", f.arrivals, "generator: poisson | gamma:CV")->capture_default_str();
   s->add_option("--prompt", f.prompt,
                 "generator: prompt lengths: N | uniform:MIN:MAX | zipf:S:MIN:MAX | lognormal:MEDIAN:SIGMA:MIN:MAX | "
-                "empirical:FILE:prompt|output")
-      ->capture_default_str();
-  s->add_option("--output", f.output, "generator: output lengths (as --prompt)")->capture_default_str();
+                "empirical:FILE:prompt|output (default: the chat trace's lognormal:1020:0.9, at most 2048 and half "
+                "the model's max_position)");
+  s->add_option("--output", f.output,
+                "generator: output lengths (as --prompt; default: lognormal:129:1.0, at most 1024 and half the "
+                "model's max_position)");
 }
 
 void add_cluster_flags(CLI::App* s, ServeFlags& f) {
