@@ -96,15 +96,15 @@ StepFigures StepRunner::run(const WorkloadSpec& step) {
 
 StepFigures StepRunner::run_by_layers(const WorkloadSpec& step) {
   const int64_t depth = decoder_depth(step);
-  if (depth < 5) return run(step);
-  WorkloadSpec s3 = step, s4 = step;
-  s3.layers = 3;
-  s4.layers = 4;
-  const StepFigures a = run(s3), b = run(s4);
-  const auto extra = static_cast<double>(depth - 3);
-  auto line = [&](double x3, double x4) { return x3 + extra * (x4 - x3); };
-  auto uline = [&](uint64_t x3, uint64_t x4) {
-    return static_cast<uint64_t>(std::llround(line(static_cast<double>(x3), static_cast<double>(x4))));
+  if (depth < 3) return run(step);
+  WorkloadSpec s1 = step, s2 = step;
+  s1.layers = 1;
+  s2.layers = 2;
+  const StepFigures a = run(s1), b = run(s2);
+  const auto extra = static_cast<double>(depth - 1);
+  auto line = [&](double x1, double x2) { return x1 + extra * (x2 - x1); };
+  auto uline = [&](uint64_t x1, uint64_t x2) {
+    return static_cast<uint64_t>(std::llround(line(static_cast<double>(x1), static_cast<double>(x2))));
   };
   StepFigures f;
   f.cycles = uline(a.cycles, b.cycles);
@@ -112,7 +112,7 @@ StepFigures StepRunner::run_by_layers(const WorkloadSpec& step) {
   f.energy_j = line(a.energy_j, b.energy_j);
   f.hbm_read_bytes = uline(a.hbm_read_bytes, b.hbm_read_bytes);
   f.hbm_write_bytes = uline(a.hbm_write_bytes, b.hbm_write_bytes);
-  f.kernels = b.kernels + static_cast<size_t>(depth - 4) * (b.kernels - a.kernels);
+  f.kernels = b.kernels + static_cast<size_t>(depth - 2) * (b.kernels - a.kernels);
   return f;
 }
 

@@ -15,7 +15,7 @@
 // sequence's attention over its cache. Each is simulated at grid points (m, S and n on a
 // geometric grid of ratio about 1.5, c every `context_step` tokens), exact there, and
 // interpolated linearly between them; a decode step (every n_i = 1, so m = 1) interpolates in S
-// and in each c_i only. Points are simulated with the decoder at 3 and 4 layers extended to its
+// and in each c_i only. Points are simulated with the decoder at 1 and 2 layers extended to its
 // depth (StepRunner::run_by_layers), memoised for the run and, given a file, across runs.
 // Time and energy are modelled alike.
 #pragma once
