@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
 #include <random>
 
 #include "generate/step_runner.h"
@@ -159,6 +161,14 @@ ServeJobResult run_serve_job(const WorkloadSpec& w, const ArchConfig& arch, cons
     for (const auto& [batch, predicted] : sampled.samples()) {
       serve::StepCost truth = exact.cost(batch);
       errs.push_back(std::abs(predicted.time_s - truth.time_s) / truth.time_s);
+      if (std::getenv("LPU_STEPCOST_LOG")) {
+        int64_t chunks = 0, ctx = 0;
+        for (const auto& q : batch.seqs) chunks += q.new_tokens > 1, ctx = std::max(ctx, q.context_before);
+        std::fprintf(stderr,
+                     "[stepcost] sample S=%zu N=%lld chunks=%lld max_context=%lld model %.6g exact %.6g: %.3f%%\n",
+                     batch.seqs.size(), static_cast<long long>(batch.total_tokens()), static_cast<long long>(chunks),
+                     static_cast<long long>(ctx), predicted.time_s, truth.time_s, errs.back() * 100);
+      }
       if (truth.energy_j > 0)
         r.error.energy_max =
             std::max(r.error.energy_max, std::abs(predicted.energy_j - truth.energy_j) / truth.energy_j);

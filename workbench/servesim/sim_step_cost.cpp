@@ -138,7 +138,9 @@ FittedStepCost::Point FittedStepCost::simulate(const serve::StepBatch& b, const 
   if (std::getenv("LPU_STEPCOST_LOG"))
     std::fprintf(stderr, "[stepcost] %s %.3f s\n", point_key.c_str(),
                  std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
-  return points_[point_key] = {f.latency_s, f.energy_j};
+  points_[point_key] = {f.latency_s, f.energy_j};
+  if (simulated_ % 16 == 0) save();  // a run stopped early keeps most of what it simulated
+  return points_[point_key];
 }
 
 FittedStepCost::Point FittedStepCost::z(int64_t m, int64_t s, int64_t k) {
