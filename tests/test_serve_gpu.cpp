@@ -167,6 +167,7 @@ TEST(ServeGpu, BadConfigsNameFileLineAndKey) {
               HasSubstr(strcat("gpu.yaml:", line_of("peak_tflops"), ": peak_tflops: must be > 0, got 0")));
   EXPECT_THAT(error_of(with("hbm_bandwidth_gbps", ".inf")), HasSubstr("hbm_bandwidth_gbps: must be a finite number"));
   EXPECT_THAT(error_of(with("devices", "2.5")), HasSubstr("devices: expected an integer, got '2.5'"));
+  EXPECT_THAT(error_of(with("devices", "0")), HasSubstr("devices: must be >= 1 and <= 4096, got 0"));
   EXPECT_THAT(error_of(config_text() + "peak_tflop: 5\n"),
               HasSubstr("peak_tflop: unknown key (did you mean 'peak_tflops'?)"));
   EXPECT_THAT(error_of(with("power_w", "-1")), HasSubstr("power_w: must be > 0, got -1"));
@@ -189,4 +190,6 @@ TEST(ServeGpu, MissingConfigFileNamesIt) {
   } catch (const InputError& e) {
     EXPECT_THAT(e.what(), HasSubstr("configs/gpus/no-such-gpu.yaml: cannot open file"));
   }
+  EXPECT_THROW(load_gpu_config(kSource + "/configs/gpus"), InputError);
+  EXPECT_THAT(error_of(""), HasSubstr("gpu.yaml: empty; expected a GPU config"));
 }

@@ -1,6 +1,7 @@
 #include "serve/gpu_model.h"
 
 #include <cmath>
+#include <filesystem>
 #include <utility>
 #include <vector>
 
@@ -68,6 +69,8 @@ void read_elementwise(const YamlReader& r, const YAML::Node& root, GpuConfig::El
 GpuConfig read_config(const YamlDoc& doc) {
   YamlReader r(doc);
   const YAML::Node& root = doc.root;
+  if (!root || root.IsNull())
+    throw InputError(strcat(doc.file, ": empty; expected a GPU config (configs/gpus/*.yaml)"));
   r.check_keys(root, "", kTopKeys);
   GpuConfig g;
   g.file = doc.file;
@@ -85,14 +88,19 @@ GpuConfig read_config(const YamlDoc& doc) {
   g.cache_copy_passes = number(r, root, "cache_copy_passes", "", 0, false);
   g.power_w = number(r, root, "power_w", "", 0, true);
   g.devices = r.get_int(root, "devices", "", 1);
-  if (root["devices"]) number(r, root, "devices", "", 1, false, 1 << 20);
+  if (root["devices"]) number(r, root, "devices", "", 1, false, 4096);
   read_elementwise(r, root, g.elementwise);
   return g;
 }
 
 }  // namespace
 
-GpuConfig load_gpu_config(const std::string& path) { return read_config(load_yaml_file(path)); }
+GpuConfig load_gpu_config(const std::string& path) {
+  // A directory opens as a stream and reads as an empty document: say what it is.
+  if (std::filesystem::exists(path) && !std::filesystem::is_regular_file(path))
+    throw InputError(strcat(path, ": not a regular file; expected a GPU config (configs/gpus/*.yaml)"));
+  return read_config(load_yaml_file(path));
+}
 
 GpuConfig load_gpu_config_string(const std::string& text, const std::string& name) {
   return read_config(load_yaml_string(text, name));
