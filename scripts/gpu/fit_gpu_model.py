@@ -4,9 +4,11 @@ measured prefill table (scripts/gpu/measure_prefill.py): the same formula, in Py
 search over the efficiencies and the per-kernel overhead that minimises the worst relative error
 over the table's rows. Prints the fitted values (for configs/gpus/*.yaml) and every row's error.
 
-usage: /usr/bin/python3 scripts/gpu/fit_gpu_model.py [TABLE.jsonl] [--variant eager] [--check CONFIG.yaml]
---check evaluates the values of a config file instead of fitting (needs PyYAML, which Debian's
-python3 has). The C++ test (tests/test_serve_gpu.cpp) is the judge; this script is the search.
+usage: /usr/bin/python3 scripts/gpu/fit_gpu_model.py [TABLE.jsonl] [--variant eager] [--kinds prefill]
+                                                      [--check CONFIG.yaml]
+The fit needs scipy; --check evaluates a config file's values instead of fitting (PyYAML); both
+are Debian's. On the H200 table the fit gives configs/gpus/h200.yaml's values. The C++ test
+(tests/test_serve_gpu.cpp) is the judge; this script is the search.
 """
 import argparse
 import json
@@ -58,7 +60,8 @@ def classes(m, seqs, cfg):
     ew_bytes += cfg["cache_copy_passes"] * L * 2 * kv * BYTES * sum(ctx for ctx, _ in seqs)
     out["elementwise"] = (0.0, ew_bytes / (bw * cfg["elementwise_efficiency"]))
     s = len(seqs)
-    out["lm_head"] = (2 * d * v * s / (peak * cfg["gemm_efficiency"]), v * d * BYTES / (bw * cfg["bandwidth_efficiency"]))
+    out["lm_head"] = (2 * d * v * s / (peak * cfg["gemm_efficiency"]),
+                      v * d * BYTES / (bw * cfg["bandwidth_efficiency"]))
     kernels = cfg["kernels_per_step"] + L * (4 + mlp_mats + 1 + sum(e[name][0] * times for name, times, _ in parts))
     return out, kernels
 
@@ -107,7 +110,8 @@ def fit(rows):
         return math.log(sum(math.exp(60 * e) for e in errs)) / 60
 
     best = None
-    for start in ([0.8, 0.27, 0.69, 0.45, 2.3, 2.7], [0.76, 0.45, 0.7, 0.45, 2.5, 2.0], [0.8, 0.4, 0.75, 0.4, 2.0, 3.0]):
+    starts = ([0.8, 0.27, 0.69, 0.45, 2.3, 2.7], [0.76, 0.45, 0.7, 0.45, 2.5, 2.0], [0.8, 0.4, 0.75, 0.4, 2.0, 3.0])
+    for start in starts:
         res = minimize(smooth_worst, start, method="Nelder-Mead", options=dict(maxiter=6000, xatol=1e-5, fatol=1e-7))
         if best is None or res.fun < best.fun:
             best = res

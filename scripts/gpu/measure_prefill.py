@@ -9,10 +9,10 @@ plain-PyTorch decoder of the same shapes is the fallback, so the run always yiel
 rows say which one ran). One forward pass over the prompt with use_cache=True is one prefill;
 only the last position's logits are computed (logits_to_keep=1), as a serving engine does.
 
-Two times per point (docs/gpu/README.md): the wall time of the forward (CUDA events around it,
-warm-up passes first, the median of several repetitions), and the GPU's busy time (the sum of the
-forward's kernel durations, torch.profiler, the mean of 3 forwards), split into GEMM, attention
-and other kernels. Eager PyTorch on a slow host is issue-bound for short prompts (the wall time
+Two times per point (docs/gpu/prefill-h200-2026-12-03.md): the wall time of the forward (CUDA
+events around it, warm-up passes first, the median of several repetitions), and the GPU's busy
+time (the sum of the forward's kernel durations, torch.profiler, the mean of 3 forwards), split
+into GEMM, attention and other kernels. Eager PyTorch on a slow host is issue-bound for short prompts (the wall time
 is the host's); the busy time is what an engine that keeps the GPU fed approaches. --compile adds
 the same prefills through torch.compile (Inductor fuses the elementwise kernels, as serving
 engines do). Besides batch-1 prompts it times a few batch sizes, prompt chunks on top of a cached
