@@ -12,7 +12,10 @@
 
 namespace lpu::serve {
 
-// A decoder-only transformer as the GPU model needs it.
+// A decoder-only transformer as the GPU model needs it. From the compiler's TransformerShape m:
+// {m.layers, m.d_model, m.heads, m.kv_heads, m.hd(), m.ffn, m.vocab, m.gated(),
+//  m.norm == RmsNorm, m.positions == Rotary, 2, 2, m.parameters()} (fp16). Mixture-of-experts
+// layers are not modelled (a dense MLP of `ffn` is priced).
 struct ModelDims {
   int64_t layers = 0, d_model = 0, heads = 0, kv_heads = 0, head_dim = 0, ffn = 0, vocab = 0;
   bool gated_mlp = false;                         // act(x Wgate) * (x Wup) Wdown (SwiGLU, GeGLU): three MLP matrices
