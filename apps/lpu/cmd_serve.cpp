@@ -85,6 +85,9 @@ void add_cluster_flags(CLI::App* s, ServeFlags& f) {
   s->add_option("--router", f.router, "round-robin | least-outstanding-tokens")->capture_default_str();
   s->add_option("--prefill-replicas", f.o.prefill_replicas,
                 "disaggregation: a pool of this many prefill replicas hands KV caches to the decode replicas");
+  s->add_option("--prefill-gpu", f.o.prefill_gpu,
+                "disaggregation: the prefill pool on GPUs (a config, or a name in configs/gpus/, e.g. h200): GPU "
+                "prefill + LPU decode");
   s->add_option("--link-gbps", f.o.link.bandwidth_gbps, "disaggregation: KV link, Gbit/s")->capture_default_str();
   s->add_option("--link-latency-us", f.o.link.latency_us, "disaggregation: KV link latency, us")->capture_default_str();
   s->add_option("--slo-ttft-ms", f.o.slo.ttft_ms, "SLO: time to first token, ms")->capture_default_str();

@@ -45,6 +45,7 @@ nlohmann::ordered_json ServeJobResult::to_json(bool with_steps) const {
   j["arch"] = arch.name;
   j["deployment"] = deployment_json(deployment, cluster.pool.scheduler);
   j["cost_model"] = Json{{"kind", exact ? "exact" : "fitted"}};
+  if (!prefill_gpu.empty()) j["prefill_gpu"] = prefill_gpu;
   if (!exact)
     j["step_cost_error"] =
         Json{{"samples", error.samples}, {"p50", error.p50}, {"max", error.max}, {"energy_max", error.energy_max}};
@@ -69,7 +70,7 @@ std::string ServeJobResult::summary() const {
   o << "serve " << workload.name << " on " << arch.name << " (" << deployment.devices << " device(s) per replica, "
     << cluster.pool.replicas
     << (cluster.disaggregated ? " prefill + " + std::to_string(cluster.decode_pool.replicas) + " decode" : "")
-    << " replica(s))\n";
+    << " replica(s)" << (prefill_gpu.empty() ? "" : strcat(", prefill on ", prefill_gpu)) << ")\n";
   o << "  KV cache: " << deployment.kv_capacity_tokens << " tokens per replica ("
     << format_bytes(deployment.weight_bytes) << " of weights per device)\n";
   o << "  requests: " << s.completed << "/" << s.requests << " completed in " << num("%.3f", s.duration_s)
