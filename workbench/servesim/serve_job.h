@@ -63,8 +63,10 @@ struct ServeJobResult {
   std::string prefill_gpu;  // the GPU prefill pool's config name ("" : LPUs)
   size_t points_simulated = 0, points_loaded = 0, exact_steps = 0;
   double wall_s = 0, model_wall_s = 0, error_wall_s = 0;
-  nlohmann::ordered_json to_json(bool with_steps = true) const;  // wall times under "wall" only
-  std::string summary() const;                                   // the terminal report
+  // Deterministic: the same inputs give the same bytes. `with_wall` adds "wall": wall times and
+  // where the model's points came from (simulated now or the memo), which differ between runs.
+  nlohmann::ordered_json to_json(bool with_wall = false, bool with_steps = true) const;
+  std::string summary() const;  // the terminal report
 };
 
 // InputError for bad options, requests the model cannot take (longer than its max_position)

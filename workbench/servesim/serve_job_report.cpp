@@ -38,7 +38,7 @@ std::string ms(double s) { return format_number("%.2f ms", s * 1e3); }
 std::string num(const char* f, double v) { return format_number(f, v); }
 }  // namespace
 
-nlohmann::ordered_json ServeJobResult::to_json(bool with_steps) const {
+nlohmann::ordered_json ServeJobResult::to_json(bool with_wall, bool with_steps) const {
   Json j;
   j["kind"] = "serve";
   j["workload"] = workload.name;
@@ -53,8 +53,7 @@ nlohmann::ordered_json ServeJobResult::to_json(bool with_steps) const {
   if (capacity) j["capacity"] = capacity_json(*capacity);
   Json run = serve::result_json(result, with_steps);
   for (auto it = run.begin(); it != run.end(); ++it) j[it.key()] = std::move(*it);
-  // What differs between runs of the same inputs: wall times, and where the model's points
-  // came from (simulated now, or the on-disk memo).
+  if (!with_wall) return j;
   j["wall"] = Json{{"total_s", wall_s},
                    {"serving_s", model_wall_s},
                    {"error_check_s", error_wall_s},
