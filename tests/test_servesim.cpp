@@ -92,9 +92,10 @@ TEST(ServeSim, FittedModelEqualsExactSimulationAtItsPoints) {
   const std::vector<serve::StepBatch> points = {
       {{{0, 0, 8, true}}},                                                         // a prefill of 8 (grid m = 8, S = 1)
       {{{0, 32, 1, false}}},                                                       // one decode on a grid context
-      {{{0, 0, 1, false}, {1, 0, 1, false}, {2, 0, 1, false}}},                    // S = 3 decodes, empty caches
-      {{{0, 0, 1, false}, {1, 0, 1, false}, {2, 0, 1, false}, {3, 0, 12, true}}},  // m = 12, S = 4
-      {{{0, 48, 4, false}}},                                                       // a chunk on a cached prefix
+      {{{0, 1, 1, false}, {1, 1, 1, false}, {2, 1, 1, false}}},                    // S = 3 decodes on one-token caches
+      {{{0, 1, 1, false}, {1, 1, 1, false}, {2, 1, 1, false}, {3, 0, 12, true}}},  // m = 12, S = 4, k = 1
+      {{{0, 1, 1, false}, {1, 0, 7, true}, {2, 0, 6, true}}},  // m = 12, S = 3, k = 2: the probe itself
+      {{{0, 48, 4, false}}},                                   // a chunk on a cached prefix
   };
   for (size_t i = 0; i < points.size(); ++i) {
     const double t = exact.cost(points[i]).time_s, f = fitted.cost(points[i]).time_s;
@@ -121,6 +122,7 @@ TEST(ServeSim, FittedModelIsCloseBetweenItsPoints) {
   for (const auto& b : steps) {
     const double t = exact.cost(b).time_s, f = fitted.cost(b).time_s;
     worst = std::max(worst, std::abs(f - t) / t);
+    std::printf("step of %zu sequences: model %.6g s, exact %.6g s\n", b.seqs.size(), f, t);
   }
   std::printf("worst relative error of the step-cost model on %zu ragged steps: %.4f%%\n", steps.size(), worst * 100);
   EXPECT_LT(worst, 0.03);

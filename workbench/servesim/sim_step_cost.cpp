@@ -45,15 +45,16 @@ std::string executable_hash() {
   return h;
 }
 
-// s - k one-token sequences and k sequences sharing m + k - 1 tokens evenly (the first ones
-// one more when it does not divide), every cache empty: N = m + s - 1 tokens in all.
+// s - k one-token sequences on a one-token cache (decodes: they always have one) and k
+// sequences sharing m + k - 1 tokens evenly on empty caches (the first ones one more when it
+// does not divide): N = m + s - 1 tokens in all.
 serve::StepBatch probe_z(int64_t m, int64_t s, int64_t k) {
   serve::StepBatch b;
-  for (int64_t i = 0; i < s - k; ++i) b.seqs.push_back({i, 0, 1, false});
+  for (int64_t i = 0; i < s - k; ++i) b.seqs.push_back({i, 1, 1, false});
   const int64_t tokens = m + k - 1;
   for (int64_t j = 0; j < k; ++j) {
     const int64_t n = tokens / k + (j < tokens % k ? 1 : 0);
-    b.seqs.push_back({s - k + j, 0, n, n > 1});
+    b.seqs.push_back({s - k + j, 0, n, true});
   }
   return b;
 }
@@ -144,22 +145,24 @@ FittedStepCost::Point FittedStepCost::simulate(const serve::StepBatch& b, const 
 }
 
 FittedStepCost::Point FittedStepCost::z(int64_t m, int64_t s, int64_t k) {
-  return simulate(probe_z(m, s, k), k == 1 ? strcat("z:", m, ":", s) : strcat("z:", m, ":", s, ":", k));
+  return simulate(probe_z(m, s, k), strcat("z:", m, ":", s, ":", k));
 }
 
 FittedStepCost::Point FittedStepCost::e(int64_t c, int64_t n) {
-  if (c == 0) return z(n, 1, 1);  // the same step
+  if (c == 0 && n > 1) return z(n, 1, 1);  // the same steps
+  if (c == 1 && n == 1) return z(1, 1, 0);
   serve::StepBatch b;
   b.seqs.push_back({0, c, n, c == 0});
   return simulate(b, strcat("e:", c, ":", n));
 }
 
 FittedStepCost::Point FittedStepCost::z_interpolated(int64_t m, int64_t s, int64_t k) {
-  // Grid points below what k chunks need (s >= k sequences, m >= k + 1 tokens) are clamped:
+  // Grid points below what k chunks need (s >= k sequences, m >= k + 1 tokens: a chunk has
+  // two tokens or more) are clamped:
   // the step itself satisfies both, so it still lies between the points.
   auto [m0, m1] = bracket_tokens(m);
   auto [s0, s1] = bracket_tokens(s);
-  if (k > 1) m0 = std::max(m0, k + 1), s0 = std::max(s0, k);
+  if (k > 0) m0 = std::max(m0, k + 1), s0 = std::max(s0, k);
   auto in_m = [&](int64_t sg) {
     Point a = z(m0, sg, k);
     if (m0 == m1) return a;
@@ -186,21 +189,24 @@ FittedStepCost::Point FittedStepCost::prefill(double n) {
 }
 
 FittedStepCost::Point FittedStepCost::context_growth(int64_t c, int64_t n) {
-  if (c == 0) return {};
+  // From the probe's context: 1 for a decode, 0 for a chunk.
+  const int64_t base = n == 1 ? 1 : 0;
+  if (c == base) return {};
   if (n == 1 && c < static_cast<int64_t>(decode_growth_set_.size()) && decode_growth_set_[c]) return decode_growth_[c];
-  const int64_t step = o_.context_step, c0 = c / step * step, c1 = c0 + step;
+  auto diff = [](Point a, Point b) { return Point{a.time_s - b.time_s, a.energy_j - b.energy_j}; };
+  if (c == 0) return diff(e(0, 1), e(1, 1));  // a one-token prompt: no cache at all
+  // Grid: 1, step, 2 step, ...: a step with any cached context has the cache's kernels (a jump
+  // from c = 0 to 1), so [1, step) interpolates from c = 1.
+  const int64_t step = o_.context_step, c1 = (c / step + 1) * step, c0 = std::max<int64_t>(c / step * step, 1);
   const auto [n0, n1] = bracket_tokens(n);
   auto at_n = [&](int64_t ng) {
-    auto growth = [&](int64_t cg) {
-      if (cg == 0) return Point{};
-      Point a = e(cg, ng), b = e(0, ng);
-      return Point{a.time_s - b.time_s, a.energy_j - b.energy_j};
-    };
+    const int64_t b = ng == 1 ? 1 : 0;
+    auto growth = [&](int64_t cg) { return cg == b ? Point{} : diff(e(cg, ng), e(b, ng)); };
     Point a = growth(c0);
     if (c0 == c) return a;
-    Point b = growth(c1);
-    const double t = static_cast<double>(c - c0) / static_cast<double>(step);
-    return Point{lerp(a.time_s, b.time_s, t), lerp(a.energy_j, b.energy_j, t)};
+    Point g = growth(c1);
+    const double t = static_cast<double>(c - c0) / static_cast<double>(c1 - c0);
+    return Point{lerp(a.time_s, g.time_s, t), lerp(a.energy_j, g.energy_j, t)};
   };
   Point r = at_n(n0);
   if (n0 != n1) {
@@ -225,7 +231,7 @@ serve::StepCost FittedStepCost::cost(const serve::StepBatch& batch) {
   const int64_t m = batch.total_tokens() - s + 1;
   int64_t k = 0;
   for (const serve::SeqWork& q : batch.seqs) k += q.new_tokens > 1;
-  Point p = z_interpolated(m, s, std::max<int64_t>(k, 1));
+  Point p = z_interpolated(m, s, k);
   auto add = [&p](Point g, double sign) {
     p.time_s += sign * g.time_s;
     p.energy_j += sign * g.energy_j;

@@ -5,18 +5,19 @@
 //
 // FittedStepCost builds itself from the simulator on demand. A step of S sequences, N tokens,
 // sequence i computing n_i tokens on c_i cached ones, costs
-//     Z(m, S, k) + sum_j [E(0, n_j) - E(0, m_k)] + sum_i [E(c_i, n_i) - E(0, n_i)],
+//     Z(m, S, k) + sum_j [E(0, n_j) - E(0, m_k)] + sum_i [E(c_i, n_i) - E(b_i, n_i)],
 // m = N - S + 1, where k of the sequences (the j) compute more than one token. Z(m, S, k) is
-// the simulated step of S - k one-token sequences and k sequences sharing m + k - 1 tokens
-// evenly (m_k each), all with empty caches: the projections, the MLP and the LM head over the
-// step's tokens and sequences. E(c, n) is the simulated step of one sequence of n tokens on c
-// cached ones: the middle sum turns the probe's even chunks into the step's (their attention
-// within the chunk; the rest of E(0, n) is near affine in n and cancels), the last adds each
-// sequence's attention over its cache. Each is simulated at grid points (m, S and n on a
-// geometric grid of ratio about 1.5, c every `context_step` tokens), exact there, and
-// interpolated linearly between them; a decode step (every n_i = 1, so m = 1) interpolates in S
-// and in each c_i only. Points are simulated with the decoder at 1 and 2 layers extended to its
-// depth (StepRunner::run_by_layers), memoised for the run and, given a file, across runs.
+// the simulated step of S - k decodes (one token on a one-token cache) and k sequences sharing
+// m + k - 1 tokens evenly (m_k each) on empty caches: the projections, the MLP, the LM head
+// and the per-sequence kernels over the step's tokens and sequences. E(c, n) is the simulated
+// step of one sequence of n tokens on c cached ones: the middle sum turns the probe's even
+// chunks into the step's (their attention within the chunk; the rest of E(0, n) is near affine
+// in n and cancels), the last adds each sequence's attention over its cache beyond the probe's
+// (b_i = 1 for a decode, 0 for a chunk). Each is simulated at grid points (m, S and n on a
+// geometric grid of ratio about 1.5; c at 1 and every `context_step` tokens), exact there, and
+// interpolated linearly between them; a decode step (every n_i = 1, k = 0, m = 1) interpolates
+// in S and in each c_i only. Points are simulated with the decoder at 1 and 2 layers extended
+// to its depth (StepRunner::run_by_layers), memoised for the run and, given a file, across runs.
 // Time and energy are modelled alike.
 #pragma once
 #include <cstdint>
