@@ -18,7 +18,7 @@ layers they may include (`uses:`, and what those expose) and the system headers 
 reach (`never:`, e.g. SystemC's), directly or through any project header they include:
 
   apps/lpu/main.cpp:3: client 'apps' includes "model/host.h" (sim/model/host.h) of layer 'sim',
-  which it does not use (apps -> uses: jobs generate sweep)
+  which it does not use (apps -> uses: jobs generate sweep servesim)
   apps/lpu/main.cpp:3: client 'apps' includes "model/host.h" (sim/model/host.h), which brings in
   <systemc> (sim/model/engine.h:5), a header 'apps' must never include
 

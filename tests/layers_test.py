@@ -144,7 +144,7 @@ def check_mode(src, manifest):
         return msg.format(n)
     case(src, script, "apps -> a layer below the top ones", app_sees_handlers,
          "apps/lpu/cmd_run.cpp:{}: client 'apps' includes \"handlers/counting.h\" (compiler/handlers/counting.h) "
-         "of layer 'handlers', which it does not use (apps -> uses: jobs generate sweep)")
+         "of layer 'handlers', which it does not use (apps -> uses: jobs generate sweep servesim)")
 
     def app_includes_systemc(tmp, msg):
         n = plant(tmp, "apps/lpu/main.cpp", "#include <systemc>", after_line=4)
