@@ -177,3 +177,18 @@ TEST(ServeSim, RequestsPastTheModelsPositionsAreRefusedNamingTheLine) {
   }
   std::filesystem::remove(trace);
 }
+
+// Greedy fusion once closed a cycle between kernels that no node-level path shows (two sibling
+// slices fused horizontally, one fed by the merged group, one feeding it): LLaMA-2-7B's ragged
+// step of 15 decodes and a 24-token chunk failed with "kernel graph has a cycle".
+TEST(ServeSim, RaggedStepsOfManySequencesSchedule) {
+  const ArchConfig arch = load_arch_config(std::string(LPU_SOURCE_DIR) + "/configs/lpu-asic.yaml");
+  WorkloadSpec w = resolve_workload("llama2-7b");
+  w.layers = 1;
+  CompileCache cache;
+  StepRunner runner(arch, "greedy", cache);
+  serve::StepBatch b;
+  for (int64_t i = 0; i < 15; ++i) b.seqs.push_back({i, 1, 1, false});
+  b.seqs.push_back({15, 0, 24, true});
+  EXPECT_GT(runner.run(step_workload_of(w, b)).latency_s, 0);
+}

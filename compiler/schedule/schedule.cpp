@@ -2,15 +2,14 @@
 
 #include <algorithm>
 #include <array>
-#include <iterator>
-#include <queue>
 #include <functional>
+#include <iterator>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <numeric>
+#include <queue>
 #include <set>
 #include <sstream>
-
-#include <nlohmann/json.hpp>
 
 #include "support/error.h"
 #include "support/units.h"
@@ -70,12 +69,12 @@ struct Groups {
 
 struct Analysis {
   const LoopProgram& p;
-  std::map<std::string, std::vector<int>> writers;     // buffer -> nodes writing it
-  std::vector<std::vector<int>> preds, succs;          // data dependencies between nodes
-  std::vector<std::set<std::string>> reads;            // buffers read by each node
+  std::map<std::string, std::vector<int>> writers;  // buffer -> nodes writing it
+  std::vector<std::vector<int>> preds, succs;       // data dependencies between nodes
+  std::vector<std::set<std::string>> reads;         // buffers read by each node
   std::set<std::string> graph_outputs;
-  bool topological = true;                             // every node after its producers
-  std::vector<std::vector<Expr>> loads;                // LoopNode::loads() of each node, once
+  bool topological = true;               // every node after its producers
+  std::vector<std::vector<Expr>> loads;  // LoopNode::loads() of each node, once
   // Access patterns depend on one node and one load only, not on the group being judged:
   // computed once, on first use (illegal_reason asks for them on every candidate).
   mutable std::map<int, AccessPattern> store_patterns;
@@ -94,8 +93,9 @@ struct Analysis {
     auto it = read_patterns.find(key);
     if (it == read_patterns.end()) {
       const LoopNode& c = p.nodes[static_cast<size_t>(i)];
-      AccessPattern ap = c.kind == LoopKind::Matmul ? analyze_access(c, l->index, {LoopVar::reduction(0).name()}, c.reduction_ranges)
-                                                    : analyze_access(c, l->index);
+      AccessPattern ap = c.kind == LoopKind::Matmul
+                             ? analyze_access(c, l->index, {LoopVar::reduction(0).name()}, c.reduction_ranges)
+                             : analyze_access(c, l->index);
       it = read_patterns.emplace(key, std::move(ap)).first;
     }
     return it->second;
@@ -154,8 +154,8 @@ std::string illegal_reason(const Analysis& a, const std::vector<int>& merged) {
       const AccessPattern& sp = a.store_pattern(it->second[0]);
       // With a single row the row stride is irrelevant (size-1 variables are folded away).
       bool one_row = prod.rows() == 1;
-      if (!sp.ok || !sp.row_affine || sp.base != 0 || (sp.col_split && sp.col_split < prod.out_cols()) || (!one_row && sp.row_stride != prod.out_cols()) ||
-          (prod.out_cols() > 1 && sp.col_stride != 1))
+      if (!sp.ok || !sp.row_affine || sp.base != 0 || (sp.col_split && sp.col_split < prod.out_cols()) ||
+          (!one_row && sp.row_stride != prod.out_cols()) || (prod.out_cols() > 1 && sp.col_stride != 1))
         return strcat("index mismatch: ", prod.name, " is not stored row by row (", prod.store_index.str(), ")");
       int64_t width = c.cols();
       if (c.kind == LoopKind::Matmul) {
@@ -166,13 +166,13 @@ std::string illegal_reason(const Analysis& a, const std::vector<int>& merged) {
       const AccessPattern& rp = a.read_pattern(i, l);
       if (!rp.ok) return strcat("index mismatch: ", c.name, " reads ", prod.name, ": ", rp.why_not);
       if (rp.col_split && rp.col_split < width)
-        return strcat("index mismatch: ", c.name, " reads ", prod.name, "[", l->index.str(), "] in ", width / rp.col_split,
-                      " column blocks, not as the row ", prod.name, " computes");
+        return strcat("index mismatch: ", c.name, " reads ", prod.name, "[", l->index.str(), "] in ",
+                      width / rp.col_split, " column blocks, not as the row ", prod.name, " computes");
       int64_t last = rp.base + rp.col_stride * (width - 1);
       if (!rp.row_affine || (!one_row && rp.row_stride != prod.out_cols()) || rp.base < 0 || last < 0 ||
           last >= prod.out_cols())
-        return strcat("index mismatch: ", c.name, " reads ", prod.name, "[", l->index.str(),
-                      "], not the row ", prod.name, " computes");
+        return strcat("index mismatch: ", c.name, " reads ", prod.name, "[", l->index.str(), "], not the row ",
+                      prod.name, " computes");
     }
   }
   return "";
@@ -188,7 +188,8 @@ Kernel make_kernel(const Analysis& a, const std::vector<int>& nodes) {
   for (int m : nodes) {
     const LoopNode& ln = a.p.nodes[static_cast<size_t>(m)];
     // The host writes its result to HBM itself, so a host node's output always lives there.
-    bool external = a.graph_outputs.count(ln.out()) > 0 || a.writers.at(ln.out()).size() > 1 || ln.kind == LoopKind::Host;
+    bool external =
+        a.graph_outputs.count(ln.out()) > 0 || a.writers.at(ln.out()).size() > 1 || ln.kind == LoopKind::Host;
     for (int su : a.succs[static_cast<size_t>(m)])
       if (!self.count(su)) external = true;
     if (external && std::find(k.hbm_outputs.begin(), k.hbm_outputs.end(), ln.out()) == k.hbm_outputs.end())
@@ -236,7 +237,8 @@ std::vector<Candidate> fusion_candidates(const Analysis& a) {
     std::set<int> seen;
     for (int pr : a.preds[c])
       if (seen.insert(pr).second)
-        cands.push_back({pr, static_cast<int>(c), "vertical", 2 * p.buffers.at(p.nodes[static_cast<size_t>(pr)].out()).bytes()});
+        cands.push_back(
+            {pr, static_cast<int>(c), "vertical", 2 * p.buffers.at(p.nodes[static_cast<size_t>(pr)].out()).bytes()});
   }
   constexpr size_t kAllPairsReaders = 64;
   std::map<std::string, std::vector<int>> readers;
@@ -263,25 +265,31 @@ std::vector<Candidate> fusion_candidates(const Analysis& a) {
   return cands;
 }
 
-// A path from `merged` through a node outside it back into it would make the fused kernel
-// both depend on and feed that node. Nodes are in topological order, so a path back into the
-// group never passes a node after the group's last one: the search stops there.
-std::string cycle_reason(const Analysis& a, const std::vector<int>& merged) {
+// A path from `merged` through nodes outside it back into it would make the fused kernel both
+// depend on and feed them. The path runs over kernels, not nodes: a group already fused is one
+// kernel, so entering it at one member and leaving it at another is a path too (two sibling
+// nodes fused horizontally, one fed by the merged group and one feeding it, close a cycle that
+// no node-level path shows). Nodes are in topological order and a group's representative is
+// its smallest member, so a group whose first member comes after the merged group's last one
+// never leads back into it: the search stops there.
+std::string cycle_reason(const Analysis& a, Groups& groups, const std::vector<int>& merged) {
   std::set<int> in(merged.begin(), merged.end());
   int last = merged.back();
-  std::vector<int> stack;
+  std::vector<int> stack;  // groups to visit
   std::set<int> seen;
   for (int m : merged)
     for (int s : a.succs[static_cast<size_t>(m)])
-      if (!in.count(s)) stack.push_back(s);
+      if (!in.count(s)) stack.push_back(groups.find(s));
   while (!stack.empty()) {
-    int v = stack.back();
+    int g = stack.back();
     stack.pop_back();
-    if ((a.topological && v > last) || !seen.insert(v).second) continue;
-    for (int s : a.succs[static_cast<size_t>(v)]) {
-      if (in.count(s)) return strcat("would create a cycle through ", a.p.nodes[static_cast<size_t>(v)].name);
-      stack.push_back(s);
-    }
+    if ((a.topological && g > last) || !seen.insert(g).second) continue;
+    for (int v : groups.members(g))
+      for (int s : a.succs[static_cast<size_t>(v)]) {
+        if (in.count(s)) return strcat("would create a cycle through ", a.p.nodes[static_cast<size_t>(v)].name);
+        int gs = groups.find(s);
+        if (gs != g) stack.push_back(gs);
+      }
   }
   return "";
 }
@@ -363,7 +371,8 @@ class GreedyFusion {
       d.reason = "";
       return false;
     }
-    std::array<int, 4> key = {gx, gy, groups_.version[static_cast<size_t>(gx)], groups_.version[static_cast<size_t>(gy)]};
+    std::array<int, 4> key = {gx, gy, groups_.version[static_cast<size_t>(gx)],
+                              groups_.version[static_cast<size_t>(gy)]};
     if (judged_[ci] == key) return false;
     judged_[ci] = key;
     std::string why = reject_reason(c, gx, gy, d);
@@ -382,7 +391,8 @@ class GreedyFusion {
     const auto& mx = groups_.members(gx);
     const auto& my = groups_.members(gy);
     std::string why = disabled_reason(p_, c, opts_);
-    if (why.empty() && opts_.max_kernel_nodes > 0 && mx.size() + my.size() > static_cast<size_t>(opts_.max_kernel_nodes))
+    if (why.empty() && opts_.max_kernel_nodes > 0 &&
+        mx.size() + my.size() > static_cast<size_t>(opts_.max_kernel_nodes))
       why = strcat("kernel size limit: ", mx.size() + my.size(), " loop nodes, at most ", opts_.max_kernel_nodes);
     std::vector<int> merged;
     if (why.empty()) {
@@ -390,7 +400,7 @@ class GreedyFusion {
       std::merge(mx.begin(), mx.end(), my.begin(), my.end(), std::back_inserter(merged));
       why = illegal_reason(a_, merged);
     }
-    if (why.empty()) why = cycle_reason(a_, merged);
+    if (why.empty()) why = cycle_reason(a_, groups_, merged);
     if (why.empty()) why = cost_reason(merged, gx, gy, d);
     return why;
   }
@@ -487,7 +497,8 @@ std::string print_schedule(const LoopProgram& p, const Schedule& s) {
   }
   // Bytes with units, as everywhere users read them (support/units.h); exact counts are in
   // --emit schedule-json.
-  if (!s.decisions.empty()) os << "candidates (score = HBM bytes saved before tiling; hbm = the cost model's bytes apart -> fused):\n";
+  if (!s.decisions.empty())
+    os << "candidates (score = HBM bytes saved before tiling; hbm = the cost model's bytes apart -> fused):\n";
   for (const auto& d : s.decisions)
     os << "  " << (d.fused ? "fused   " : "rejected") << " " << d.kind << " " << d.producer << " + " << d.consumer
        << " score=" << format_bytes(static_cast<double>(d.score_bytes))
@@ -520,16 +531,23 @@ std::string schedule_to_json(const LoopProgram& p, const Schedule& s) {
                          {"graph_nodes", origins},
                          {"hbm_outputs", k.hbm_outputs}};
     if (const auto& t = k.tiling)  // the code generator's decision, once it ran
-      kj["tiling"] = {{"tile_rows", t->tile_rows},         {"tiles", t->tiles},         {"tile_bytes", t->tile_bytes},
-                      {"buffers", t->buffers},             {"tile_cols", t->tile_cols}, {"col_tiles", t->col_tiles},
+      kj["tiling"] = {{"tile_rows", t->tile_rows},        {"tiles", t->tiles},
+                      {"tile_bytes", t->tile_bytes},      {"buffers", t->buffers},
+                      {"tile_cols", t->tile_cols},        {"col_tiles", t->col_tiles},
                       {"hoisted_bytes", t->hoisted_bytes}};
     ks.push_back(kj);
   }
   j["kernels"] = ks;
   nlohmann::json ds = nlohmann::json::array();
   for (const auto& d : s.decisions)
-    ds.push_back({{"producer", d.producer}, {"consumer", d.consumer}, {"kind", d.kind}, {"score_bytes", d.score_bytes},
-                  {"hbm_apart_bytes", d.apart_bytes}, {"hbm_fused_bytes", d.fused_bytes}, {"fused", d.fused}, {"reason", d.reason}});
+    ds.push_back({{"producer", d.producer},
+                  {"consumer", d.consumer},
+                  {"kind", d.kind},
+                  {"score_bytes", d.score_bytes},
+                  {"hbm_apart_bytes", d.apart_bytes},
+                  {"hbm_fused_bytes", d.fused_bytes},
+                  {"fused", d.fused},
+                  {"reason", d.reason}});
   j["candidates"] = ds;
   return j.dump(2) + "\n";
 }
