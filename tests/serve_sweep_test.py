@@ -1,8 +1,8 @@
 """A serving sweep end to end (docs/sweeps.md "Serving sweeps"): configs/sweeps/serve_tiny.yaml
 runs every point as `lpu serve`, each row carries the serving summary, a point's row equals
 `lpu serve` run by hand with the point's flags, the summary names the highest-goodput point,
---resume has nothing left to run, `lpu report` reads the directory, and both backends' dry runs
-show `lpu serve`.
+--resume has nothing left to run, `lpu report` plots goodput and p99 TTFT against each axis,
+and both backends' dry runs show `lpu serve`.
 
     pytest tests/serve_sweep_test.py --lpu LPU [--workdir WORKDIR]
 """
@@ -77,6 +77,11 @@ def test_serving_sweep(lpu, workdir, check):
     r = run([lpu, "report", out, "-o", rep])
     check(r.returncode == 0 and os.path.exists(os.path.join(rep, "index.html")),
           "lpu report reads the serving sweep (%d: %s)" % (r.returncode, r.stderr.strip()))
+    if r.returncode == 0:
+        with open(os.path.join(rep, "report.json")) as f:
+            titles = [p["title"] for p in json.load(f)["plots"]]
+        check("Metrics vs serve.rate" in titles and "Metrics vs serve.chunk_size" in titles,
+              "the report plots goodput and p99 TTFT against each serving axis (%s)" % titles)
 
 
 def test_dry_runs_show_lpu_serve(lpu, workdir, check):
