@@ -428,3 +428,13 @@ TEST(ServeSweep, ExampleSweepFileLoads) {
   EXPECT_TRUE(s.serving());
   EXPECT_EQ(expand_points(s).size(), 6u);
 }
+
+// `set:` may fix workload.* and serve.* keys: the manifest's base config and the sweep hash are
+// made from the config keys alone (a `set: {workload.batch: 2}` failed to load in both before).
+TEST(ServeSweep, SetKeysThatAreNoConfigKeysLeaveTheBaseConfigAlone) {
+  SweepSpec w = load_sweep_string("workloads: [tiny-llama]\nfusion: [greedy]\nset: {workload.batch: 2}\n", "s.yaml");
+  EXPECT_EQ(sweep_manifest(w)["base_arch"]["name"], "lpu-small");
+  SweepSpec a = load_sweep_string(std::string(kServeHead) + "set: {serve.rate: 2}\n", "s.yaml");
+  SweepSpec b = load_sweep_string(std::string(kServeHead) + "set: {serve.rate: 3}\n", "s.yaml");
+  EXPECT_NE(sweep_hash(a), sweep_hash(b));  // the fixed serving keys are part of what points compute
+}
