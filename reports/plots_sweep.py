@@ -6,6 +6,15 @@ from report_data import InputProblem
 
 LATENCY = ("latency_us", "latency (µs)")
 HBM_UTIL = ("hbm_bandwidth_utilization", "HBM bandwidth utilisation (%)")
+# (column, label, scale): the two rows of "Metrics vs KEY"; a serving sweep's points (`command:
+# serve`, docs/sweeps.md) are `lpu serve` runs, with goodput and tail latency instead.
+RUN_METRICS = [LATENCY + (1,), HBM_UTIL + (100,)]
+SERVE_METRICS = [("summary.slo.goodput_rps", "goodput (req/s meeting both SLOs)", 1),
+                 ("summary.ttft_s.p99", "TTFT p99 (ms)", 1e3)]
+
+
+def serving(sweep):
+    return sweep.manifest.get("command") == "serve"
 
 
 def _axis_order(sweep, key, values):
@@ -21,7 +30,8 @@ def _panels(n):
 
 
 def metric_vs_axis(sweep, runs, key, out_dir, name):
-    runs = [r for r in runs if key in r.point and number(r.get("latency_us"))]
+    metrics = SERVE_METRICS if serving(sweep) else RUN_METRICS
+    runs = [r for r in runs if key in r.point and number(r.get(metrics[0][0]))]
     if not runs:
         raise NoData("no successful point has %s" % key)
     workloads = unique(r.workload for r in runs)
@@ -43,7 +53,7 @@ def metric_vs_axis(sweep, runs, key, out_dir, name):
     styles = ["-", "--", ":", "-."]
     fig, axes = plt.subplots(2, len(workloads), figsize=(4.5 * len(workloads) + 1.5, 7), squeeze=False)
     for wi, w in enumerate(workloads):
-        for mi, (metric, ylabel) in enumerate([LATENCY, HBM_UTIL]):
+        for mi, (metric, ylabel, scale) in enumerate(metrics):
             ax = axes[mi, wi]
             for pi, p in enumerate(policies):
                 for ci, combo in enumerate(combos):
@@ -54,7 +64,7 @@ def metric_vs_axis(sweep, runs, key, out_dir, name):
                     xs = [v for v in values if v in pts and number(pts[v])]
                     if not xs:
                         continue
-                    ys = [pts[v] * (100 if metric == HBM_UTIL[0] else 1) for v in xs]
+                    ys = [pts[v] * scale for v in xs]
                     label = p
                     if others and not zipped and len(combos) > 1:
                         label += ", " + ", ".join("%s=%s" % (a, fmt_value(v)) for a, v in zip(others, combo))
@@ -74,10 +84,11 @@ def metric_vs_axis(sweep, runs, key, out_dir, name):
     fig.legend(loc="upper center", bbox_to_anchor=(0.5, 0.0), ncol=min(4, max(1, len(policies) * len(combos))),
                fontsize=8, title="fusion" + (", other axes" if len(combos) > 1 else ""))
     extra = ("zipped with " + ", ".join(others)) if zipped and others else held
-    fig.suptitle("Latency and HBM utilisation vs %s%s" % (key, " (" + extra + ")" if extra else ""))
+    what = ("Goodput and p99 TTFT", "Goodput (top) and p99 time to first token (bottom)") if serving(sweep) else \
+        ("Latency and HBM utilisation", "Latency (top) and HBM bandwidth utilisation (bottom)")
+    fig.suptitle("%s vs %s%s" % (what[0], key, " (" + extra + ")" if extra else ""))
     fig.tight_layout()
-    return save(fig, out_dir, name, "Metrics vs %s" % key,
-                "Latency (top) and HBM bandwidth utilisation (bottom) per workload as %s varies. %s" % (key, extra))
+    return save(fig, out_dir, name, "Metrics vs %s" % key, "%s per workload as %s varies. %s" % (what[1], key, extra))
 
 
 def heatmap(sweep, runs, out_dir, name="heatmap.png"):

@@ -28,7 +28,7 @@ FILES=(compiler/support/json_util.h compiler/support/json_util.cpp compiler/ops/
        apps/lpu/*.h apps/lpu/*.cpp sim/host_pricing.h sim/host_pricing.cpp compiler/driver/compile_cache.h
        compiler/driver/compile_cache.cpp workbench/jobs/{cli_support,run_report,compare,backends,triton_data,listings}.h
        workbench/jobs/{cli_support,run_report,compare,backends,triton_data,listings,scalar_json}.cpp
-       workbench/jobs/scalar_json.h workbench/sweep/sweep.cpp workbench/sweep/sweep_slurm.cpp workbench/sweep/sweep_merge.cpp
+       workbench/jobs/scalar_json.h workbench/sweep/sweep.cpp workbench/sweep/sweep_slurm.cpp workbench/sweep/sweep_merge.cpp workbench/sweep/sweep_serve.h workbench/sweep/sweep_serve.cpp
        workbench/serve/*.h workbench/serve/*.cpp tests/test_serve*.cpp tests/serve_test_util.h
        compiler/isa/opcodes.h compiler/isa/operands.h compiler/isa/program.h compiler/isa/program.cpp
        compiler/isa/encoding.cpp sim/simulator.cpp sim/model/device.h sim/model/device.cpp sim/model/engine.h

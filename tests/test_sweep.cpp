@@ -11,6 +11,7 @@
 
 #include "support/error.h"
 #include "sweep/sweep_layout.h"
+#include "sweep/sweep_serve.h"
 #include "sweep/sweep_spec.h"
 #include "sweep/sweep_store.h"
 
@@ -327,4 +328,113 @@ TEST(SweepSpec, LongAxesValidateAgainstOneParsedBase) {
   EXPECT_THAT(e, HasSubstr("s.yaml:5: axes.hbm.latency_ns: value -1 rejected by the config")) << e;
   e = error_of(std::string(kHead) + "axes:\n  vxe.lanes: [8, 16]\n  clock_ghz: [1, 2, 20]\n");
   EXPECT_THAT(e, HasSubstr("value 20 rejected by the config")) << e;
+}
+
+// ---- serving sweeps (command: serve; sweep/sweep_serve.h) ----
+
+namespace {
+
+const char* kServeHead = "command: serve\nbase: lpu-small\nworkloads: [tiny-llama]\n";
+
+std::string serve_error(const std::string& body) { return error_of(std::string(kServeHead) + body); }
+
+}  // namespace
+
+TEST(ServeSweep, KeysBecomeServeFlags) {
+  SweepSpec s =
+      load_sweep_string(std::string(kServeHead) +
+                            "set: {serve.requests: 8, serve.chunked_prefill: false, serve.exact: true}\n"
+                            "axes:\n  serve.rate: [2, 4.5]\n  serve.router: [round-robin, least-outstanding-tokens]\n",
+                        "s.yaml");
+  EXPECT_TRUE(s.serving());
+  EXPECT_THAT(s.policies, ElementsAre("greedy"));  // `fusion:` may be left out: lpu serve's default
+  EXPECT_EQ(s.traces, "none");                     // lpu serve writes no trace
+  std::vector<SweepPoint> pts = expand_points(s);
+  ASSERT_EQ(pts.size(), 4u);
+  EXPECT_EQ(pts[3].id, "tiny-llama|greedy|serve.rate=4.5|serve.router=least-outstanding-tokens");
+  EXPECT_THAT(serve_flags(point_sets(s, pts[3]), "."),
+              ElementsAre("--requests", "8", "--no-chunked-prefill", "--exact", "--rate", "4.5", "--router",
+                          "least-outstanding-tokens"));
+  EXPECT_THAT(serve_flags({"hbm.bandwidth_gbps=64", "serve.find_rate=false", "serve.chunked_prefill=true"}, "."),
+              ::testing::IsEmpty());
+  nlohmann::json m = sweep_manifest(s);
+  EXPECT_EQ(m["command"], "serve");
+  EXPECT_EQ(m["base_arch"]["name"], "lpu-small");  // serve.* keys are no config keys
+  // A run sweep's manifest and hash say nothing of a command (they stay what they were).
+  EXPECT_FALSE(sweep_manifest(load("")).contains("command"));
+}
+
+TEST(ServeSweep, KeysOutsideServingSweepsAndUnknownKeysNameTheirLine) {
+  EXPECT_THAT(error_of(std::string(kHead) + "axes:\n  serve.rate: [1, 2]\n"),
+              HasSubstr("s.yaml:5: axes.serve.rate: serving keys need `command: serve`"));
+  EXPECT_THAT(error_of(std::string(kHead) + "set: {serve.rate: 1}\n"),
+              HasSubstr("s.yaml:4: set.serve.rate: serving keys"));
+  std::string e = serve_error("axes:\n  serve.rat: [1]\n");
+  EXPECT_THAT(e, HasSubstr("s.yaml:5: axes.serve.rat: unknown serving key 'serve.rat'; expected one of: serve.rate,"));
+  EXPECT_THAT(serve_error("set:\n  serve:\n    json: x.json\n"),
+              HasSubstr("s.yaml:6: set.serve.json: unknown serving key"));
+  EXPECT_THAT(error_of("command: generate\nworkloads: [tiny-llama]\n"),
+              HasSubstr("s.yaml:1: command: expected run or serve"));
+}
+
+TEST(ServeSweep, ValuesOfTheWrongTypeAreRejectedOnLoad) {
+  EXPECT_THAT(serve_error("axes:\n  serve.rate: [1, fast]\n"),
+              HasSubstr("s.yaml:5: axes.serve.rate: value fast rejected by lpu serve: serve.rate: expected a finite "
+                        "number, got 'fast'"));
+  EXPECT_THAT(serve_error("axes:\n  serve.rate: [.nan]\n"), HasSubstr("expected a finite number"));
+  EXPECT_THAT(serve_error("axes:\n  serve.requests: [1.5]\n"), HasSubstr("serve.requests: expected a whole number"));
+  EXPECT_THAT(serve_error("axes:\n  serve.seed: [-1]\n"), HasSubstr("serve.seed: expected a whole number >= 0"));
+  EXPECT_THAT(serve_error("set: {serve.chunked_prefill: maybe}\n"),
+              HasSubstr("s.yaml:4: set.serve.chunked_prefill: rejected by lpu serve: serve.chunked_prefill: expected "
+                        "true or false, got 'maybe'"));
+}
+
+TEST(ServeSweep, ValuesAreCheckedAsLpuServeChecksThem) {
+  EXPECT_THAT(serve_error("axes:\n  serve.rate: [4, 0]\n"),
+              HasSubstr("axes.serve.rate: value 0 rejected by lpu serve: rate: expected > 0"));
+  EXPECT_THAT(serve_error("axes:\n  serve.router: [magic]\n"),
+              HasSubstr("axes.serve.router: value magic rejected by lpu serve: router: 'magic'"));
+  EXPECT_THAT(serve_error("axes:\n  serve.arrivals: [weibull]\n"), HasSubstr("--arrivals: 'weibull'"));
+  EXPECT_THAT(serve_error("axes:\n  serve.prompt: ['uniform:9:3']\n"),
+              HasSubstr("axes.serve.prompt: value uniform:9:3"));
+  EXPECT_THAT(serve_error("axes:\n  serve.chunk_size: [0]\n"), HasSubstr("chunk_size must be >= 1, got 0"));
+  EXPECT_THAT(serve_error("axes:\n  serve.requests: [0]\n"), HasSubstr("requests: expected >= 1, got 0"));
+  EXPECT_THAT(serve_error("axes:\n  serve.replicas: [0]\n"), HasSubstr("replicas must be >= 1, got 0"));
+  EXPECT_THAT(serve_error("axes:\n  serve.prefill_replicas: [-1]\n"), HasSubstr("--prefill-replicas: expected >= 0"));
+  EXPECT_THAT(serve_error("set: {serve.slo_ttft_ms: 0}\n"),
+              HasSubstr("s.yaml:4: set.serve.slo_ttft_ms: rejected by lpu serve"));
+  // Keys fine alone that lpu serve rejects together: a prefill pool with a link of 0 Gbit/s.
+  EXPECT_THAT(serve_error("axes:\n  serve.prefill_replicas: [0, 1]\n  serve.link_gbps: [0, 100]\n"),
+              HasSubstr("s.yaml:5: axes: the combination serve.prefill_replicas=1, serve.link_gbps=0 is rejected by "
+                        "lpu serve: link: bandwidth_gbps must be > 0"));
+  EXPECT_THAT(serve_error("set: {serve.find_rate: true, serve.trace_file: workloads/traces/chat-1000.csv}\n"),
+              HasSubstr("--find-rate: searches arrival rates of the generator"));
+  EXPECT_THAT(serve_error("axes:\n  serve.trace_file: [no-such-trace.csv]\n"),
+              HasSubstr("axes.serve.trace_file: value no-such-trace.csv rejected by lpu serve: "));
+}
+
+TEST(ServeSweep, WorkloadsPoliciesAndTracesFitServing) {
+  EXPECT_THAT(error_of("command: serve\nworkloads: [ln_gelu_add]\n"),
+              HasSubstr("s.yaml:2: workloads[0]: workload ln_gelu_add is not a built-in LLM"));
+  EXPECT_THAT(serve_error("fusion: [none, search]\n"),
+              HasSubstr("s.yaml:4: fusion[1]: 'search': serving prices every step with a fixed policy"));
+  EXPECT_THAT(serve_error("traces: reference\n"), HasSubstr("s.yaml:4: traces: a serving sweep records no traces"));
+  EXPECT_EQ(load_sweep_string(std::string(kServeHead) + "fusion: [none, greedy]\n", "s.yaml").policies.size(), 2u);
+}
+
+// The example of docs/sweeps.md loads, and every point is a serving run of the sweep file's keys.
+TEST(ServeSweep, ExampleSweepFileLoads) {
+  SweepSpec s = load_sweep_file("configs/sweeps/serve_tiny.yaml");
+  EXPECT_TRUE(s.serving());
+  EXPECT_EQ(expand_points(s).size(), 6u);
+}
+
+// `set:` may fix workload.* and serve.* keys: the manifest's base config and the sweep hash are
+// made from the config keys alone (a `set: {workload.batch: 2}` failed to load in both before).
+TEST(ServeSweep, SetKeysThatAreNoConfigKeysLeaveTheBaseConfigAlone) {
+  SweepSpec w = load_sweep_string("workloads: [tiny-llama]\nfusion: [greedy]\nset: {workload.batch: 2}\n", "s.yaml");
+  EXPECT_EQ(sweep_manifest(w)["base_arch"]["name"], "lpu-small");
+  SweepSpec a = load_sweep_string(std::string(kServeHead) + "set: {serve.rate: 2}\n", "s.yaml");
+  SweepSpec b = load_sweep_string(std::string(kServeHead) + "set: {serve.rate: 3}\n", "s.yaml");
+  EXPECT_NE(sweep_hash(a), sweep_hash(b));  // the fixed serving keys are part of what points compute
 }

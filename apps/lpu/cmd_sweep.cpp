@@ -75,7 +75,8 @@ Command add_sweep(CLI::App& app) {
   f->out = swp->add_option("-o,--out", f->so.out_dir, "results directory: results.csv, results.jsonl, traces/");
   swp->add_flag("--resume", f->so.resume, "continue a sweep in -o: skip the points it already finished");
   swp->add_option("--timeout", f->so.timeout_s, "fail a point that runs longer than this many seconds (0: no limit)");
-  swp->add_option("--json", f->json, "write a summary (counts, failures, fastest points) as JSON");
+  swp->add_option("--json", f->json,
+                  "write a summary (counts, failures, fastest points; serving sweeps: highest goodput) as JSON");
   swp->add_option("--shard", f->shard, "run only shard I of N (I/N, from 0), into DIR/results-I-of-N.*");
   swp->add_option("--backend", f->backend, "local (child processes here) or slurm (one job array)")
       ->capture_default_str();

@@ -197,6 +197,10 @@ def sweep(s):
     return {"f": text(s, ".yaml")}
 
 
+# A serving sweep (command: serve): its `serve.*` keys are `lpu serve` flags.
+SERVE_SWEEP = "command: serve\nworkloads: [tiny-llama]\naxes:\n  serve.rate: [10, 20]\n"
+
+
 def million_points():
     # 1000 x 1000 = 10^6 points, the documented maximum.
     return ("workloads: [ln_gelu_add]\nfusion: [none]\naxes:\n"
@@ -594,6 +598,43 @@ CASES = [
          sweep(SWEEP.replace("[ln_gelu_add]", "[nope]"))),
     Case("sweep_root_list", 2, r"{f}:1: <root>", ["sweep", "{f}", "-o", "{tmp}/out"], sweep("- a\n")),
     Case("sweep_no_file", 2, r"{tmp}/nope.yaml: cannot open", ["sweep", "{tmp}/nope.yaml", "-o", "{tmp}/out"]),
+
+    # ---- serving sweeps: serve.* keys, their values, and what a serving sweep cannot run ----
+    Case("sweep_serve_key_in_run_sweep", 2, r"{f}:5: axes.serve.rate: serving keys need `command: serve`",
+         ["sweep", "{f}", "-o", "{tmp}/out"], sweep(SWEEP + "  serve.rate: [1]\n")),
+    Case("sweep_serve_unknown_key", 2, r"{f}:4: axes.serve.rat: unknown serving key 'serve.rat'; expected one of: serve.rate",
+         ["sweep", "{f}", "-o", "{tmp}/out"], sweep(SERVE_SWEEP.replace("serve.rate", "serve.rat"))),
+    Case("sweep_serve_output_key", 2, r"{f}:3: set.serve.json: unknown serving key", ["sweep", "{f}", "-o", "{tmp}/out"],
+         sweep(SERVE_SWEEP.replace("axes:", "set: {serve.json: x.json}\naxes:"))),
+    Case("sweep_serve_rate_text", 2, r"{f}:4: axes.serve.rate: value fast rejected by lpu serve: .*expected a finite number",
+         ["sweep", "{f}", "-o", "{tmp}/out"], sweep(SERVE_SWEEP.replace("[10, 20]", "[10, fast]"))),
+    Case("sweep_serve_rate_zero", 2, r"{f}:4: axes.serve.rate: value 0 rejected by lpu serve: rate: expected > 0",
+         ["sweep", "{f}", "-o", "{tmp}/out"], sweep(SERVE_SWEEP.replace("[10, 20]", "[10, 0]"))),
+    Case("sweep_serve_rate_nan", 2, r"{f}:4: axes.serve.rate: value .nan rejected by lpu serve",
+         ["sweep", "{f}", "-o", "{tmp}/out"], sweep(SERVE_SWEEP.replace("[10, 20]", "[.nan]"))),
+    Case("sweep_serve_requests_fraction", 2, r"{f}:5: axes.serve.requests: .*expected a whole number",
+         ["sweep", "{f}", "-o", "{tmp}/out"], sweep(SERVE_SWEEP + "  serve.requests: [2.5]\n")),
+    Case("sweep_serve_bool_text", 2, r"{f}:3: set.serve.chunked_prefill: .*expected true or false, got 'maybe'",
+         ["sweep", "{f}", "-o", "{tmp}/out"], sweep(SERVE_SWEEP.replace("axes:", "set: {serve.chunked_prefill: maybe}\naxes:"))),
+    Case("sweep_serve_unknown_router", 2, r"{f}:5: axes.serve.router: value magic rejected by lpu serve: router: 'magic'",
+         ["sweep", "{f}", "-o", "{tmp}/out"], sweep(SERVE_SWEEP + "  serve.router: [round-robin, magic]\n")),
+    Case("sweep_serve_chunk_zero", 2, r"{f}:5: axes.serve.chunk_size: .*chunk_size must be >= 1, got 0",
+         ["sweep", "{f}", "-o", "{tmp}/out"], sweep(SERVE_SWEEP + "  serve.chunk_size: [0, 64]\n")),
+    Case("sweep_serve_slo_negative", 2, r"{f}:3: set.serve.slo_tpot_ms: rejected by lpu serve",
+         ["sweep", "{f}", "-o", "{tmp}/out"], sweep(SERVE_SWEEP.replace("axes:", "set: {serve.slo_tpot_ms: -5}\naxes:"))),
+    Case("sweep_serve_zero_link_with_prefill_pool", 2,
+         r"{f}:\d+: axes: the combination .*serve.prefill_replicas=1, serve.link_gbps=0 is rejected by lpu serve: link",
+         ["sweep", "{f}", "-o", "{tmp}/out"], sweep(SERVE_SWEEP + "  serve.prefill_replicas: [0, 1]\n  serve.link_gbps: [0]\n")),
+    Case("sweep_serve_trace_missing", 2, r"{f}:3: set.serve.trace_file: rejected by lpu serve: .*nope.csv",
+         ["sweep", "{f}", "-o", "{tmp}/out"], sweep(SERVE_SWEEP.replace("axes:", "set: {serve.trace_file: nope.csv}\naxes:"))),
+    Case("sweep_serve_not_a_decoder", 2, r"{f}:2: workloads\[0\]: workload ln_gelu_add is not a built-in LLM",
+         ["sweep", "{f}", "-o", "{tmp}/out"], sweep(SERVE_SWEEP.replace("tiny-llama", "ln_gelu_add"))),
+    Case("sweep_serve_search_policy", 2, r"{f}:3: fusion\[0\]: 'search': serving prices every step with a fixed policy",
+         ["sweep", "{f}", "-o", "{tmp}/out"], sweep(SERVE_SWEEP.replace("axes:", "fusion: [search]\naxes:"))),
+    Case("sweep_serve_traces", 2, r"{f}:3: traces: a serving sweep records no traces", ["sweep", "{f}", "-o", "{tmp}/out"],
+         sweep(SERVE_SWEEP.replace("axes:", "traces: all\naxes:"))),
+    Case("sweep_unknown_command", 2, r"{f}:1: command: expected run or serve, got 'generate'", ["sweep", "{f}", "-o", "{tmp}/out"],
+         sweep(SERVE_SWEEP.replace("command: serve", "command: generate"))),
 
     # ---- serve: traces, keys, requests the model or the KV cache cannot take ----
     Case("serve_trace_negative_arrival", 2, r"{f}:2: column 1 \(arrival_s\)", ["serve", "tiny-llama", "--trace-file", "{f}"],

@@ -25,6 +25,7 @@
 #include "process/proc.h"
 #include "process/progress.h"
 #include "support/error.h"
+#include "sweep/sweep_serve.h"
 #include "sweep/sweep_store.h"
 
 namespace fs = std::filesystem;
@@ -34,6 +35,10 @@ namespace lpu {
 namespace {
 
 using ojson = nlohmann::ordered_json;
+
+// `lpu serve`'s exit status when the watchdog stopped an overloaded run: it still wrote what it
+// measured (its `truncated` says so), and in a serving sweep that is the point's result.
+constexpr int kServeTruncated = 3;
 
 std::string read_text(const std::string& path) {
   std::ifstream f(path, std::ios::binary);
@@ -184,7 +189,22 @@ void LocalSweep::plan() {
   progress_ = std::make_unique<Progress>(out_, points_.size(), sum_.skipped, opts_.progress_bar);
 }
 
-// Point `pi` as a child `lpu run`, writing its statistics (and trace) into the scratch directory.
+// The child's command line: `lpu run W --arch BASE --set k=v... --fusion P --json TMP`, or in a
+// serving sweep `lpu serve W --arch BASE --set k=v... [serve flags] --fusion P --json TMP`.
+std::vector<std::string> point_argv(const SweepSpec& spec, const SweepPoint& p, const std::string& exe,
+                                    const std::string& json) {
+  std::vector<std::string> argv = {exe, spec.command, spec.workloads[p.workload].file, "--arch", spec.base};
+  const std::vector<std::string> sets = point_sets(spec, p);
+  for (const auto& s : sets)
+    if (!is_serve_key(s)) argv.insert(argv.end(), {"--set", s});
+  if (spec.serving())
+    for (const auto& f : serve_flags(sets, spec.base_dir)) argv.push_back(f);
+  argv.insert(argv.end(), {"--fusion", p.policy, "--json", json});
+  return argv;
+}
+
+// Point `pi` as a child `lpu run` (or `lpu serve`), writing its statistics (and trace) into the
+// scratch directory.
 void LocalSweep::start(size_t pi) {
   const SweepSpec& spec = spec_;
   const SweepPoint& p = points_[pi];
@@ -194,9 +214,7 @@ void LocalSweep::start(size_t pi) {
   r.json = stem + ".json";
   r.err = stem + ".err";
   ChildSpec c;
-  c.argv = {exe_, "run", spec.workloads[p.workload].file, "--arch", spec.base};
-  for (const auto& s : point_sets(spec, p)) c.argv.insert(c.argv.end(), {"--set", s});
-  c.argv.insert(c.argv.end(), {"--fusion", p.policy, "--json", r.json});
+  c.argv = point_argv(spec, p, exe_, r.json);
   if (spec.traces == "all" || (spec.traces == "reference" && p.arch_point == 0)) {
     r.trace_tmp = stem + ".trace.json";
     r.trace = "traces/" + trace_name(spec.workloads[p.workload].name, p.policy, p.id);
@@ -222,7 +240,7 @@ void LocalSweep::finish(const Running& r, const ChildExit& ex) {
   // check (a busy machine) has still broken its limit.
   if (r.timed_out || (opts_.timeout_s > 0 && wall > opts_.timeout_s)) {
     error = strcat("timed out after ", opts_.timeout_s, " s (--timeout)");
-  } else if (!ex.ok()) {
+  } else if (!ex.ok() && !(spec.serving() && ex.code == kServeTruncated && !ex.signal && fs::exists(r.json))) {
     error = error_message(read_text(r.err), ex.describe());
   } else {
     try {
@@ -230,6 +248,10 @@ void LocalSweep::finish(const Running& r, const ChildExit& ex) {
     } catch (const nlohmann::json::exception& e) {
       error = strcat("exit 0 but no statistics JSON (", e.what(), ")");
     }
+    // A serving point's row holds its summary, not every request and step series (hundreds of
+    // kB per point): `lpu serve` of the point's settings gives those.
+    if (spec.serving() && run.is_object())
+      for (const char* bulky : {"requests", "replicas"}) run.erase(bulky);
   }
   bool ok = error.empty();
   std::string trace;
@@ -296,6 +318,12 @@ void LocalSweep::summarise() {
   std::map<std::string, const ojson*> by_id;
   for (const auto& row : store_->all_rows()) by_id[row["point_id"].get<std::string>()] = &row;
   std::map<std::pair<std::string, std::string>, const ojson*> best;
+  // The best point per workload and policy: the fastest run, or the serving run of the highest
+  // goodput (requests/s meeting both SLOs).
+  const std::string metric = spec_.serving() ? kGoodputColumn : "latency_us";
+  auto better = [&](const ojson& a, const ojson& b) {
+    return spec_.serving() ? a[metric] > b[metric] : a[metric] < b[metric];
+  };
   for (const auto& p : points_) {
     auto it = by_id.find(p.id);
     if (it == by_id.end()) continue;
@@ -307,11 +335,12 @@ void LocalSweep::summarise() {
     }
     ++sum_.ok;
     auto key = std::make_pair(row.value("workload", ""), row.value("fusion", ""));
-    if (row.contains("latency_us") && (!best.count(key) || row["latency_us"] < (*best[key])["latency_us"]))
+    if (row.contains(metric) && row[metric].is_number() && (!best.count(key) || better(row, *best[key])))
       best[key] = &row;
   }
+  sum_.metric = metric;
   for (const auto& [k, row] : best) {
-    ojson b = {{"workload", k.first}, {"fusion", k.second}, {"latency_us", (*row)["latency_us"]}};
+    ojson b = {{"workload", k.first}, {"fusion", k.second}, {metric, (*row)[metric]}};
     for (const auto& a : spec_.axes) b[a.key] = (*row)[a.key];
     sum_.best.push_back(b);
   }
@@ -351,7 +380,7 @@ nlohmann::json SweepSummary::to_json() const {
           {"results_csv", dir + "/" + stem + ".csv"},
           {"results_jsonl", dir + "/" + stem + ".jsonl"},
           {"failures", f},
-          {"fastest", b}};
+          {metric == kGoodputColumn ? "highest_goodput" : "fastest", b}};
 }
 
 int sweep_dry_run(const std::string& file, const SweepOptions& opts) {
@@ -371,6 +400,12 @@ int sweep_dry_run(const std::string& file, const SweepOptions& opts) {
     ++shown;
   }
   if (mine > shown) std::cout << "  ... and " << (mine - shown) << " more\n";
+  // A serving sweep's points run another command: show the first one's, as it would run.
+  if (spec.serving() && !owned.empty()) {
+    std::cout << "each point runs `lpu serve`; the first:";
+    for (const auto& a : point_argv(spec, points[owned.front()], "lpu", "TMP.json")) std::cout << " " << a;
+    std::cout << "\n";
+  }
   std::cout << "dry run: nothing was run or written (drop --dry-run to run them into " << opts.out_dir << ")\n";
   return 0;
 }
@@ -384,14 +419,15 @@ int sweep_command(const std::string& file, const SweepOptions& opts, const std::
             << s.ok << " ok, " << s.failed << " failed (" << s.ran << " run now, " << s.skipped << " done before) in "
             << wall << " s with -j " << opts.jobs << "\n";
   if (!s.best.empty()) {
-    std::vector<std::string> header = {"workload", "fusion", "fastest latency_us"};
+    const bool goodput = s.metric == kGoodputColumn;
+    std::vector<std::string> header = {"workload", "fusion", goodput ? "highest goodput_rps" : "fastest latency_us"};
     for (const auto& a : spec.axes) header.push_back(a.key);
     std::vector<std::vector<std::string>> rows;
     for (const auto& b : s.best) {
       std::vector<std::string> r;
       for (const auto& [k, v] : b.items())
-        r.push_back(v.is_number_float() && k == "latency_us" ? strcat(std::fixed, std::setprecision(3), v.get<double>())
-                                                             : csv_cell(v));
+        r.push_back(v.is_number_float() && k == s.metric ? strcat(std::fixed, std::setprecision(3), v.get<double>())
+                                                         : csv_cell(v));
       rows.push_back(r);
     }
     std::cout << format_table(header, rows);

@@ -1,6 +1,7 @@
 // `lpu sweep`: runs every point of a sweep file, N child processes at a time (SystemC allows
 // one simulation per process), appending each finished point to DIR/results.{jsonl,csv}.
-// Each child is `lpu run WORKLOAD --arch BASE --set k=v... --fusion P --json TMP`.
+// Each child is `lpu run WORKLOAD --arch BASE --set k=v... --fusion P --json TMP`, or `lpu serve`
+// with the point's serving flags in a serving sweep (`command: serve`, sweep/sweep_serve.h).
 #pragma once
 #include <iosfwd>
 #include <string>
@@ -23,6 +24,9 @@ struct SweepOptions {
   Shard shard;              // run only this shard's points, into DIR/results-I-of-N.* (sweep_layout.h)
 };
 
+// A serving point's goodput: requests/s that met both SLOs (`lpu serve` summary.slo.goodput_rps).
+inline constexpr const char* kGoodputColumn = "summary.slo.goodput_rps";
+
 struct SweepSummary {
   std::string name, dir;
   std::string stem = "results";  // the result files: DIR/STEM.csv, DIR/STEM.jsonl
@@ -33,7 +37,10 @@ struct SweepSummary {
   size_t ok = 0, failed = 0;  // over all points of the sweep, including skipped ones
   double wall_s = 0;
   std::vector<std::pair<std::string, std::string>> failures;  // point id, message
-  std::vector<nlohmann::ordered_json> best;  // fastest ok row per workload and policy
+  // The best ok row per workload and policy by `metric`: the lowest latency_us (run sweeps:
+  // "fastest" in to_json), or the highest goodput (serving sweeps: "highest_goodput").
+  std::string metric = "latency_us";
+  std::vector<nlohmann::ordered_json> best;
   nlohmann::json to_json() const;
 };
 

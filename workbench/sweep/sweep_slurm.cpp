@@ -224,8 +224,12 @@ std::string SlurmSweep::script() const {
      << "# Written by `lpu sweep --backend slurm`. Array task I runs shard I (every " << shards << "th point,\n"
      << "# points ranked by a hash of their id) and appends them to " << dir_ << "/results-I-of-" << shards << ".*;\n"
      << "# --resume makes a task skip points an earlier attempt finished. This submission: "
-     << (todo_.size() == static_cast<size_t>(shards) ? "every shard" : "the shards with missing points") << ".\n"
-     << "#SBATCH --job-name=" << job_name << "\n"
+     << (todo_.size() == static_cast<size_t>(shards) ? "every shard" : "the shards with missing points") << ".\n";
+  // A serving sweep's points are `lpu serve` runs (command: serve), which the shard starts as it
+  // would `lpu run` ones: said here, so the script tells what its tasks compute.
+  if (spec_.serving())
+    sc << "# Serving sweep: every point runs `lpu serve WORKLOAD --arch BASE --set ... [serve.* flags]`.\n";
+  sc << "#SBATCH --job-name=" << job_name << "\n"
      << "#SBATCH --array=" << array_list(todo_) << "\n"
      << "#SBATCH --cpus-per-task=" << so_.jobs << "\n"
      << "#SBATCH --output=" << sdir << "/logs/task-%A_%a.log\n"

@@ -13,6 +13,7 @@
 #include "policy_registry.h"
 #include "support/error.h"
 #include "support/yaml_util.h"
+#include "sweep/sweep_serve.h"
 #include "workload/workload.h"
 
 namespace fs = std::filesystem;
@@ -157,6 +158,15 @@ std::string strip_location(const std::string& msg, const std::string& file) {
   return pos == std::string::npos ? msg : msg.substr(pos + 2);
 }
 
+// The assignments that set config keys: `set:` may also hold workload.* and serve.* keys,
+// which the config does not know.
+std::vector<std::string> arch_sets(const std::vector<std::string>& sets) {
+  std::vector<std::string> out;
+  for (const auto& a : sets)
+    if (a.rfind(kWorkloadKeyPrefix, 0) != 0 && !is_serve_key(a)) out.push_back(a);
+  return out;
+}
+
 void validate_points(const SweepSpec& s, const YamlReader& r, const YAML::Node& root,
                      const std::vector<std::pair<std::string, YAML::Node>>& set_nodes) {
   std::ifstream f(s.base);
@@ -172,16 +182,24 @@ void validate_points(const SweepSpec& s, const YamlReader& r, const YAML::Node& 
   // `workload.KEY=VALUE` assignments set a workload key (docs/workloads.md): checked by
   // loading every workload with them; the rest by loading the base config.
   const std::string wprefix = kWorkloadKeyPrefix;
+  // `serve.KEY=VALUE` assignments are `lpu serve` flags (sweep_serve.h): checked together by the
+  // serve layer's checks. `by` names who rejected the last failing load, for the message.
+  std::string by;
   // `fixed` then `varying`: successive checks that assign the same keys in `varying` (an
   // axis's values, the combinations) reuse one copy of the base (PreparsedArchConfig::load).
   auto try_load = [&](const std::vector<std::string>& fixed, const std::vector<std::string>& varying) -> std::string {
     std::vector<std::string> sets = fixed;
     sets.insert(sets.end(), varying.begin(), varying.end());
     if (accepted.count(sets)) return "";
-    std::vector<std::string> arch_fixed, arch_varying, workload_sets;
+    std::vector<std::string> arch_fixed, arch_varying, workload_sets, serve_sets;
     for (size_t i = 0; i < sets.size(); ++i)
       if (sets[i].rfind(wprefix, 0) == 0) workload_sets.push_back(sets[i].substr(wprefix.size()));
+      else if (is_serve_key(sets[i]))
+        serve_sets.push_back(sets[i]);
       else (i < fixed.size() ? arch_fixed : arch_varying).push_back(sets[i]);
+    by = "lpu serve";
+    if (std::string e = serve_sets.empty() ? "" : check_serve_assignments(serve_sets, s.base_dir); !e.empty()) return e;
+    by = "the config";
     try {
       base.load(arch_fixed, arch_varying);
     } catch (const InputError& e) {
@@ -204,16 +222,16 @@ void validate_points(const SweepSpec& s, const YamlReader& r, const YAML::Node& 
   };
   for (const auto& [key, node] : set_nodes)
     if (std::string e = try_load({}, {key + "=" + node.Scalar()}); !e.empty())
-      r.fail(node, "set." + key, "rejected by the config: " + without_override(e, key + "=" + node.Scalar()));
+      r.fail(node, "set." + key, strcat("rejected by ", by, ": ", without_override(e, key + "=" + node.Scalar())));
   if (std::string e = try_load(s.base_sets, {}); !e.empty())
-    r.fail(root["set"] ? root["set"] : root, root["set"] ? "set" : "base", "rejected by the config: " + e);
+    r.fail(root["set"] ? root["set"] : root, root["set"] ? "set" : "base", strcat("rejected by ", by, ": ", e));
   // Each value alone first, so the message points at the value's own line.
   YAML::Node axes = root["axes"];
   for (const auto& a : s.axes)
     for (const auto& v : a.values)
       if (std::string e = try_load(s.base_sets, {a.key + "=" + v}); !e.empty())
         r.fail(axes[a.key], "axes." + a.key,
-               strcat("value ", v, " rejected by the config: ", without_override(e, a.key + "=" + v)));
+               strcat("value ", v, " rejected by ", by, ": ", without_override(e, a.key + "=" + v)));
   // Then the combinations, up to kMaxCombinationsChecked: a config load takes tens of
   // microseconds, so checking all 10^6 combinations of the largest sweep would take about a
   // minute before any point runs. Beyond the bound a rejected combination is caught where it
@@ -228,18 +246,112 @@ void validate_points(const SweepSpec& s, const YamlReader& r, const YAML::Node& 
       combo += (combo.empty() ? "" : ", ") + sets.back();
     }
     if (std::string e = try_load(s.base_sets, sets); !e.empty())
-      r.fail(axes, "axes", strcat("the combination ", combo, " is rejected by the config: ", e));
+      r.fail(axes, "axes", strcat("the combination ", combo, " is rejected by ", by, ": ", e));
+  }
+}
+
+// A `serve.KEY` is an `lpu serve` flag: only in a serving sweep, and only a flag there is.
+void check_serve_key(const YamlReader& r, const SweepSpec& s, const YAML::Node& at, const std::string& path,
+                     const std::string& key) {
+  if (!is_serve_key(key)) return;
+  if (!s.serving()) r.fail(at, path, "serving keys need `command: serve` (the points of this sweep run `lpu run`)");
+  if (std::string e = unknown_serve_key(key); !e.empty()) r.fail(at, path, e);
+}
+
+void resolve_workloads(const YamlReader& r, const YAML::Node& root, SweepSpec& s) {
+  if (!root["workloads"]) r.fail(root, "workloads", "missing required key");
+  std::set<std::string> names;
+  size_t i = 0;
+  for (const auto& [w, node] : scalar_list(r, root["workloads"], "workloads")) {
+    std::string path = strcat("workloads[", i++, "]");
+    if (w.size() > kMaxWorkloadRef)
+      r.fail(node, path, strcat("a workload name or path of ", w.size(), " bytes; at most ", kMaxWorkloadRef));
+    WorkloadSpec spec;
+    try {
+      spec = resolve_workload(near_file(s.base_dir, w));
+    } catch (const InputError& e) {
+      r.fail(node, path, e.what());
+    }
+    if (!names.insert(spec.name).second) r.fail(node, path, "two workloads are named '" + spec.name + "'");
+    if (s.serving() && !decoder_of(spec))
+      r.fail(node, path, strcat("workload ", spec.name, " is not a built-in LLM (a serving sweep runs decoders)"));
+    // A built-in model named without a file (`tiny-llama`) has no path: its points run it by
+    // name (`lpu run NAME`), and the sweep hash covers the name.
+    s.workloads.push_back(
+        {spec.name, spec.file.empty() ? spec.name : fs::absolute(spec.file).lexically_normal().string()});
+  }
+}
+
+// `fusion:` is required, except in a serving sweep (`lpu serve` prices steps with greedy).
+void resolve_policies(const YamlReader& r, const YAML::Node& root, SweepSpec& s) {
+  if (!root["fusion"] && s.serving()) {
+    s.policies = {"greedy"};
+    return;
+  }
+  if (!root["fusion"]) r.fail(root, "fusion", "missing required key");
+  size_t i = 0;
+  for (const auto& [p, node] : scalar_list(r, root["fusion"], "fusion")) {
+    std::string path = strcat("fusion[", i++, "]");
+    // The one registry (tuner/policy_registry.h): a tuner policy runs as `lpu run --fusion
+    // search` in its point like any other, so every registered policy is accepted.
+    const PolicyInfo* policy = find_policy(p);
+    if (!policy) r.fail(node, path, strcat("unknown fusion policy '", p, "'; expected one of: ", policy_names(", ")));
+    if (s.serving() && policy->simulates)
+      r.fail(node, path,
+             strcat("'", p,
+                    "': serving prices every step with a fixed policy (greedy, none); the tuner's search "
+                    "simulates its candidates for each compile"));
+    if (std::find(s.policies.begin(), s.policies.end(), p) != s.policies.end()) r.fail(node, path, "listed twice: " + p);
+    s.policies.push_back(p);
+  }
+}
+
+// `command`, `combine` and `traces`: the scalar settings of the sweep.
+void resolve_settings(const YamlReader& r, const YAML::Node& root, SweepSpec& s) {
+  s.command = r.get_string(root, "command", "", "run");
+  if (s.command != "run" && s.command != "serve")
+    r.fail(root["command"], "command", "expected run or serve, got '" + s.command + "'");
+  std::string combine = r.get_string(root, "combine", "", "product");
+  if (combine != "product" && combine != "zip") r.fail(root["combine"], "combine", "expected product or zip, got '" + combine + "'");
+  s.zip = combine == "zip";
+  // `lpu serve` writes no per-point trace: a serving sweep records none.
+  s.traces = r.get_string(root, "traces", "", s.serving() ? "none" : "reference");
+  if (s.traces != "reference" && s.traces != "all" && s.traces != "none")
+    r.fail(root["traces"], "traces", "expected reference, all or none, got '" + s.traces + "'");
+  if (s.serving() && s.traces != "none")
+    r.fail(root["traces"], "traces", "a serving sweep records no traces (`lpu serve` writes none): use none");
+}
+
+void resolve_axes(const YamlReader& r, const YAML::Node& root, const std::set<std::string>& fixed, SweepSpec& s) {
+  YAML::Node axes = root["axes"];
+  if (!axes || axes.IsNull()) return;
+  r.require_map(axes, "axes");
+  static const std::set<std::string> reserved = {"point_id", "status", "exit_code", "error",
+                                                 "workload", "fusion", "wall_s",    "trace"};
+  for (auto it = axes.begin(); it != axes.end(); ++it) {
+    SweepAxis a;
+    a.key = it->first.as<std::string>();
+    a.line = it->first.Mark().line + 1;
+    std::string path = "axes." + a.key;
+    if (reserved.count(a.key)) r.fail(it->first, path, "this name is a results column, not a config key");
+    if (fixed.count(a.key)) r.fail(it->first, path, "the key is also fixed in set:");
+    check_serve_key(r, s, it->first, path, a.key);
+    a.values = axis_values(r, it->second, path);
+    s.axes.push_back(std::move(a));
   }
 }
 
 SweepSpec resolve(const YamlDoc& doc, const std::string& base_dir) {
   YamlReader r(doc);
   const YAML::Node& root = doc.root;
-  r.check_keys(root, "", {"name", "description", "base", "set", "workloads", "fusion", "combine", "axes", "traces"});
+  r.check_keys(root, "",
+               {"name", "description", "command", "base", "set", "workloads", "fusion", "combine", "axes", "traces"});
   SweepSpec s;
   s.file = doc.file;
+  s.base_dir = base_dir;
   s.name = r.get_string(root, "name", "", fs::path(doc.file).stem().string());
   s.description = r.get_string(root, "description", "", "");
+  resolve_settings(r, root, s);
 
   std::string base = r.get_string(root, "base", "", default_config_name());
   try {
@@ -253,65 +365,14 @@ SweepSpec resolve(const YamlDoc& doc, const std::string& base_dir) {
   if (YAML::Node set = root["set"]) {
     flatten_sets(r, set, "", kv);
     for (const auto& [k, v] : kv) {
+      check_serve_key(r, s, v, "set." + k, k);
       s.base_sets.push_back(k + "=" + v.Scalar());
       fixed.insert(k);
     }
   }
-
-  if (!root["workloads"]) r.fail(root, "workloads", "missing required key");
-  std::set<std::string> names;
-  size_t i = 0;
-  for (const auto& [w, node] : scalar_list(r, root["workloads"], "workloads")) {
-    std::string path = strcat("workloads[", i++, "]");
-    if (w.size() > kMaxWorkloadRef)
-      r.fail(node, path, strcat("a workload name or path of ", w.size(), " bytes; at most ", kMaxWorkloadRef));
-    WorkloadSpec spec;
-    try {
-      spec = resolve_workload(near_file(base_dir, w));
-    } catch (const InputError& e) {
-      r.fail(node, path, e.what());
-    }
-    if (!names.insert(spec.name).second) r.fail(node, path, "two workloads are named '" + spec.name + "'");
-    // A built-in model named without a file (`tiny-llama`) has no path: its points run it by
-    // name (`lpu run NAME`), and the sweep hash covers the name.
-    s.workloads.push_back(
-        {spec.name, spec.file.empty() ? spec.name : fs::absolute(spec.file).lexically_normal().string()});
-  }
-
-  if (!root["fusion"]) r.fail(root, "fusion", "missing required key");
-  i = 0;
-  for (const auto& [p, node] : scalar_list(r, root["fusion"], "fusion")) {
-    std::string path = strcat("fusion[", i++, "]");
-    // The one registry (tuner/policy_registry.h): a tuner policy runs as `lpu run --fusion
-    // search` in its point like any other, so every registered policy is accepted.
-    if (!find_policy(p)) r.fail(node, path, strcat("unknown fusion policy '", p, "'; expected one of: ", policy_names(", ")));
-    if (std::find(s.policies.begin(), s.policies.end(), p) != s.policies.end()) r.fail(node, path, "listed twice: " + p);
-    s.policies.push_back(p);
-  }
-
-  std::string combine = r.get_string(root, "combine", "", "product");
-  if (combine != "product" && combine != "zip") r.fail(root["combine"], "combine", "expected product or zip, got '" + combine + "'");
-  s.zip = combine == "zip";
-
-  s.traces = r.get_string(root, "traces", "", "reference");
-  if (s.traces != "reference" && s.traces != "all" && s.traces != "none")
-    r.fail(root["traces"], "traces", "expected reference, all or none, got '" + s.traces + "'");
-
-  if (YAML::Node axes = root["axes"]; axes && !axes.IsNull()) {
-    r.require_map(axes, "axes");
-    static const std::set<std::string> reserved = {"point_id", "status", "exit_code", "error", "workload",
-                                                   "fusion",   "wall_s", "trace"};
-    for (auto it = axes.begin(); it != axes.end(); ++it) {
-      SweepAxis a;
-      a.key = it->first.as<std::string>();
-      a.line = it->first.Mark().line + 1;
-      std::string path = "axes." + a.key;
-      if (reserved.count(a.key)) r.fail(it->first, path, "this name is a results column, not a config key");
-      if (fixed.count(a.key)) r.fail(it->first, path, "the key is also fixed in set:");
-      a.values = axis_values(r, it->second, path);
-      s.axes.push_back(std::move(a));
-    }
-  }
+  resolve_workloads(r, root, s);
+  resolve_policies(r, root, s);
+  resolve_axes(r, root, fixed, s);
   if (s.zip)
     for (const auto& a : s.axes)
       if (a.values.size() != s.axes.front().values.size())
@@ -400,21 +461,24 @@ nlohmann::json sweep_manifest(const SweepSpec& s) {
   for (size_t i = 0; i < s.axes.size(); ++i) reference[s.axes[i].key] = scalar_to_json(aps.front()[i]);
   nlohmann::json wl = nlohmann::json::array();
   for (const auto& w : s.workloads) wl.push_back({{"name", w.name}, {"file", w.file}});
-  return {{"name", s.name},
-          {"file", fs::absolute(s.file).lexically_normal().string()},
-          {"description", s.description},
-          {"base", s.base},
-          {"set", s.base_sets},
-          {"workloads", wl},
-          {"fusion", s.policies},
-          {"combine", s.zip ? "zip" : "product"},
-          {"axes", axes},
-          {"reference", reference},
-          {"traces", s.traces},
-          {"points", expand_points(s).size()},
-          {"sweep_hash", sweep_hash(s)},
-          // The config before the axes: the yardstick of the report's hardware-cost proxy.
-          {"base_arch", arch_to_json(load_arch_config(s.base, s.base_sets))}};
+  nlohmann::json m = {{"name", s.name},
+                      {"file", fs::absolute(s.file).lexically_normal().string()},
+                      {"description", s.description},
+                      {"base", s.base},
+                      {"set", s.base_sets},
+                      {"workloads", wl},
+                      {"fusion", s.policies},
+                      {"combine", s.zip ? "zip" : "product"},
+                      {"axes", axes},
+                      {"reference", reference},
+                      {"traces", s.traces},
+                      {"points", expand_points(s).size()},
+                      {"sweep_hash", sweep_hash(s)},
+                      // The config before the axes: the yardstick of the report's hardware-cost proxy.
+                      {"base_arch", arch_to_json(load_arch_config(s.base, arch_sets(s.base_sets)))}};
+  // Only serving sweeps say what their points run: a run sweep's manifest stays as it was.
+  if (s.serving()) m["command"] = s.command;
+  return m;
 }
 
 std::vector<size_t> shard_point_indices(const std::vector<SweepPoint>& all, const Shard& shard) {
@@ -446,7 +510,7 @@ std::string sweep_hash(const SweepSpec& s) {
     std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(h));
     return std::string(hex);
   };
-  nlohmann::json arch = arch_to_json(load_arch_config(s.base, s.base_sets));
+  nlohmann::json arch = arch_to_json(load_arch_config(s.base, arch_sets(s.base_sets)));
   arch.erase("file");  // where the config lies is not what it says
   nlohmann::json wl = nlohmann::json::array();
   for (const auto& w : s.workloads) {
@@ -462,6 +526,9 @@ std::string sweep_hash(const SweepSpec& s) {
   nlohmann::json resolved = {{"arch", arch},         {"set", s.base_sets}, {"workloads", wl},
                              {"fusion", s.policies}, {"combine", s.zip ? "zip" : "product"},
                              {"axes", axes},         {"traces", s.traces}};
+  // Points of `lpu serve` compute something else than those of `lpu run` (run sweeps' hashes
+  // stay what they were).
+  if (s.serving()) resolved["command"] = s.command;
   return fnv(resolved.dump());
 }
 

@@ -8,6 +8,8 @@
 //   axes:
 //     hbm.bandwidth_gbps: [128, 256, 512]
 //     lmu.capacity_kib: {start: 64, stop: 256, factor: 4}
+// `command: serve` makes every point an `lpu serve` run of an LLM, with `serve.KEY` axes and
+// `set:` keys for its flags (sweep/sweep_serve.h).
 // Every axis value is validated against the base config when the file is loaded, so a typo
 // fails before any simulation starts, with the sweep file's line and key.
 #pragma once
@@ -34,6 +36,8 @@ struct SweepWorkload {
 
 struct SweepSpec {
   std::string name, file, description;
+  std::string base_dir = ".";            // where relative paths in the file were looked up first
+  std::string command = "run";           // what a point runs: `lpu run` or `lpu serve`
   std::string base;                      // absolute path of the base arch config
   std::vector<std::string> base_sets;    // "key=value" from `set:`, applied before the axes
   std::vector<SweepWorkload> workloads;
@@ -41,6 +45,7 @@ struct SweepSpec {
   bool zip = false;                      // combine: zip (else product)
   std::vector<SweepAxis> axes;
   std::string traces = "reference";      // reference | all | none: which points record a trace
+  bool serving() const { return command == "serve"; }
 };
 
 struct SweepPoint {
