@@ -215,20 +215,25 @@ def serve_report(rep, inputs):
     rep.page.table(header, rows)
     rep.page.p("Definitions: docs/serving.md (percentiles over completed requests; TPOT = a request's mean gap "
                "between its later tokens; goodput = requests per second meeting both SLOs).")
-    for s, name in zip(serves, plots_serve.labels(serves)):
+    names = plots_serve.labels(serves)
+    for s, name in zip(serves, names):
         if s.data.get("truncated"):
             rep.page.p("%s: the run was truncated (%s); unfinished requests fail the SLOs."
                        % (name, s.data.get("truncation_reason") or "watchdog"), "note")
-        config = plots_serve.flat_config(s.data)
-        if config:
-            rep.page.p("Configuration of %s:" % name)
-            rep.page.table(["key", "value"], [list(kv) for kv in config])
     rep.section("Serving latency", "serve-latency")
     rep.attempt("Latency CDFs", lambda: plots_serve.latency_cdfs(serves, rep.out_dir))
     rep.section("Batch size and KV cache", "serve-batch-kv")
     rep.attempt("Batch size and KV-cache use over time", lambda: plots_serve.batch_and_kv(serves, rep.out_dir))
     rep.section("Requests over time", "serve-gantt")
     rep.attempt("Requests over time", lambda: plots_serve.gantt(serves, rep.out_dir))
+    # Last: a person reads the figures first, the keys that produced them when comparing runs.
+    rep.section("Serving configuration", "serve-config")
+    for s, name in zip(serves, names):
+        config = plots_serve.flat_config(s.data)
+        rep.page.p("%s (%s)%s" % (name, os.path.basename(s.path), ":" if config else
+                                  ": the JSON has no cluster or cost_model keys."))
+        if config:
+            rep.page.table(["key", "value"], [list(kv) for kv in config])
     for path in inputs.serve_traces:
         rep.page.p("%s is a serving trace: open it in ui.perfetto.dev (a track per replica and per request); the "
                    "plots above are drawn from the serve JSON." % os.path.basename(path), "note")
@@ -280,16 +285,16 @@ def main(argv):
     args = ap.parse_args(argv)
     try:
         inputs = load_inputs(args.inputs)
+        if inputs.serve_traces and not inputs.serves:
+            raise InputProblem("a serving trace has nothing to plot: give the serve JSON (`lpu serve --json FILE`) "
+                               "too; open the trace in ui.perfetto.dev")
         if not (inputs.runs or inputs.traces or inputs.generations or inputs.serves
                 or (inputs.sweep and inputs.sweep.rows)):
             raise InputProblem("the inputs hold no runs, sweep rows, generations, serving results or traces")
         os.makedirs(args.out, exist_ok=True)
         remove_previous(args.out)
         rep = Report(args.out, title_for(inputs))
-        if inputs.serves or inputs.serve_traces:
-            if not inputs.serves:
-                raise InputProblem("a serving trace alone has nothing to plot: give the serve JSON "
-                                   "(`lpu serve --json FILE`) too")
+        if inputs.serves:
             serve_report(rep, inputs)
         if inputs.generations:
             generate_report(rep, inputs.generations)

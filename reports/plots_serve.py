@@ -8,7 +8,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 from matplotlib.ticker import MaxNLocator
 
-from plot_util import NoData, colour_map, legend_outside, number, save
+from plot_util import NoData, colour_map, fmt_value, legend_outside, number, save
 
 PHASE_COLOURS = {"queueing": "#bbbbbb", "prefill": "#ff7f0e", "KV transfer": "#9467bd", "decode": "#1f77b4"}
 GANTT_REQUESTS = 60   # rows of the Gantt: more would not be legible
@@ -43,7 +43,8 @@ def completed(j):
 
 # ---- latency CDFs ------------------------------------------------------------------------------
 
-CDF_PANELS = [("ttft_s", "time to first token (TTFT)", "ttft_ms"), ("tpot_s", "time per output token (TPOT)", "tpot_ms"),
+CDF_PANELS = [("ttft_s", "time to first token (TTFT)", "ttft_ms"),
+              ("tpot_s", "time per output token (TPOT)", "tpot_ms"),
               ("e2e_s", "end-to-end latency", None), ("queueing_s", "queueing delay", None)]
 
 
@@ -67,7 +68,8 @@ def cdf_panel(ax, serves, names, colours, key, title, slo_key):
     for n, v in values.items():
         if len(v):
             ys = np.arange(1, len(v) + 1) / len(v)
-            ax.step(np.concatenate([[0], v * scale]), np.concatenate([[0], ys]), where="post", color=colours[n], label=n)
+            ax.step(np.concatenate([[0], v * scale]), np.concatenate([[0], ys]), where="post", color=colours[n],
+                    label=n)
     for n, ms in slos.items():
         if ms:
             ax.axvline(ms / 1e3 * scale, color=colours[n], ls="--", lw=1.2)
@@ -230,9 +232,10 @@ def gantt_panel(ax, s, title, since_arrival=False):
         for phase, lo, hi, done in phases(r, end_s):
             if since_arrival:
                 lo, hi = (lo - r["arrival_s"]) * 1e3, (hi - r["arrival_s"]) * 1e3
-            if hi > lo:
+            if hi > lo:  # hatches take the edge colour: white ones on an unfinished phase
+                edge = "#d62728" if r.get("preemptions") else "none" if done else "white"
                 ax.barh(y, hi - lo, left=lo, height=0.7, color=PHASE_COLOURS[phase], hatch=None if done else "//",
-                        edgecolor="#d62728" if r.get("preemptions") else "none", lw=1.2 if r.get("preemptions") else 0)
+                        edgecolor=edge, lw=1.2 if r.get("preemptions") else 0)
     ax.set_yticks(range(len(shown)))
     ax.set_yticklabels([str(r.get("id")) for r in shown], fontsize=6 if len(shown) > 30 else 8)
     ax.set_ylim(len(shown) - 0.4, -0.6)  # the first arrival at the top
@@ -267,7 +270,7 @@ def gantt(serves, out_dir):
         gantt_panel(row[1], s, "the same, from each arrival to its first token", since_arrival=True)
     handles = [plt.Rectangle((0, 0), 1, 1, color=c) for c in PHASE_COLOURS.values()]
     handles += [plt.Rectangle((0, 0), 1, 1, facecolor="white", edgecolor="#d62728", lw=1.2),
-                plt.Rectangle((0, 0), 1, 1, facecolor="white", edgecolor="#555", hatch="//")]
+                plt.Rectangle((0, 0), 1, 1, facecolor="#777", edgecolor="white", hatch="//", lw=0)]
     names = list(PHASE_COLOURS) + ["preempted (outline)", "unfinished (hatched)"]
     slos = sorted({slo_ms(s.data, "ttft_ms") for s, _ in shown} - {None})
     if slos:
@@ -307,7 +310,8 @@ def summary_rows(j):
         rows.append(("%s p50 / p90 / p99 (%s)" % (name, unit),
                      " / ".join(dist(d, p, scale) for p in ("p50", "p90", "p99"))))
     slo = s.get("slo") or {}
-    rows.append(("SLO: TTFT ≤ %s ms and TPOT ≤ %s ms: met" % (fmt(slo.get("ttft_ms"), "%g"), fmt(slo.get("tpot_ms"), "%g")),
+    rows.append(("SLO: TTFT ≤ %s ms and TPOT ≤ %s ms: met"
+                 % (fmt(slo.get("ttft_ms"), "%g"), fmt(slo.get("tpot_ms"), "%g")),
                  "%s (%s of all requests)" % (slo.get("met", "—"), fmt(100 * slo["attainment"], "%.1f %%")
                                               if number(slo.get("attainment")) else "—")))
     rows += [("goodput (requests/s meeting both SLOs)", fmt(slo.get("goodput_rps"))),
@@ -318,9 +322,9 @@ def summary_rows(j):
                                 fmt(s["energy_per_token_j"] * 1e3) if number(s.get("energy_per_token_j")) else "—")),
              ("mean requests in the system (Little's L)", fmt(s.get("mean_in_system")))]
     e = j.get("step_cost_error")
+    pct = lambda x: "%.2f %%" % (100 * x) if number(x) else "—"  # noqa: E731
     rows.append(("step-cost model error vs exact simulation: p50 / max (samples)",
-                 "%s / %s (%s)" % (fmt(100 * e["p50"], "%.2f %%") if number(e.get("p50")) else "—",
-                                   fmt(100 * e["max"], "%.2f %%") if number(e.get("max")) else "—", e.get("samples", "?"))
+                 "%s / %s (%s)" % (pct(e.get("p50")), pct(e.get("max")), e.get("samples", "?"))
                  if isinstance(e, dict) else "not in the JSON"))
     if j.get("truncated"):
         rows.append(("truncated", j.get("truncation_reason") or "yes"))
@@ -346,7 +350,7 @@ def flat_config(j):
             if isinstance(v, dict):
                 walk(v, prefix + k + ".")
             elif not isinstance(v, list):
-                out.append((prefix + k, str(v).lower() if isinstance(v, bool) else str(v)))
+                out.append((prefix + k, str(v).lower() if isinstance(v, bool) else fmt_value(v)))
     for key in ("cluster", "cost_model"):
         if isinstance(j.get(key), dict):
             walk(j[key], key + ".")

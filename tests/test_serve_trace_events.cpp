@@ -216,13 +216,15 @@ TEST(ServeTraceEvents, ReportFixtures) {
   for (Case& c : cases) c.config.slo = Slo{80, 10};         // tight enough that a few requests miss
   for (Case& c : cases) {
     ServeResult r = simulate_serving(c.requests, c.config);
-    Json j = Json::parse(result_json(r).dump());
+    nlohmann::ordered_json j;  // the CLI's keys first, then result_json's in its order
     j["kind"] = "serve";
     j["workload"] = "formula-7b";
     j["arch"] = "test (LinearCost)";
     j["cost_model"] = {{"kind", "formula"}, {"time_s", "8e-3 + 2e-5 x tokens + 2e-8 x contexts"}};
     j["step_cost_error"] = {{"p50", 0.0012}, {"max", 0.0071}, {"samples", 64}};
-    j["cluster"] = Json::parse(cluster_json(c.config).dump());
+    j["cluster"] = cluster_json(c.config);
+    nlohmann::ordered_json result = result_json(r);
+    for (const auto& [key, value] : result.items()) j[key] = value;
     std::string path = std::string(LPU_SOURCE_DIR) + "/tests/fixtures/serve/" + c.file;
     if (regen) std::ofstream(path) << j.dump() << "\n";
     std::ifstream in(path);
