@@ -70,11 +70,10 @@ def cdf_panel(ax, serves, names, colours, key, title, slo_key):
             ys = np.arange(1, len(v) + 1) / len(v)
             ax.step(np.concatenate([[0], v * scale]), np.concatenate([[0], ys]), where="post", color=colours[n],
                     label=n)
-    for n, ms in slos.items():
-        if ms:
-            ax.axvline(ms / 1e3 * scale, color=colours[n], ls="--", lw=1.2)
-            ax.annotate("SLO %g ms" % ms, (ms / 1e3 * scale, 0.04), textcoords="offset points", xytext=(3, 0),
-                        fontsize=8, color=colours[n], rotation=90, va="bottom")
+    for ms in sorted({v for v in slos.values() if v}):  # one line per distinct SLO, red as in the Gantt
+        ax.axvline(ms / 1e3 * scale, color="#d62728", ls="--", lw=1.2)
+        ax.annotate("SLO %g ms" % ms, (ms / 1e3 * scale, 0.04), textcoords="offset points", xytext=(3, 0),
+                    fontsize=8, color="#d62728", rotation=90, va="bottom")
     ax.set_xlim(left=0)
 
 
@@ -86,9 +85,12 @@ def latency_cdfs(serves, out_dir):
     fig, axes = plt.subplots(2, 2, figsize=(11, 7.5))
     for ax, (key, title, slo_key) in zip(axes.flat, CDF_PANELS):
         cdf_panel(ax, serves, names, colours, key, title, slo_key)
-    if len(serves) > 1:
-        legend_outside(axes.flat[1])
-    fig.tight_layout()
+    if len(serves) > 1:  # below the panels: beside them it would squeeze all four
+        handles, names_ = axes.flat[0].get_legend_handles_labels()
+        fig.legend(handles, names_, loc="lower center", ncol=min(2, len(names_)), fontsize=8, frameon=False)
+        fig.tight_layout(rect=(0, 0.03 * ((len(names_) + 1) // 2) + 0.02, 1, 1))
+    else:
+        fig.tight_layout()
     unfinished = sum(len(s.data.get("requests") or []) - len(completed(s.data)) for s in serves)
     caption = ("Cumulative share of completed requests whose latency is at most x; dotted lines at 50, 90 and 99 %, "
                "dashed lines at the SLOs the run was measured against. TPOT is each request's mean gap between "
@@ -266,8 +268,8 @@ def gantt(serves, out_dir):
     for row, (s, name) in zip(axes, shown):
         n = len(s.data["requests"])
         sampled = "" if n <= GANTT_REQUESTS else ": %d of %d, evenly spaced in arrival order" % (GANTT_REQUESTS, n)
-        gantt_panel(row[0], s, (name + ", requests" if len(shown) > 1 else "requests") + sampled)
-        gantt_panel(row[1], s, "the same, from each arrival to its first token", since_arrival=True)
+        gantt_panel(row[0], s, (name + "\nrequests" if len(shown) > 1 else "requests") + sampled)
+        gantt_panel(row[1], s, "the same, from each arrival", since_arrival=True)
     handles = [plt.Rectangle((0, 0), 1, 1, color=c) for c in PHASE_COLOURS.values()]
     handles += [plt.Rectangle((0, 0), 1, 1, facecolor="white", edgecolor="#d62728", lw=1.2),
                 plt.Rectangle((0, 0), 1, 1, facecolor="#777", edgecolor="white", hatch="//", lw=0)]
