@@ -226,12 +226,15 @@ def serve_report(rep, inputs):
     rep.attempt("Batch size and KV-cache use over time", lambda: plots_serve.batch_and_kv(serves, rep.out_dir))
     rep.section("Requests over time", "serve-gantt")
     rep.attempt("Requests over time", lambda: plots_serve.gantt(serves, rep.out_dir))
+    if any(isinstance(s.data.get("capacity"), dict) for s in serves):  # only runs with --find-rate search
+        rep.section("Capacity search", "serve-capacity")
+        rep.attempt("Capacity search", lambda: plots_serve.capacity(serves, rep.out_dir))
     # Last: a person reads the figures first, the keys that produced them when comparing runs.
     rep.section("Serving configuration", "serve-config")
     for s, name in zip(serves, names):
         config = plots_serve.flat_config(s.data)
         rep.page.p("%s (%s)%s" % (name, os.path.basename(s.path), ":" if config else
-                                  ": the JSON has no cluster or cost_model keys."))
+                                  ": the JSON has no deployment, cluster or cost_model keys."))
         if config:
             rep.page.table(["key", "value"], [list(kv) for kv in config])
     for path in inputs.serve_traces:

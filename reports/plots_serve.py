@@ -6,7 +6,7 @@ import os
 
 import matplotlib.pyplot as plt
 import numpy as np
-from matplotlib.ticker import MaxNLocator
+from matplotlib.ticker import FuncFormatter, MaxNLocator, NullFormatter
 
 from plot_util import NoData, colour_map, fmt_value, legend_outside, number, save
 
@@ -289,6 +289,52 @@ def gantt(serves, out_dir):
                 "its recomputation is inside the decode bar.")
 
 
+# ---- capacity search -----------------------------------------------------------------------------
+
+def capacity(serves, out_dir):
+    """p99 TTFT and TPOT of each probe of `lpu serve --find-rate` against its rate, with the SLOs."""
+    runs = [(s, n) for s, n in zip(serves, labels(serves))
+            if isinstance(s.data.get("capacity"), dict) and s.data["capacity"].get("probes")]
+    if not runs:
+        raise NoData("no serve JSON has a capacity search (lpu serve --find-rate)")
+    colours = colour_map(n for _, n in runs)
+    fig, axes = plt.subplots(1, 2, figsize=(11, 4))
+    for ax, key, slo_key, title in ((axes[0], "ttft_p99_s", "ttft_ms", "p99 TTFT"),
+                                    (axes[1], "tpot_p99_s", "tpot_ms", "p99 TPOT")):
+        for s, n in runs:
+            probes = sorted(s.data["capacity"]["probes"], key=lambda p: p.get("rate", 0))
+            xs = [p.get("rate") for p in probes]
+            ys = [p[key] * 1e3 if number(p.get(key)) else np.nan for p in probes]
+            ax.plot(xs, ys, color=colours[n], lw=0.8, label=n)
+            for x, y, p in zip(xs, ys, probes):
+                ax.plot(x, y, "o" if p.get("meets") else "x", color=colours[n], ms=6)
+            if s.data["capacity"].get("found"):
+                rate = s.data["capacity"]["max_rate"]
+                ax.axvline(rate, color=colours[n], ls=":", lw=1)
+                ax.annotate("%.4g req/s" % rate, (rate, 1), xycoords=("data", "axes fraction"),
+                            textcoords="offset points", xytext=(3, -12), fontsize=8, color=colours[n])
+        for ms in sorted({slo_ms(s.data, slo_key) for s, _ in runs} - {None}):
+            ax.axhline(ms, color="#d62728", ls="--", lw=1.2)
+            ax.annotate("SLO %g ms" % ms, (0, ms), xycoords=("axes fraction", "data"), textcoords="offset points",
+                        xytext=(4, 3), fontsize=8, color="#d62728")
+        ax.set_yscale("log")
+        plain = FuncFormatter(lambda v, _: "%g" % v)  # 30, not 3 x 10^1
+        ax.yaxis.set_major_formatter(plain)
+        lo, hi = ax.get_ylim()
+        ax.yaxis.set_minor_formatter(plain if hi / lo < 20 else NullFormatter())  # labels between decades when few
+        ax.set_xlabel("arrival rate (requests/s)")
+        ax.set_ylabel("%s (ms)" % title)
+        ax.set_title(title, fontsize=10)
+        ax.grid(alpha=0.3, which="both")
+    if len(runs) > 1:
+        legend_outside(axes[1])
+    fig.tight_layout()
+    return save(fig, out_dir, "serve_capacity.png", "Capacity search",
+                "Each probe of the search (o: met both SLOs at p99 with every request completed; x: missed); "
+                "the dotted line is the highest rate found. Logarithmic latency axis: past capacity, queues grow "
+                "without bound.")
+
+
 # ---- tables ------------------------------------------------------------------------------------
 
 def fmt(x, f="%.3g"):
@@ -328,6 +374,15 @@ def summary_rows(j):
     rows.append(("step-cost model error vs exact simulation: p50 / max (samples)",
                  "%s / %s (%s)" % (pct(e.get("p50")), pct(e.get("max")), e.get("samples", "?"))
                  if isinstance(e, dict) else "not in the JSON"))
+    cap = j.get("capacity")
+    if isinstance(cap, dict):  # lpu serve --find-rate
+        rows.append(("capacity: highest rate meeting both SLOs at p99 (requests/s)",
+                     "%s (%d probes)" % (fmt(cap.get("max_rate"), "%.4g") if cap.get("found") else "none found",
+                                         len(cap.get("probes") or []))))
+    wall = j.get("wall")
+    if isinstance(wall, dict) and number(wall.get("total_s")):
+        rows.append(("wall time (s) / simulated seconds per wall second",
+                     "%s / %s" % (fmt(wall["total_s"]), fmt(wall.get("simulated_s_per_wall_s")))))
     if j.get("truncated"):
         rows.append(("truncated", j.get("truncation_reason") or "yes"))
     return rows
@@ -353,7 +408,7 @@ def flat_config(j):
                 walk(v, prefix + k + ".")
             elif not isinstance(v, list):
                 out.append((prefix + k, str(v).lower() if isinstance(v, bool) else fmt_value(v)))
-    for key in ("cluster", "cost_model"):
+    for key in ("deployment", "cluster", "cost_model"):
         if isinstance(j.get(key), dict):
             walk(j[key], key + ".")
     return out

@@ -93,6 +93,25 @@ def test_missing_data_is_explained(workdir, check):
         check("was truncated (stopped after max_steps" in page_of(out), "the page says the run was truncated")
 
 
+def test_capacity_search_and_deployment(workdir, check):
+    """The keys `lpu serve` adds: deployment, a --find-rate capacity search, wall time."""
+    j = fixture("unified.json")
+    j["deployment"] = {"model": "llama2-7b", "devices_per_replica": 1, "kv_capacity_tokens": 6400}
+    probe = lambda rate, ttft, tpot, meets: {"rate": rate, "ttft_p99_s": ttft, "tpot_p99_s": tpot,  # noqa: E731
+                                             "meets": meets, "truncated": False}
+    j["capacity"] = {"found": True, "max_rate": 15.2, "probes": [
+        probe(1, 0.03, 0.008, True), probe(32, 12.0, 0.03, False), probe(16, 0.2, 0.0105, False),
+        probe(8, 0.05, 0.009, True), probe(15.2, 0.078, 0.0099, True)]}
+    j["wall"] = {"total_s": 3.2, "simulated_s_per_wall_s": 4.26}
+    out = os.path.join(workdir, "capacity")
+    r = report(write(workdir, "capacity.json", j), "-o", out)
+    if check(r.returncode == 0, "with a capacity search: exit 0 (%s)" % r.stderr[-500:]):
+        check_report(check, out, SERVE_PLOTS | {"serve_capacity.png"}, set())
+        page = page_of(out)
+        for text in ("15.2 (5 probes)", "deployment.kv_capacity_tokens", "3.2 / 4.26"):
+            check(text in page, "the page shows %r" % text)
+
+
 def test_serving_traces_and_bad_input(workdir, check):
     trace = write(workdir, "trace.json", {"traceEvents": [], "otherData": {"kind": "serve"}})
     r = report(trace, "-o", os.path.join(workdir, "t"))
