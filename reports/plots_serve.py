@@ -48,12 +48,20 @@ CDF_PANELS = [("ttft_s", "time to first token (TTFT)", "ttft_ms"),
               ("e2e_s", "end-to-end latency", None), ("queueing_s", "queueing delay", None)]
 
 
+def seconds_unit(peak_s):
+    """(scale from seconds, unit) so that the largest value reads between 1 and ~2000."""
+    return (1.0, "s") if peak_s >= 2 else (1e3, "ms") if peak_s >= 2e-3 else (1e6, "µs")
+
+
 def cdf_panel(ax, serves, names, colours, key, title, slo_key):
     values = {n: np.sort([r[key] for r in completed(s.data) if number(r.get(key))]) for s, n in zip(serves, names)}
     peak = max((v[-1] for v in values.values() if len(v)), default=0)
-    slos = {n: slo_ms(s.data, slo_key) for s, n in zip(serves, names)} if slo_key else {}
-    peak = max([peak] + [v / 1e3 for v in slos.values() if v])
-    scale, unit = (1.0, "s") if peak >= 2 else (1e3, "ms")
+    slos = sorted({slo_ms(s.data, slo_key) for s in serves} - {None}) if slo_key else []
+    # An SLO far beyond every value (a small model against LLM targets) would squash the curves
+    # against the axis: it is named in the panel instead of drawn.
+    far = [ms for ms in slos if peak > 0 and ms / 1e3 > 5 * peak]
+    shown = [ms for ms in slos if ms not in far]
+    scale, unit = seconds_unit(max([peak] + [ms / 1e3 for ms in shown]))
     ax.set_title(title, fontsize=10)
     ax.set_xlabel("%s (%s)" % (title.split(" (")[0], unit))
     ax.set_ylabel("share of completed requests")
@@ -70,10 +78,14 @@ def cdf_panel(ax, serves, names, colours, key, title, slo_key):
             ys = np.arange(1, len(v) + 1) / len(v)
             ax.step(np.concatenate([[0], v * scale]), np.concatenate([[0], ys]), where="post", color=colours[n],
                     label=n)
-    for ms in sorted({v for v in slos.values() if v}):  # one line per distinct SLO, red as in the Gantt
+    for ms in shown:  # one line per distinct SLO, red as in the Gantt
         ax.axvline(ms / 1e3 * scale, color="#d62728", ls="--", lw=1.2)
         ax.annotate("SLO %g ms" % ms, (ms / 1e3 * scale, 0.04), textcoords="offset points", xytext=(3, 0),
                     fontsize=8, color="#d62728", rotation=90, va="bottom")
+    if far:
+        ax.text(0.97, 0.06, "SLO %s ms: far right of every request" % ", ".join("%g" % ms for ms in far),
+                ha="right", va="bottom", transform=ax.transAxes, fontsize=8, color="#d62728",
+                bbox={"facecolor": "white", "edgecolor": "none", "alpha": 0.8})
     ax.set_xlim(left=0)
 
 
@@ -130,15 +142,15 @@ def with_idle(start, end, values, idle_value):
     return np.asarray(xs), np.asarray(ys)
 
 
-def binned(start, end, values, lo, hi, busy_share):
-    """Time-weighted mean per bin (weights = step durations); busy_share: idle time counts as 0."""
+def binned(start, values, lo, hi, empty):
+    """The largest value of the steps that start in each bin: peaks stay visible however short the
+    steps (a mean over mostly idle time would flatten a lightly loaded replica to nothing); a bin
+    without a step gets `empty` (0 sequences; no KV or queue reading)."""
     width = (hi - lo) / BINS
     idx = np.clip(((start - lo) / width).astype(int), 0, BINS - 1)
-    dur = end - start
-    total = np.bincount(idx, weights=dur * values, minlength=BINS)
-    norm = np.full(BINS, width) if busy_share else np.bincount(idx, weights=dur, minlength=BINS)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        ys = np.where(norm > 0, total / norm, np.nan)
+    ys = np.full(BINS, -np.inf)
+    np.maximum.at(ys, idx, values)
+    ys[np.isinf(ys)] = empty
     return lo + (np.arange(BINS) + 0.5) * width, ys
 
 
@@ -162,7 +174,7 @@ def batch_and_kv(serves, out_dir):
                 vals = ser[col] * (100 if col == 3 else 1)
                 if len(ser[0]) > BIN_ABOVE:
                     any_binned = True
-                    xs, ys = binned(ser[0], ser[1], vals, lo, hi, idle is not None)
+                    xs, ys = binned(ser[0], vals, lo, hi, 0 if idle is not None else np.nan)
                     ax.plot(xs, ys, color=colours[replica_name(r)], lw=0.9, label=replica_name(r))
                 else:
                     xs, ys = with_idle(ser[0], ser[1], vals, idle)
@@ -183,8 +195,8 @@ def batch_and_kv(serves, out_dir):
                "after the step's allocation as a share of the replica's capacity, and requests waiting in its queue "
                "when the step started.")
     if any_binned:
-        caption += (" Replicas with more than %d steps are drawn as %d time bins: the time-weighted mean of the "
-                    "steps in each bin." % (BIN_ABOVE, BINS))
+        caption += (" Replicas with more than %d steps are drawn as %d time bins, each showing the largest value "
+                    "among its steps (0 sequences where it has none)." % (BIN_ABOVE, BINS))
     return save(fig, out_dir, "serve_batch_kv.png", "Batch size and KV-cache use over time", caption)
 
 
@@ -227,17 +239,27 @@ def run_end(s):
 
 
 def gantt_panel(ax, s, title, since_arrival=False):
-    """Bars of the sampled requests: in simulated time, or (since_arrival) in ms from each
-    request's arrival, where queueing and prefill (short beside decode) can be read."""
+    """Bars of the sampled requests: in simulated time, or (since_arrival) from each request's
+    arrival, where queueing and prefill (short beside decode) can be read. Returns whether it drew
+    the TTFT SLO (not when it lies far beyond every first token)."""
     shown, end_s = sampled_requests(s), run_end(s)
+    firsts = [r["ttft_s"] for r in shown if number(r.get("ttft_s"))]
+    slo = slo_ms(s.data, "ttft_ms")
+    if slo and firsts and slo / 1e3 > 5 * max(firsts):
+        slo = None
+    scale, unit = seconds_unit(max(firsts + ([slo / 1e3] if slo else []), default=1e-3))
+    span = max(end_s - min(r["arrival_s"] for r in shown), 1e-12)
     for y, r in enumerate(shown):
-        for phase, lo, hi, done in phases(r, end_s):
+        parts = phases(r, end_s)
+        for phase, lo, hi, done in parts:
             if since_arrival:
-                lo, hi = (lo - r["arrival_s"]) * 1e3, (hi - r["arrival_s"]) * 1e3
+                lo, hi = (lo - r["arrival_s"]) * scale, (hi - r["arrival_s"]) * scale
             if hi > lo:  # hatches take the edge colour: white ones on an unfinished phase
                 edge = "#d62728" if r.get("preemptions") else "none" if done else "white"
                 ax.barh(y, hi - lo, left=lo, height=0.7, color=PHASE_COLOURS[phase], hatch=None if done else "//",
                         edgecolor=edge, lw=1.2 if r.get("preemptions") else 0)
+        if not since_arrival and parts[-1][2] - r["arrival_s"] < 0.003 * span:  # too short for a visible bar
+            ax.plot(r["arrival_s"], y, marker="|", ms=7, color=PHASE_COLOURS["decode"])
     ax.set_yticks(range(len(shown)))
     ax.set_yticklabels([str(r.get("id")) for r in shown], fontsize=6 if len(shown) > 30 else 8)
     ax.set_ylim(len(shown) - 0.4, -0.6)  # the first arrival at the top
@@ -246,16 +268,14 @@ def gantt_panel(ax, s, title, since_arrival=False):
     if not since_arrival:
         ax.set_ylabel("request id (arrival order)")
         ax.set_xlabel("simulated time (s)")
-        return
+        return False
     # Up to the slowest first token shown (and the TTFT SLO), so the phases before decode fill the panel.
-    firsts = [r["ttft_s"] * 1e3 for r in shown if number(r.get("ttft_s"))]
-    slo = slo_ms(s.data, "ttft_ms")
-    right = max(firsts + ([slo] if slo else []), default=1) * 1.15
     if slo:  # named in the legend: a label on the line would sit on the bars
-        ax.axvline(slo, color="#d62728", ls="--", lw=1)
-    ax.set_xlim(0, right)
-    ax.set_xlabel("time since the request's arrival (ms)")
+        ax.axvline(slo / 1e3 * scale, color="#d62728", ls="--", lw=1)
+    ax.set_xlim(0, max(firsts + ([slo / 1e3] if slo else []), default=1e-3) * scale * 1.15)
+    ax.set_xlabel("time since the request's arrival (%s)" % unit)
     ax.tick_params(axis="y", labelleft=False)
+    return bool(slo)
 
 
 def gantt(serves, out_dir):
@@ -265,11 +285,12 @@ def gantt(serves, out_dir):
     heights = [min(len(s.data["requests"]), GANTT_REQUESTS) for s, _ in shown]
     fig, axes = plt.subplots(len(shown), 2, figsize=(12, sum(1.2 + 0.16 * h for h in heights)), squeeze=False,
                              gridspec_kw={"height_ratios": heights, "width_ratios": [2.4, 1]})
+    slo_drawn = False
     for row, (s, name) in zip(axes, shown):
         n = len(s.data["requests"])
         sampled = "" if n <= GANTT_REQUESTS else ": %d of %d, evenly spaced in arrival order" % (GANTT_REQUESTS, n)
         gantt_panel(row[0], s, (name + "\nrequests" if len(shown) > 1 else "requests") + sampled)
-        gantt_panel(row[1], s, "the same, from each arrival", since_arrival=True)
+        slo_drawn = gantt_panel(row[1], s, "the same, from each arrival", since_arrival=True) or slo_drawn
     handles = [plt.Rectangle((0, 0), 1, 1, color=c) for c in PHASE_COLOURS.values()]
     handles += [plt.Rectangle((0, 0), 1, 1, facecolor="white", edgecolor="#d62728", lw=1.2),
                 plt.Rectangle((0, 0), 1, 1, facecolor="#777", edgecolor="white", hatch="//", lw=0)]
@@ -277,14 +298,16 @@ def gantt(serves, out_dir):
     slos = sorted({slo_ms(s.data, "ttft_ms") for s, _ in shown} - {None})
     if slos:
         handles.append(plt.Line2D([0], [0], color="#d62728", ls="--", lw=1))
-        names.append("TTFT SLO (%s ms)" % ", ".join("%g" % v for v in slos))
+        names.append("TTFT SLO (%s ms)%s" % (", ".join("%g" % v for v in slos),
+                                              "" if slo_drawn else ": far right of the axis"))
     legend_outside(axes[0][1], handles=handles, labels=names)
     fig.tight_layout()
     return save(fig, out_dir, "serve_gantt.png", "Requests over time",
                 "Each sampled request from its arrival: queueing until its first step, prefill until its first token "
                 "(disaggregated: until the prefill ends, then the KV cache's transfer to the decode pool), decode "
-                "until its last token. Left: simulated time; right: the same requests from their own arrival, "
-                "up to the slowest first token, where queueing and prefill (short beside decode) can be read. "
+                "until its last token. Left: simulated time (a request too short for a bar is a tick at its "
+                "arrival); right: the same requests from their own arrival, up to the slowest first token, where "
+                "queueing and prefill (short beside decode) can be read. "
                 "A request preempted by recomputation (its KV cache freed under pressure) is outlined in red; "
                 "its recomputation is inside the decode bar.")
 
