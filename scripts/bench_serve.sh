@@ -18,15 +18,15 @@ capacity() {
         flag=""; [ "$chunk" = off ] && flag="--no-chunked-prefill"
         name="cap-$model-tp$tp-chunk-$chunk"
         echo "== $name"
-        build/lpu serve "$model" --arch lpu-asic --tp "$tp" --requests "$REQS" --seed 1 $LENS $flag --find-rate \
-          --cost-cache "$OUT/points-$model-tp$tp.json" --json "$OUT/$name.json" | tail -4 || true
+        ${LPU:-build/lpu} serve "$model" --arch lpu-asic --tp "$tp" --requests "$REQS" --seed 1 $LENS $flag --find-rate \
+          --cost-cache "$OUT/points-$model-tp$tp.json" --json "$OUT/$name.json" --json-wall | tail -4 || true
       done
     done
   done
 }
 speed() {
-  /usr/bin/time -f "%e s wall, %U s user" build/lpu serve llama2-7b --arch lpu-asic --rate "${RATE:-0.1}" \
-    --requests 1000 --seed 1 --cost-cache "$OUT/points-llama2-7b-tp1-chat.json" --json "$OUT/speed-llama2-7b.json" | tail -6
+  /usr/bin/time -f "%e s wall, %U s user" ${LPU:-build/lpu} serve llama2-7b --arch lpu-asic --rate "${RATE:-0.1}" \
+    --requests 1000 --seed 1 --cost-cache "$OUT/points-llama2-7b-tp1-chat.json" --json "$OUT/speed-llama2-7b.json" --json-wall | tail -6
 }
 table() {
   /usr/bin/python3 - "$OUT" <<'PY'

@@ -147,5 +147,14 @@ printf 'model: decoder\nlayers: 2\nd_model: 64\nheads: 4\nkv_heads: 3\nffn: 96\n
 check decoder_bad_kv_heads 2 "dec.yaml:5: kv_heads: heads 4 must be a multiple of kv_heads 3" -- "$LPU" run "$TMP/dec.yaml"
 check decoder_example 0 "k0_l0.attn_norm" -- "$LPU" compile workloads/decoder-3b-example.yaml --emit counts --set workload.layers=1
 
+# Serving (docs/serving.md): a run, its JSON byte-identical for a seed, --exact, GPU prefill.
+check serve_run 0 "step costs: model from" -- "$LPU" serve tiny-llama --rate 40 --requests 100 --seed 3 --json "$TMP/s1.json" --csv "$TMP/s1.csv"
+check serve_again 0 "" -- "$LPU" serve tiny-llama --rate 40 --requests 100 --seed 3 --json "$TMP/s2.json"
+check serve_deterministic 0 "" -- cmp "$TMP/s1.json" "$TMP/s2.json"
+check serve_json_kind 0 '"kind": "serve"' -- grep '"kind": "serve"' "$TMP/s1.json"
+check serve_csv_rows 0 "^100$" -- bash -c "tail -n +2 '$TMP/s1.csv' | wc -l"
+check serve_exact 0 "every step compiled and simulated" -- "$LPU" serve tiny-llama --rate 40 --requests 10 --exact
+check serve_gpu_prefill 0 "prefill on h200" -- "$LPU" serve tiny-llama --rate 40 --requests 20 --prefill-replicas 1 --prefill-gpu h200
+
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]

@@ -20,7 +20,7 @@ namespace {
 struct ServeFlags {
   std::string workload, json, csv, arrivals = "poisson", prompt, output, router = "round-robin";
   double rate = 1;
-  bool no_chunked = false;
+  bool no_chunked = false, json_wall = false;
   ArchFlags af;
   ServeJobOptions o;
 };
@@ -47,7 +47,7 @@ int serve(ServeFlags& f) {
   o.progress = &std::cerr;
   ServeJobResult r = run_serve_job(w, arch, o);
   std::cout << r.summary();
-  if (!f.json.empty()) write_json(f.json, r.to_json());
+  if (!f.json.empty()) write_json(f.json, r.to_json(f.json_wall));
   if (!f.csv.empty()) {
     std::ostringstream req;
     serve::write_requests_csv(r.result, req);
@@ -85,6 +85,9 @@ void add_cluster_flags(CLI::App* s, ServeFlags& f) {
   s->add_option("--router", f.router, "round-robin | least-outstanding-tokens")->capture_default_str();
   s->add_option("--prefill-replicas", f.o.prefill_replicas,
                 "disaggregation: a pool of this many prefill replicas hands KV caches to the decode replicas");
+  s->add_option("--prefill-gpu", f.o.prefill_gpu,
+                "disaggregation: the prefill pool on GPUs (a config, or a name in configs/gpus/, e.g. h200): GPU "
+                "prefill + LPU decode");
   s->add_option("--link-gbps", f.o.link.bandwidth_gbps, "disaggregation: KV link, Gbit/s")->capture_default_str();
   s->add_option("--link-latency-us", f.o.link.latency_us, "disaggregation: KV link latency, us")->capture_default_str();
   s->add_option("--slo-ttft-ms", f.o.slo.ttft_ms, "SLO: time to first token, ms")->capture_default_str();
@@ -109,6 +112,9 @@ Command add_serve(CLI::App& app) {
   s->add_option("--cost-cache", f->o.cost_cache, "the step-cost model's memo across runs (a JSON file)");
   s->add_flag("--find-rate", f->o.find_rate, "search the highest rate whose p99 TTFT and TPOT meet the SLOs");
   s->add_option("--json", f->json, "write the summary, every request and every step series as JSON");
+  s->add_flag("--json-wall", f->json_wall,
+              "add \"wall\" to the JSON: wall times and the model's points simulated or loaded (they differ "
+              "between runs; without it the JSON of a seed is byte-identical)");
   s->add_option("--csv", f->csv, "write one row per request as CSV");
   return {s, [f] { return serve(*f); }};
 }

@@ -631,6 +631,13 @@ CASES = [
     Case("serve_search_policy", 2, r"--fusion search: serving prices every step with a fixed policy", ["serve", "tiny-llama", "--fusion", "search"]),
     Case("serve_find_rate_with_trace", 2, r"--find-rate: .*trace file", ["serve", "tiny-llama", "--find-rate", "--trace-file", "{f}"],
          {"f": text("arrival_s,prompt_tokens,output_tokens\n" + "1,10,10\n", ".csv")}),
+    Case("serve_prefill_gpu_without_pool", 2, r"--prefill-gpu: the GPU pool needs --prefill-replicas", ["serve", "tiny-llama", "--prefill-gpu", "h200"]),
+    Case("serve_prefill_gpu_unknown", 2, r"--prefill-gpu 'nope': no such GPU config .*h200",
+         ["serve", "tiny-llama", "--prefill-gpu", "nope", "--prefill-replicas", "1"]),
+    Case("serve_prefill_gpu_directory", 2, r"{d}: not a regular file", ["serve", "tiny-llama", "--prefill-gpu", "{d}", "--prefill-replicas", "1"],
+         {"d": directory()}),
+    Case("serve_prefill_gpu_nan_key", 2, r"{f}:\d+: peak_tflops", ["serve", "tiny-llama", "--prefill-gpu", "{f}", "--prefill-replicas", "1"],
+         {"f": sub("configs/gpus/h200.yaml", r"^peak_tflops: .*$", "peak_tflops: .nan")}),
     Case("serve_json_below_file", 2, r"--json {o}/s.json: cannot write", ["serve", "tiny-llama", "--json", "{o}/s.json"],
          {"o": regular_file()}),
 

@@ -5,14 +5,18 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
+#include <memory>
 #include <random>
 
 #include "generate/step_runner.h"
+#include "serve/gpu_model.h"
 #include "serve/result_io.h"
 #include "serve/trace_reader.h"
 #include "servesim/sim_step_cost.h"
 #include "support/error.h"
 #include "support/units.h"
+#include "workload/transformer.h"
 
 namespace lpu {
 
@@ -59,6 +63,8 @@ void check_options(const ServeJobOptions& o) {
   if (o.context_step < 1) throw InputError(strcat("--context-step: expected >= 1, got ", o.context_step));
   if (o.find_rate && !o.trace_file.empty())
     throw InputError("--find-rate: searches arrival rates of the generator; a trace file (--trace-file) has its own");
+  if (!o.prefill_gpu.empty() && o.prefill_replicas < 1)
+    throw InputError("--prefill-gpu: the GPU pool needs --prefill-replicas N (N >= 1)");
   if (o.prefill_replicas > 0) {
     positive("--link-gbps", o.link.bandwidth_gbps);
     if (!(o.link.latency_us >= 0) || !std::isfinite(o.link.latency_us))
@@ -94,6 +100,41 @@ void check_requests(const serve::RequestList& reqs, const ServeJobOptions& o, co
   }
 }
 
+// A GPU config by path, or by name in configs/gpus/.
+serve::GpuConfig gpu_config(const std::string& name_or_path) {
+  namespace fs = std::filesystem;
+  const fs::path named = fs::path(LPU_SOURCE_DIR) / "configs" / "gpus" / (name_or_path + ".yaml");
+  std::error_code ec;
+  if (name_or_path.find('/') == std::string::npos && !fs::exists(name_or_path, ec) && fs::exists(named, ec))
+    return serve::load_gpu_config(named.string());
+  if (!fs::exists(name_or_path, ec)) {
+    std::string names;
+    for (const auto& e : fs::directory_iterator(fs::path(LPU_SOURCE_DIR) / "configs" / "gpus", ec))
+      if (e.path().extension() == ".yaml") names += (names.empty() ? "" : ", ") + e.path().stem().string();
+    throw InputError(strcat("--prefill-gpu '", name_or_path,
+                            "': no such GPU config (a YAML path, or a name in configs/gpus/: ", names, ")"));
+  }
+  return serve::load_gpu_config(name_or_path);
+}
+
+serve::ModelDims model_dims(const WorkloadSpec& w) {
+  const TransformerShape& m = *decoder_of(w);
+  const double elem = dtype_bytes(w.dtype);
+  return {m.layers,
+          m.d_model,
+          m.heads,
+          m.kv_heads,
+          m.hd(),
+          m.ffn,
+          m.vocab,
+          m.gated(),
+          m.norm == TransformerShape::RmsNorm,
+          m.positions == TransformerShape::Rotary,
+          elem,
+          elem,
+          m.parameters()};
+}
+
 }  // namespace
 
 ServeJobResult run_serve_job(const WorkloadSpec& w, const ArchConfig& arch, const ServeJobOptions& o) {
@@ -120,6 +161,11 @@ ServeJobResult run_serve_job(const WorkloadSpec& w, const ArchConfig& arch, cons
   FittedStepCost fitted(w, runner, step_cost_cache_key(w, arch, o.fusion), fo);
   SampledCost sampled(fitted, static_cast<size_t>(o.exact ? 0 : o.error_samples));
   serve::StepCostModel* model = o.exact ? static_cast<serve::StepCostModel*>(&exact) : &sampled;
+  std::unique_ptr<serve::GpuStepCost> gpu;
+  if (!o.prefill_gpu.empty()) {
+    gpu = std::make_unique<serve::GpuStepCost>(gpu_config(o.prefill_gpu), model_dims(w));
+    r.prefill_gpu = gpu->gpu().name;
+  }
 
   serve::ClusterConfig& c = r.cluster;
   c.pool.replicas = o.prefill_replicas > 0 ? o.prefill_replicas : o.replicas;
@@ -129,6 +175,9 @@ ServeJobResult run_serve_job(const WorkloadSpec& w, const ArchConfig& arch, cons
   if (c.disaggregated) {
     c.decode_pool = c.pool;
     c.decode_pool.replicas = o.replicas;
+    // A GPU prefill replica holds a request's KV only until its transfer: its capacity is not
+    // the bound (left at the scheduler's default).
+    if (gpu) c.pool.cost = gpu.get(), c.pool.scheduler.kv_capacity_blocks = serve::SchedulerConfig{}.kv_capacity_blocks;
     c.link = o.link;
     c.link.kv_bytes_per_token = r.deployment.replica_kv_bytes_per_token();
   }

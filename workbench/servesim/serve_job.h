@@ -31,6 +31,9 @@ struct ServeJobOptions {
   // Prefill/decode disaggregation: prefill_replicas > 0 puts the prefill on its own pool of
   // LPU replicas (the same devices and scheduler keys) and hands each KV cache over `link`.
   int64_t prefill_replicas = 0;
+  // The prefill pool on GPUs instead (a config path, or a name in configs/gpus/): HyperAccel's
+  // serving mode, GPU prefill + LPU decode. Needs prefill_replicas > 0.
+  std::string prefill_gpu;
   serve::LinkConfig link;
   bool exact = false;          // compile and simulate every step
   int64_t error_samples = 8;   // steps re-simulated exactly to measure the model's error (0: none)
@@ -57,10 +60,13 @@ struct ServeJobResult {
   std::optional<serve::CapacityResult> capacity;
   StepCostError error;
   bool exact = false;
+  std::string prefill_gpu;  // the GPU prefill pool's config name ("" : LPUs)
   size_t points_simulated = 0, points_loaded = 0, exact_steps = 0;
   double wall_s = 0, model_wall_s = 0, error_wall_s = 0;
-  nlohmann::ordered_json to_json(bool with_steps = true) const;  // wall times under "wall" only
-  std::string summary() const;                                   // the terminal report
+  // Deterministic: the same inputs give the same bytes. `with_wall` adds "wall": wall times and
+  // where the model's points came from (simulated now or the memo), which differ between runs.
+  nlohmann::ordered_json to_json(bool with_wall = false, bool with_steps = true) const;
+  std::string summary() const;  // the terminal report
 };
 
 // InputError for bad options, requests the model cannot take (longer than its max_position)

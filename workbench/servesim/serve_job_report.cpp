@@ -38,13 +38,14 @@ std::string ms(double s) { return format_number("%.2f ms", s * 1e3); }
 std::string num(const char* f, double v) { return format_number(f, v); }
 }  // namespace
 
-nlohmann::ordered_json ServeJobResult::to_json(bool with_steps) const {
+nlohmann::ordered_json ServeJobResult::to_json(bool with_wall, bool with_steps) const {
   Json j;
   j["kind"] = "serve";
   j["workload"] = workload.name;
   j["arch"] = arch.name;
   j["deployment"] = deployment_json(deployment, cluster.pool.scheduler);
   j["cost_model"] = Json{{"kind", exact ? "exact" : "fitted"}};
+  if (!prefill_gpu.empty()) j["prefill_gpu"] = prefill_gpu;
   if (!exact)
     j["step_cost_error"] =
         Json{{"samples", error.samples}, {"p50", error.p50}, {"max", error.max}, {"energy_max", error.energy_max}};
@@ -52,8 +53,7 @@ nlohmann::ordered_json ServeJobResult::to_json(bool with_steps) const {
   if (capacity) j["capacity"] = capacity_json(*capacity);
   Json run = serve::result_json(result, with_steps);
   for (auto it = run.begin(); it != run.end(); ++it) j[it.key()] = std::move(*it);
-  // What differs between runs of the same inputs: wall times, and where the model's points
-  // came from (simulated now, or the on-disk memo).
+  if (!with_wall) return j;
   j["wall"] = Json{{"total_s", wall_s},
                    {"serving_s", model_wall_s},
                    {"error_check_s", error_wall_s},
@@ -69,7 +69,7 @@ std::string ServeJobResult::summary() const {
   o << "serve " << workload.name << " on " << arch.name << " (" << deployment.devices << " device(s) per replica, "
     << cluster.pool.replicas
     << (cluster.disaggregated ? " prefill + " + std::to_string(cluster.decode_pool.replicas) + " decode" : "")
-    << " replica(s))\n";
+    << " replica(s)" << (prefill_gpu.empty() ? "" : strcat(", prefill on ", prefill_gpu)) << ")\n";
   o << "  KV cache: " << deployment.kv_capacity_tokens << " tokens per replica ("
     << format_bytes(deployment.weight_bytes) << " of weights per device)\n";
   o << "  requests: " << s.completed << "/" << s.requests << " completed in " << num("%.3f", s.duration_s)
