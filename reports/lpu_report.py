@@ -20,6 +20,7 @@ from html_page import Page
 from plot_util import NoData, fmt_value, number
 import plots_generate
 import plots_runs
+import plots_serve
 import plots_sweep
 import plots_trace
 import roofline_table
@@ -206,10 +207,47 @@ def generate_report(rep, gens):
     rep.attempt("Energy per token vs position", lambda: plots_generate.energy_vs_position(gens, rep.out_dir))
 
 
+def serve_report(rep, inputs):
+    """`lpu serve` results: the summary, latency CDFs, batch and KV use over time, a request Gantt."""
+    serves = inputs.serves
+    rep.section("Serving", "serving")
+    header, rows = plots_serve.summary_table(serves)
+    rep.page.table(header, rows)
+    rep.page.p("Definitions: docs/serving.md (percentiles over completed requests; TPOT = a request's mean gap "
+               "between its later tokens; goodput = requests per second meeting both SLOs).")
+    names = plots_serve.labels(serves)
+    for s, name in zip(serves, names):
+        if s.data.get("truncated"):
+            rep.page.p("%s: the run was truncated (%s); unfinished requests fail the SLOs."
+                       % (name, s.data.get("truncation_reason") or "watchdog"), "note")
+    rep.section("Serving latency", "serve-latency")
+    rep.attempt("Latency CDFs", lambda: plots_serve.latency_cdfs(serves, rep.out_dir))
+    rep.section("Batch size and KV cache", "serve-batch-kv")
+    rep.attempt("Batch size and KV-cache use over time", lambda: plots_serve.batch_and_kv(serves, rep.out_dir))
+    rep.section("Requests over time", "serve-gantt")
+    rep.attempt("Requests over time", lambda: plots_serve.gantt(serves, rep.out_dir))
+    if any(isinstance(s.data.get("capacity"), dict) for s in serves):  # only runs with --find-rate search
+        rep.section("Capacity search", "serve-capacity")
+        rep.attempt("Capacity search", lambda: plots_serve.capacity(serves, rep.out_dir))
+    # Last: a person reads the figures first, the keys that produced them when comparing runs.
+    rep.section("Serving configuration", "serve-config")
+    for s, name in zip(serves, names):
+        config = plots_serve.flat_config(s.data)
+        rep.page.p("%s (%s)%s" % (name, os.path.basename(s.path), ":" if config else
+                                  ": the JSON has no deployment, cluster or cost_model keys."))
+        if config:
+            rep.page.table(["key", "value"], [list(kv) for kv in config])
+    for path in inputs.serve_traces:
+        rep.page.p("%s is a serving trace: open it in ui.perfetto.dev (a track per replica and per request); the "
+                   "plots above are drawn from the serve JSON." % os.path.basename(path), "note")
+
+
 def title_for(inputs):
     """Names every kind of input the page shows: a generation next to runs must not be titled
     after the runs alone (nor runs after the generation)."""
     parts = []
+    if inputs.serves:
+        parts.append("serving %s" % ", ".join(plots_serve.unique_labels(inputs.serves)))
     if inputs.generations:
         parts.append("generation of %s" % ", ".join(sorted({g["workload"].get("name", "?") for g in inputs.generations})))
     if inputs.sweep:
@@ -220,6 +258,12 @@ def title_for(inputs):
         if workloads:
             parts.append("%s on %s" % (", ".join(workloads), ", ".join(archs)))
     return "LPU report: " + "; ".join(parts) if parts else "LPU report"
+
+
+def report_kind(inputs):
+    if inputs.sweep:
+        return "sweep"
+    return "serve" if inputs.serves and not (inputs.runs or inputs.traces or inputs.generations) else "runs"
 
 
 def remove_previous(out_dir):
@@ -244,16 +288,22 @@ def main(argv):
     args = ap.parse_args(argv)
     try:
         inputs = load_inputs(args.inputs)
-        if not inputs.runs and not inputs.traces and not inputs.generations and not (inputs.sweep and inputs.sweep.rows):
-            raise InputProblem("the inputs hold no runs, sweep rows, generations or traces")
+        if inputs.serve_traces and not inputs.serves:
+            raise InputProblem("a serving trace has nothing to plot: give the serve JSON (`lpu serve --json FILE`) "
+                               "too; open the trace in ui.perfetto.dev")
+        if not (inputs.runs or inputs.traces or inputs.generations or inputs.serves
+                or (inputs.sweep and inputs.sweep.rows)):
+            raise InputProblem("the inputs hold no runs, sweep rows, generations, serving results or traces")
         os.makedirs(args.out, exist_ok=True)
         remove_previous(args.out)
         rep = Report(args.out, title_for(inputs))
+        if inputs.serves:
+            serve_report(rep, inputs)
         if inputs.generations:
             generate_report(rep, inputs.generations)
         if inputs.sweep:
             sweep_report(rep, inputs, args.cost)
-        elif inputs.runs or inputs.traces or not inputs.generations:
+        elif inputs.runs or inputs.traces or not (inputs.generations or inputs.serves):
             runs_report(rep, inputs)
     except InputProblem as e:
         print("error: %s" % e, file=sys.stderr)
@@ -262,7 +312,7 @@ def main(argv):
     index = os.path.join(args.out, "index.html")
     with open(index, "w", encoding="utf-8") as f:
         f.write(rep.page.render(rep.toc))
-    summary = {"title": rep.page.title, "index": os.path.abspath(index), "kind": "sweep" if inputs.sweep else "runs",
+    summary = {"title": rep.page.title, "index": os.path.abspath(index), "kind": report_kind(inputs),
                "inputs": [os.path.abspath(p) for p in args.inputs], "plots": rep.plots, "missing": rep.missing}
     for path in [os.path.join(args.out, "report.json")] + ([args.json] if args.json else []):
         if os.path.dirname(path):

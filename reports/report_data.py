@@ -6,8 +6,10 @@ Inputs, told apart by content (not by file name):
   * compare JSON (`lpu compare --json`): {"workload", "arch", "runs": [run, ...]};
   * run JSON (`lpu run --json`): one run's statistics;
   * generate JSON (`lpu generate --json`): {"kind": "generate", "steps": [...], ...};
+  * serve JSON (`lpu serve --json`): {"kind": "serve", "summary", "replicas", "requests", ...};
   * trace JSON (`lpu run --trace`): {"traceEvents": [...]}, optionally with "otherData"
-    naming workload and fusion policy, which pairs it with its run.
+    naming workload and fusion policy, which pairs it with its run; a serving trace
+    (`lpu serve --trace`, otherData.kind "serve") is for Perfetto and only listed.
 
 Every run becomes a `Run`: flat statistics under dotted names (the same names as the sweep's
 CSV columns: latency_us, engines.vxe.utilization, arch.hbm.bandwidth_gbps, work.vxe_elem_ops),
@@ -64,12 +66,22 @@ class Trace:
         return os.path.basename(self.path)
 
 
+class Serve:
+    """One `lpu serve --json` result, as read."""
+
+    def __init__(self, path, data):
+        self.path = path
+        self.data = data
+
+
 class Inputs:
     def __init__(self):
         self.runs = []        # every run (for a sweep: every successful point)
         self.traces = []
         self.sweep = None     # Sweep, when a sweep directory was given
         self.generations = []  # `lpu generate --json` results, as read
+        self.serves = []      # `lpu serve --json` results (Serve)
+        self.serve_traces = []  # paths of serving traces (Perfetto only: not drawn)
         self.sources = []
 
 
@@ -205,6 +217,17 @@ def load_trace(path, j, workload=None, fusion=None):
     return Trace(path, events, workload or other.get("workload"), fusion or other.get("fusion"))
 
 
+def load_serve(path, j):
+    """A serve JSON needs its summary and its requests; replicas' step series are optional (plots
+    say when they are missing)."""
+    if not isinstance(j.get("summary"), dict) or not isinstance(j.get("requests"), list):
+        raise InputProblem("%s: a serve JSON (\"kind\": \"serve\") without a summary object and a requests list"
+                           % path)
+    if not isinstance(j.get("replicas", []), list):
+        raise InputProblem("%s: replicas is not a list" % path)
+    return Serve(path, j)
+
+
 def load_inputs(paths):
     inputs = Inputs()
     for p in paths:
@@ -217,8 +240,12 @@ def load_inputs(paths):
         if not os.path.exists(p):
             raise InputProblem("%s: no such file or directory" % p)
         j = load_json(p)
-        if isinstance(j, dict) and "traceEvents" in j:
+        if isinstance(j, dict) and "traceEvents" in j and (j.get("otherData") or {}).get("kind") == "serve":
+            inputs.serve_traces.append(p)
+        elif isinstance(j, dict) and "traceEvents" in j:
             inputs.traces.append(load_trace(p, j))
+        elif isinstance(j, dict) and j.get("kind") == "serve":
+            inputs.serves.append(load_serve(p, j))
         elif isinstance(j, dict) and j.get("kind") == "generate" and isinstance(j.get("steps"), list):
             inputs.generations.append(j)
         elif isinstance(j, dict) and isinstance(j.get("runs"), list):

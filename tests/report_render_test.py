@@ -7,7 +7,10 @@ traces) and, when SWEEP_DIR is given, a sweep report; renders each page in headl
 (Debian's `chromium`) and fails on an image the browser cannot decode, an empty section or
 a blank screenshot. Checks the Perfetto traces too: no two slices overlap on one track (the
 trace-event format requires slices on a thread to nest), and the process is named. The
-screenshots stay in WORK_DIR for a person to look at.
+screenshots stay in WORK_DIR for a person to look at. The serving report (issue 27) is rendered
+from the committed serve JSONs (tests/fixtures/serve/) into WORK_DIR/serve, with no binary:
+
+    pytest tests/report_render_test.py::test_serve_report_renders_in_a_browser [--workdir DIR]
 """
 import glob
 import html.parser
@@ -16,6 +19,7 @@ import os
 import shutil
 import struct
 import subprocess
+import sys
 import zlib
 
 
@@ -144,3 +148,30 @@ def test_reports_render_in_a_browser(lpu, workdir, check, option):
         r = subprocess.run([lpu, "report", sweep, "-o", out], capture_output=True, text=True, timeout=600)
         if check(r.returncode == 0, "sweep report written (exit %d)" % r.returncode):
             render(check, out, "sweep_report", work)
+
+
+def test_serve_report_renders_in_a_browser(check, option, tmp_path):
+    """The serving report of the fixtures (unified; disaggregated), and of a real `lpu serve` run when
+    --lpu is given, as a person opens it. Writes into WORK_DIR/serve without emptying WORK_DIR, so
+    the LLM report's screenshots stay."""
+    if not check(chromium() is not None, "Chromium is installed (scripts/install-deps.sh installs it)"):
+        return
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    work = os.path.join(option("--workdir") or str(tmp_path), "serve")
+    shutil.rmtree(work, ignore_errors=True)
+    os.makedirs(work)
+    inputs = {name: os.path.join(root, "tests", "fixtures", "serve", name + ".json")
+              for name in ("unified", "disaggregated")}
+    lpu = option("--lpu")
+    if lpu:  # a real run: a small model on the simulator, microseconds against LLM-sized SLOs
+        inputs["lpu_serve"] = os.path.join(work, "lpu_serve.json")
+        r = subprocess.run([lpu, "serve", "tiny-llama", "--rate", "20", "--requests", "100", "--prompt", "uniform:8:64",
+                            "--output", "uniform:1:32", "--json", inputs["lpu_serve"]],
+                           capture_output=True, text=True, timeout=300)
+        check(r.returncode == 0, "lpu serve wrote its JSON (exit %d) %s" % (r.returncode, r.stderr[-300:]))
+    for name, path in inputs.items():
+        out = os.path.join(work, name)
+        r = subprocess.run([sys.executable, os.path.join(root, "reports", "lpu_report.py"), path, "-o", out],
+                           capture_output=True, text=True, timeout=300)
+        if check(r.returncode == 0, "serve report of %s written (exit %d) %s" % (name, r.returncode, r.stderr[-300:])):
+            render(check, out, "serve_%s_report" % name, work)

@@ -10,7 +10,8 @@ namespace lpu::cli {
 Command add_report(CLI::App& app) {
   auto ro = std::make_shared<ReportOptions>();
   auto* rep = app.add_subcommand("report", "write an HTML report with plots (docs/reports.md)");
-  rep->add_option("inputs", ro->inputs, "a sweep directory, compare/run JSON files, trace files")->required();
+  rep->add_option("inputs", ro->inputs, "a sweep directory, compare/run/generate/serve JSON files, trace files")
+      ->required();
   rep->add_option("-o,--out", ro->out_dir, "report directory (index.html and PNGs)")->required();
   rep->add_option(
       "--cost", ro->cost,
