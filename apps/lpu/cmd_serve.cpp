@@ -1,6 +1,7 @@
 // `lpu serve WORKLOAD` (docs/serving.md): many users' requests through a simulated cluster of
 // replicas, every step priced by the compiled program on the cycle model.
 #include <algorithm>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <memory>
@@ -8,7 +9,9 @@
 
 #include "cli.h"
 #include "jobs/cli_support.h"
+#include "jobs/report.h"
 #include "serve/result_io.h"
+#include "serve/trace_events.h"
 #include "servesim/serve_job.h"
 #include "support/error.h"
 #include "workload/transformer.h"
@@ -18,7 +21,7 @@ namespace lpu::cli {
 namespace {
 
 struct ServeFlags {
-  std::string workload, json, csv, arrivals = "poisson", prompt, output, router = "round-robin";
+  std::string workload, json, csv, perfetto, report, arrivals = "poisson", prompt, output, router = "round-robin";
   double rate = 1;
   bool no_chunked = false, json_wall = false;
   ArchFlags af;
@@ -28,6 +31,8 @@ struct ServeFlags {
 int serve(ServeFlags& f) {
   check_output_file("--json", f.json);
   check_output_file("--csv", f.csv);
+  check_output_file("--perfetto", f.perfetto);
+  check_output_dir("--report", f.report);
   WorkloadSpec w = resolve_workload(f.workload, f.af.workload_sets());
   ArchConfig arch = f.af.load();
   ServeJobOptions& o = f.o;
@@ -52,6 +57,16 @@ int serve(ServeFlags& f) {
     std::ostringstream req;
     serve::write_requests_csv(r.result, req);
     write_file(f.csv, req.str());
+  }
+  if (!f.perfetto.empty()) write_json(f.perfetto, serve::serve_trace_json(r.result));
+  if (!f.report.empty()) {
+    // The page is drawn from the run's JSON (and its trace, pointed to from the page).
+    std::filesystem::create_directories(f.report);
+    ReportOptions ro;
+    ro.out_dir = f.report;
+    ro.inputs.push_back(f.report + "/serve.json");
+    write_json(ro.inputs.back(), r.to_json(true));
+    if (const int rc = report_command(ro); rc != 0) return rc;
   }
   return r.result.truncated ? 3 : 0;
 }
@@ -116,6 +131,10 @@ Command add_serve(CLI::App& app) {
               "add \"wall\" to the JSON: wall times and the model's points simulated or loaded (they differ "
               "between runs; without it the JSON of a seed is byte-identical)");
   s->add_option("--csv", f->csv, "write one row per request as CSV");
+  s->add_option("--perfetto", f->perfetto,
+                "write a Perfetto/Chrome trace: a track per replica (its steps) and per request (queueing, prefill, "
+                "KV transfer, decode; 200 sampled past that)");
+  s->add_option("--report", f->report, "write an HTML report (latency CDFs, batch and KV use over time, a Gantt)");
   return {s, [f] { return serve(*f); }};
 }
 
