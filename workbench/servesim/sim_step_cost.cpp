@@ -195,9 +195,16 @@ FittedStepCost::Point FittedStepCost::context_growth(int64_t c, int64_t n) {
   if (n == 1 && c < static_cast<int64_t>(decode_growth_set_.size()) && decode_growth_set_[c]) return decode_growth_[c];
   auto diff = [](Point a, Point b) { return Point{a.time_s - b.time_s, a.energy_j - b.energy_j}; };
   if (c == 0) return diff(e(0, 1), e(1, 1));  // a one-token prompt: no cache at all
-  // Grid: 1, step, 2 step, ...: a step with any cached context has the cache's kernels (a jump
-  // from c = 0 to 1), so [1, step) interpolates from c = 1.
-  const int64_t step = o_.context_step, c1 = (c / step + 1) * step, c0 = std::max<int64_t>(c / step * step, 1);
+  // Grid: 1, 2, 4, ... below `step`, then every `step`. A step with any cached context has the
+  // cache's kernels (a jump from c = 0 to 1), and short contexts grow in tile-sized jumps that
+  // are large beside their cost: powers of two follow them where a straight line would not.
+  const int64_t step = o_.context_step;
+  int64_t c0 = c / step * step, c1 = c0 + step;
+  if (c < step) {
+    c0 = 1;
+    while (c0 * 2 <= c) c0 *= 2;
+    c1 = std::min(c0 * 2, step);
+  }
   const auto [n0, n1] = bracket_tokens(n);
   auto at_n = [&](int64_t ng) {
     const int64_t b = ng == 1 ? 1 : 0;

@@ -14,7 +14,8 @@
 // chunks into the step's (their attention within the chunk; the rest of E(0, n) is near affine
 // in n and cancels), the last adds each sequence's attention over its cache beyond the probe's
 // (b_i = 1 for a decode, 0 for a chunk). Each is simulated at grid points (m, S and n on a
-// geometric grid of ratio about 1.5; c at 1 and every `context_step` tokens), exact there, and
+// geometric grid of ratio about 1.5; c at 1, 2, 4, ... below `context_step`, then every
+// `context_step` tokens), exact there, and
 // interpolated linearly between them; a decode step (every n_i = 1, k = 0, m = 1) interpolates
 // in S and in each c_i only. Points are simulated with the decoder at 1 and 2 layers extended
 // to its depth (StepRunner::run_by_layers), memoised for the run and, given a file, across runs.
