@@ -40,6 +40,12 @@ std::string stat_problem(const std::string& path, bool directory_ok) {
 
 }  // namespace
 
+std::string not_a_regular_file(const std::string& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0 || S_ISREG(st.st_mode)) return "";
+  return not_regular(st.st_mode);
+}
+
 std::string input_path_problem(const std::string& path, bool directory_ok) {
   if (std::string p = stat_problem(path, directory_ok); !p.empty()) return p;
   // access(2) says yes to root for a file of mode 000, as reading it would: the same answer.

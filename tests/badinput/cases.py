@@ -286,7 +286,7 @@ CASES = [
     Case("config_undefined_alias", 2, r"{f}:\d+:\d+: YAML syntax error", ["check-config", "{f}"],
          {"f": text("clock_ghz: *nothing\n")}),
     Case("config_no_such_file", 2, r"config '{tmp}/nope.yaml': no such file", ["check-config", "{tmp}/nope.yaml"]),
-    Case("config_is_directory", 2, r"config '{d}': no such file", ["check-config", "{d}"], {"d": directory()}),
+    Case("config_is_directory", 2, r"config '{d}': it is a directory", ["check-config", "{d}"], {"d": directory()}),
     Case("config_sxe_model_bogus", 2, r"{f}:\d+: sxe.model: expected approx or rtl, got 'magic'",
          ["check-config", "{f}"], cfg(r"^sxe:\n", "sxe:\n  model: magic\n")),
     Case("config_vxe_op_unknown", 2, r"{f}:\d+: vxe.ops.frobnicate: unknown key", ["check-config", "{f}"],

@@ -140,6 +140,11 @@ class Skip(str):
     pass
 
 
+# An input that is not a file is refused saying what it is (a case's error line must say so).
+SAYS_WHAT_IT_IS = {"directory": "directory", "fifo": "FIFO", "dev_zero": "device", "dev_null": "device",
+                   "missing": "no such"}
+
+
 INPUT_PATHS = {
     "directory": lambda d, ext: _dir(d, "dir" + ext),
     "fifo": _fifo,
@@ -265,6 +270,9 @@ def run_case(lpu, case, spec_options, sample, workdir):
             return "fail", "lpu %s: exit 2 without an 'error: ' line:\n%s" % (shown, tail)
         if not any(n in l for l in errors for n in names):
             return "fail", "lpu %s: the error does not name %s:\n%s" % (shown, " or ".join(names), tail)
+        says = SAYS_WHAT_IT_IS.get(case.cls) if case.option["kind"] == "input" else None
+        if says and case.option["format"] not in DIRECTORY_FORMATS and not any(says in l for l in errors):
+            return "fail", "lpu %s: the error does not say '%s':\n%s" % (shown, says, tail)
     shutil.rmtree(d, ignore_errors=True)
     return "ok", ""
 
