@@ -25,6 +25,7 @@ Command add_sweep(CLI::App& app);
 Command add_report(CLI::App& app);
 Command add_compile(CLI::App& app);
 Command add_generate(CLI::App& app);
+Command add_serve(CLI::App& app);
 Command add_check_config(CLI::App& app);
 Command add_ref(CLI::App& app);
 Command add_sim(CLI::App& app);

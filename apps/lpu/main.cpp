@@ -36,8 +36,8 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   app.set_help_all_flag("--help-all", "help for every subcommand");
   std::vector<Command> commands;
-  for (auto add : {add_run, add_compare, add_sweep, add_report, add_compile, add_generate, add_check_config, add_ref,
-                   add_sim, add_list})
+  for (auto add : {add_run, add_compare, add_sweep, add_report, add_compile, add_generate, add_serve, add_check_config,
+                   add_ref, add_sim, add_list})
     commands.push_back(add(app));
   commands.push_back(add_cli_spec(app));  // last: it lists the others
   try {

@@ -56,9 +56,7 @@ const char* mlp_name(TransformerShape::Ffn f) { return kMlps[f]; }
 const char* positions_name(TransformerShape::Positions p) { return kPositions[p]; }
 bool parse_norm(const std::string& s, TransformerShape::Norm& out) { return parse_enum(kNorms, s, out); }
 bool parse_mlp(const std::string& s, TransformerShape::Ffn& out) { return parse_enum(kMlps, s, out); }
-bool parse_positions(const std::string& s, TransformerShape::Positions& out) {
-  return parse_enum(kPositions, s, out);
-}
+bool parse_positions(const std::string& s, TransformerShape::Positions& out) { return parse_enum(kPositions, s, out); }
 
 int64_t TransformerShape::parameters() const {
   const int64_t d = d_model, q = heads * hd(), kv = kv_heads * hd();
@@ -67,20 +65,27 @@ int64_t TransformerShape::parameters() const {
   int64_t mlp_one = (gated() ? 3 : 2) * d * ffn;
   int64_t mlp = experts > 0 ? experts * mlp_one + d * experts : mlp_one + (bias ? (gated() ? 0 : ffn + d) : 0);
   int64_t total = layers * (attn + mlp + 2 * norm_w) + norm_w;
-  total += vocab * d * (tied_embeddings ? 1 : 2);              // embedding table (+ LM head)
-  if (positions == Learned) total += max_position * d;        // learned position table
+  total += vocab * d * (tied_embeddings ? 1 : 2);       // embedding table (+ LM head)
+  if (positions == Learned) total += max_position * d;  // learned position table
   return total;
 }
 
 std::vector<std::pair<std::string, std::string>> decoder_keys(const TransformerShape& m) {
   auto s = [](int64_t v) { return std::to_string(v); };
   auto b = [](bool v) { return std::string(v ? "true" : "false"); };
-  std::vector<std::pair<std::string, std::string>> k = {
-      {"layers", s(m.layers)},       {"d_model", s(m.d_model)},         {"heads", s(m.heads)},
-      {"kv_heads", s(m.kv_heads)},   {"head_dim", s(m.hd())},           {"ffn", s(m.ffn)},
-      {"vocab", s(m.vocab)},         {"norm", norm_name(m.norm)},       {"mlp", mlp_name(m.ffn_kind)},
-      {"positions", positions_name(m.positions)}, {"bias", b(m.bias)}, {"tied_embeddings", b(m.tied_embeddings)},
-      {"max_position", s(m.max_position)}};
+  std::vector<std::pair<std::string, std::string>> k = {{"layers", s(m.layers)},
+                                                        {"d_model", s(m.d_model)},
+                                                        {"heads", s(m.heads)},
+                                                        {"kv_heads", s(m.kv_heads)},
+                                                        {"head_dim", s(m.hd())},
+                                                        {"ffn", s(m.ffn)},
+                                                        {"vocab", s(m.vocab)},
+                                                        {"norm", norm_name(m.norm)},
+                                                        {"mlp", mlp_name(m.ffn_kind)},
+                                                        {"positions", positions_name(m.positions)},
+                                                        {"bias", b(m.bias)},
+                                                        {"tied_embeddings", b(m.tied_embeddings)},
+                                                        {"max_position", s(m.max_position)}};
   if (m.experts > 0) {
     k.push_back({"experts", s(m.experts)});
     k.push_back({"experts_per_token", s(m.experts_per_token)});
@@ -160,7 +165,7 @@ class DecoderBuilder {
         B_(w.batch),
         T_(w.seq_len),
         C_(w.context),
-        N_(w.batch * w.seq_len),
+        N_(w.tokens()),
         d_(m.d_model),
         hd_(m.hd()),
         G_(m.heads / m.kv_heads),
@@ -170,15 +175,17 @@ class DecoderBuilder {
         Hl_(m.heads / w.tp),
         Hkvl_(m.kv_heads / w.tp),
         ffn_(m.ffn / w.tp),
-        vocab_((w.tp_rank + 1) * m.vocab / w.tp - w.tp_rank * m.vocab / w.tp) {}
+        vocab_((w.tp_rank + 1) * m.vocab / w.tp - w.tp_rank * m.vocab / w.tp),
+        ragged_(w.ragged) {}
 
   // The step's inputs other than the KV caches (created first: graph inputs in this order).
   NodeId inputs() {
     NodeId x = b_.input("hidden", {N_, d_});
-    if (m_.positions == TransformerShape::Rotary) {
-      cos_ = b_.input("rope_cos", {T_, hd_});
-      sin_ = b_.input("rope_sin", {T_, hd_});
+    if (m_.positions == TransformerShape::Rotary) {  // a row per token: a ragged step's sequences in order
+      cos_ = b_.input("rope_cos", {N_ / B_, hd_});
+      sin_ = b_.input("rope_sin", {N_ / B_, hd_});
     }
+    if (!ragged_.empty()) return ragged_inputs(x);
     if (T_ > 1) mask_ = b_.input("causal_mask", {T_, T_});  // 0 on and below the diagonal, -1e9 above
     if (m_.positions == TransformerShape::Alibi)
       alibi_ = b_.input("alibi", {Hl_, T_, C_ + T_});  // slope[h] * (key position - query position)
@@ -198,7 +205,13 @@ class DecoderBuilder {
   // The final norm and the LM head on each sequence's last token: [batch, vocab].
   NodeId head(NodeId x) {
     NodeId last = x;
-    if (T_ > 1 && B_ == 1) last = b_.slice(x, 0, T_ - 1, T_, "last_token");
+    if (!ragged_.empty()) {
+      std::vector<NodeId> rows;
+      for (size_t i = 0; i < ragged_.size(); ++i)
+        rows.push_back(b_.slice(x, 0, seq_end_[i] - 1, seq_end_[i], strcat("s", i, ".last_token")));
+      last = b_.call("cat", rows, {{"dim", int64_t{0}}}, "last_tokens");
+    }
+    if (T_ > 1 && B_ == 1 && ragged_.empty()) last = b_.slice(x, 0, T_ - 1, T_, "last_token");
     if (T_ > 1 && B_ > 1)
       last = b_.reshape(b_.slice(b_.reshape(x, {B_, T_, d_}, "sequences"), 1, T_ - 1, T_, "last_token"), {B_, d_},
                         "last_tokens");
@@ -223,8 +236,9 @@ class DecoderBuilder {
     return r;
   }
   // [N, heads*hd] -> [(B,) heads, T, hd]
-  NodeId heads_first(NodeId y, int64_t heads, const std::string& name) {
-    return b_.permute(b_.reshape(y, batched({T_, heads, hd_}), name + "_split"), batched_perm({1, 0, 2}),
+  NodeId heads_first(NodeId y, int64_t heads, const std::string& name) { return heads_first(y, heads, T_, name); }
+  NodeId heads_first(NodeId y, int64_t heads, int64_t T, const std::string& name) {
+    return b_.permute(b_.reshape(y, batched({T, heads, hd_}), name + "_split"), batched_perm({1, 0, 2}),
                       name + "_heads");
   }
   // [(B,) Hkv, S, hd] -> [(B,) H, S, hd]: each kv head serves G query heads (grouped-query attention).
@@ -249,46 +263,97 @@ class DecoderBuilder {
 
   NodeId attention(const std::string& p, NodeId h, std::vector<NodeId>& kv) {
     const bool bias = m_.bias;
-    const int64_t q_width = Hl_ * hd_, kv_width = Hkvl_ * hd_, last = o_ + 2;
+    const int64_t q_width = Hl_ * hd_, kv_width = Hkvl_ * hd_;
     NodeId q = b_.linear(h, p + "q_proj", d_, q_width, bias);
     NodeId k = b_.linear(h, p + "k_proj", d_, kv_width, bias);
     NodeId v = b_.linear(h, p + "v_proj", d_, kv_width, bias);
-    NodeId qh = heads_first(q, Hl_, p + "q");
-    NodeId kh = heads_first(k, Hkvl_, p + "k");
-    NodeId vh = heads_first(v, Hkvl_, p + "v");
+    NodeId merged = ragged_.empty() ? attend(p, Seq{q, k, v, cos_, sin_, mask_, alibi_, T_, C_}, kv)
+                                    : ragged_attention(p, q, k, v, kv);
+    return row_parallel(merged, p + "o_proj", q_width, d_, bias);
+  }
+
+  // A sequence's attention inputs: its rows of q, k, v ([T, width]), its rope rows, mask and
+  // ALiBi bias (-1: none), T new tokens on C cached (its cache inputs are made here).
+  struct Seq {
+    NodeId q, k, v, cos, sin, mask, alibi;
+    int64_t T, C;
+  };
+
+  // Attention of one sequence (or of the lockstep batch): [T, heads * hd] rows out, its new
+  // keys and values appended to `kv` (the cache append: written once).
+  NodeId attend(const std::string& p, Seq s, std::vector<NodeId>& kv) {
+    const int64_t q_width = Hl_ * hd_, last = o_ + 2, T = s.T, C = s.C;
+    NodeId qh = heads_first(s.q, Hl_, T, p + "q");
+    NodeId kh = heads_first(s.k, Hkvl_, T, p + "k");
+    NodeId vh = heads_first(s.v, Hkvl_, T, p + "v");
     if (m_.positions == TransformerShape::Rotary) {
-      qh = b_.rotary(qh, cos_, sin_, hd_, last, p + "q_rope");
-      kh = b_.rotary(kh, cos_, sin_, hd_, last, p + "k_rope");
+      qh = b_.rotary(qh, s.cos, s.sin, hd_, last, p + "q_rope");
+      kh = b_.rotary(kh, s.cos, s.sin, hd_, last, p + "k_rope");
     }
-    kv.push_back(kh);  // the cache append: new keys/values written once
+    kv.push_back(kh);
     kv.push_back(vh);
     const double scale = 1.0 / std::sqrt(static_cast<double>(hd_));
     NodeId qs = b_.call("mul", {qh, b_.scalar(scale)}, {}, p + "q_scaled");
     NodeId s_new =
-        b_.call("matmul", {qs, transposed(share_kv(kh, T_, p + "k_new"), p + "kT_new")}, {}, p + "scores_new");
-    if (mask_ >= 0) s_new = b_.call("add", {s_new, mask_}, {}, p + "masked");
+        b_.call("matmul", {qs, transposed(share_kv(kh, T, p + "k_new"), p + "kT_new")}, {}, p + "scores_new");
+    if (s.mask >= 0) s_new = b_.call("add", {s_new, s.mask}, {}, p + "masked");
     NodeId scores = s_new, k_cache = -1, v_cache = -1;
-    if (C_ > 0) {
-      k_cache = b_.input(p + "k_cache", batched({Hkvl_, C_, hd_}));
-      v_cache = b_.input(p + "v_cache", batched({Hkvl_, C_, hd_}));
-      NodeId s_old = b_.call("matmul", {qs, transposed(share_kv(k_cache, C_, p + "k_cache"), p + "kT_cache")}, {},
+    if (C > 0) {
+      k_cache = b_.input(p + "k_cache", batched({Hkvl_, C, hd_}));
+      v_cache = b_.input(p + "v_cache", batched({Hkvl_, C, hd_}));
+      NodeId s_old = b_.call("matmul", {qs, transposed(share_kv(k_cache, C, p + "k_cache"), p + "kT_cache")}, {},
                              p + "scores_cache");
       scores = b_.call("cat", {s_old, s_new}, {{"dim", last}}, p + "scores");
     }
-    if (alibi_ >= 0) scores = b_.call("add", {scores, alibi_}, {}, p + "alibi_scores");
+    if (s.alibi >= 0) scores = b_.call("add", {scores, s.alibi}, {}, p + "alibi_scores");
     NodeId probs = b_.call("softmax", {scores}, {{"dim", int64_t{-1}}}, p + "probs");
-    NodeId attn = b_.call("matmul", {C_ > 0 ? b_.slice(probs, last, C_, C_ + T_, p + "p_new") : probs,
-                                     share_kv(vh, T_, p + "v_new")},
-                          {}, p + "attn_new");
-    if (C_ > 0)
-      attn = b_.call("add",
-                     {b_.call("matmul", {b_.slice(probs, last, 0, C_, p + "p_cache"), share_kv(v_cache, C_, p + "v_cache")},
-                              {}, p + "attn_cache"),
-                      attn},
-                     {}, p + "attn");
-    NodeId merged =
-        b_.reshape(b_.permute(attn, batched_perm({1, 0, 2}), p + "attn_tokens"), {N_, q_width}, p + "attn_merged");
-    return row_parallel(merged, p + "o_proj", q_width, d_, bias);
+    NodeId attn =
+        b_.call("matmul", {C > 0 ? b_.slice(probs, last, C, C + T, p + "p_new") : probs, share_kv(vh, T, p + "v_new")},
+                {}, p + "attn_new");
+    if (C > 0)
+      attn =
+          b_.call("add",
+                  {b_.call("matmul", {b_.slice(probs, last, 0, C, p + "p_cache"), share_kv(v_cache, C, p + "v_cache")},
+                           {}, p + "attn_cache"),
+                   attn},
+                  {}, p + "attn");
+    return b_.reshape(b_.permute(attn, batched_perm({1, 0, 2}), p + "attn_tokens"), {B_ * T, q_width},
+                      p + "attn_merged");
+  }
+
+  // A ragged step's inputs beyond the hidden rows and rope tables, sequence by sequence: the
+  // causal mask of a sequence of more than one new token, and its ALiBi bias.
+  NodeId ragged_inputs(NodeId x) {
+    int64_t end = 0;
+    for (size_t i = 0; i < ragged_.size(); ++i) {
+      const auto& r = ragged_[i];
+      const std::string s = strcat("s", i, ".");
+      seq_end_.push_back(end += r.tokens);
+      seq_mask_.push_back(r.tokens > 1 ? b_.input(s + "causal_mask", {r.tokens, r.tokens}) : NodeId{-1});
+      seq_alibi_.push_back(m_.positions == TransformerShape::Alibi
+                               ? b_.input(s + "alibi", {Hl_, r.tokens, r.context + r.tokens})
+                               : NodeId{-1});
+    }
+    return x;
+  }
+
+  // Attention sequence by sequence over its own rows, the results back in row order.
+  NodeId ragged_attention(const std::string& p, NodeId q, NodeId k, NodeId v, std::vector<NodeId>& kv) {
+    std::vector<NodeId> rows;
+    for (size_t i = 0; i < ragged_.size(); ++i) {
+      const auto& r = ragged_[i];
+      const std::string ps = strcat(p, "s", i, ".");
+      const int64_t a = seq_end_[i] - r.tokens, e = seq_end_[i];
+      auto part = [&](NodeId t, const char* what) { return b_.slice(t, 0, a, e, ps + what); };
+      Seq s{part(q, "q_rows"), part(k, "k_rows"), part(v, "v_rows"), -1,       -1,
+            seq_mask_[i],      seq_alibi_[i],     r.tokens,          r.context};
+      if (m_.positions == TransformerShape::Rotary) {
+        s.cos = part(cos_, "rope_cos");
+        s.sin = part(sin_, "rope_sin");
+      }
+      rows.push_back(attend(ps, s, kv));
+    }
+    return rows.size() == 1 ? rows[0] : b_.call("cat", rows, {{"dim", int64_t{0}}}, p + "attn_rows");
   }
 
   // The dense MLP: [N, d] -> [N, d].
@@ -309,16 +374,16 @@ class DecoderBuilder {
   // Experts carry no biases (as Mixtral and Qwen2-MoE).
   NodeId moe(const std::string& p, NodeId h2) {
     const int64_t E = m_.experts, k = m_.experts_per_token, R = N_ * k;
-    NodeId probs = b_.call("softmax", {b_.linear(h2, p + "router", d_, E, false)}, {{"dim", int64_t{-1}}},
-                           p + "router_probs");
+    NodeId probs =
+        b_.call("softmax", {b_.linear(h2, p + "router", d_, E, false)}, {{"dim", int64_t{-1}}}, p + "router_probs");
     NodeId top_w = b_.call("aten.topk", {probs}, {{"k", k}, {"result", int64_t{0}}}, p + "top_weights");
     NodeId top_i = b_.call("aten.topk", {probs}, {{"k", k}, {"result", int64_t{1}}}, p + "top_experts");
     NodeId norm = b_.call("sum", {top_w}, {{"dims", std::vector<int64_t>{1}}, {"keepdim", true}}, p + "top_sum");
     NodeId weights = b_.call("div", {top_w, norm}, {}, p + "routing");
     NodeId ids = b_.reshape(top_i, {R}, p + "expert_ids");
-    NodeId rows = b_.reshape(b_.call("expand", {b_.reshape(h2, {N_, 1, d_}, p + "moe_in")}, {{"shape", Shape{N_, k, d_}}},
-                                     p + "moe_rows"),
-                             {R, 1, d_}, p + "moe_x");
+    NodeId rows = b_.reshape(
+        b_.call("expand", {b_.reshape(h2, {N_, 1, d_}, p + "moe_in")}, {{"shape", Shape{N_, k, d_}}}, p + "moe_rows"),
+        {R, 1, d_}, p + "moe_x");
     // [R, 1, in] x (expert weights [E, out, in] gathered per row)^T -> [R, 1, out]
     auto expert = [&](NodeId x, const std::string& name, int64_t in, int64_t out) {
       NodeId w = b_.param(p + "experts." + name + ".weight", {E, out, in});
@@ -334,9 +399,9 @@ class DecoderBuilder {
       NodeId up = expert(rows, "fc1", d_, ffn_);
       y = expert(b_.activation(m_.ffn_kind, up, p + "expert_act"), "fc2", ffn_, d_);
     }
-    NodeId weighted = b_.call("mul", {b_.reshape(y, {N_, k, d_}, p + "expert_out"),
-                                      b_.reshape(weights, {N_, k, 1}, p + "routing_w")},
-                              {}, p + "expert_weighted");
+    NodeId weighted =
+        b_.call("mul", {b_.reshape(y, {N_, k, d_}, p + "expert_out"), b_.reshape(weights, {N_, k, 1}, p + "routing_w")},
+                {}, p + "expert_weighted");
     // Under tensor parallelism each expert's FFN columns are split like the dense MLP's: the
     // weighted sum of the partial products is summed over the ranks.
     NodeId out = b_.call("sum", {weighted}, {{"dims", std::vector<int64_t>{1}}}, p + "moe");
@@ -348,6 +413,9 @@ class DecoderBuilder {
   const int64_t B_, T_, C_, N_, d_, hd_, G_, o_;
   const int64_t tp_, rank_, Hl_, Hkvl_, ffn_, vocab_;  // tensor parallelism: this rank's share
   NodeId cos_ = -1, sin_ = -1, mask_ = -1, alibi_ = -1;
+  const std::vector<WorkloadSpec::RaggedSeq>& ragged_;  // a ragged step's sequences (empty: lockstep)
+  std::vector<int64_t> seq_end_;                        // each sequence's row past its last
+  std::vector<NodeId> seq_mask_, seq_alibi_;
 };
 
 }  // namespace
@@ -365,8 +433,22 @@ void check_tensor_parallel(const TransformerShape& m, const WorkloadSpec& w) {
                               " (devices must divide heads, kv_heads and ffn; the vocabulary may split unevenly)"));
 }
 
+namespace {
+void check_ragged(const WorkloadSpec& w) {
+  if (w.batch != 1) throw InternalError(strcat("workload ", w.name, ": a ragged step with batch ", w.batch));
+  if (static_cast<int64_t>(w.ragged.size()) > kMaxDecoderBatch)
+    throw InputError(strcat("workload ", w.name, ": a ragged step of ", w.ragged.size(), " sequences (at most ",
+                            kMaxDecoderBatch, ")"));
+  for (size_t i = 0; i < w.ragged.size(); ++i)
+    if (w.ragged[i].tokens < 1 || w.ragged[i].context < 0)
+      throw InternalError(strcat("workload ", w.name, ": ragged sequence ", i, " has ", w.ragged[i].tokens,
+                                 " tokens on ", w.ragged[i].context, " cached"));
+}
+}  // namespace
+
 Graph build_transformer(const TransformerShape& m, const WorkloadSpec& w) {
-  if (w.phase == "prefill" && w.seq_len > 1 && w.context > 0)
+  if (!w.ragged.empty()) check_ragged(w);
+  if (w.ragged.empty() && w.phase == "prefill" && w.seq_len > 1 && w.context > 0)
     throw InputError(strcat("workload ", w.name, ": prefill with a cached prefix (context > 0) is not supported"));
   if (w.batch < 1 || w.batch > kMaxDecoderBatch)
     throw InputError(strcat("workload ", w.name, ": batch ", w.batch, " is outside 1..", kMaxDecoderBatch));

@@ -21,6 +21,13 @@ int64_t WorkloadSpec::param(const std::string& key) const {
   return it->second;
 }
 
+int64_t WorkloadSpec::tokens() const {
+  if (ragged.empty()) return batch * seq_len;
+  int64_t n = 0;
+  for (const RaggedSeq& r : ragged) n += r.tokens;
+  return n;
+}
+
 namespace {
 
 TensorType tt(const WorkloadSpec& w, Shape s) { return {w.dtype, std::move(s)}; }
@@ -74,7 +81,9 @@ Graph build_attention_decode(const WorkloadSpec& w) {
   NodeId v = g.add_placeholder("v_cache", tt(w, {H, C, hd}));
   NodeId kT = g.add_call("permute", {k}, {{"dims", std::vector<int64_t>{0, 2, 1}}}, "k_T");
   NodeId s = g.add_call("matmul", {q, kT}, {}, "scores");
-  NodeId c = g.add_call("full", {}, {{"value", 1.0 / std::sqrt(static_cast<double>(hd))}, {"dtype", std::string(dtype_name(w.dtype))}}, "scale");
+  NodeId c = g.add_call(
+      "full", {}, {{"value", 1.0 / std::sqrt(static_cast<double>(hd))}, {"dtype", std::string(dtype_name(w.dtype))}},
+      "scale");
   NodeId p = g.add_call("softmax", {g.add_call("mul", {s, c}, {}, "scaled")}, {{"dim", int64_t{-1}}}, "probs");
   g.set_output({g.add_call("matmul", {p, v}, {}, "attn")});
   return g;
@@ -85,21 +94,29 @@ Graph build_attention_decode(const WorkloadSpec& w) {
 const std::vector<ModelBuilder>& model_builders() {
   static const std::vector<ModelBuilder> b = [] {
     std::vector<ModelBuilder> v = {
-      {"ln_gelu_add", "[tokens, d_model] -> layer_norm -> gelu -> residual add", {{"d_model", 1024}}, build_ln_gelu_add},
-      {"softmax", "softmax over the rows of [tokens, cols]", {{"cols", 1024}}, build_softmax},
-      {"rms_norm", "RMSNorm over [tokens, d_model]", {{"d_model", 4096}}, build_rms_norm},
-      {"gemv", "[tokens, k] x W^T with W [n, k] on the matrix engine", {{"k", 4096}, {"n", 4096}}, build_gemv},
-      {"attention_decode", "one decode step of attention over a KV cache of `context` tokens",
-       {{"heads", 32}, {"head_dim", 128}}, build_attention_decode},
+        {"ln_gelu_add",
+         "[tokens, d_model] -> layer_norm -> gelu -> residual add",
+         {{"d_model", 1024}},
+         build_ln_gelu_add},
+        {"softmax", "softmax over the rows of [tokens, cols]", {{"cols", 1024}}, build_softmax},
+        {"rms_norm", "RMSNorm over [tokens, d_model]", {{"d_model", 4096}}, build_rms_norm},
+        {"gemv", "[tokens, k] x W^T with W [n, k] on the matrix engine", {{"k", 4096}, {"n", 4096}}, build_gemv},
+        {"attention_decode",
+         "one decode step of attention over a KV cache of `context` tokens",
+         {{"heads", 32}, {"head_dim", 128}},
+         build_attention_decode},
     };
     // The decoder presets: their keys (a workload file may override any of them).
     for (const auto& m : transformer_shapes()) {
       double n = static_cast<double>(m.parameters());
-      std::string count = n >= 1e9 ? strcat(std::round(n / 1e7) / 100, "B") : n >= 1e6 ? strcat(std::round(n / 1e5) / 10, "M")
-                                                                                     : strcat(m.parameters());
+      std::string count = n >= 1e9   ? strcat(std::round(n / 1e7) / 100, "B")
+                          : n >= 1e6 ? strcat(std::round(n / 1e5) / 10, "M")
+                                     : strcat(m.parameters());
       std::string what = strcat("decoder, ", count, " parameters: ", describe_decoder(m));
       const TransformerShape* shape = &m;
-      v.push_back({m.name, what, {}, [shape](const WorkloadSpec& w) { return build_transformer(w.decoder ? *w.decoder : *shape, w); }});
+      v.push_back({m.name, what, {}, [shape](const WorkloadSpec& w) {
+                     return build_transformer(w.decoder ? *w.decoder : *shape, w);
+                   }});
     }
     return v;
   }();
@@ -125,16 +142,17 @@ bool is_file(const std::string& p) {
 std::string read_workload_name(const YamlReader& r, const YAML::Node& root, const std::string& fallback) {
   std::string name = r.get_string(root, "name", "", fallback);
   if (root["name"] && !is_valid_name(name))
-    r.fail(root["name"], "name", strcat("'", name_for_message(name), "' must be [A-Za-z0-9_.-]+, at most ",
-                                        kMaxNameLength, " characters"));
+    r.fail(root["name"], "name",
+           strcat("'", name_for_message(name), "' must be [A-Za-z0-9_.-]+, at most ", kMaxNameLength, " characters"));
   return name;
 }
 
 // The decoder keys (transformer.h), in the order `lpu list workloads` prints them.
 const std::vector<std::string>& decoder_key_names() {
-  static const std::vector<std::string> k = {"layers", "d_model",   "heads",           "kv_heads",     "head_dim",
-                                             "ffn",    "vocab",     "norm",            "mlp",          "positions",
-                                             "bias",   "tied_embeddings", "max_position", "experts", "experts_per_token"};
+  static const std::vector<std::string> k = {
+      "layers", "d_model",         "heads",        "kv_heads", "head_dim",
+      "ffn",    "vocab",           "norm",         "mlp",      "positions",
+      "bias",   "tied_embeddings", "max_position", "experts",  "experts_per_token"};
   return k;
 }
 
@@ -148,7 +166,9 @@ TransformerShape read_decoder(const YamlReader& r, const YAML::Node& root, const
   } else {
     // A new model: its size keys are required; its parts default to LLaMA's.
     for (const char* key : {"layers", "d_model", "heads", "ffn", "vocab"})
-      if (!root[key]) r.fail(root, key, "missing (model: decoder describes a new model: layers, d_model, heads, ffn and vocab are required)");
+      if (!root[key])
+        r.fail(root, key,
+               "missing (model: decoder describes a new model: layers, d_model, heads, ffn and vocab are required)");
     m.name = w.name;
     m.layers = m.d_model = m.heads = m.kv_heads = m.ffn = m.vocab = 0;
     m.norm = TransformerShape::RmsNorm;
@@ -168,16 +188,19 @@ TransformerShape read_decoder(const YamlReader& r, const YAML::Node& root, const
   count("layers", m.layers, 1, 1000);
   count("d_model", m.d_model, 1, 1 << 20);
   count("heads", m.heads, 1, 1 << 12);
-  if (preset && root["heads"] && !root["kv_heads"] && m.kv_heads == preset->heads) m.kv_heads = m.heads;  // MHA stays MHA
+  if (preset && root["heads"] && !root["kv_heads"] && m.kv_heads == preset->heads)
+    m.kv_heads = m.heads;  // MHA stays MHA
   if (!preset) m.kv_heads = m.heads;
   count("kv_heads", m.kv_heads, 1, 1 << 12);
-  if (root["head_dim"]) count("head_dim", m.head_dim, 1, 1 << 16);
-  else if (root["d_model"] || root["heads"]) m.head_dim = 0;  // derived again from the new d_model / heads
+  if (root["head_dim"])
+    count("head_dim", m.head_dim, 1, 1 << 16);
+  else if (root["d_model"] || root["heads"])
+    m.head_dim = 0;  // derived again from the new d_model / heads
   count("ffn", m.ffn, 1, 1 << 22);
   count("vocab", m.vocab, 1, 1 << 24);
   count("max_position", m.max_position, 1, 1 << 24);
-  auto word = [&](const char* key, auto& dst, bool (*parse)(const std::string&, std::remove_reference_t<decltype(dst)>&),
-                  const char* choices) {
+  auto word = [&](const char* key, auto& dst,
+                  bool (*parse)(const std::string&, std::remove_reference_t<decltype(dst)>&), const char* choices) {
     if (!root[key]) return;
     std::string v = r.get_string(root, key, "");
     if (!parse(v, dst)) r.fail(root[key], key, strcat("expected ", choices, ", got '", name_for_message(v), "'"));
@@ -199,7 +222,8 @@ TransformerShape read_decoder(const YamlReader& r, const YAML::Node& root, const
   if (m.heads % m.kv_heads != 0) {
     const char* k = blame({"kv_heads", "heads"});
     r.fail(root[k] ? root[k] : root, k,
-           strcat("heads ", m.heads, " must be a multiple of kv_heads ", m.kv_heads, " (each kv head serves heads / kv_heads query heads)"));
+           strcat("heads ", m.heads, " must be a multiple of kv_heads ", m.kv_heads,
+                  " (each kv head serves heads / kv_heads query heads)"));
   }
   if (m.kv_heads > m.heads) {
     const char* k = blame({"kv_heads", "heads"});
@@ -214,7 +238,8 @@ TransformerShape read_decoder(const YamlReader& r, const YAML::Node& root, const
   if (m.positions == TransformerShape::Rotary && m.hd() % 2 != 0) {
     const char* k = blame({"head_dim", "d_model", "heads", "positions"});
     r.fail(root[k] ? root[k] : root, k,
-           strcat("rotary positions need an even head_dim, got ", m.hd(), " (rotary rotates the two halves of each head)"));
+           strcat("rotary positions need an even head_dim, got ", m.hd(),
+                  " (rotary rotates the two halves of each head)"));
   }
   if (root["experts_per_token"] && !root["experts"] && m.experts == 0)
     r.fail(root["experts_per_token"], "experts_per_token", "goes with experts (the number of experts)");
@@ -263,10 +288,12 @@ WorkloadSpec load_workload_doc(const YamlDoc& doc, const std::string& path) {
   if (!mb && !decoder) {
     std::string all;
     for (const auto& b : model_builders()) all += (all.empty() ? "" : ", ") + b.name;
-    r.fail(root["model"], "model", strcat("unknown model '", w.model, "'; built-in models: ", all, ", ", kDecoderModel,
-                                          " (a new decoder described by its keys) (or `graph: PATH` for a graph file)"));
+    r.fail(root["model"], "model",
+           strcat("unknown model '", w.model, "'; built-in models: ", all, ", ", kDecoderModel,
+                  " (a new decoder described by its keys) (or `graph: PATH` for a graph file)"));
   }
-  std::vector<std::string> allowed = {"name", "model", "phase", "batch", "seq_len", "context", "layers", "dtype", "seed"};
+  std::vector<std::string> allowed = {"name",    "model",  "phase", "batch", "seq_len",
+                                      "context", "layers", "dtype", "seed"};
   if (decoder) {
     allowed.insert(allowed.end(), {"prompt_len", "gen_len"});
     for (const auto& k : decoder_key_names())
@@ -277,7 +304,8 @@ WorkloadSpec load_workload_doc(const YamlDoc& doc, const std::string& path) {
   r.check_keys(root, "", allowed);
   w.name = read_workload_name(r, root, w.name);
   w.phase = r.get_string(root, "phase", "", "decode");
-  if (w.phase != "decode" && w.phase != "prefill") r.fail(root["phase"], "phase", "expected decode or prefill, got '" + w.phase + "'");
+  if (w.phase != "decode" && w.phase != "prefill")
+    r.fail(root["phase"], "phase", "expected decode or prefill, got '" + w.phase + "'");
   w.batch = r.get_int(root, "batch", "", 1);
   r.check_range(root, "batch", "", static_cast<double>(w.batch), 1, decoder ? kMaxDecoderBatch : 1 << 20);
   w.seq_len = r.get_int(root, "seq_len", "", 1);
@@ -294,7 +322,8 @@ WorkloadSpec load_workload_doc(const YamlDoc& doc, const std::string& path) {
     r.check_range(root, key, "", static_cast<double>(*dst), 1, 1 << 24);
   }
   std::string dt = r.get_string(root, "dtype", "", "f32");
-  if (!parse_dtype(dt, w.dtype) || !is_floating(w.dtype)) r.fail(root["dtype"], "dtype", "expected f32, f16 or bf16, got '" + dt + "'");
+  if (!parse_dtype(dt, w.dtype) || !is_floating(w.dtype))
+    r.fail(root["dtype"], "dtype", "expected f32, f16 or bf16, got '" + dt + "'");
   if (decoder) {
     w.decoder = read_decoder(r, root, w, preset);  // `layers`, when given, is its layer count
     return w;
@@ -346,7 +375,8 @@ WorkloadSpec resolve_workload(const std::string& name_or_path) {
   }
   if (std::string what = not_a_regular_file(name_or_path); !what.empty())
     throw InputError(strcat("workload '", name_for_message(name_or_path), "': ", what));
-  throw InputError(strcat("workload '", name_for_message(name_or_path), "': no such file, and no ", name_for_message(cand), " (see `lpu list workloads`)"));
+  throw InputError(strcat("workload '", name_for_message(name_or_path), "': no such file, and no ",
+                          name_for_message(cand), " (see `lpu list workloads`)"));
 }
 
 WorkloadSpec resolve_workload(const std::string& name_or_path, const std::vector<std::string>& overrides) {

@@ -24,8 +24,8 @@
 namespace lpu {
 
 struct WorkloadSpec {
-  std::string name;   // file stem or given name
-  std::string file;   // YAML it came from ("" for built-in defaults)
+  std::string name;  // file stem or given name
+  std::string file;  // YAML it came from ("" for built-in defaults)
   std::string model;
   std::string graph;  // path of a graph file, instead of a built-in `model`
   std::string phase = "decode";
@@ -34,7 +34,7 @@ struct WorkloadSpec {
   int64_t context = 0;
   int64_t layers = -1;  // -1: the model's own layer count
   DType dtype = DType::f32;
-  uint64_t seed = 1;    // input data for functional runs
+  uint64_t seed = 1;  // input data for functional runs
   // `lpu generate` (built-in LLMs only; docs/generate.md): prompt tokens and tokens to
   // generate. 0: not given (the command's defaults or flags apply). Other commands ignore them.
   int64_t prompt_len = 0;
@@ -43,12 +43,21 @@ struct WorkloadSpec {
   // (set by workload/tensor_parallel.h from the config's `devices`, never read from YAML).
   int64_t tp = 1, tp_rank = 0;
   std::map<std::string, int64_t> params;  // builder-specific shape keys
+  // A ragged step of a built-in decoder (serving: workbench/serve): the sequences of one
+  // forward pass, each `tokens` new tokens on top of `context` cached ones. The projections
+  // and the MLP run over all the step's tokens, attention per sequence against its own cache,
+  // and the LM head on each sequence's last token. Set in code, never read from YAML; empty:
+  // `batch` sequences of `seq_len` tokens at one `context` (the lockstep step).
+  struct RaggedSeq {
+    int64_t context = 0, tokens = 1;
+  };
+  std::vector<RaggedSeq> ragged;
   // A decoder-only LLM's shape: the preset named by `model` with the file's keys applied, or
   // the model the keys describe (`model: decoder`). Unset for other workloads, and for specs
   // built in code, where decoder_of() falls back to the preset `model` names.
   std::optional<TransformerShape> decoder;
   int64_t param(const std::string& key) const;
-  int64_t tokens() const { return batch * seq_len; }
+  int64_t tokens() const;  // batch * seq_len, or the ragged step's tokens
 };
 
 struct ModelBuilder {

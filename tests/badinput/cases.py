@@ -4,7 +4,7 @@ A case names its expected exit code, a regex the output must match, the `lpu` ar
 the input files it needs. In the regex and the arguments, {NAME} is the path of the input
 file NAME (made in a fresh temporary directory), {tmp} that directory and {repo} the
 repository. Case names start with their input kind: config, set, workload, graph, sidecar,
-text, asm, bin, sweep, report, flags."""
+text, asm, bin, sweep, serve, report, flags."""
 import json
 import os
 import re
@@ -597,6 +597,45 @@ CASES = [
          sweep(SWEEP.replace("[ln_gelu_add]", "[nope]"))),
     Case("sweep_root_list", 2, r"{f}:1: <root>", ["sweep", "{f}", "-o", "{tmp}/out"], sweep("- a\n")),
     Case("sweep_no_file", 2, r"{tmp}/nope.yaml: cannot open", ["sweep", "{tmp}/nope.yaml", "-o", "{tmp}/out"]),
+
+    # ---- serve: traces, keys, requests the model or the KV cache cannot take ----
+    Case("serve_trace_negative_arrival", 2, r"{f}:2: column 1 \(arrival_s\)", ["serve", "tiny-llama", "--trace-file", "{f}"],
+         {"f": text("arrival_s,prompt_tokens,output_tokens\n" + "-1,10,10\n", ".csv")}),
+    Case("serve_trace_nan_arrival", 2, r"{f}:2: column 1 \(arrival_s\).*nan", ["serve", "tiny-llama", "--trace-file", "{f}"],
+         {"f": text("arrival_s,prompt_tokens,output_tokens\n" + "nan,10,10\n", ".csv")}),
+    Case("serve_trace_decreasing_arrival", 2, r"{f}:3: .*before the previous", ["serve", "tiny-llama", "--trace-file", "{f}"],
+         {"f": text("arrival_s,prompt_tokens,output_tokens\n" + "1,10,10\n0.5,10,10\n", ".csv")}),
+    Case("serve_trace_zero_tokens", 2, r"{f}:2: column 2 \(prompt_tokens\)", ["serve", "tiny-llama", "--trace-file", "{f}"],
+         {"f": text("arrival_s,prompt_tokens,output_tokens\n" + "1,0,10\n", ".csv")}),
+    Case("serve_trace_jsonl_negative_output", 2, r"{f}:1: key 'output_tokens'", ["serve", "tiny-llama", "--trace-file", "{f}"],
+         {"f": text('{"arrival_s": 0, "prompt_tokens": 4, "output_tokens": -3}\n', ".jsonl")}),
+    Case("serve_trace_past_max_position", 2, r"{f}:2: request 0: .*300 tokens, more than tiny-llama's max_position 256",
+         ["serve", "tiny-llama", "--trace-file", "{f}"], {"f": text("arrival_s,prompt_tokens,output_tokens\n" + "1,200,100\n", ".csv")}),
+    Case("serve_trace_directory", 2, r"{d}: is a directory", ["serve", "tiny-llama", "--trace-file", "{d}"], {"d": directory()}),
+    Case("serve_generated_past_max_position", 2, r"request 0 \(generated\).*max_position 4096",
+         ["serve", "llama2-7b", "--arch", "lpu-asic", "--prompt", "4090", "--output", "10"]),
+    Case("serve_kv_never_fits", 2, r"request 0 .*KV cache \(1599 tokens, .*can never fit .*needs about 2 devices",
+         ["serve", "opt-1.3b", "--set", "hbm.capacity_gib=3.1", "--prompt", "1500", "--output", "100"]),
+    Case("serve_weights_leave_no_kv", 2, r"opt-1.3b on lpu-small x 1 device.*no room for the KV cache.*devices would hold it",
+         ["serve", "opt-1.3b", "--set", "hbm.capacity_gib=2.5"]),
+    Case("serve_rate_zero", 2, r"rate: expected > 0", ["serve", "tiny-llama", "--rate", "0"]),
+    Case("serve_rate_nan", 2, r"rate: expected > 0.*nan", ["serve", "tiny-llama", "--rate", "nan"]),
+    Case("serve_rate_negative", 2, r"rate: expected > 0", ["serve", "tiny-llama", "--rate", "-2"]),
+    Case("serve_slo_ttft_zero", 2, r"--slo-ttft-ms: expected a number > 0", ["serve", "tiny-llama", "--slo-ttft-ms", "0"]),
+    Case("serve_slo_tpot_inf", 2, r"--slo-tpot-ms: expected a number > 0", ["serve", "tiny-llama", "--slo-tpot-ms", "inf"]),
+    Case("serve_unknown_router", 2, r"router: 'magic'", ["serve", "tiny-llama", "--router", "magic"]),
+    Case("serve_unknown_arrivals", 2, r"--arrivals: 'weibull'", ["serve", "tiny-llama", "--arrivals", "weibull"]),
+    Case("serve_zero_requests", 2, r"requests: expected >= 1", ["serve", "tiny-llama", "--requests", "0"]),
+    Case("serve_zero_block_size", 2, r"--block-size: expected >= 1", ["serve", "tiny-llama", "--block-size", "0"]),
+    Case("serve_zero_seqs", 2, r"max_num_seqs must be >= 1", ["serve", "tiny-llama", "--max-seqs", "0"]),
+    Case("serve_zero_replicas", 2, r"--replicas: expected >= 1", ["serve", "tiny-llama", "--replicas", "0"]),
+    Case("serve_zero_link", 2, r"--link-gbps: expected a number > 0", ["serve", "tiny-llama", "--prefill-replicas", "1", "--link-gbps", "0"]),
+    Case("serve_not_a_decoder", 2, r"ln_gelu_add is not a built-in LLM", ["serve", "ln_gelu_add"]),
+    Case("serve_search_policy", 2, r"--fusion search: serving prices every step with a fixed policy", ["serve", "tiny-llama", "--fusion", "search"]),
+    Case("serve_find_rate_with_trace", 2, r"--find-rate: .*trace file", ["serve", "tiny-llama", "--find-rate", "--trace-file", "{f}"],
+         {"f": text("arrival_s,prompt_tokens,output_tokens\n" + "1,10,10\n", ".csv")}),
+    Case("serve_json_below_file", 2, r"--json {o}/s.json: cannot write", ["serve", "tiny-llama", "--json", "{o}/s.json"],
+         {"o": regular_file()}),
 
     # ---- report inputs ----
     Case("report_json_nested_100000", 2, r"{f}: .*nested", ["report", "{f}", "-o", "{tmp}/rep"],

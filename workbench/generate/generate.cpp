@@ -7,6 +7,7 @@
 
 #include "codegen/lpu_codegen.h"
 #include "device_symmetry.h"
+#include "generate/step_runner.h"
 #include "policy_registry.h"
 #include "process/progress.h"
 #include "support/error.h"
@@ -57,23 +58,6 @@ WorkloadSpec step_workload(const WorkloadSpec& w, int64_t prompt_len, int64_t k)
   s.seq_len = k == 1 ? prompt_len : 1;
   s.context = k == 1 ? 0 : prompt_len + k - 2;
   return s;
-}
-
-// Everything build_graph and compile_graph read. The search policy simulates its candidates,
-// so with it the whole architecture is part of the key too.
-std::string cache_key(const WorkloadSpec& s, const CompileOptions& co, const ArchConfig& arch) {
-  std::string k =
-      strcat("name=", s.name, ";model=", s.model, ";phase=", s.phase, ";batch=", s.batch, ";seq_len=", s.seq_len,
-             ";context=", s.context, ";layers=", s.layers, ";dtype=", dtype_name(s.dtype));
-  for (const auto& [p, v] : s.params) k += strcat(";", p, "=", v);
-  if (s.decoder) k += ";decoder=" + describe_decoder(*s.decoder);
-  k += strcat(";fusion=", co.fusion, ";lmu_fraction=", co.fusion_lmu_fraction, ";lmu_bytes=", co.codegen.lmu_bytes,
-              ";double_buffer=", co.codegen.double_buffer, ";hbm_alignment=", co.codegen.hbm_alignment,
-              ";max_tile_rows=", co.codegen.max_tile_rows, ";fold_loops=", co.codegen.fold_loops,
-              ";break=", co.break_on_unsupported);
-  for (const auto& op : co.unsupported_ops) k += ";unsupported=" + op;
-  if (co.fusion == "search") k += ";arch=" + arch_to_json(arch).dump();
-  return k;
 }
 
 // A length: the flag, else the workload's key, else the default; with where it came from.
@@ -334,27 +318,9 @@ Program Generation::compile_rank(const WorkloadSpec& s, CompileCache::Entry& e) 
 
 // One compile of a step: every rank's program (rank 0's kernels and compulsory bytes).
 Generation::Entry Generation::compile_step(const WorkloadSpec& s) {
-  auto fresh = std::make_shared<CompileCache::Entry>();
   ++r_.compiles;
-  for (int64_t rank = 0; rank < devices_; ++rank) {
-    WorkloadSpec sr = s;
-    if (devices_ > 1) {
-      sr.tp = devices_;
-      sr.tp_rank = rank;
-    }
-    CompileCache::Entry info;
-    Program p = compile_rank(sr, rank == 0 ? *fresh : info);
-    if (rank == 0)
-      fresh->program = std::move(p);
-    else
-      fresh->others.push_back(std::move(p));
-  }
-  if (devices_ > 1) {
-    std::vector<const Program*> others;
-    for (const Program& p : fresh->others) others.push_back(&p);
-    fresh->rotations = rotation_asymmetry(fresh->program, others, static_cast<int>(devices_)).empty();
-  }
-  return Entry(fresh);
+  return std::make_shared<const CompileCache::Entry>(
+      compile_ranks(s, devices_, [&](const WorkloadSpec& sr, CompiledStep& e) { return compile_rank(sr, e); }));
 }
 
 Generation::Entry Generation::instantiated(const CompileCache::Symbolic& t, int64_t context, bool& inst) {
@@ -387,7 +353,7 @@ void back_off(std::pair<int64_t, int64_t>& backoff, int64_t context) {
 Generation::Entry Generation::symbolic_step(const WorkloadSpec& s, int64_t k, int64_t max_context, bool& inst) {
   WorkloadSpec sym = s;
   sym.context = -1;  // the key of every context
-  const std::string key = cache_key(sym, co_, arch_);
+  const std::string key = step_cache_key(sym, co_, arch_);
   const int64_t C = s.context;
   CompileCache::Symbolic* below = nullptr;  // the template whose guard ends nearest below C
   size_t outside = 0;
@@ -467,7 +433,7 @@ Generation::Entry Generation::new_template(const WorkloadSpec& s, const std::str
 // Step k's program: instantiated from a symbolic one, from the exact cache, or compiled.
 Generation::Entry Generation::step_program(const WorkloadSpec& s, int64_t k, GenerateStep& st) {
   if (symbolic_ && k >= 2) return symbolic_step(s, k, last_context_, st.instantiated);
-  std::string key = cache_key(graph_cache_ ? w_ : s, co_, arch_);
+  std::string key = step_cache_key(graph_cache_ ? w_ : s, co_, arch_);
   Entry e = cache_.find(key);
   st.cached = e != nullptr;
   if (!e) {
@@ -481,12 +447,7 @@ Generation::Entry Generation::step_program(const WorkloadSpec& s, int64_t k, Gen
 
 const SimStats& Generation::simulate_step(const Entry& e, GenerateStep& st) {
   if (e != last_simulated_) {
-    SimOptions so;
-    so.others_rotate_device0 = e->rotations;
-    so.kernel_breakdown = false;  // a step's totals are what a generation reports
-    if (!e->rotations)
-      for (const Program& p : e->others) so.other_devices.push_back(&p);
-    last_stats_ = simulate(e->program, arch_, so).stats;
+    last_stats_ = simulate_compiled(*e, arch_);
     last_simulated_ = e;
     ++r_.simulations;
   } else {

@@ -12,6 +12,7 @@ struct Request {
   double arrival_s = 0;       // seconds from the start of the trace
   int64_t prompt_tokens = 0;  // tokens prefilled before the first output token
   int64_t output_tokens = 0;  // tokens generated, the first one by the prefill step
+  int64_t line = 0;           // its line in the trace file (0: generated), for messages
 };
 
 using RequestList = std::vector<Request>;

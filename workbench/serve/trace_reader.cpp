@@ -182,6 +182,7 @@ RequestList parse_trace_csv(const std::string& text, const std::string& source, 
       store(&rc, fields[i], v, where, what);
     }
     rc.finish(&out, where);
+    out.back().line = lineno;
   }
   if (fields.empty()) throw InputError(strcat(source, ": empty trace (expected a header line and requests)"));
   if (out.empty()) throw InputError(strcat(source, ": the trace has a header but no requests"));
@@ -209,6 +210,7 @@ RequestList parse_trace_jsonl(const std::string& text, const std::string& source
     }
     require_fields(seen, need_arrival, where, "the object");
     rc.finish(&out, where);
+    out.back().line = lineno;
   }
   if (out.empty()) throw InputError(strcat(source, ": empty trace (expected one JSON object per line)"));
   return out;

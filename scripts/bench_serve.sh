@@ -1,0 +1,52 @@
+#!/bin/sh
+# The serving figures of docs/serving.md ("Results"), from `lpu serve` on lpu-asic:
+#   scripts/bench_serve.sh capacity   LLaMA-2-7B and OPT-1.3B, 1 device and TP 2, chunked prefill on
+#                                     and off: the highest rate with p99 TTFT <= 1 s and p99 TPOT <= 50 ms
+#   scripts/bench_serve.sh speed      the acceptance run: LLaMA-2-7B, 1000 requests, wall against simulated time
+#   scripts/bench_serve.sh table      the tables of what ran (markdown), from out/bench-serve/*.json
+# Step-cost points are memoised in out/bench-serve/points-*.json: a second run reuses them (the
+# JSON's wall.points_loaded says so). Run from the repository root after building build/lpu.
+set -eu
+OUT=${OUT:-out/bench-serve}
+REQS=${REQS:-200}
+mkdir -p "$OUT"
+LENS="--prompt uniform:16:256 --output uniform:16:256"
+capacity() {
+  for model in opt-1.3b llama2-7b; do
+    for tp in 1 2; do
+      for chunk in on off; do
+        flag=""; [ "$chunk" = off ] && flag="--no-chunked-prefill"
+        name="cap-$model-tp$tp-chunk-$chunk"
+        echo "== $name"
+        build/lpu serve "$model" --arch lpu-asic --tp "$tp" --requests "$REQS" --seed 1 $LENS $flag --find-rate \
+          --cost-cache "$OUT/points-$model-tp$tp.json" --json "$OUT/$name.json" | tail -4 || true
+      done
+    done
+  done
+}
+speed() {
+  /usr/bin/time -f "%e s wall, %U s user" build/lpu serve llama2-7b --arch lpu-asic --rate "${RATE:-0.1}" \
+    --requests 1000 --seed 1 --cost-cache "$OUT/points-llama2-7b-tp1-chat.json" --json "$OUT/speed-llama2-7b.json" | tail -6
+}
+table() {
+  /usr/bin/python3 - "$OUT" <<'PY'
+import glob, json, os, sys
+print("| run | max rate (req/s) | TTFT p99 (s) | TPOT p99 (ms) | step_cost_error max | simulated / wall |")
+print("|---|---|---|---|---|---|")
+for f in sorted(glob.glob(os.path.join(sys.argv[1], "*.json"))):
+    if os.path.basename(f).startswith("points-"):
+        continue
+    j = json.load(open(f))
+    s, cap, w = j["summary"], j.get("capacity", {}), j["wall"]
+    rate = f"{cap['max_rate']:.3f}" if cap.get("found") else ("none" if cap else "-")
+    err = j.get("step_cost_error", {}).get("max")
+    print(f"| {os.path.basename(f)[:-5]} | {rate} | {s['ttft_s']['p99']:.3f} | {s['tpot_s']['p99'] * 1e3:.1f} | "
+          f"{'-' if err is None else f'{err * 100:.2f}%'} | {w['simulated_s_per_wall_s']:.1f}x |")
+PY
+}
+case ${1:-table} in
+  capacity) capacity; table ;;
+  speed) speed ;;
+  table) table ;;
+  *) echo "usage: $0 capacity|speed|table" >&2; exit 2 ;;
+esac

@@ -1,0 +1,70 @@
+// `lpu serve` (docs/serving.md): a served model's requests through a simulated cluster of LPU
+// replicas (or a GPU prefill pool and LPU decode replicas), every step priced by the compiled
+// program on the cycle model: simulated step by step (`exact`), or by the model FittedStepCost
+// builds from simulated points, whose error against exact simulation the run measures on a
+// sample of its own steps.
+#pragma once
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <ostream>
+#include <string>
+
+#include "config/arch_config.h"
+#include "serve/capacity.h"
+#include "serve/cluster.h"
+#include "serve/generator.h"
+#include "servesim/deployment.h"
+#include "workload/workload.h"
+
+namespace lpu {
+
+struct ServeJobOptions {
+  std::string fusion = "greedy";
+  std::string trace_file;  // the requests; empty: the generator below
+  serve::GeneratorSpec generator;
+  serve::SchedulerConfig scheduler;  // kv_capacity_blocks: from the deployment (plan_deployment)
+  int64_t replicas = 1;              // unified replicas, or the decode pool's when disaggregated
+  serve::RouterKind router = serve::RouterKind::RoundRobin;
+  serve::Slo slo;
+  serve::Watchdog watchdog;
+  // Prefill/decode disaggregation: prefill_replicas > 0 puts the prefill on its own pool of
+  // LPU replicas (the same devices and scheduler keys) and hands each KV cache over `link`.
+  int64_t prefill_replicas = 0;
+  serve::LinkConfig link;
+  bool exact = false;          // compile and simulate every step
+  int64_t error_samples = 8;   // steps re-simulated exactly to measure the model's error (0: none)
+  int64_t context_step = 256;  // the model's context grid
+  std::string cost_cache;      // the model's on-disk memo (a JSON file; "" for none)
+  bool find_rate = false;      // search the highest rate meeting the SLOs (needs the generator)
+  serve::CapacitySearch search;
+  std::ostream* progress = nullptr;  // a line per phase
+};
+
+struct StepCostError {
+  int64_t samples = 0;
+  double p50 = 0, max = 0;  // |model - exact| / exact of the step time
+  double energy_max = 0;
+};
+
+struct ServeJobResult {
+  WorkloadSpec workload;
+  ArchConfig arch;
+  Deployment deployment;
+  serve::RequestList requests;
+  serve::ClusterConfig cluster;
+  serve::ServeResult result;
+  std::optional<serve::CapacityResult> capacity;
+  StepCostError error;
+  bool exact = false;
+  size_t points_simulated = 0, points_loaded = 0, exact_steps = 0;
+  double wall_s = 0, model_wall_s = 0, error_wall_s = 0;
+  nlohmann::ordered_json to_json(bool with_steps = true) const;  // wall times under "wall" only
+  std::string summary() const;                                   // the terminal report
+};
+
+// InputError for bad options, requests the model cannot take (longer than its max_position)
+// or that can never fit the KV cache (naming the bytes and devices they would need).
+ServeJobResult run_serve_job(const WorkloadSpec& w, const ArchConfig& arch, const ServeJobOptions& o);
+
+}  // namespace lpu
