@@ -32,9 +32,9 @@ Command add_sim(CLI::App& app);
 Command add_list(CLI::App& app);
 // Hidden: every subcommand's options and their kinds as JSON (cli_kinds.cpp; the bad-input tests).
 Command add_cli_spec(CLI::App& app);
-// Every output path given to the subcommand that was parsed, by its kind (cli_kinds.cpp), before
-// any work starts: InputError naming the flag and the path.
-void check_output_paths(CLI::App& app);
+// Every number and output path given to the subcommand that was parsed, by its kind
+// (cli_kinds.cpp), before any work starts: InputError naming the flag.
+void check_arguments(CLI::App& app);
 
 inline const char* const kWorkloadHelp = "workload YAML, name in workloads/, or graph file (.json, .txt)";
 

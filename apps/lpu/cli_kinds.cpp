@@ -1,5 +1,5 @@
 // The kind of value every option of every subcommand takes, in one table (kRules), and its two
-// readers: the output-path check every command gets before it runs (an output flag is checked
+// readers: the checks every command gets before it runs (an output path or a count is checked
 // because of its kind, not because its command remembered to), and `lpu cli-spec` (hidden from
 // --help), which lists them all as JSON for tests/badinput/cli_classes_test.py; that test crosses
 // every path and number argument with the classes of bad input (docs/robustness.md), so a new
@@ -7,6 +7,9 @@
 // is listed as "unknown", and the test fails, naming the option, until it is added here.
 #include <sys/stat.h>
 
+#include <cerrno>
+#include <cmath>
+#include <cstdlib>
 #include <iostream>
 #include <nlohmann/json.hpp>
 
@@ -21,8 +24,10 @@ namespace {
 // input        a file (or directory) that is read; `format` says what it must hold
 // output-file  a file that is written
 // output-dir   a directory that is written into (created when missing)
-// count        a whole number >= 1
-// seconds      a time in seconds >= 0 (0: no limit)
+// count        a whole number >= 1          count0   a whole number >= 0
+// time         a time >= 0 (--timeout: 0 is no limit)
+// rate         a number > 0 (a rate, a bandwidth, a latency target)
+// integer      any whole number (a seed)
 // text         a name, a choice or an expression: no path and no number
 struct KindRule {
   const char* command;  // "sweep merge"; "" for an option of that name in any command
@@ -51,7 +56,7 @@ const KindRule kRules[] = {
     {"", "--prompt-len", "count"},
     {"", "--gen-len", "count"},
     {"", "--jobs", "count"},
-    {"", "--timeout", "seconds"},
+    {"", "--timeout", "time"},
     {"", "--shard", "text"},
     {"", "--backend", "text"},
     {"", "--array-size", "count"},
@@ -70,6 +75,28 @@ const KindRule kRules[] = {
     {"sweep", "--out", "output-dir", "", true},
     {"sweep merge", "dirs", "input", "results-dir"},
     {"list", "what", "text"},
+    // serve (docs/serving.md)
+    {"serve", "workload", "input", "llm"},
+    {"", "--trace-file", "input", "serve-trace"},
+    {"", "--cost-cache", "input", "cost-cache"},  // read when it exists, then written
+    {"", "--rate", "rate"},
+    {"", "--requests", "count"},
+    {"", "--seed", "integer"},
+    {"", "--arrivals", "text"},
+    {"", "--prompt", "text"},  // a length spec (N, uniform:MIN:MAX, ...)
+    {"", "--output", "text"},
+    {"", "--router", "text"},
+    {"", "--max-batched-tokens", "count"},
+    {"", "--max-seqs", "count"},
+    {"", "--chunk-size", "count"},
+    {"", "--block-size", "count"},
+    {"", "--replicas", "count"},
+    {"", "--prefill-replicas", "count0"},
+    {"", "--link-gbps", "rate"},
+    {"", "--link-latency-us", "time"},
+    {"", "--slo-ttft-ms", "rate"},
+    {"", "--slo-tpot-ms", "rate"},
+    {"", "--error-samples", "count0"},
 };
 
 const KindRule* find_rule(const std::string& command, const std::string& name, bool positional) {
@@ -139,12 +166,48 @@ void check_vcd_path(const std::string& flag, const std::string& path) {
   if (!suffixed) check_output_file(flag, path + ".vcd");
 }
 
+// A number as its kind promises, from the text given (CLI11 lets NaN, infinities and, for some
+// integer types, values past their range through): "" when it is, else what was expected.
+std::string number_problem(const std::string& kind, const std::string& text) {
+  errno = 0;
+  char* end = nullptr;
+  if (kind == "rate" || kind == "time") {
+    double v = std::strtod(text.c_str(), &end);
+    bool ok = end != text.c_str() && *end == '\0' && std::isfinite(v) && (kind == "rate" ? v > 0 : v >= 0);
+    return ok ? "" : kind == "rate" ? "a number > 0" : "a number >= 0";
+  }
+  long long v = std::strtoll(text.c_str(), &end, 10);
+  if (end == text.c_str() || *end != '\0' || errno == ERANGE) return "a whole number below 2^63";
+  if (kind == "count" && v < 1) return ">= 1";
+  if (kind == "count0" && v < 0) return ">= 0";
+  return "";
+}
+
+bool is_number_kind(const std::string& kind) {
+  return kind == "count" || kind == "count0" || kind == "integer" || kind == "rate" || kind == "time";
+}
+
+// The flag as the messages name it: -o rather than --out.
+std::string flag_name(const CLI::Option& opt) {
+  return opt.get_snames().empty() ? opt.get_name() : "-" + opt.get_snames().front();
+}
+
+void check_numbers_of(CLI::App& sub) {
+  for (CLI::Option* opt : sub.get_options()) {
+    const KindRule* rule = opt->count() > 0 ? rule_of(sub, *opt) : nullptr;
+    if (!rule || !is_number_kind(rule->kind)) continue;
+    for (const std::string& text : opt->results())
+      if (std::string expected = number_problem(rule->kind, text); !expected.empty())
+        throw InputError(strcat(flag_name(*opt), ": expected ", expected, ", got ", text));
+  }
+  for (CLI::App* s : sub.get_subcommands()) check_numbers_of(*s);
+}
+
 void check_output_paths_of(CLI::App& sub) {
   for (CLI::Option* opt : sub.get_options()) {
     const KindRule* rule = opt->count() > 0 ? rule_of(sub, *opt) : nullptr;
     if (!rule || std::string(rule->kind).rfind("output-", 0) != 0) continue;
-    // The flag as the messages name it: -o rather than --out.
-    std::string flag = opt->get_snames().empty() ? opt->get_name() : "-" + opt->get_snames().front();
+    std::string flag = flag_name(*opt);
     auto path = opt->as<std::string>();
     if (path.empty()) throw InputError(flag + ": empty path");  // "--json ''" is a mistake, not "no output"
     if (std::string(rule->kind) == "output-dir") {
@@ -159,8 +222,11 @@ void check_output_paths_of(CLI::App& sub) {
 
 }  // namespace
 
-void check_output_paths(CLI::App& app) {
-  for (CLI::App* sub : app.get_subcommands()) check_output_paths_of(*sub);
+void check_arguments(CLI::App& app) {
+  for (CLI::App* sub : app.get_subcommands()) {
+    check_numbers_of(*sub);
+    check_output_paths_of(*sub);
+  }
 }
 
 Command add_cli_spec(CLI::App& app) {

@@ -35,7 +35,6 @@ void validate(SweepFlags& f) {
   if (f.out->count() == 0) throw InputError("sweep: -o DIR is required");
   if (!std::isfinite(f.so.timeout_s) || f.so.timeout_s < 0)
     throw InputError(strcat("--timeout: expected seconds >= 0 (0: no limit), got ", f.so.timeout_s));
-  if (f.so.jobs < 1) throw InputError(strcat("-j ", f.so.jobs, ": need at least 1 job"));  // --dry-run too
   check_output_dir("-o", f.so.out_dir);
   check_output_file("--json", f.json);
   f.so.progress_bar = isatty(STDOUT_FILENO);

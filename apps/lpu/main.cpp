@@ -10,7 +10,7 @@ namespace {
 
 // The subcommand that was given, its errors as exit codes.
 int run_command(CLI::App& app, const std::vector<lpu::cli::Command>& commands) try {
-  lpu::cli::check_output_paths(app);
+  lpu::cli::check_arguments(app);
   for (const auto& c : commands)
     if (*c.app) return c.run();
   return 0;

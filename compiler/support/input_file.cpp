@@ -14,15 +14,18 @@ namespace lpu {
 
 namespace {
 
+const char* type_name(mode_t mode) {
+  return S_ISDIR(mode)    ? "a directory"
+         : S_ISFIFO(mode) ? "a FIFO"
+         : S_ISCHR(mode)  ? "a character device"
+         : S_ISBLK(mode)  ? "a block device"
+         : S_ISSOCK(mode) ? "a socket"
+                          : "not a file";
+}
+
 std::string not_regular(mode_t mode) {
-  const char* kind = S_ISDIR(mode)    ? "a directory"
-                     : S_ISFIFO(mode) ? "a FIFO"
-                     : S_ISCHR(mode)  ? "a character device"
-                     : S_ISBLK(mode)  ? "a block device"
-                     : S_ISSOCK(mode) ? "a socket"
-                                      : "not a file";
-  if (S_ISDIR(mode)) return strcat("it is ", kind);
-  return strcat("it is ", kind, ", not a regular file");
+  if (S_ISDIR(mode)) return "it is a directory";
+  return strcat("it is ", type_name(mode), ", not a regular file");
 }
 
 [[noreturn]] void refuse(const std::string& what, const std::string& path, const std::string& problem) {
@@ -39,6 +42,12 @@ std::string stat_problem(const std::string& path, bool directory_ok) {
 }
 
 }  // namespace
+
+std::string file_type_of(const std::string& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0 || S_ISREG(st.st_mode)) return "";
+  return type_name(st.st_mode);
+}
 
 std::string not_a_regular_file(const std::string& path) {
   struct stat st {};

@@ -11,6 +11,10 @@ namespace lpu {
 // `directory_ok`: for inputs that may be a file or a directory (a report's inputs).
 std::string input_path_problem(const std::string& path, bool directory_ok = false);
 
+// "a directory", "a FIFO", "a character device", ... for what is at `path` when it is there
+// and not a regular file; "" otherwise.
+std::string file_type_of(const std::string& path);
+
 // For readers that look a name up when it is not a file: "it is a directory", "it is a FIFO,
 // not a regular file", ... when something other than a regular file is at `path`; else "".
 std::string not_a_regular_file(const std::string& path);

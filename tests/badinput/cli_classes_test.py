@@ -64,18 +64,30 @@ FORMATS = {
     "sweep-file": (".yaml", YAML_CONTENTS),
     "report-input": (".json", JSON_CONTENTS + [("graph_as_report", "graph.json", JSON_GRAPH)]),
     "results-dir": ("", []),
+    "serve-trace": (".csv", [("empty_csv", "empty.csv", b""), ("binary_csv", "binary.csv", BINARY),
+                             ("json_list_jsonl", "list.jsonl", JSON_LIST), ("yaml_as_csv", "yaml.csv", YAML_LIST)]),
+    "cost-cache": (".json", [("json_list", "list.json", JSON_LIST), ("binary_json", "binary.json", BINARY)]),
 }
+# A cache that does not exist yet is made; one that does not hold a memo is ignored and rewritten
+# (docs/serving.md).
+INPUT_EXITS = {("cost-cache", "missing"): {0}, ("cost-cache", "json_list"): {0}, ("cost-cache", "binary_json"): {0}}
 # Directories are what these formats may hold: their directory class is an empty one.
 DIRECTORY_FORMATS = {"report-input", "results-dir"}
 
 # Numbers: the values each numeric kind must refuse (exit 2 naming the flag).
 NUMBERS = {
     "count": ["0", "-1", "nan", "inf", "99999999999999999999"],
-    "seconds": ["-1", "nan", "inf", "1e400"],  # 0 is valid: no limit
+    "count0": ["-1", "nan", "inf", "99999999999999999999"],
+    "time": ["-1", "nan", "inf", "1e400"],  # 0 is valid (--timeout: no limit)
+    "rate": ["0", "-1", "nan", "inf"],
+    "integer": ["nan", "inf", "99999999999999999999"],
 }
+# Flags read only in some setting: their cases give that setting too.
+CONTEXT_ARGS = {"--link-gbps": ["--prefill-replicas", "1"], "--link-latency-us": ["--prefill-replicas", "1"]}
 
 # Extra arguments that keep a command's valid runs short (dropped when the case is about them).
-SPEED_ARGS = {"sweep": ["--dry-run"], "generate": ["--prompt-len", "4", "--gen-len", "2"]}
+SPEED_ARGS = {"sweep": ["--dry-run"], "generate": ["--prompt-len", "4", "--gen-len", "2"],
+              "serve": ["--requests", "2", "--prompt", "8", "--output", "2"]}
 
 
 def samples(setup, lpu):
@@ -89,6 +101,8 @@ def samples(setup, lpu):
         "sweep-file": os.path.join(setup, "tiny-sweep.yaml"),
         "report-input": os.path.join(setup, "run.json"),
         "results-dir": os.path.join(setup, "shards"),
+        "serve-trace": _file(setup, "trace.csv", b"arrival_s,prompt_tokens,output_tokens\n0,8,2\n0.1,8,2\n"),
+        "cost-cache": os.path.join(setup, "cost-cache.json"),
     }
     with open(s["sweep-file"], "w") as f:
         f.write("name: tiny\nbase: lpu-small\nworkloads: [%s]\nfusion: [greedy]\naxes:\n  hbm.bandwidth_gbps: [128]\n"
@@ -120,6 +134,15 @@ def _fifo(d, ext):
     return p
 
 
+def _device(d, name, device):
+    """A link to the device in the case's directory: the error must name the path given, and a
+    writer that replaces its output by a rename replaces the link, never the device (as root,
+    `--cost-cache /dev/null` once turned /dev/null into a regular file)."""
+    p = os.path.join(d, name)
+    os.symlink(device, p)
+    return p
+
+
 def _unreadable(d, ext):
     if IS_ROOT:
         return Skip("unreadable: running as root, which reads a file of mode 000")
@@ -148,8 +171,8 @@ SAYS_WHAT_IT_IS = {"directory": "directory", "fifo": "FIFO", "dev_zero": "device
 INPUT_PATHS = {
     "directory": lambda d, ext: _dir(d, "dir" + ext),
     "fifo": _fifo,
-    "dev_zero": lambda d, ext: "/dev/zero",
-    "dev_null": lambda d, ext: "/dev/null",
+    "dev_zero": lambda d, ext: _device(d, "dev-zero" + ext, "/dev/zero"),
+    "dev_null": lambda d, ext: _device(d, "dev-null" + ext, "/dev/null"),
     "missing": lambda d, ext: os.path.join(d, "missing", "nothing" + ext),
     "unreadable": _unreadable,
 }
@@ -158,13 +181,13 @@ OUTPUT_FILE_PATHS = {  # class -> (make, exit)
     "parent_is_file": (lambda d: os.path.join(_file(d, "plain.txt"), "out.json"), 2),
     "parent_readonly": (lambda d: _readonly_parent(d, "out.json"), 2),
     "parent_proc": (lambda d: "/proc/lpu-bad-input/out.json", 2),
-    "dev_null": (lambda d: "/dev/null", 0),  # writing into /dev/null is a valid request
+    "dev_null": (lambda d: _device(d, "dev-null.json", "/dev/null"), 0),  # writing into /dev/null is valid
     "missing_parents": (lambda d: os.path.join(d, "new", "sub", "out.json"), 0),  # they are created
 }
 OUTPUT_DIR_PATHS = {
     "regular_file": (lambda d: _file(d, "plain.txt"), 2),
     "fifo": (lambda d: _fifo(d, ""), 2),
-    "dev_null": (lambda d: "/dev/null", 2),
+    "dev_null": (lambda d: _device(d, "dev-null", "/dev/null"), 2),
     "parent_is_file": (lambda d: os.path.join(_file(d, "plain.txt"), "out"), 2),
     "parent_readonly": (lambda d: _readonly_parent(d, "out"), 2),
     "parent_proc": (lambda d: "/proc/lpu-bad-input/out", 2),
@@ -194,11 +217,12 @@ def cases_for_option(command, o):
         for cls, make in INPUT_PATHS.items():
             if cls == "directory" and fmt in DIRECTORY_FORMATS:
                 make = lambda d, ext: _dir(d, "empty-dir")  # noqa: E731
-            yield Case(command, o, cls, lambda d, make=make, ext=ext: make(d, ext), {2})
+            yield Case(command, o, cls, lambda d, make=make, ext=ext: make(d, ext), INPUT_EXITS.get((fmt, cls), {2}))
         if fmt == "results-dir":
             yield Case(command, o, "regular_file", lambda d: _file(d, "plain.txt"), {2})
         for cls, name, data in contents:
-            yield Case(command, o, cls, lambda d, name=name, data=data: _file(d, name, data), {2})
+            yield Case(command, o, cls, lambda d, name=name, data=data: _file(d, name, data),
+                       INPUT_EXITS.get((fmt, cls), {2}))
     elif kind in ("output-file", "output-dir"):
         table = OUTPUT_FILE_PATHS if kind == "output-file" else OUTPUT_DIR_PATHS
         for cls, (make, code) in table.items():
@@ -238,7 +262,7 @@ def arguments(case, spec_options, sample, case_dir, target_value):
     extra = SPEED_ARGS.get(case.command, [])
     if case.option["names"] and any(n in extra for n in case.option["names"]):
         extra = []
-    return args + flags + extra
+    return args + flags + extra + CONTEXT_ARGS.get(case.option["name"], [])
 
 
 def run_case(lpu, case, spec_options, sample, workdir):
