@@ -92,6 +92,7 @@ const KindRule kRules[] = {
     {"", "--block-size", "count"},
     {"", "--replicas", "count"},
     {"", "--prefill-replicas", "count0"},
+    {"", "--prefill-gpu", "input", "gpu-config"},  // on main after this branch's merge of it
     {"", "--link-gbps", "rate"},
     {"", "--link-latency-us", "time"},
     {"", "--slo-ttft-ms", "rate"},

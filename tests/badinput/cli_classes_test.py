@@ -66,6 +66,7 @@ FORMATS = {
     "results-dir": ("", []),
     "serve-trace": (".csv", [("empty_csv", "empty.csv", b""), ("binary_csv", "binary.csv", BINARY),
                              ("json_list_jsonl", "list.jsonl", JSON_LIST), ("yaml_as_csv", "yaml.csv", YAML_LIST)]),
+    "gpu-config": (".yaml", YAML_CONTENTS),
     "cost-cache": (".json", [("json_list", "list.json", JSON_LIST), ("binary_json", "binary.json", BINARY)]),
 }
 # A cache that does not exist yet is made; one that does not hold a memo is ignored and rewritten
@@ -83,7 +84,8 @@ NUMBERS = {
     "integer": ["nan", "inf", "99999999999999999999"],
 }
 # Flags read only in some setting: their cases give that setting too.
-CONTEXT_ARGS = {"--link-gbps": ["--prefill-replicas", "1"], "--link-latency-us": ["--prefill-replicas", "1"]}
+CONTEXT_ARGS = {"--link-gbps": ["--prefill-replicas", "1"], "--link-latency-us": ["--prefill-replicas", "1"],
+                "--prefill-gpu": ["--prefill-replicas", "1"]}
 
 # Extra arguments that keep a command's valid runs short (dropped when the case is about them).
 SPEED_ARGS = {"sweep": ["--dry-run"], "generate": ["--prompt-len", "4", "--gen-len", "2"],
@@ -103,6 +105,7 @@ def samples(setup, lpu):
         "results-dir": os.path.join(setup, "shards"),
         "serve-trace": _file(setup, "trace.csv", b"arrival_s,prompt_tokens,output_tokens\n0,8,2\n0.1,8,2\n"),
         "cost-cache": os.path.join(setup, "cost-cache.json"),
+        "gpu-config": "h200",
     }
     with open(s["sweep-file"], "w") as f:
         f.write("name: tiny\nbase: lpu-small\nworkloads: [%s]\nfusion: [greedy]\naxes:\n  hbm.bandwidth_gbps: [128]\n"
