@@ -15,8 +15,8 @@ Deployment plan_deployment(const WorkloadSpec& base, const ArchConfig& arch, int
                            int64_t block_size) {
   const TransformerShape* m = decoder_of(base);
   if (!m)
-    throw InputError(strcat("serve: workload ", base.name, base.file.empty() ? "" : " (" + base.file + ")",
-                            " is not a built-in LLM (serving runs decoders)"));
+    throw InputError(strcat("serve: workload ", base.name, " is not a built-in LLM (serving runs decoders)",
+                            base.file.empty() ? "" : "; from " + base.file));
   Deployment d;
   d.model = m->name;
   d.devices = std::max<int64_t>(arch.devices, 1);
