@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <memory>
 
 #include "device_symmetry.h"
@@ -226,6 +227,12 @@ void TopLevel::add_device(int d, const Program& p, const TensorMap* inputs) {
 void TopLevel::trace_vcd(const std::string& path) {
   std::string base = path;
   if (base.size() > 4 && base.substr(base.size() - 4) == ".vcd") base.resize(base.size() - 4);
+  // Its directories, as for every other output (SystemC's writer makes none, and dies on SIGFPE
+  // when it cannot open its file).
+  std::error_code ec;
+  if (std::filesystem::path dir = std::filesystem::path(path).parent_path(); !dir.empty())
+    std::filesystem::create_directories(dir, ec);
+  if (ec) throw InputError(strcat("--vcd ", path, ": cannot create its directory: ", ec.message()));
   vcd_ = sc_core::sc_create_vcd_trace_file(base.c_str());
   if (!vcd_) throw InputError("cannot create " + path);
   vcd_->set_time_unit(1, sc_core::SC_PS);  // the kernel resolution: every time is representable

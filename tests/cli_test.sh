@@ -72,7 +72,7 @@ check sweep_bad_range 2 "r.yaml:4: axes.lmu.capacity_kib.step: step 64 never get
 # fresh checkout (`-o out/sweeps/hbm_lmu` was refused: "out is not a directory").
 mkdir -p "$TMP/fresh"
 check relative_new_dirs 0 "" -- bash -c "cd '$TMP/fresh' && '$(realpath "$LPU")' run ln_gelu_add --json out/a/run.json && test -s out/a/run.json"
-check sweep_bad_jobs 2 "at least 1 job" -- "$LPU" sweep configs/sweeps/hbm_linear.yaml -j 0 -o "$TMP/sw0"
+check sweep_bad_jobs 2 "-j: expected >= 1, got 0" -- "$LPU" sweep configs/sweeps/hbm_linear.yaml -j 0 -o "$TMP/sw0"
 check report_no_input 2 "no such file" -- "$LPU" report "$TMP/none.json" -o "$TMP/rep"
 
 # Graph files (docs/graph-format.md): a hand-made JSON graph, and malformed variants that must

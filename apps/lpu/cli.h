@@ -30,6 +30,11 @@ Command add_check_config(CLI::App& app);
 Command add_ref(CLI::App& app);
 Command add_sim(CLI::App& app);
 Command add_list(CLI::App& app);
+// Hidden: every subcommand's options and their kinds as JSON (cli_kinds.cpp; the bad-input tests).
+Command add_cli_spec(CLI::App& app);
+// Every number and output path given to the subcommand that was parsed, by its kind
+// (cli_kinds.cpp), before any work starts: InputError naming the flag.
+void check_arguments(CLI::App& app);
 
 inline const char* const kWorkloadHelp = "workload YAML, name in workloads/, or graph file (.json, .txt)";
 

@@ -8,20 +8,9 @@
 
 namespace {
 
-// A path flag given an empty value ("--json ''") is a mistake, not "no output".
-bool empty_path_flag(CLI::App& app) {
-  for (CLI::App* sub : app.get_subcommands())
-    for (const char* flag : {"--json", "--csv", "--trace", "--vcd", "--report", "-o"})
-      if (CLI::Option* opt = sub->get_option_no_throw(flag);
-          opt && opt->count() > 0 && opt->as<std::string>().empty()) {
-        std::cerr << "error: " << flag << ": empty path\n";
-        return true;
-      }
-  return false;
-}
-
 // The subcommand that was given, its errors as exit codes.
-int run_command(const std::vector<lpu::cli::Command>& commands) try {
+int run_command(CLI::App& app, const std::vector<lpu::cli::Command>& commands) try {
+  lpu::cli::check_arguments(app);
   for (const auto& c : commands)
     if (*c.app) return c.run();
   return 0;
@@ -50,6 +39,7 @@ int main(int argc, char** argv) {
   for (auto add : {add_run, add_compare, add_sweep, add_report, add_compile, add_generate, add_serve, add_check_config,
                    add_ref, add_sim, add_list})
     commands.push_back(add(app));
+  commands.push_back(add_cli_spec(app));  // last: it lists the others
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
@@ -60,6 +50,5 @@ int main(int argc, char** argv) {
     std::cerr << "error: " << e.what() << "\nRun with --help for more information.\n";
     return 2;
   }
-  if (empty_path_flag(app)) return 2;
-  return run_command(commands);
+  return run_command(app, commands);
 }

@@ -9,6 +9,7 @@
 #include "graph/ops.h"
 #include "io/graph_file.h"
 #include "support/error.h"
+#include "support/input_file.h"
 #include "support/json_util.h"
 
 namespace lpu {
@@ -417,14 +418,18 @@ bool is_graph_file_path(const std::string& path) {
 }
 
 GraphFile load_graph_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw InputError(strcat("graph file ", path, ": cannot open"));
-  std::stringstream ss;
-  ss << in.rdbuf();
-  std::string text = ss.str();
+  std::string text = read_input_file(path, "graph file");
   GraphFile f;
   size_t first = text.find_first_not_of(" \t\r\n");
-  if (first != std::string::npos && text[first] == '{') {
+  bool json = first != std::string::npos && text[first] == '{';
+  // The extension promises a format: a file of the other one (or of neither) is refused in
+  // those words, not with an error of the other format's parser.
+  std::string ext = std::filesystem::path(path).extension().string();
+  if ((ext == ".json" && !json) || (ext == ".txt" && json))
+    throw InputError(strcat("graph file ", path, ": expected ",
+                            ext == ".json" ? "a JSON graph, an object" : "a graph in the text format",
+                            " (the name ends in ", ext, "), found ", describe_contents(text)));
+  if (json) {
     f = parse_graph_json(text, path);
   } else {
     f.graph = parse_graph(text, path);

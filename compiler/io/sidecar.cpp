@@ -8,6 +8,7 @@
 
 #include "io/graph_file.h"
 #include "support/error.h"
+#include "support/input_file.h"
 
 namespace lpu {
 namespace {
@@ -68,6 +69,8 @@ std::string sidecar_path(const GraphFile& f, const TensorEntry& e) {
 Tensor read_tensor(const GraphFile& f, const TensorEntry& e) {
   std::string path = sidecar_path(f, e);
   std::string what = strcat("sidecar ", path, " (", e.role, " ", e.name, ")");
+  if (std::string problem = input_path_problem(path); !problem.empty())
+    throw InputError(strcat(what, ": cannot open: ", problem));
   std::ifstream in(path, std::ios::binary);
   if (!in) throw InputError(strcat(what, ": cannot open"));
   int64_t bytes = e.type.bytes();

@@ -6,6 +6,8 @@
 #include <map>
 #include <sstream>
 
+#include "support/input_file.h"
+
 namespace lpu {
 
 std::string join_path(const std::string& path, const std::string& key) { return path.empty() ? key : path + "." + key; }
@@ -65,11 +67,7 @@ YamlDoc load_yaml_string(const std::string& text, const std::string& name) {
 }
 
 YamlDoc load_yaml_file(const std::string& path) {
-  std::ifstream f(path);
-  if (!f) throw InputError(strcat(path, ": cannot open file"));
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return load_yaml_string(ss.str(), path);
+  return load_yaml_string(read_input_file(path), path);
 }
 
 void apply_override(YamlDoc& doc, const std::string& assignment) {

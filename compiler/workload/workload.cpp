@@ -5,6 +5,7 @@
 
 #include "io/graph_file.h"
 #include "support/error.h"
+#include "support/input_file.h"
 #include "support/yaml_util.h"
 #include "workload/transformer.h"
 
@@ -274,6 +275,8 @@ WorkloadSpec load_workload_doc(const YamlDoc& doc, const std::string& path) {
     std::filesystem::path gp(r.get_string(root, "graph", ""));
     if (gp.is_relative()) gp = std::filesystem::path(path).parent_path() / gp;
     w.graph = gp.string();
+    if (std::string what = not_a_regular_file(gp.string()); !what.empty())
+      r.fail(root["graph"], "graph", strcat(name_for_message(w.graph), ": ", what));
     if (!is_file(gp.string())) r.fail(root["graph"], "graph", "no such file " + name_for_message(w.graph));
     w.name = read_workload_name(r, root, w.name);
     return w;
@@ -343,8 +346,10 @@ std::string workloads_dir() {
 
 WorkloadSpec resolve_workload(const std::string& name_or_path) {
   if (is_graph_file_path(name_or_path)) {
-    if (!is_file(name_or_path))
-      throw InputError(strcat("graph file '", name_for_message(name_or_path), "': no such file"));
+    if (!is_file(name_or_path)) {
+      std::string what = not_a_regular_file(name_or_path);
+      throw InputError(strcat("graph file '", name_for_message(name_or_path), "': ", what.empty() ? "no such file" : what));
+    }
     WorkloadSpec w;
     w.name = std::filesystem::path(name_or_path).stem().string();
     w.file = name_or_path;
@@ -368,6 +373,8 @@ WorkloadSpec resolve_workload(const std::string& name_or_path) {
     }
     return w;
   }
+  if (std::string what = not_a_regular_file(name_or_path); !what.empty())
+    throw InputError(strcat("workload '", name_for_message(name_or_path), "': ", what));
   throw InputError(strcat("workload '", name_for_message(name_or_path), "': no such file, and no ",
                           name_for_message(cand), " (see `lpu list workloads`)"));
 }

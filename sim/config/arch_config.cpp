@@ -7,6 +7,7 @@
 #include "ops/reduction.h"
 #include "ops/scalar_ops.h"
 #include "support/error.h"
+#include "support/input_file.h"
 #include "support/yaml_util.h"
 
 #ifndef LPU_SOURCE_DIR
@@ -395,6 +396,8 @@ std::string resolve_config_path(const std::string& name_or_path) {
   std::string shown = name_or_path.size() > 256
                           ? strcat(name_or_path.substr(0, 64), "... (", name_or_path.size(), " bytes)")
                           : name_or_path;
+  if (std::string what = not_a_regular_file(name_or_path); !what.empty())
+    throw InputError(strcat("config '", shown, "': ", what));
   throw InputError(
       strcat("config '", shown, "': no such file, and no configs/", shown, ".yaml (see `lpu list configs`)"));
 }

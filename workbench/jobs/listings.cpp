@@ -10,6 +10,7 @@
 #include "graph/ops.h"
 #include "isa/encoding.h"
 #include "support/error.h"
+#include "support/input_file.h"
 
 namespace fs = std::filesystem;
 
@@ -106,11 +107,7 @@ std::string format_reference_run(const ReferenceRun& r) {
 }
 
 Program load_program_file(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  if (!f) throw InputError(path + ": cannot open file");
-  std::stringstream ss;
-  ss << f.rdbuf();
-  std::string bytes = ss.str();
+  std::string bytes = read_input_file(path);
   return fs::path(path).extension() == ".lpubin"
              ? decode_program(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size(), path)
              : parse_program(bytes, path);

@@ -6,6 +6,7 @@
 
 #include "host_pricing.h"
 #include "support/error.h"
+#include "support/input_file.h"
 #include "support/units.h"
 
 namespace lpu {
@@ -15,12 +16,9 @@ namespace fs = std::filesystem;
 namespace {
 
 nlohmann::json read_json(const std::string& path) {
-  std::ifstream f(path);
-  if (!f) throw InputError(strcat(path, ": cannot read"));
-  std::stringstream ss;
-  ss << f.rdbuf();
+  std::string text = read_input_file(path);
   try {
-    return nlohmann::json::parse(ss.str());
+    return nlohmann::json::parse(text);
   } catch (const nlohmann::json::parse_error& e) {
     throw InputError(strcat(path, ": not valid JSON: ", e.what()));
   }

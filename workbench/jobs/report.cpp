@@ -7,6 +7,7 @@
 
 #include "process/proc.h"
 #include "support/error.h"
+#include "support/input_file.h"
 
 #ifndef LPU_SOURCE_DIR
 #define LPU_SOURCE_DIR "."
@@ -51,7 +52,8 @@ std::string find_python() {
 int report_command(const ReportOptions& opts) {
   if (opts.inputs.empty()) throw InputError("report: no input given");
   for (const auto& in : opts.inputs)
-    if (!fs::exists(in)) throw InputError("report: " + in + ": no such file or directory");
+    if (std::string problem = input_path_problem(in, true); !problem.empty())
+      throw InputError("report: " + in + ": " + problem);
   ChildSpec c;
   c.argv = {find_python(), find_report_script()};
   c.argv.insert(c.argv.end(), opts.inputs.begin(), opts.inputs.end());

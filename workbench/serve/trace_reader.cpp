@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "support/error.h"
+#include "support/input_file.h"
 #include "support/json_util.h"
 
 namespace lpu::serve {
@@ -224,7 +225,8 @@ RequestList read_file(const std::string& path, bool need_arrival) {
   if (ec || !fs::exists(st)) throw InputError(strcat(path, ": no such trace file"));
   if (fs::is_directory(st)) throw InputError(strcat(path, ": is a directory, expected a trace file"));
   // A FIFO or device would block or never end: only regular files are read.
-  if (!fs::is_regular_file(st)) throw InputError(strcat(path, ": not a regular file, expected a trace file"));
+  if (!fs::is_regular_file(st))
+    throw InputError(strcat(path, ": not a regular file but ", file_type_of(path), ", expected a trace file"));
   std::ifstream in(path, std::ios::binary);
   if (!in) throw InputError(strcat(path, ": cannot open the trace file"));
   std::ostringstream buf;

@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "support/error.h"
+#include "support/input_file.h"
 #include "support/units.h"
 #include "workload/tensor_parallel.h"
 #include "workload/transformer.h"
@@ -13,7 +14,9 @@ namespace lpu {
 Deployment plan_deployment(const WorkloadSpec& base, const ArchConfig& arch, int64_t max_step_tokens,
                            int64_t block_size) {
   const TransformerShape* m = decoder_of(base);
-  if (!m) throw InputError(strcat("serve: workload ", base.name, " is not a built-in LLM (serving runs decoders)"));
+  if (!m)
+    throw InputError(strcat("serve: workload ", base.name, " is not a built-in LLM (serving runs decoders)",
+                            base.file.empty() ? "" : "; from " + base.file));
   Deployment d;
   d.model = m->name;
   d.devices = std::max<int64_t>(arch.devices, 1);

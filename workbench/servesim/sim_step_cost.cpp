@@ -12,6 +12,7 @@
 #include "process/proc.h"
 #include "servesim/step_workload.h"
 #include "support/error.h"
+#include "support/input_file.h"
 #include "workload/transformer.h"
 
 namespace lpu {
@@ -94,6 +95,10 @@ FittedStepCost::FittedStepCost(const WorkloadSpec& base, StepRunner& runner, std
     : base_(base), runner_(runner), key_(std::move(key)), o_(std::move(o)) {
   if (o_.context_step < 1) throw InputError(strcat("step cost: context_step ", o_.context_step, " is not >= 1"));
   if (o_.cache_file.empty()) return;
+  // The memo is replaced by a rename: a device, FIFO or directory there would be replaced (as
+  // root, `--cost-cache /dev/null` made /dev/null a regular file) or would block the read.
+  if (std::string what = not_a_regular_file(o_.cache_file); !what.empty())
+    throw InputError(strcat("--cost-cache ", o_.cache_file, ": ", what, " (the memo is a JSON file)"));
   std::ifstream in(o_.cache_file);
   if (!in) return;  // no memo yet
   nlohmann::json j = nlohmann::json::parse(in, nullptr, false);
