@@ -188,8 +188,13 @@ TEST(ServeGpu, MissingConfigFileNamesIt) {
     load_gpu_config("configs/gpus/no-such-gpu.yaml");
     FAIL() << "no error";
   } catch (const InputError& e) {
-    EXPECT_THAT(e.what(), HasSubstr("configs/gpus/no-such-gpu.yaml: cannot open file"));
+    EXPECT_THAT(e.what(), HasSubstr("GPU config configs/gpus/no-such-gpu.yaml: cannot open: no such file"));
   }
-  EXPECT_THROW(load_gpu_config(kSource + "/configs/gpus"), InputError);
+  try {
+    load_gpu_config(kSource + "/configs/gpus");
+    FAIL() << "no error";
+  } catch (const InputError& e) {
+    EXPECT_THAT(e.what(), HasSubstr("configs/gpus: cannot open: it is a directory"));
+  }
   EXPECT_THAT(error_of(""), HasSubstr("gpu.yaml: empty; expected a GPU config"));
 }

@@ -50,6 +50,7 @@ const KindRule kRules[] = {
     {"", "--json", "output-file"},
     {"", "--csv", "output-file"},
     {"", "--trace", "output-file"},
+    {"", "--perfetto", "output-file"},
     {"", "--vcd", "output-file", "vcd"},
     {"", "--report", "output-dir"},
     {"", "--out", "output-dir"},
@@ -92,7 +93,7 @@ const KindRule kRules[] = {
     {"", "--block-size", "count"},
     {"", "--replicas", "count"},
     {"", "--prefill-replicas", "count0"},
-    {"", "--prefill-gpu", "input", "gpu-config"},  // on main after this branch's merge of it
+    {"", "--prefill-gpu", "input", "gpu-config"},
     {"", "--link-gbps", "rate"},
     {"", "--link-latency-us", "time"},
     {"", "--slo-ttft-ms", "rate"},

@@ -678,7 +678,7 @@ CASES = [
     Case("serve_prefill_gpu_without_pool", 2, r"--prefill-gpu: the GPU pool needs --prefill-replicas", ["serve", "tiny-llama", "--prefill-gpu", "h200"]),
     Case("serve_prefill_gpu_unknown", 2, r"--prefill-gpu 'nope': no such GPU config .*h200",
          ["serve", "tiny-llama", "--prefill-gpu", "nope", "--prefill-replicas", "1"]),
-    Case("serve_prefill_gpu_directory", 2, r"{d}: not a regular file", ["serve", "tiny-llama", "--prefill-gpu", "{d}", "--prefill-replicas", "1"],
+    Case("serve_prefill_gpu_directory", 2, r"GPU config {d}: cannot open: it is a directory", ["serve", "tiny-llama", "--prefill-gpu", "{d}", "--prefill-replicas", "1"],
          {"d": directory()}),
     Case("serve_prefill_gpu_nan_key", 2, r"{f}:\d+: peak_tflops", ["serve", "tiny-llama", "--prefill-gpu", "{f}", "--prefill-replicas", "1"],
          {"f": sub("configs/gpus/h200.yaml", r"^peak_tflops: .*$", "peak_tflops: .nan")}),

@@ -321,7 +321,7 @@ def test_every_option_is_classified(spec):
     for c in spec["commands"]:
         for o in c["options"]:
             if o["kind"] == "unknown":
-                problems.append("%s %s: unknown kind: classify it in apps/lpu/cli_spec.cpp (kRules)" % (c["command"], o["name"]))
+                problems.append("%s %s: unknown kind: classify it in apps/lpu/cli_kinds.cpp (kRules)" % (c["command"], o["name"]))
             elif o["kind"] == "input" and o["format"] not in FORMATS:
                 problems.append("%s %s: input format '%s' has no sample or classes in %s"
                                 % (c["command"], o["name"], o["format"], os.path.basename(__file__)))

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "support/error.h"
+#include "support/input_file.h"
 #include "support/yaml_util.h"
 
 namespace lpu::serve {
@@ -96,9 +97,10 @@ GpuConfig read_config(const YamlDoc& doc) {
 }  // namespace
 
 GpuConfig load_gpu_config(const std::string& path) {
-  // A directory opens as a stream and reads as an empty document: say what it is.
-  if (std::filesystem::exists(path) && !std::filesystem::is_regular_file(path))
-    throw InputError(strcat(path, ": not a regular file; expected a GPU config (configs/gpus/*.yaml)"));
+  // Only a regular file is read (support/input_file.h): say what is there instead.
+  if (std::string why = input_path_problem(path); !why.empty())
+    throw InputError(
+        strcat("GPU config ", path, ": cannot open: ", why, " (expected a YAML file, as configs/gpus/*.yaml)"));
   return read_config(load_yaml_file(path));
 }
 
