@@ -14,7 +14,7 @@ cd "$(dirname "$0")/.."
 shift 2
 targets=("$@")
 [ ${#targets[@]} -gt 0 ] || targets=(fuzz_graph_json fuzz_graph_text fuzz_loopir_text fuzz_asm fuzz_binary fuzz_arch_yaml
-                                    fuzz_workload_yaml fuzz_sweep_yaml fuzz_serve_trace)
+                                    fuzz_workload_yaml fuzz_sweep_yaml fuzz_serve_trace fuzz_gpu_yaml)
 runs=()
 [ -z "${FUZZ_RUNS:-}" ] || runs=(-runs="$FUZZ_RUNS")
 status=0
