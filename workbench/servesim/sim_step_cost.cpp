@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <iterator>
+#include <tuple>
 #include <nlohmann/json.hpp>
 
 #include "process/proc.h"
@@ -165,8 +166,10 @@ FittedStepCost::Point FittedStepCost::z_interpolated(int64_t m, int64_t s, int64
   // Grid points below what k chunks need (s >= k sequences, m >= k + 1 tokens: a chunk has
   // two tokens or more) are clamped:
   // the step itself satisfies both, so it still lies between the points.
-  auto [m0, m1] = bracket_tokens(m);
-  auto [s0, s1] = bracket_tokens(s);
+  // Plain variables, not structured bindings: clang 14 cannot capture bindings in a lambda.
+  int64_t m0 = 0, m1 = 0, s0 = 0, s1 = 0;
+  std::tie(m0, m1) = bracket_tokens(m);
+  std::tie(s0, s1) = bracket_tokens(s);
   if (k > 0) m0 = std::max(m0, k + 1), s0 = std::max(s0, k);
   auto in_m = [&](int64_t sg) {
     Point a = z(m0, sg, k);
