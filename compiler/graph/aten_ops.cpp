@@ -289,7 +289,8 @@ TensorType repeat_interleave(const Graph& g, const Node& n) {
 // [..., L, Ev]; with enable_gqa the key/value heads (dim -3) repeat to the query's.
 // Variants: scaled_dot_product_attention, _scaled_dot_product_flash_attention_for_cpu
 // (result 1: logsumexp [..., L]), _scaled_dot_product_efficient_attention and
-// _scaled_dot_product_flash_attention (result 0 only).
+// _scaled_dot_product_flash_attention and _scaled_dot_product_cudnn_attention (result 0 only:
+// the GPU variants, as an export on CUDA writes them).
 TensorType sdpa(const Graph& g, const Node& n) {
   const TensorType& q = in(g, n, 0);
   const TensorType& k = in(g, n, 1);
@@ -737,6 +738,7 @@ const Entry kEntries[] = {
     {"aten._scaled_dot_product_flash_attention_for_cpu", 3, 4, sdpa, "SDPA; result 1 logsumexp"},
     {"aten._scaled_dot_product_efficient_attention", 3, 4, sdpa, "SDPA (result 0)"},
     {"aten._scaled_dot_product_flash_attention", 3, 3, sdpa, "SDPA (result 0)"},
+    {"aten._scaled_dot_product_cudnn_attention", 3, 4, sdpa, "SDPA (result 0; what CUDA exports with the cuDNN backend)"},
     // constants
     {"aten.full", 0, 0, full, "constant {fill_value} of {size}, {dtype}"},
     {"aten.scalar_tensor", 0, 0, full, "zero-dim constant {s}, {dtype}"},

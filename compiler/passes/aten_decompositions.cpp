@@ -782,6 +782,7 @@ void add_normalisations(ExpanderTable& t) {
         {"aten._scaled_dot_product_flash_attention_for_cpu", sdpa},
         {"aten._scaled_dot_product_efficient_attention", sdpa},
         {"aten._scaled_dot_product_flash_attention", sdpa},
+        {"aten._scaled_dot_product_cudnn_attention", sdpa},
   });
 }
 
