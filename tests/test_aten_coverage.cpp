@@ -228,7 +228,7 @@ TEST(AtenSemantics, HostOpsAreGraphBreaksByDefault) {
   Graph g;
   NodeId x = g.add_placeholder("x", f32({4, 8}));
   NodeId s = g.add_call("aten.softmax", {x}, {{"dim", int64_t{-1}}}, "p");
-  NodeId t = g.add_call("aten.topk", {s}, {{"k", int64_t{2}}, {"result", int64_t{0}}}, "top");
+  NodeId t = g.add_call("aten.cumsum", {s}, {{"dim", int64_t{1}}}, "top");
   g.set_output({g.add_call("aten.mul", {t}, {{"other", 2.0}}, "y")});
   Compilation c = compile_graph(g, CompileOptions{});
   int breaks = 0;
@@ -240,4 +240,42 @@ TEST(AtenSemantics, HostOpsAreGraphBreaksByDefault) {
   SimResult r = simulate(c.code.program, testutil::small_arch(), so, &in);
   Tensor want = run_reference(c.core, in).at(0);
   EXPECT_EQ(r.outputs.at(c.core.node(c.core.outputs()[0]).name).data, want.data);
+}
+
+// MoE routing on the LPU: topk (values and indices) and the expert gather (aten.index at dim 0
+// of a weight) take their core forms; only the iota the topk rounds share stays on the host.
+// Ties go to the lower index and a negative index wraps, as the host ops (and torch) do.
+TEST(AtenSemantics, MoeRoutingRunsOnTheLpuLikeTheHostOps) {
+  Graph g;
+  NodeId x = g.add_placeholder("x", f32({3, 6}));
+  NodeId w = g.add_parameter("w", f32({6, 2, 3}));
+  NodeId tv = g.add_call("aten.topk", {x}, {{"k", int64_t{3}}, {"result", int64_t{0}}}, "top_values");
+  NodeId ti = g.add_call("aten.topk", {x}, {{"k", int64_t{3}}, {"result", int64_t{1}}}, "top_ids");
+  NodeId flat = g.add_call("reshape", {ti}, {{"shape", Shape{9}}}, "ids");
+  NodeId six = g.add_call("full", {}, {{"value", 6.0}, {"dtype", std::string("i64")}}, "six");
+  NodeId neg = g.add_call("sub", {flat, six}, {}, "ids_negative");  // -6..-1: wrap to 0..5
+  NodeId rows = g.add_call("aten.index", {w, neg}, {}, "rows");
+  g.set_output({g.add_call("add", {tv, g.add_call("full", {}, {{"value", 0.0}})}, {}, "values"), rows});
+  Compilation c = compile_graph(g, CompileOptions{});
+  int breaks = 0;
+  for (const auto& n : c.loop_ir.nodes) breaks += n.kind == LoopKind::Host;
+  EXPECT_EQ(breaks, 1);  // the shared aten.arange
+  // Ties (row 0: three 5s; row 2: all equal) and a NaN-free spread.
+  TensorMap in{{"x", tensor(f32({3, 6}), {5, 1, 5, 0, 5, 2, -1, 4, 3, 9, 0, 4, 7, 7, 7, 7, 7, 7})},
+               {"w", random_tensor(f32({6, 2, 3}), 5)}};
+  std::vector<Tensor> want = run_reference(g, in);
+  EXPECT_EQ(want.at(0).data, (std::vector<float>{5, 5, 5, 9, 4, 4, 7, 7, 7}));
+  for (const char* fusion : {"none", "greedy"}) {
+    CompileOptions co;
+    co.fusion = fusion;
+    Compilation cf = compile_graph(g, co);
+    SimOptions so;
+    so.functional = true;
+    SimResult r = simulate(cf.code.program, testutil::small_arch(), so, &in);
+    ASSERT_EQ(cf.loop_ir.outputs.size(), 2u);
+    for (size_t o = 0; o < 2; ++o) {
+      ASSERT_TRUE(r.outputs.count(cf.loop_ir.outputs[o])) << cf.loop_ir.outputs[o];
+      EXPECT_EQ(r.outputs.at(cf.loop_ir.outputs[o]).data, want.at(o).data) << fusion << " output " << o;
+    }
+  }
 }

@@ -25,8 +25,7 @@ ColumnSplit analyze_column_split(const LoopProgram& p, const Kernel& k) {
   s.split.assign(n, false);
   for (size_t i = 0; i < n; ++i) {
     const LoopNode& c = node(i);
-    if (c.kind == LoopKind::Gather || c.kind == LoopKind::Host)
-      return refuse(strcat(c.name, " (a ", c.kind == LoopKind::Gather ? "gather" : "host node", ") runs whole rows"));
+    if (c.kind == LoopKind::Host) return refuse(strcat(c.name, " (a host node) runs whole rows"));
     if (c.kind == LoopKind::Matmul) {
       if (s.width && c.cols() != s.width)
         return refuse(strcat("its matmuls have different widths (", s.width, " and ", c.cols(), " columns)"));
@@ -34,10 +33,13 @@ ColumnSplit analyze_column_split(const LoopProgram& p, const Kernel& k) {
       s.split[i] = true;
     }
   }
-  if (!s.width) {  // no matmul: the widest pointwise nodes
+  // No matmul: the widest pointwise or gather nodes (a gather reads a window of its table
+  // row: one index per row, the columns [c0, c0 + width) of the row it picks).
+  auto seedable = [&](size_t i) { return node(i).kind == LoopKind::Pointwise || node(i).kind == LoopKind::Gather; };
+  if (!s.width) {
     for (size_t i = 0; i < n; ++i)
-      if (node(i).kind == LoopKind::Pointwise) s.width = std::max(s.width, node(i).out_cols());
-    for (size_t i = 0; i < n; ++i) s.split[i] = node(i).kind == LoopKind::Pointwise && node(i).out_cols() == s.width;
+      if (seedable(i)) s.width = std::max(s.width, node(i).out_cols());
+    for (size_t i = 0; i < n; ++i) s.split[i] = seedable(i) && node(i).out_cols() == s.width;
   }
   if (s.width < 2) {
     for (size_t i = 0; i < n; ++i)
@@ -50,6 +52,14 @@ ColumnSplit analyze_column_split(const LoopProgram& p, const Kernel& k) {
   for (size_t i = 0; i < n; ++i) {
     const LoopNode& c = node(i);
     bool is_mm = c.kind == LoopKind::Matmul;
+    if (c.kind == LoopKind::Gather) {  // its index is one per row: never from a split node
+      auto it = pos.find(c.gather_index->buffer);
+      if (c.gather_index->kind == ExprKind::Load && it != pos.end() && it->second < i && s.split[it->second])
+        return refuse(strcat("gather ", c.name, " takes its indices from ", node(it->second).name, ", which is split"));
+      if (s.width && c.out_cols() != s.width) return refuse(strcat(c.name, " (a gather) runs whole rows"));
+      s.split[i] = true;
+      continue;
+    }
     std::vector<Expr> loads = is_mm ? std::vector<Expr>{c.body->args.at(0)} : c.loads();
     for (const auto& l : loads) {
       auto it = pos.find(l->buffer);
@@ -71,7 +81,8 @@ ColumnSplit analyze_column_split(const LoopProgram& p, const Kernel& k) {
     if (c.out_cols() != s.width)
       return refuse(strcat(c.name, " has ", c.out_cols(), " columns, the split row ", s.width));
     granule(analyze_access(c, c.store_index));
-    if (c.kind == LoopKind::Matmul) continue;  // A is read whole (unsplit), B windowed by the emitter
+    // A is read whole (unsplit), B windowed by the emitter; a gather's table row likewise
+    if (c.kind == LoopKind::Matmul || c.kind == LoopKind::Gather) continue;
     for (const auto& l : c.loads()) {
       AccessPattern ap = analyze_access(c, l->index);
       auto it = pos.find(l->buffer);

@@ -432,15 +432,16 @@ VReg KernelEmitter::matmul(const LoopNode& node) {
 VReg KernelEmitter::gather(const LoopNode& node) {
   VReg idx = load(node, *node.gather_index);
   const Buffer& table = p_.buffers.at(node.gather_table);
-  int64_t D = node.cols();
+  // Under column tiling the tile's window [c0, c0 + D) of each picked table row.
+  int64_t D = col_width(node), c0 = col0(node);
   VReg dst = alloc(rows_, D);
   Instruction in;
   in.opcode = Opcode::DmaGather;
   in.dtype = table.type.dtype;
   in.rows = rows_;
   in.cols = D;
-  in.hbm_addr = hbm_base(node.gather_table);
-  in.hbm_rs = D;
+  in.hbm_addr = hbm_base(node.gather_table) + static_cast<uint64_t>(c0 * dtype_bytes(table.type.dtype));
+  in.hbm_rs = node.cols();
   in.hbm_cs = 1;
   in.kernel = id_;
   VReg i = idx;

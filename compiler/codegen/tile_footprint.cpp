@@ -422,7 +422,8 @@ void TileFootprintAnalysis::Impl::record() {
       Op op;
       op.kind = OpKind::Gather;
       op.node = &n;
-      op.in[0] = record_load(n, *n.gather_index, split.count(&n) > 0);
+      op.in[0] = record_load(n, *n.gather_index, false);  // one index per row, never windowed
+      op.split = split.count(&n) > 0;
       op.eb = dtype_bytes(p.buffers.at(n.gather_table).type.dtype);
       v = push(op);
     } else {
@@ -557,7 +558,7 @@ void TileFootprintAnalysis::Impl::replay(int64_t tile_r0, int64_t tile_rows, int
         break;
       }
       case OpKind::Gather: {
-        int64_t D = op.node->cols();
+        int64_t D = op.split ? cw : op.node->cols();
         out = alloc(rows, D);
         if (in(0).cols != 1)
           throw InternalError("codegen: gather indices of " + op.node->name + " are not one per row");

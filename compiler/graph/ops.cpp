@@ -157,6 +157,9 @@ TensorType reduction(const Graph& g, const Node& n) {
   check_floating(g, n);
   const auto& x = in_type(g, n, 0);
   auto dims = normalize_dims(n.attr_ints("dims"), x.rank(), n);
+  // argmax's result is a position along one dim (as a number of the input's dtype).
+  if (n.op == "argmax" && dims.size() != 1)
+    throw InputError(strcat("node %", n.name, " (argmax): dims must name exactly one dim, got ", dims.size()));
   bool keep = n.attr_bool("keepdim", false);
   TensorType t{x.dtype, {}};
   for (int i = 0; i < x.rank(); ++i) {

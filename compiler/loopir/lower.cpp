@@ -376,8 +376,11 @@ class Lowering {
     if (W.constant || I.constant)
       throw InputError(strcat("node %", n.name, ": embedding of a constant table or index is not supported"));
     // The table must be a plain row-major buffer: views of it would need a gather through them.
-    if (!p_.buffers.count(W.buffer) ||
-        W.index({Index::var("a"), Index::var("b")}).str() != (Index::var("a") * W.shape[1] + Index::var("b")).str())
+    // (a reshape of a contiguous buffer to [V, D], as MoE expert slabs are, counts: simplified
+    // over the table's ranges its index is the plain one).
+    const std::map<std::string, int64_t> tr{{"a", W.shape[0]}, {"b", W.shape[1]}};
+    if (!p_.buffers.count(W.buffer) || W.index({Index::var("a"), Index::var("b")}).simplify(tr).str() !=
+                                           (Index::var("a") * W.shape[1] + Index::var("b")).simplify(tr).str())
       throw InputError(strcat("node %", n.name, ": embedding table must be a contiguous [V, D] buffer"));
     LoopNode ln = node_for(n);
     ln.kind = LoopKind::Gather;

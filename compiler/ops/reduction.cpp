@@ -47,7 +47,7 @@ bool parse_torch_reduction(const std::string& name, ReductionType& out) {
 
 const std::vector<ReductionType>& graph_reduction_types() {
   static const std::vector<ReductionType> types = {ReductionType::sum, ReductionType::mean, ReductionType::max,
-                                                   ReductionType::min};
+                                                   ReductionType::min, ReductionType::argmax};
   return types;
 }
 

@@ -147,7 +147,11 @@ Graph decompose(const Graph& g) {
                                     " is an empty tensor; only aten.cat accepts one (and drops it)"));
         if (std::erase(in, kEmpty) && in.empty()) throw InputError(strcat("node %", n.name, " (", n.op, "): every input is an empty tensor"));
         const OpInfo* info = find_op(n.op);
-        if (info && info->host()) {  // kept as declared: some results depend on the data (nonzero)
+        if (info && info->host()) {  // kept as declared (some results depend on the data: nonzero)
+          if (auto r = decompose_host_op(out, n, in)) {  // unless the use has a core form
+            map[static_cast<size_t>(n.id)] = *r;
+            break;
+          }
           map[static_cast<size_t>(n.id)] = out.add_call_typed(n.op, in, n.attrs, n.name, n.type);
           break;
         }

@@ -7,6 +7,7 @@
 #pragma once
 #include <functional>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -36,5 +37,9 @@ const std::map<std::string, Expander>& aten_decompositions();
 // Expands node `n` (from another graph) into `out`, its inputs already mapped to `in`.
 // Throws InputError when `n.op` has no decomposition.
 NodeId expand_node(Graph& out, const Node& n, const std::vector<NodeId>& in);
+
+// A host op's core form where it has one in this use (host_decompositions.cpp: topk, index),
+// else nullopt and the op stays a graph break.
+std::optional<NodeId> decompose_host_op(Graph& out, const Node& n, const std::vector<NodeId>& in);
 
 }  // namespace lpu

@@ -32,6 +32,7 @@ std::optional<double> fold(const Graph& g, const Node& n, const std::vector<doub
         if (!(a == args[0])) return std::nullopt;  // cat of different values is no splat
       return args[0];
     case OpCategory::Reduction: {
+      if (n.op == "argmax") return 0.0;   // the first of equal elements
       if (n.op != "sum") return args[0];  // mean / amax / amin of a splat
       double count = static_cast<double>(g.node(n.inputs[0]).type.numel()) / static_cast<double>(n.type.numel());
       return static_cast<float>(args[0] * count);

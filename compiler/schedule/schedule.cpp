@@ -22,8 +22,27 @@ const std::vector<std::string>& fusion_policies() {
 }
 
 int64_t compulsory_hbm_bytes(const LoopProgram& p) {
+  // An input read only as a gather's table (an embedding, MoE expert slabs) must supply the
+  // rows the indices pick, at most one per index: min(rows, indices) rows of it.
+  std::map<std::string, int64_t> gathered_rows;  // table -> indices over its gathers
+  std::set<std::string> read_otherwise;
+  for (const LoopNode& n : p.nodes) {
+    if (n.kind == LoopKind::Gather) gathered_rows[n.gather_table] += n.rows();
+    for (const Expr& l : n.loads())
+      if (n.kind != LoopKind::Gather || l->buffer != n.gather_table) read_otherwise.insert(l->buffer);
+    for (const auto& h : n.host_inputs) read_otherwise.insert(h);
+  }
   int64_t b = 0;
-  for (const auto& n : p.inputs) b += p.buffers.at(n).bytes();
+  for (const auto& n : p.inputs) {
+    const Buffer& buf = p.buffers.at(n);
+    auto g = gathered_rows.find(n);
+    const int64_t rows = buf.type.shape.empty() ? 1 : buf.type.shape[0];
+    if (g == gathered_rows.end() || read_otherwise.count(n) || rows < 1) {
+      b += buf.bytes();
+      continue;
+    }
+    b += buf.bytes() / rows * std::min(rows, g->second);
+  }
   for (const auto& n : p.outputs) b += p.buffers.at(n).bytes();
   return b;
 }

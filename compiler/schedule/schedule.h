@@ -58,7 +58,8 @@ struct ScheduleOptions {
 Schedule schedule_program(const LoopProgram& p, const ScheduleOptions& opts);
 const std::vector<std::string>& fusion_policies();
 
-// Graph inputs + weights read once, graph outputs written once: the traffic lower bound.
+// Graph inputs + weights read once, graph outputs written once: the traffic lower bound. A
+// table read only by gathers counts the rows its indices can pick (min(rows, indices)).
 int64_t compulsory_hbm_bytes(const LoopProgram& p);
 
 // Checks, naming the kernel: every node is in exactly one kernel; a node reads only inputs,
