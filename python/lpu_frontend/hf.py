@@ -38,8 +38,19 @@ FAMILIES = {
                                                                  num_experts_per_tok=2, moe_intermediate_size=64,
                                                                  shared_expert_intermediate_size=64,
                                                                  decoder_sparse_step=1)),
+    "qwen3_moe": ("Qwen3MoeConfig", "Qwen3MoeForCausalLM", dict(num_key_value_heads=2, head_dim=16, num_experts=4,
+                                                                 num_experts_per_tok=2, moe_intermediate_size=64,
+                                                                 decoder_sparse_step=1)),
+    # DeepSeek-V3: multi-head latent attention, sigmoid routing with group-limited top-k, a
+    # shared expert, the first layer dense.
+    "deepseek_v3": ("DeepseekV3Config", "DeepseekV3ForCausalLM", dict(num_key_value_heads=4, n_routed_experts=8,
+                                                                       num_experts_per_tok=2, moe_intermediate_size=32,
+                                                                       n_shared_experts=1, first_k_dense_replace=1,
+                                                                       n_group=2, topk_group=1, kv_lora_rank=32,
+                                                                       q_lora_rank=48, qk_rope_head_dim=8,
+                                                                       qk_nope_head_dim=16, v_head_dim=16)),
 }
-MOE = {"mixtral", "qwen2_moe"}
+MOE = {"mixtral", "qwen2_moe", "qwen3_moe", "deepseek_v3"}
 # MoE expert implementations, tried in order: the first torch.export takes wins. "batched_mm"
 # gathers each token's expert weights (static shapes); "eager" loops over experts with
 # data-dependent token lists, which torch.export cannot trace.
