@@ -175,6 +175,11 @@ TEST(AtenSemantics, MatchTorchOnSmallExamples) {
   EXPECT_EQ(run_aten("aten.cumsum", {x}, {{"dim", int64_t{1}}}).data, (std::vector<float>{0.5f, -1.5f, 1.5f, 1, 8, 7}));
   EXPECT_EQ(run_aten("aten.sort", {x}, {{"dim", int64_t{1}}, {"descending", true}}, 1).data, (std::vector<float>{2, 0, 1, 1, 0, 2}));
   EXPECT_EQ(run_aten("aten.argmax", {x}, {{"dim", int64_t{1}}}).data, (std::vector<float>{2, 1}));
+  // torch.histc(x, bins=4, min=0, max=4) (HF MoE: tokens per expert): bins [0.5] [1] [] [3]; 7 and
+  // -2, -1 outside; torch.histc([2, 2]) over its own one-value range, widened to [1, 3]
+  EXPECT_EQ(run_aten("aten.histc", {x}, {{"bins", int64_t{4}}, {"min", 0.0}, {"max", 4.0}}).data,
+            (std::vector<float>{1, 1, 0, 1}));
+  EXPECT_EQ(run_aten("aten.histc", {tensor(f32({2}), {2, 2})}, {{"bins", int64_t{2}}}).data, (std::vector<float>{0, 2}));
   // index_add (MoE combine): zeros(3, 2).index_add(0, [2, 0, 2], rows)
   Tensor rows = tensor(f32({3, 2}), {1, 2, 3, 4, 5, 6});
   EXPECT_EQ(run_aten("aten.index_add", {tensor(f32({3, 2}), {0, 0, 0, 0, 0, 0}), tensor(i64({3}), {2, 0, 2}), rows}, {{"dim", int64_t{0}}}).data,

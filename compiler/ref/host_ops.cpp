@@ -195,6 +195,44 @@ Tensor arg_extreme(const Node& n, const Ins& a) {
   return out;
 }
 
+// ---- histogram --------------------------------------------------------------------------------
+
+// torch.histc(x, bins, min, max): counts in `bins` equal-width bins over [min, max] (min == max:
+// the data's own range, widened by 1 each way when that is one value too); a value equal to max
+// falls in the last bin; values outside the range and NaN are not counted. HF MoE layers count
+// the tokens routed to each expert with it.
+TensorType histc_type(const Graph& g, const Node& n) {
+  const TensorType& x = in(g, n, 0);
+  if (!is_floating(x.dtype)) bad(n, strcat("needs a floating input, got ", dtype_name(x.dtype)));
+  int64_t bins = n.attr_int("bins", 100);
+  if (bins < 1 || bins > (int64_t{1} << 24)) bad(n, strcat("bins = ", bins, " out of range 1..2^24"));
+  double lo = n.attr_float("min", 0), hi = n.attr_float("max", 0);
+  if (!std::isfinite(lo) || !std::isfinite(hi) || lo > hi) bad(n, strcat("range [", lo, ", ", hi, "] is not a finite range"));
+  return {x.dtype, {bins}};
+}
+
+Tensor histc(const Node& n, const Ins& a) {
+  Tensor out(n.type);
+  const auto bins = static_cast<int64_t>(out.data.size());
+  double lo = n.attr_float("min", 0), hi = n.attr_float("max", 0);
+  if (lo == hi) {
+    bool any = false;
+    for (float v : a[0]->data)
+      if (!std::isnan(v)) {
+        lo = any ? std::min(lo, static_cast<double>(v)) : v;
+        hi = any ? std::max(hi, static_cast<double>(v)) : v;
+        any = true;
+      }
+    if (lo == hi) lo -= 1, hi += 1;
+  }
+  for (float v : a[0]->data) {
+    if (std::isnan(v) || v < lo || v > hi) continue;
+    auto b = static_cast<int64_t>((v - lo) * static_cast<double>(bins) / (hi - lo));
+    out.data[static_cast<size_t>(std::min(b, bins - 1))] += 1;
+  }
+  return out;
+}
+
 // ---- scans and products ---------------------------------------------------------------------
 
 TensorType scan_type(const Graph& g, const Node& n) {
@@ -1116,6 +1154,7 @@ const std::vector<Entry>& entries() {
       {"aten.argmin", 1, 1, arg_type, arg_extreme, "index of the first minimum over {dim} (all if absent), {keepdim}"},
       {"aten.max", 1, 1, arg_type, arg_extreme, "max over {dim} (result 0 values, 1 indices) or of everything", true},
       {"aten.min", 1, 1, arg_type, arg_extreme, "min over {dim} (result 0 values, 1 indices) or of everything", true},
+      {"aten.histc", 1, 1, histc_type, histc, "counts in {bins = 100} equal bins over [{min}, {max}] (both 0: the data's range)"},
       {"aten.cumsum", 1, 1, scan_type, cumulative, "running sum along {dim}, {dtype}"},
       {"aten.cumprod", 1, 1, scan_type, cumulative, "running product along {dim}, {dtype}"},
       {"aten.prod", 1, 1, prod_type, prod, "product over {dim} (all if absent), {keepdim}, {dtype}"},
