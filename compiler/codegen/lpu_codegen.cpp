@@ -7,6 +7,7 @@
 #include "codegen/collective.h"
 #include "codegen/column_split.h"
 #include "codegen/region_allocator.h"
+#include "codegen/gathered_weights.h"
 #include "codegen/tile_footprint.h"
 #include "codegen/tile_plan.h"
 #include "handlers/ops_handler.h"
@@ -116,6 +117,14 @@ class KernelEmitter {
   VReg matmul(const LoopNode& node);
   // Emits the indices' load and a dma.gather of table rows for a Gather node.
   VReg gather(const LoopNode& node);
+  // A matmul streaming an elided gather's slabs from its table: one sxe.gemm_gather.
+  VReg matmul_gathered(const LoopNode& node, const GatheredWeights& gw, const VReg& a, int64_t K, int64_t N,
+                       int64_t c0);
+  const std::optional<GatheredWeights>& gathered(const LoopNode& n) {
+    auto it = gathered_.find(&n);
+    if (it == gathered_.end()) it = gathered_.emplace(&n, gathered_weights(p_, n)).first;
+    return it->second;
+  }
   VReg alloc(int64_t rows, int64_t cols) {
     VReg v;
     v.vid = static_cast<int>(vsize_.size());
@@ -154,6 +163,7 @@ class KernelEmitter {
   }
   std::map<std::string, VReg> hoisted_;  // key -> persistent vreg
   std::set<const LoopNode*> split_;      // nodes computing a column window (column tiling)
+  std::map<const LoopNode*, std::optional<GatheredWeights>> gathered_;  // per matmul, decided once
   // Per tile:
   int64_t r0_ = 0, rows_ = 0, c0_ = 0, cw_ = 0;
   std::vector<uint64_t> vsize_;
@@ -376,6 +386,7 @@ VReg KernelEmitter::matmul(const LoopNode& node) {
   const std::string kvar = LoopVar::reduction(0).name();
   VReg a = load(node, *a_load, {kvar}, {K});
   if (a.imm || a.cols != K) throw InputError(strcat("node ", node.name, ": matmul A operand must vary along K"));
+  if (const auto& gw = gathered(node)) return matmul_gathered(node, *gw, a, K, N, c0);
   // B streams from HBM: element (k, n) of row rho's matrix at b_base(rho) + ks*k + ns*n.
   std::string nvar = node.column_var().name();
   const Index& bi = b_load->index;
@@ -426,6 +437,38 @@ VReg KernelEmitter::matmul(const LoopNode& node) {
     body_.push_back(pd);
     r += n;
   }
+  return dst;
+}
+
+VReg KernelEmitter::matmul_gathered(const LoopNode& node, const GatheredWeights& gw, const VReg& a, int64_t K,
+                                    int64_t N, int64_t c0) {
+  VReg idx = load(node, *gw.row_index);
+  if (idx.imm || idx.cols != 1) throw InternalError("codegen: gathered-weight row indices of " + node.name + " are not one per row");
+  const std::string& table = gw.gather->gather_table;
+  const DType dt = p_.buffers.at(table).type.dtype;
+  VReg dst = alloc(rows_, N);
+  Instruction in;
+  in.opcode = Opcode::SxeGemmGather;
+  in.dtype = dt;
+  in.rows = rows_;
+  in.depth = K;
+  in.cols = N;
+  in.hbm_addr = hbm_base(table) + static_cast<uint64_t>((gw.offset + gw.ns * c0) * dtype_bytes(dt));
+  in.hbm_rs = gw.ks;
+  in.hbm_cs = gw.ns;
+  in.kernel = id_;
+  in.srcs.push_back(a.operand());
+  if (rows_ > 1 && a.rows == 1) in.srcs[0].rs = 0;
+  in.srcs.push_back(idx.operand());
+  Operand slab;
+  slab.immediate = true;
+  slab.value = static_cast<double>(gw.slab);
+  in.srcs.push_back(slab);
+  Pending pd;
+  pd.in = in;
+  pd.def = dst.vid;
+  pd.src_vid = {a.vid, idx.vid, -1};
+  body_.push_back(pd);
   return dst;
 }
 
@@ -716,8 +759,15 @@ CodegenResult generate_lpu_program(const LoopProgram& p, const Schedule& s, cons
     if (p.buffers.at(n).role == BufferRole::Weight) place(n);
   for (const auto& n : p.inputs)
     if (p.buffers.at(n).role != BufferRole::Weight) place(n);
+  // An elided gather (codegen/gathered_weights.h) runs nowhere: its kernel emits nothing and its
+  // output needs no HBM.
+  auto elided = [&](const Kernel& k) {
+    const LoopNode& n = p.nodes[static_cast<size_t>(k.nodes.at(0))];
+    return k.nodes.size() == 1 && n.kind == LoopKind::Gather && gather_is_elided(p, n);
+  };
   for (const auto& k : s.kernels)
-    for (const auto& o : k.hbm_outputs) place(o);
+    if (!elided(k))
+      for (const auto& o : k.hbm_outputs) place(o);
 
   // Collectives (tensor parallelism) receive above the local memory the kernels get.
   const CollectivePlacement collectives = place_collectives(p, static_cast<uint64_t>(opts.lmu_bytes), opts.lmu_bytes + opts.collective_lmu_bytes);
@@ -731,6 +781,10 @@ CodegenResult generate_lpu_program(const LoopProgram& p, const Schedule& s, cons
       auto code = emit_collective(p, first, id, collectives_seen++, hbm.at(first.host_inputs.at(0)), hbm.at(first.out()),
                                   collectives);
       prog.code.insert(prog.code.end(), code.begin(), code.end());
+      res.tiling.push_back({k.name, 0, 0, 0, 0, 0, 0, 0});
+      continue;
+    }
+    if (elided(k)) {
       res.tiling.push_back({k.name, 0, 0, 0, 0, 0, 0, 0});
       continue;
     }

@@ -5,6 +5,7 @@
 #include <set>
 #include <string>
 
+#include "codegen/gathered_weights.h"
 #include "codegen/region_allocator.h"
 #include "codegen/tile_plan.h"
 #include "handlers/ops_handler.h"
@@ -48,6 +49,7 @@ struct Op {
   bool store = false;                 // NodeEnd: the node's value goes to HBM
   int64_t block = 0;                  // NodeEnd: two-level columns of the store (0: one level)
   int64_t eb = 0;                     // Gather: the table's, NodeEnd: the output's element bytes
+  bool gathered = false;              // Matmul: sxe.gemm_gather (in[1]: its row indices)
 };
 
 // What a load is (KernelEmitter::load's cases), decided once per kernel.
@@ -108,6 +110,14 @@ struct StoreAccess {
 struct TileAccessCache::Impl {
   std::map<std::pair<const LoopNode*, const ExprNode*>, AccessInfo> loads;
   std::map<const LoopNode*, MatmulAccess> matmuls;
+  // Matmuls streaming an elided gather's slabs (their row-index loads live here: loads are keyed
+  // by the expression's address).
+  std::map<const LoopNode*, std::optional<GatheredWeights>> gathered_weights_of;
+  const std::optional<GatheredWeights>& gathered(const LoopProgram& p, const LoopNode& node) {
+    auto it = gathered_weights_of.find(&node);
+    if (it == gathered_weights_of.end()) it = gathered_weights_of.emplace(&node, gathered_weights(p, node)).first;
+    return it->second;
+  }
   std::map<const LoopNode*, StoreAccess> stores;
   std::map<std::string, int> keys;  // the emitter's load keys, interned
   int intern(const std::string& key) { return keys.emplace(key, static_cast<int>(keys.size())).first->second; }
@@ -291,6 +301,10 @@ struct TileFootprintAnalysis::Impl {
     if (m.info.eb <= 0) (void)p.buffers.at(b_load->buffer);  // the emitter's lookup (throws)
     if (in_kernel.count(b_load->buffer))
       throw InternalError("codegen: matmul B operand produced inside its kernel: " + node.name);
+    if (const auto& gw = cache.gathered(p, node)) {  // the emitter's matmul_gathered: its row indices next
+      op.in[1] = record_load(node, *gw->row_index, false);
+      op.gathered = true;
+    }
     matmuls[&node] = &m.info;
     return push(op);
   }
@@ -544,6 +558,11 @@ void TileFootprintAnalysis::Impl::replay(int64_t tile_r0, int64_t tile_rows, int
         const MatmulInfo& m = *matmuls.at(op.node);
         int64_t N = op.split ? cw : op.node->out_cols();
         out = alloc(rows, N);
+        if (op.gathered) {  // one slab block per row
+          step(body, out.vid, {in(0), in(1)});
+          if (with_hbm) hbm += rows * m.K * N * m.eb;
+          break;
+        }
         step(body, out.vid, {in(0)});
         if (with_hbm) {
           int64_t groups = 0;

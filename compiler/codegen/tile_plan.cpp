@@ -12,6 +12,7 @@ int64_t instruction_hbm_bytes(const Instruction& in) {
     case Opcode::DmaStore:
     case Opcode::DmaGather: return in.rows * in.cols * dtype_bytes(in.dtype);
     case Opcode::SxeGemm: return in.depth * in.cols * dtype_bytes(in.dtype);
+    case Opcode::SxeGemmGather: return in.rows * in.depth * in.cols * dtype_bytes(in.dtype);  // a slab per row
     default: return 0;
   }
 }

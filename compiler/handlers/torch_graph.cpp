@@ -93,8 +93,8 @@ std::string call_py(const Graph& g, const Node& n, const Operands& var) {
     if (!graph_reduction_type(n.op, type))
       throw InputError(strcat("node %", n.name, ": reduction '", n.op, "' has no torch spelling"));
     if (type == ReductionType::argmax)  // torch's is int64 over one dim; ours a number of x's dtype
-      return strcat("torch.argmax(", a[0], ", dim=", dims.at(0), ", keepdim=", n.attr_bool("keepdim", false) ? "True" : "False",
-                    ").to(", dt, ")");
+      return strcat("torch.argmax(", a[0], ", dim=", dims.at(0),
+                    ", keepdim=", n.attr_bool("keepdim", false) ? "True" : "False", ").to(", dt, ")");
     return strcat("torch.", torch_reduction_name(type), "(", a[0], ", dim=", ints_py(dims),
                   ", keepdim=", n.attr_bool("keepdim", false) ? "True" : "False", ")");
   }

@@ -422,6 +422,7 @@ size_t sources_wanted(const Instruction& in) {
     case Form::Gemm:
     case Form::Gather:
     case Form::Send: return 1;
+    case Form::GemmGather: return 3;  // A, the row indices, the slab size
     default: return 0;
   }
 }

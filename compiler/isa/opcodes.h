@@ -41,6 +41,7 @@
   X(VxeMov,     "vxe.mov",     Vxe,  4, Unary,     LmDestTile | LmSources,                  Elements, None,     VxeMov)   \
   X(SxeGemm,    "sxe.gemm",    Sxe,  6, Gemm,      LmDestTile | LmActivation | HbmWeights,  Macs,     SxeFlops, SxeMacs)  \
   X(DmaGather,  "dma.gather",  Dma,  7, Gather,    LmDestTile | LmIndices | HbmTableRow,    Bytes,    None,     None)     \
+  X(SxeGemmGather, "sxe.gemm_gather", Sxe, 14, GemmGather, LmDestTile | LmActivation | LmRowIndex | HbmWeights, Macs, SxeFlops, SxeMacs) \
   X(HostCall,   "host.call",   Host, 8, HostCall,  HostBuffers,                             None,     None,     None)     \
   X(SyncSignal, "sync.signal", Isu,  9, Signal,    None,                                    None,     None,     None)     \
   X(SyncWait,   "sync.wait",   Isu, 10, Wait,      None,                                    None,     None,     None)     \
@@ -84,20 +85,21 @@ constexpr size_t kOpcodeCount = 0 LPU_OPCODES(LPU_COUNT_ROW);
 // How an instruction's fields are written, in assembly and in the binary record
 // (docs/isa.md). Opcodes of one form differ only in their mnemonic.
 enum class Form : uint8_t {
-  TileLoad,   // MN DTYPE [R, C] lm:D <- hbm:A [rs, cs]
-  TileStore,  // MN DTYPE [R, C] hbm:A [rs, cs] <- lm:S
-  VectorOp,   // vxe.<scalar op> [R, C] lm:D <- SRC, ...   (as many sources as the op's arity)
-  Reduce,     // vxe.r<reduction> [R, C] lm:D <- SRC          (result [R, 1])
-  Unary,      // MN [R, C] lm:D <- SRC
-  Gemm,       // MN DTYPE [M, K, N] lm:D <- lm:A [rs, ks], hbm:B [ks, ns]
-  Gather,     // MN DTYPE [R, C] lm:D <- hbm:T [rs, cs], lm:I [irs, ics]
-  HostCall,   // MN ID                                  (the host-op index in the depth field)
-  Signal,     // MN TOKEN [dev:D]                       (token in rows, device + 1 in cols)
-  Wait,       // MN TOKEN
-  Loop,       // MN COUNT                               (count in rows; no address steps of its own)
-  EndLoop,    // MN                                     (no address steps)
-  Send,       // MN [R, C] dev:D lm:DST <- SRC token:T  (token in depth, device in the hbm row stride)
-  Bare,       // MN
+  TileLoad,    // MN DTYPE [R, C] lm:D <- hbm:A [rs, cs]
+  TileStore,   // MN DTYPE [R, C] hbm:A [rs, cs] <- lm:S
+  VectorOp,    // vxe.<scalar op> [R, C] lm:D <- SRC, ...   (as many sources as the op's arity)
+  Reduce,      // vxe.r<reduction> [R, C] lm:D <- SRC          (result [R, 1])
+  Unary,       // MN [R, C] lm:D <- SRC
+  Gemm,        // MN DTYPE [M, K, N] lm:D <- lm:A [rs, ks], hbm:B [ks, ns]
+  GemmGather,  // MN DTYPE [M, K, N] lm:D <- lm:A [rs, ks], hbm:B [ks, ns], lm:I [irs, ics], #S (row m: hbm:B + I[m]*S)
+  Gather,      // MN DTYPE [R, C] lm:D <- hbm:T [rs, cs], lm:I [irs, ics]
+  HostCall,    // MN ID                                  (the host-op index in the depth field)
+  Signal,      // MN TOKEN [dev:D]                       (token in rows, device + 1 in cols)
+  Wait,        // MN TOKEN
+  Loop,        // MN COUNT                               (count in rows; no address steps of its own)
+  EndLoop,     // MN                                     (no address steps)
+  Send,        // MN [R, C] dev:D lm:DST <- SRC token:T  (token in depth, device in the hbm row stride)
+  Bare,        // MN
 };
 
 // One operand an instruction reads or writes, with the memory, the shape and the address
@@ -117,10 +119,12 @@ enum : Role {
   HbmTileRead = 1 << 7,    // reads hbm_addr, [R, C] by hbm_rs, hbm_cs         "source"
   HbmTileWrite = 1 << 8,   // writes hbm_addr, [R, C] by hbm_rs, hbm_cs        "destination"
   HbmWeights = 1 << 9,     // reads hbm_addr, [K, C] by hbm_rs, hbm_cs         "weights B"
+                           // (sxe.gemm_gather: slab 0's, standing for the slabs rows pick)
   HbmTableRow = 1 << 10,   // reads hbm_addr, [1, C] by hbm_cs: a gather's table, its first row
                            // standing for the rows that index values pick at run time  "table"
   RemoteLmDest = 1 << 11,  // writes lm_addr, dense [R, C], in another device's local memory
   HostBuffers = 1 << 12,   // reads its host op's input buffers and writes its output, whole
+  LmRowIndex = 1 << 13,    // reads source 1, [R, 1] by its row stride: each row's slab index  "row indices"
 };
 }  // namespace role
 

@@ -59,6 +59,10 @@ void for_each_operand(const Instruction& in, F&& f) {
     const Operand& ix = in.srcs.at(0);
     f(OperandAccess{OperandAccess::Memory::Lmu, false, "indices", ix.addr, R, 1, ix.rs, 0, 4, in.lm_step});
   }
+  if (roles & role::LmRowIndex) {
+    const Operand& ix = in.srcs.at(1);
+    f(OperandAccess{OperandAccess::Memory::Lmu, false, "row indices", ix.addr, R, 1, ix.rs, 0, 4, in.lm_step});
+  }
   if (roles & role::HbmTileRead) f(hbm(false, "source", in, R, C, in.hbm_rs, in.hbm_cs));
   if (roles & role::HbmTileWrite) f(hbm(true, "destination", in, R, C, in.hbm_rs, in.hbm_cs));
   if (roles & role::HbmWeights) f(hbm(false, "weights B", in, in.depth, C, in.hbm_rs, in.hbm_cs));

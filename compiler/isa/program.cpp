@@ -77,7 +77,8 @@ bool too_many_elements(int64_t a, int64_t b) {
 
 std::string tile_problem(const Instruction& in) {
   if (in.rows <= 0 || in.cols <= 0) return "tile shape must be positive";
-  if (opcode_info(in.opcode).form != Form::Gemm) {
+  const Form form = opcode_info(in.opcode).form;
+  if (form != Form::Gemm && form != Form::GemmGather) {
     if (too_many_elements(in.rows, in.cols))
       return strcat("tile [", in.rows, ", ", in.cols, "] has more than 2^48 elements");
     return "";
@@ -98,6 +99,13 @@ std::string StructureCheck::next(const Instruction& in) {
   const Form form = opcode_info(in.opcode).form;
   if (has_tile(form))
     if (std::string why = tile_problem(in); !why.empty()) return why;
+  if (form == Form::GemmGather) {  // A and the row indices in local memory, the slab size a whole number >= 1
+    if (in.srcs.size() != 3 || in.srcs[0].immediate || in.srcs[1].immediate || !in.srcs[2].immediate)
+      return "sxe.gemm_gather takes A and the row indices in local memory and the slab size as an immediate";
+    const double slab = in.srcs[2].value;
+    if (!(slab >= 1) || slab > 9.0e15 || slab != std::floor(slab))
+      return strcat("sxe.gemm_gather: slab size ", format_double(slab), " is not a whole number of elements >= 1");
+  }
   if (form == Form::Loop) {
     if (in.token < 1) return "a loop runs at least once";
     open_.push_back(i);
@@ -147,9 +155,12 @@ std::string print_instruction_body(const Instruction& in) {
     case Form::Reduce: s = family_prefix(info) + "r" + reduction_type_name(in.rop); break;
     case Form::Unary: s = mn; break;
     case Form::Gemm:
-      return strcat(mn, " ", dtype_name(in.dtype), " [", in.rows, ", ", in.depth, ", ", in.cols,
-                    "] lm:", hex(in.lm_addr), " <- ", operand_str(in.srcs.at(0)), ", hbm:", hex(in.hbm_addr), " ",
-                    shape2(in.hbm_rs, in.hbm_cs));
+    case Form::GemmGather:
+      s = strcat(mn, " ", dtype_name(in.dtype), " [", in.rows, ", ", in.depth, ", ", in.cols, "] lm:", hex(in.lm_addr),
+                 " <- ", operand_str(in.srcs.at(0)), ", hbm:", hex(in.hbm_addr), " ", shape2(in.hbm_rs, in.hbm_cs));
+      if (info.form == Form::GemmGather)  // row indices, slab elements
+        s += strcat(", ", operand_str(in.srcs.at(1)), ", ", operand_str(in.srcs.at(2)));
+      return s;
     case Form::Signal: return strcat(mn, " ", in.token, in.peer >= 0 ? strcat(" dev:", in.peer) : "");
     case Form::Wait:
     case Form::Loop: return strcat(mn, " ", in.token);
@@ -193,13 +204,18 @@ std::string print_program(const Program& p) {
        << buffer_role_name(b.role) << "\n";
   for (size_t i = 0; i < p.host_ops.size(); ++i) os << print_host_op(i, p.host_ops[i]) << "\n";
   int kernel = -1;
+  size_t declared = 0;  // kernels without instructions (an elided gather's) are declared in order too
+  auto declare = [&](size_t k) { os << ".kernel " << k << " " << p.kernels.at(k) << "\n"; };
   for (const auto& in : p.code) {
     if (in.kernel != kernel && in.kernel >= 0) {
       kernel = in.kernel;
-      os << ".kernel " << kernel << " " << p.kernels.at(static_cast<size_t>(kernel)) << "\n";
+      for (; declared < static_cast<size_t>(kernel); ++declared) declare(declared);
+      declare(static_cast<size_t>(kernel));
+      declared = std::max(declared, static_cast<size_t>(kernel) + 1);
     }
     os << "  " << print_instruction(in) << "\n";
   }
+  for (; declared < p.kernels.size(); ++declared) declare(declared);
   return os.str();
 }
 
@@ -550,6 +566,7 @@ void ProgramReader::fields(LineParser& lp, const OpcodeInfo& info, Instruction& 
         lp.fail(strcat(mn, " ", in.host_op, ": no such .hostop (declare it before its call)"));
       break;
     case Form::Gemm:
+    case Form::GemmGather:
       in.dtype = lp.dtype();
       lp.expect("[");
       in.rows = lp.integer();
@@ -565,6 +582,16 @@ void ProgramReader::fields(LineParser& lp, const OpcodeInfo& info, Instruction& 
       lp.expect(",");
       in.hbm_addr = lp.address("hbm");
       std::tie(in.hbm_rs, in.hbm_cs) = lp.pair();
+      if (info.form == Form::GemmGather) {
+        lp.expect(",");
+        in.srcs.push_back(lp.operand());
+        if (in.srcs[1].immediate) lp.fail(mn + ": the row indices must be in local memory");
+        lp.expect(",");
+        in.srcs.push_back(lp.operand());
+        if (!in.srcs[2].immediate || !(in.srcs[2].value >= 1) || in.srcs[2].value > 9.0e15 ||
+            in.srcs[2].value != std::floor(in.srcs[2].value))
+          lp.fail(mn + ": the slab size must be an immediate whole number of elements, at least 1");
+      }
       break;
     case Form::Unary: tile_fields(lp, mn, 1, in); break;
     case Form::VectorOp:

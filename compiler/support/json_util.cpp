@@ -80,7 +80,8 @@ class StrictSax final : public nlohmann::json_sax<nlohmann::ordered_json> {
   bool value() {  // one more element of the enclosing array
     if (open_.empty() || open_.back().object) return true;
     if (++open_.back().index > max_)
-      throw InputError(strcat(source_, ": ", path_of({open_.begin(), open_.end() - 1}), ": more than ", max_, " entries"));
+      throw InputError(
+          strcat(source_, ": ", path_of({open_.begin(), open_.end() - 1}), ": more than ", max_, " entries"));
     return true;
   }
 };

@@ -195,7 +195,9 @@ Isu::Verdict Isu::check(size_t k) {
     // Weight prefetch: an sxe.gemm whose activation is still being produced (by a running
     // instruction) may start streaming its weights; its MAC work waits for the activation.
     // At most isu.prefetch_depth such gemms are in flight.
-    if (prefetch && p.engine == sxe && raw_only && g.end_ps >= 0 && prefetching_ < ctx_.arch->isu.prefetch_depth) {
+    // (Not an sxe.gemm_gather: which weights it streams depends on its row indices.)
+    if (prefetch && p.engine == sxe && raw_only && g.end_ps >= 0 && prefetching_ < ctx_.arch->isu.prefetch_depth &&
+        ctx_.instr(p.id).opcode != Opcode::SxeGemmGather) {
       ready = std::max(ready, g.end_ps);
       prefetching = true;
       continue;

@@ -44,6 +44,16 @@ double Sxe::execute(const IssueTicket& tk, double start_ps) {
   double hbm_done = start_ps;
   auto& kc = ctx_.kernel_of(in);
   ctx_.hbm_windows.clear();
+  // sxe.gemm_gather: every row streams a [K, N] block of its own (an expert's weights), M blocks
+  // in all. Which slab a row picks is data, known in functional runs only; the stream is timed
+  // at slab 0's address in both modes (one bandwidth model: the address moves no time), so
+  // timing and functional runs agree. Rows picking the same slab are not merged: an upper bound.
+  const bool gathered = in.opcode == Opcode::SxeGemmGather;
+  if (gathered && rtl_)
+    throw InputError(strcat("device ", ctx_.device, ": ", print_instruction(in), " (line ", in.line,
+                            "): sxe.model rtl runs sxe.gemm only; use sxe.model approx for gathered weights"));
+  const int64_t blocks = gathered ? M : 1;
+  for (int64_t blk = 0; blk < blocks; ++blk)
   for (const Run& run : runs) {
     uint64_t len = static_cast<uint64_t>(run.elems * eb);
     tlm::tlm_generic_payload& trans = trans_;  // every field set again: one payload for all runs
@@ -74,8 +84,10 @@ double Sxe::execute(const IssueTicket& tk, double start_ps) {
   // MAC trees are one resource: a gemm's first beat enters them after the previous gemm's last
   // beat (its drain overlaps the next gemm's beats).
   double compute_start = std::max({start_ps, tk.inputs_ready_ps, trees_free_ps_});
-  double compute_end = rtl_ ? std::max(rtl_end(in, start_ps, hbm_done), compute_start)
-                            : compute_start + period * mac_tree_cycles(K, cols_per_tree, M, cfg.lanes, cfg.pipeline_depth);
+  // Gathered rows share no weights: M GEMVs, one after another through the trees.
+  const double mac_cycles = gathered ? static_cast<double>(M) * mac_tree_cycles(K, cols_per_tree, 1, cfg.lanes, cfg.pipeline_depth)
+                                     : mac_tree_cycles(K, cols_per_tree, M, cfg.lanes, cfg.pipeline_depth);
+  double compute_end = rtl_ ? std::max(rtl_end(in, start_ps, hbm_done), compute_start) : compute_start + period * mac_cycles;
   trees_free_ps_ = std::max(compute_end - period * cfg.pipeline_depth, hbm_done);
   // The MAC work's own window; the rest of the instruction (stream, drain) is not compute.
   kc.log.push_back({compute_start, compute_end, Span::Compute});
@@ -83,23 +95,41 @@ double Sxe::execute(const IssueTicket& tk, double start_ps) {
   return std::max({compute_end, stream_end, lmu_end});
 }
 
+// The element offset of row m's weights: 0, or for sxe.gemm_gather its row index times the
+// slab size (the index an fp32 value in local memory, as dma.gather's).
+int64_t Sxe::row_slab_offset(const Instruction& in, int64_t m) const {
+  if (in.opcode != Opcode::SxeGemmGather) return 0;
+  const Operand& ix = in.srcs.at(1);
+  const int64_t io = static_cast<int64_t>(ix.addr / 4) + m * ix.rs;
+  if (io < 0 || io >= static_cast<int64_t>(ctx_.lmu_data.size()))
+    throw InputError(strcat("device ", ctx_.device, ": ", print_instruction(in), " reads its row indices outside memory"));
+  const float v = ctx_.lmu_data[static_cast<size_t>(io)];
+  const double slab = in.srcs.at(2).value;
+  if (!(v >= 0) || v != std::floor(v) || static_cast<double>(v) * slab > 9.0e15)
+    throw InputError(strcat("device ", ctx_.device, ": ", print_instruction(in), " (line ", in.line, "): row ", m,
+                            " index ", v, " is not a slab number"));
+  return static_cast<int64_t>(v) * static_cast<int64_t>(slab);
+}
+
 void Sxe::compute(const Instruction& in) {
   const int64_t M = in.rows, K = in.depth, N = in.cols;
   const int64_t eb = dtype_bytes(in.dtype);
   const Operand& a = in.srcs.at(0);
   std::vector<float> out(static_cast<size_t>(M * N));
-  for (int64_t m = 0; m < M; ++m)
+  for (int64_t m = 0; m < M; ++m) {
+    const int64_t slab = row_slab_offset(in, m);
     for (int64_t n = 0; n < N; ++n) {
       double acc = 0;
       for (int64_t k = 0; k < K; ++k) {
         int64_t ao = static_cast<int64_t>(a.addr / 4) + m * a.rs + k * a.cs;
-        uint64_t bo = in.hbm_addr + static_cast<uint64_t>((k * in.hbm_rs + n * in.hbm_cs) * eb);
+        uint64_t bo = in.hbm_addr + static_cast<uint64_t>((slab + k * in.hbm_rs + n * in.hbm_cs) * eb);
         if (ao < 0 || ao >= static_cast<int64_t>(ctx_.lmu_data.size()) || bo + static_cast<uint64_t>(eb) > ctx_.hbm_data.size())
           throw InputError(strcat("device ", ctx_.device, ": ", print_instruction(in), " reads outside memory"));
         acc += static_cast<double>(ctx_.lmu_data[static_cast<size_t>(ao)]) * load_element(&ctx_.hbm_data[bo], in.dtype);
       }
       out[static_cast<size_t>(m * N + n)] = static_cast<float>(acc);
     }
+  }
   std::copy(out.begin(), out.end(), lmu_.data(in.lm_addr));
 }
 

@@ -32,6 +32,7 @@ class Sxe : public Engine {
 
  private:
   void compute(const Instruction& in);
+  int64_t row_slab_offset(const Instruction& in, int64_t m) const;
   double rtl_end(const Instruction& in, double start_ps, double hbm_done);
   SxeRtlRun run_rtl_checked(const Instruction& in, int64_t cols, double beats_per_cycle);
   Lmu& lmu_;
