@@ -67,6 +67,7 @@ TEST(LoopIR, InterpreterMatchesReferenceOnBuiltins) {
   for (const auto& b : model_builders()) {
     const TransformerShape* ts = find_transformer(b.name);
     if (ts && ts->name.rfind("tiny", 0) != 0) continue;  // full-size LLMs: covered in timing tests
+    if (ts && ts->experts > 0) continue;  // a mixture's top-k iota is a host op: the interpreter runs none
     WorkloadSpec w;
     w.name = b.name;
     w.model = b.name;

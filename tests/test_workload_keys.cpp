@@ -72,7 +72,9 @@ TEST(WorkloadKeys, PresetsBuildTheGraphsTheCodedModelsBuilt) {
     const char* phase;
     int64_t seq, ctx;
   };
-  ASSERT_EQ(legacy::legacy_shapes().size(), transformer_shapes().size());
+  size_t dense = 0;  // the presets that existed as coded models (the mixtures came later)
+  for (const auto& m : transformer_shapes()) dense += m.experts == 0;
+  ASSERT_EQ(legacy::legacy_shapes().size(), dense);
   for (const auto& old : legacy::legacy_shapes())
     for (const Case& c : {Case{"decode", 1, 0}, Case{"decode", 1, 7}, Case{"prefill", 5, 0}, Case{"decode", 3, 4}}) {
       WorkloadSpec w = resolve_workload(old.name);
@@ -97,6 +99,10 @@ TEST(WorkloadKeys, PresetsDescribeTheirKeysAndParameterCounts) {
   // HuggingFace: LLaMA-2-7B 6,738,415,616 weights; OPT-1.3B 1,315,758,080 (its position table
   // has 2 rows more than max_position: 2 x 2048 fewer here); GPT-2 124,439,808.
   EXPECT_EQ(find_transformer("llama2-7b")->parameters(), 6738415616);
+  // Mixtral-8x7B 46,702,792,704 as HuggingFace counts; Qwen3-30B-A3B 30,532,122,624 less its
+  // per-head q/k norms (48 layers x 2 x 128), which the preset does not model.
+  EXPECT_EQ(find_transformer("mixtral-8x7b")->parameters(), 46702792704);
+  EXPECT_EQ(find_transformer("qwen3-30b-a3b")->parameters(), 30532122624 - 48 * 2 * 128);
   EXPECT_EQ(find_transformer("opt-1.3b")->parameters(), 1315758080 - 2 * 2048);
   EXPECT_EQ(find_transformer("gpt2")->parameters(), 124439808);
 }
@@ -177,6 +183,24 @@ TEST(WorkloadKeys, EachKeyTakesEffect) {
   EXPECT_EQ(shape_of(moe, "l0.experts.fc1.weight"), (Shape{4, 128, 64}));
   EXPECT_EQ(shape_of(moe, "l0.router.weight"), (Shape{4, 64}));
   EXPECT_EQ(shape_of(moe, "l0.fc1_gathered"), (Shape{2, 128, 64}));  // 1 token x top-2
+  // DeepSeek-style: expert FFN width, a shared expert, sigmoid group-limited routing, dense first layer.
+  Graph ds = graph(
+      "experts: 4\nexperts_per_token: 2\nmoe_ffn: 32\nshared_experts: 2\nrouter: sigmoid\n"
+      "expert_groups: 2\ngroup_topk: 1\nfirst_dense_layers: 1\n");
+  EXPECT_EQ(shape_of(ds, "l0.fc1.weight"), (Shape{128, 64}));  // layer 0 dense, ffn wide
+  EXPECT_FALSE(has_node(ds, "l0.router.weight"));
+  EXPECT_EQ(shape_of(ds, "l1.experts.fc1.weight"), (Shape{4, 32, 64}));
+  EXPECT_EQ(shape_of(ds, "l1.shared_expert.fc1.weight"), (Shape{64, 64}));  // 2 x moe_ffn
+  EXPECT_EQ(shape_of(ds, "l1.router.selection_bias"), (Shape{4}));
+  EXPECT_TRUE(has_node(ds, "l1.router_choice_kept"));
+  EXPECT_TRUE(has_op(ds, "aten.gather"));
+  // parameters(): the dense layer's MLP, then experts + router + bias + shared expert.
+  const WorkloadSpec mw = load(
+      "model: tiny-opt\nexperts: 4\nexperts_per_token: 2\nmoe_ffn: 32\n"
+      "shared_experts: 2\nrouter: sigmoid\nfirst_dense_layers: 1\n");
+  const int64_t dense = load("model: tiny-opt\n").decoder->parameters();
+  const int64_t dense_mlp = 2 * 64 * 128 + 128 + 64;
+  EXPECT_EQ(mw.decoder->parameters(), dense - dense_mlp + 4 * 2 * 64 * 32 + 64 * 4 + 2 * 64 * 64 + 4);
 }
 
 // Every bad value: InputError naming the file, the line and the key.
@@ -209,6 +233,17 @@ TEST(WorkloadKeys, BadKeysNameFileLineAndKey) {
       {"model: tiny-opt\nexperts_per_token: 2\n", "bad.yaml:2: experts_per_token: goes with experts"},
       {"model: tiny-opt\nexperts: 2\nexperts_per_token: 3\n",
        "bad.yaml:3: experts_per_token: experts_per_token 3 exceeds experts 2"},
+      {"model: tiny-opt\nmoe_ffn: 32\n", "bad.yaml:2: moe_ffn: goes with experts"},
+      {"model: tiny-opt\nrouter: sigmoid\n", "bad.yaml:2: router: goes with experts"},
+      {"model: tiny-moe\nrouter: argmax\n", "bad.yaml:2: router: expected softmax or sigmoid, got 'argmax'"},
+      {"model: tiny-moe\nexpert_groups: 3\n", "bad.yaml:2: expert_groups: expert_groups 3 must divide experts 8"},
+      {"model: tiny-moe\ngroup_topk: 5\n", "bad.yaml:2: group_topk: group_topk 5 exceeds expert_groups 4"},
+      {"model: tiny-moe\ngroup_topk: 0\n", "bad.yaml:2: group_topk: expert_groups and group_topk go together"},
+      {"model: tiny-moe\nexperts_per_token: 5\n",
+       "bad.yaml:2: experts_per_token: group_topk 2 groups of 2 experts hold fewer than experts_per_token 5"},
+      {"model: tiny-moe\nfirst_dense_layers: 3\n", "bad.yaml:2: first_dense_layers: first_dense_layers 3 exceeds"},
+      {"model: tiny-moe\nshared_experts: -1\n", "bad.yaml:2: shared_experts: value -1 out of range"},
+      {"model: tiny-moe\nmoe_ffn: nan\n", "bad.yaml:2: moe_ffn:"},
       {"model: tiny-opt\nbatch: 257\n", "bad.yaml:2: batch: value 257 out of range"},
       {"model: tiny-opt\nbatch: 0\n", "bad.yaml:2: batch: value 0 out of range"},
       {"model: decoder\nd_model: 64\nheads: 4\nffn: 8\nvocab: 9\n",
@@ -232,7 +267,8 @@ TEST(WorkloadKeys, ABatchIsItsSequencesStepByStep) {
   };
   for (const Case& c : {Case{"model: tiny-llama\n", "decode", 1, 5}, Case{"model: tiny-opt\n", "prefill", 4, 0},
                         Case{"model: tiny-llama\npositions: alibi\nmlp: geglu\n", "decode", 2, 3},
-                        Case{"model: tiny-llama\nexperts: 3\nexperts_per_token: 2\n", "decode", 1, 4}}) {
+                        Case{"model: tiny-llama\nexperts: 3\nexperts_per_token: 2\n", "decode", 1, 4},
+                        Case{"model: tiny-moe\n", "decode", 1, 4}}) {
     WorkloadSpec w = load(c.keys);
     w.phase = c.phase;
     w.seq_len = c.seq;
@@ -282,7 +318,8 @@ TEST(WorkloadKeys, BatchedStepsOnTheLpuMatchTheReference) {
   for (const Case& c : {Case{"model: tiny-opt\n", "decode", 1, 6}, Case{"model: tiny-llama\n", "decode", 1, 5},
                         Case{"model: tiny-llama\n", "prefill", 4, 0},
                         Case{"model: tiny-opt\npositions: alibi\nmlp: geglu\nhead_dim: 8\n", "decode", 1, 3},
-                        Case{"model: tiny-llama\nexperts: 3\nexperts_per_token: 2\n", "decode", 1, 4}}) {
+                        Case{"model: tiny-llama\nexperts: 3\nexperts_per_token: 2\n", "decode", 1, 4},
+                        Case{"model: tiny-moe\n", "decode", 1, 4}}) {
     WorkloadSpec w = load(c.keys + "batch: 3\n");
     w.phase = c.phase;
     w.seq_len = c.seq;

@@ -2,6 +2,7 @@
 // LPU instead of as graph breaks (docs/core-ops.md, "Host ops with a core form"):
 //   aten.topk (largest, floating)   k rounds of amax + argmax, each masking the element it took
 //   aten.index (one index at dim 0) an embedding gather of whole slabs of a graph input
+//   aten.gather (k <= 16 picks along a dim, the other dims whole): k masked sums, one per pick
 // Any other use stays a host op, as declared. Semantics are the host op's exactly: ties go to
 // the lower index (argmax takes the first maximum, as torch's stable sort does), negative
 // indices wrap.
@@ -73,10 +74,48 @@ std::optional<NodeId> index(Graph& g, const Node& n, const std::vector<NodeId>& 
   return b.reshape(rowsv, n.type.shape);
 }
 
+// gather(x, dim, idx) with idx as x but k (<= 16) wide along dim (a router picking its top-k
+// experts' scores): pick j is sum(where(iota == idx_j, x, 0)) along dim, exact (one nonzero).
+std::optional<NodeId> gather(Graph& g, const Node& n, const std::vector<NodeId>& in) {
+  if (in.size() != 2) return std::nullopt;
+  const TensorType& xt = g.node(in[0]).type;
+  const TensorType& it = g.node(in[1]).type;
+  if (!is_floating(xt.dtype) || !integer(it.dtype) || xt.rank() < 1 || it.rank() != xt.rank()) return std::nullopt;
+  const int64_t d = normalize_dim(n.attr_int("dim", 0), xt.rank(), n);
+  const int64_t width = xt.shape[static_cast<size_t>(d)], k = it.shape[static_cast<size_t>(d)];
+  for (int i = 0; i < xt.rank(); ++i)
+    if (i != d && it.shape[static_cast<size_t>(i)] != xt.shape[static_cast<size_t>(i)]) return std::nullopt;
+  if (k < 1 || k > kMaxUnrolledTopk || width < 1) return std::nullopt;
+  Builder b{g, n};
+  Shape iota_shape(xt.shape.size(), 1);
+  iota_shape[static_cast<size_t>(d)] = width;
+  NodeId iota = b.reshape(g.add_call("aten.arange", {}, {{"end", width}, {"dtype", std::string(dtype_name(DType::f32))}},
+                                     strcat("gather_iota_", width)),
+                          iota_shape);
+  const DType idt = it.dtype;
+  NodeId ids = b.call("where", {b.call("lt", {in[1], b.scalar(0, idt)}, {}, "negative"),
+                                b.call("add", {in[1], b.scalar(static_cast<double>(width), idt)}, {}, "wrapped"), in[1]},
+                      {}, "ids");
+  ids = b.cast(ids, DType::f32);  // compared with the f32 iota (exact below 2^24)
+  NodeId x = b.cast(in[0], DType::f32);
+  std::vector<NodeId> parts;
+  for (int64_t j = 0; j < k; ++j) {
+    NodeId pick = b.call("slice", {ids}, {{"dim", d}, {"start", j}, {"end", j + 1}}, strcat("pick", j));
+    NodeId hit = b.call("eq", {iota, pick}, {}, strcat("pick", j, "_hit"));
+    NodeId only = b.call("where", {hit, x, b.scalar(0, DType::f32)}, {}, strcat("pick", j, "_only"));
+    parts.push_back(b.call("sum", {only}, {{"dims", std::vector<int64_t>{d}}, {"keepdim", true}}, strcat("pick", j, "_value")));
+  }
+  NodeId r = parts.size() == 1 ? parts[0] : b.call("cat", parts, {{"dim", d}}, "picked");
+  return b.cast(r, n.type.dtype);
+}
+
 }  // namespace
 
 std::optional<NodeId> decompose_host_op(Graph& out, const Node& n, const std::vector<NodeId>& in) {
-  std::optional<NodeId> r = n.op == "aten.topk" ? topk(out, n, in) : n.op == "aten.index" ? index(out, n, in) : std::nullopt;
+  std::optional<NodeId> r = n.op == "aten.topk"     ? topk(out, n, in)
+                           : n.op == "aten.index"  ? index(out, n, in)
+                           : n.op == "aten.gather" ? gather(out, n, in)
+                                                   : std::nullopt;
   if (r && !(out.node(*r).type == n.type))
     throw InternalError(strcat("core form of ", n.op, " gave %", n.name, " type ", type_str(out.node(*r).type),
                                " instead of ", type_str(n.type)));

@@ -1,11 +1,21 @@
 #include "workload/transformer.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "support/error.h"
 #include "workload/workload.h"
 
 namespace lpu {
+
+namespace {
+TransformerShape moe(TransformerShape m, int64_t experts, int64_t per_token, int64_t moe_ffn) {
+  m.experts = experts;
+  m.experts_per_token = per_token;
+  m.moe_ffn = moe_ffn;
+  return m;
+}
+}  // namespace
 
 const std::vector<TransformerShape>& transformer_shapes() {
   using T = TransformerShape;
@@ -25,6 +35,24 @@ const std::vector<TransformerShape>& transformer_shapes() {
       // max_position (256) is a choice, small enough to test the limit cheaply.
       {"tiny-opt", 2, 64, 4, 4, 128, 96, T::LayerNorm, T::Relu, T::Learned, true, 256, 0, true},
       {"tiny-llama", 2, 64, 4, 2, 96, 96, T::RmsNorm, T::SwiGlu, T::Rotary, false, 256, 0, false},
+      // Mixtures of experts (HuggingFace's configs): Mixtral-8x7B (8 experts, top-2, softmax
+      // routing renormalised over the two) and Qwen3-30B-A3B (128 experts of FFN 768, top-8;
+      // its per-head q/k norms are not modelled: d_model-sized vectors, no traffic to speak of).
+      moe({"mixtral-8x7b", 32, 4096, 32, 8, 14336, 32000, T::RmsNorm, T::SwiGlu, T::Rotary, false, 32768, 0, false},
+          8, 2, 0),
+      moe({"qwen3-30b-a3b", 48, 2048, 32, 4, 6144, 151936, T::RmsNorm, T::SwiGlu, T::Rotary, false, 40960, 128, false},
+          128, 8, 768),
+      // A tiny mixture for functional tests: DeepSeek-V3's routing (sigmoid scores, a selection
+      // bias, 4 groups of 2 experts, the best 2 groups), a shared expert, the first layer dense.
+      [] {
+        T m = moe({"tiny-moe", 2, 64, 4, 2, 96, 96, T::RmsNorm, T::SwiGlu, T::Rotary, false, 256, 0, false}, 8, 2, 32);
+        m.shared_experts = 1;
+        m.router = T::Sigmoid;
+        m.expert_groups = 4;
+        m.group_topk = 2;
+        m.first_dense_layers = 1;
+        return m;
+      }(),
   };
   return s;
 }
@@ -39,6 +67,7 @@ namespace {
 const char* const kNorms[] = {"layernorm", "rmsnorm"};
 const char* const kMlps[] = {"relu", "gelu", "swiglu", "geglu"};
 const char* const kPositions[] = {"learned", "rotary", "alibi"};
+const char* const kRouters[] = {"softmax", "sigmoid"};
 
 template <typename E, size_t N>
 bool parse_enum(const char* const (&names)[N], const std::string& s, E& out) {
@@ -57,14 +86,19 @@ const char* positions_name(TransformerShape::Positions p) { return kPositions[p]
 bool parse_norm(const std::string& s, TransformerShape::Norm& out) { return parse_enum(kNorms, s, out); }
 bool parse_mlp(const std::string& s, TransformerShape::Ffn& out) { return parse_enum(kMlps, s, out); }
 bool parse_positions(const std::string& s, TransformerShape::Positions& out) { return parse_enum(kPositions, s, out); }
+const char* router_name(TransformerShape::Router r) { return kRouters[r]; }
+bool parse_router(const std::string& s, TransformerShape::Router& out) { return parse_enum(kRouters, s, out); }
 
 int64_t TransformerShape::parameters() const {
   const int64_t d = d_model, q = heads * hd(), kv = kv_heads * hd();
   const int64_t norm_w = norm == LayerNorm ? 2 * d : d;
   int64_t attn = d * q + 2 * d * kv + q * d + (bias ? q + 2 * kv + d : 0);
-  int64_t mlp_one = (gated() ? 3 : 2) * d * ffn;
-  int64_t mlp = experts > 0 ? experts * mlp_one + d * experts : mlp_one + (bias ? (gated() ? 0 : ffn + d) : 0);
-  int64_t total = layers * (attn + mlp + 2 * norm_w) + norm_w;
+  const int64_t mats = gated() ? 3 : 2;
+  const int64_t dense = mats * d * ffn + (bias ? (gated() ? 0 : ffn + d) : 0);
+  int64_t moe = experts * mats * d * expert_ffn() + d * experts;  // the experts and the router
+  moe += mats * d * shared_experts * expert_ffn() + (router == Sigmoid ? experts : 0);
+  const int64_t dense_layers = experts > 0 ? std::min(first_dense_layers, layers) : layers;
+  int64_t total = layers * (attn + 2 * norm_w) + dense_layers * dense + (layers - dense_layers) * moe + norm_w;
   total += vocab * d * (tied_embeddings ? 1 : 2);       // embedding table (+ LM head)
   if (positions == Learned) total += max_position * d;  // learned position table
   return total;
@@ -89,6 +123,12 @@ std::vector<std::pair<std::string, std::string>> decoder_keys(const TransformerS
   if (m.experts > 0) {
     k.push_back({"experts", s(m.experts)});
     k.push_back({"experts_per_token", s(m.experts_per_token)});
+    k.push_back({"moe_ffn", s(m.expert_ffn())});
+    k.push_back({"shared_experts", s(m.shared_experts)});
+    k.push_back({"router", router_name(m.router)});
+    k.push_back({"expert_groups", s(m.expert_groups)});
+    k.push_back({"group_topk", s(m.group_topk)});
+    k.push_back({"first_dense_layers", s(m.first_dense_layers)});
   }
   return k;
 }
@@ -198,7 +238,7 @@ class DecoderBuilder {
     NodeId h = b_.norm(m_.norm, d_, x, p + "attn_norm");
     x = b_.call("add", {x, attention(p, h, kv)}, {}, p + "attn_residual");
     NodeId h2 = b_.norm(m_.norm, d_, x, p + "ffn_norm");
-    NodeId f = m_.experts > 0 ? moe(p, h2) : mlp(p, h2);
+    NodeId f = m_.moe_layer(l) ? moe(p, h2) : mlp(p, h2);
     return b_.call("add", {x, f}, {}, p + "ffn_residual");
   }
 
@@ -356,30 +396,76 @@ class DecoderBuilder {
     return rows.size() == 1 ? rows[0] : b_.call("cat", rows, {{"dim", int64_t{0}}}, p + "attn_rows");
   }
 
-  // The dense MLP: [N, d] -> [N, d].
-  NodeId mlp(const std::string& p, NodeId h2) {
+  // The dense MLP: [N, d] -> [N, d], `width` wide (this rank's share under tensor parallelism).
+  // `reduce`: the row-parallel output summed over the ranks here (false: the caller sums it,
+  // with the routed experts' output, in one all_reduce).
+  NodeId mlp(const std::string& p, NodeId h2) { return mlp(p, h2, ffn_, true); }
+  NodeId mlp(const std::string& p, NodeId h2, int64_t width, bool reduce) {
+    auto down = [&](NodeId x, const std::string& name, bool bias) {
+      return reduce ? row_parallel(x, name, width, d_, bias) : b_.linear(x, name, width, d_, bias);
+    };
     if (m_.gated()) {
-      NodeId gate = b_.activation(m_.ffn_kind, b_.linear(h2, p + "gate_proj", d_, ffn_, false), p + "gate_act");
-      NodeId up = b_.linear(h2, p + "up_proj", d_, ffn_, false);
-      return row_parallel(b_.call("mul", {gate, up}, {}, p + "glu"), p + "down_proj", ffn_, d_, false);
+      NodeId gate = b_.activation(m_.ffn_kind, b_.linear(h2, p + "gate_proj", d_, width, false), p + "gate_act");
+      NodeId up = b_.linear(h2, p + "up_proj", d_, width, false);
+      return down(b_.call("mul", {gate, up}, {}, p + "glu"), p + "down_proj", false);
     }
-    NodeId up = b_.linear(h2, p + "fc1", d_, ffn_, m_.bias);
-    return row_parallel(b_.activation(m_.ffn_kind, up, p + "act"), p + "fc2", ffn_, d_, m_.bias);
+    NodeId up = b_.linear(h2, p + "fc1", d_, width, m_.bias);
+    return down(b_.activation(m_.ffn_kind, up, p + "act"), p + "fc2", m_.bias);
+  }
+
+  // Which experts each token runs and with what weight: ([N, k] expert ids, [N, k] weights
+  // summing to 1). Softmax: top-k of the softmax (Mixtral, Qwen-MoE). Sigmoid (DeepSeek-V3):
+  // scores sigmoid(logits); the choice ranks scores + a learned per-expert bias, only among the
+  // experts of each token's best group_topk groups (a group's score: the sum of its two best);
+  // the weights are the chosen experts' scores, without the bias. Both renormalise over the k.
+  std::pair<NodeId, NodeId> route(const std::string& p, NodeId h2) {
+    const int64_t E = m_.experts, k = m_.experts_per_token;
+    NodeId logits = b_.linear(h2, p + "router", d_, E, false);
+    auto topk = [&](NodeId x, int64_t kk, int64_t result, const std::string& name) {
+      return b_.call("aten.topk", {x}, {{"k", kk}, {"result", result}}, name);
+    };
+    NodeId ids, top_w;
+    if (m_.router == TransformerShape::Softmax) {
+      NodeId probs = b_.call("softmax", {logits}, {{"dim", int64_t{-1}}}, p + "router_probs");
+      top_w = topk(probs, k, 0, p + "top_weights");
+      ids = topk(probs, k, 1, p + "top_experts");
+    } else {
+      NodeId scores = b_.call("sigmoid", {logits}, {}, p + "router_scores");
+      NodeId choice = b_.call("add", {scores, b_.param(p + "router.selection_bias", {E})}, {}, p + "router_choice");
+      if (m_.expert_groups > 0) choice = group_limited(p, choice);
+      ids = topk(choice, k, 1, p + "top_experts");
+      top_w = b_.call("aten.gather", {scores, ids}, {{"dim", int64_t{1}}}, p + "top_weights");
+    }
+    NodeId norm = b_.call("sum", {top_w}, {{"dims", std::vector<int64_t>{1}}, {"keepdim", true}}, p + "top_sum");
+    return {ids, b_.call("div", {top_w, norm}, {}, p + "routing")};
+  }
+
+  // [N, E] choice scores with the experts outside each token's best group_topk groups zeroed
+  // (as HuggingFace's DeepSeek-V3 masks them; sigmoid scores are positive).
+  NodeId group_limited(const std::string& p, NodeId choice) {
+    const int64_t E = m_.experts, G = m_.expert_groups, per = E / G;
+    NodeId grouped = b_.reshape(choice, {N_, G, per}, p + "router_groups");
+    NodeId best2 = b_.call("aten.topk", {grouped}, {{"k", std::min<int64_t>(2, per)}, {"result", int64_t{0}}},
+                           p + "group_best");
+    NodeId group_score = b_.call("sum", {best2}, {{"dims", std::vector<int64_t>{2}}}, p + "group_scores");
+    NodeId kept = b_.call("aten.topk", {group_score}, {{"k", m_.group_topk}, {"result", int64_t{0}}}, p + "kept_scores");
+    NodeId bar = b_.slice(kept, 1, m_.group_topk - 1, m_.group_topk, p + "group_bar");
+    NodeId keep = b_.call("ge", {group_score, bar}, {}, p + "group_kept");
+    NodeId keep_e = b_.reshape(
+        b_.call("expand", {b_.reshape(keep, {N_, G, 1}, p + "group_kept3")}, {{"shape", Shape{N_, G, per}}},
+                p + "group_kept_experts"),
+        {N_, E}, p + "expert_kept");
+    return b_.call("where", {keep_e, choice, b_.scalar(0.0)}, {}, p + "router_choice_kept");
   }
 
   // Mixture of experts, as the HuggingFace MoE graphs spell it (Mixtral's batched_mm experts,
-  // tests/fixtures/hf): router logits -> softmax -> top-k (a host op) -> weights renormalised
-  // over the k; each (token, expert) pair gathers its expert's weights (aten.index, a host op)
-  // and multiplies its row by them; the k results are summed with the routing weights.
-  // Experts carry no biases (as Mixtral and Qwen2-MoE).
+  // tests/fixtures/hf): route() picks k experts per token; each (token, expert) pair gathers its
+  // expert's weights (aten.index of the weight: streamed straight from it, sxe.gemm_gather) and
+  // multiplies its row by them; the k results are summed with the routing weights, plus the
+  // shared experts' MLP. Experts carry no biases (as Mixtral, Qwen-MoE and DeepSeek).
   NodeId moe(const std::string& p, NodeId h2) {
-    const int64_t E = m_.experts, k = m_.experts_per_token, R = N_ * k;
-    NodeId probs =
-        b_.call("softmax", {b_.linear(h2, p + "router", d_, E, false)}, {{"dim", int64_t{-1}}}, p + "router_probs");
-    NodeId top_w = b_.call("aten.topk", {probs}, {{"k", k}, {"result", int64_t{0}}}, p + "top_weights");
-    NodeId top_i = b_.call("aten.topk", {probs}, {{"k", k}, {"result", int64_t{1}}}, p + "top_experts");
-    NodeId norm = b_.call("sum", {top_w}, {{"dims", std::vector<int64_t>{1}}, {"keepdim", true}}, p + "top_sum");
-    NodeId weights = b_.call("div", {top_w, norm}, {}, p + "routing");
+    const int64_t E = m_.experts, k = m_.experts_per_token, R = N_ * k, F = m_.expert_ffn() / tp_;
+    auto [top_i, weights] = route(p, h2);
     NodeId ids = b_.reshape(top_i, {R}, p + "expert_ids");
     NodeId rows = b_.reshape(
         b_.call("expand", {b_.reshape(h2, {N_, 1, d_}, p + "moe_in")}, {{"shape", Shape{N_, k, d_}}}, p + "moe_rows"),
@@ -392,19 +478,21 @@ class DecoderBuilder {
     };
     NodeId y;
     if (m_.gated()) {
-      NodeId gate = b_.activation(m_.ffn_kind, expert(rows, "gate_proj", d_, ffn_), p + "expert_gate_act");
-      NodeId up = expert(rows, "up_proj", d_, ffn_);
-      y = expert(b_.call("mul", {gate, up}, {}, p + "expert_glu"), "down_proj", ffn_, d_);
+      NodeId gate = b_.activation(m_.ffn_kind, expert(rows, "gate_proj", d_, F), p + "expert_gate_act");
+      NodeId up = expert(rows, "up_proj", d_, F);
+      y = expert(b_.call("mul", {gate, up}, {}, p + "expert_glu"), "down_proj", F, d_);
     } else {
-      NodeId up = expert(rows, "fc1", d_, ffn_);
-      y = expert(b_.activation(m_.ffn_kind, up, p + "expert_act"), "fc2", ffn_, d_);
+      NodeId up = expert(rows, "fc1", d_, F);
+      y = expert(b_.activation(m_.ffn_kind, up, p + "expert_act"), "fc2", F, d_);
     }
     NodeId weighted =
         b_.call("mul", {b_.reshape(y, {N_, k, d_}, p + "expert_out"), b_.reshape(weights, {N_, k, 1}, p + "routing_w")},
                 {}, p + "expert_weighted");
-    // Under tensor parallelism each expert's FFN columns are split like the dense MLP's: the
-    // weighted sum of the partial products is summed over the ranks.
     NodeId out = b_.call("sum", {weighted}, {{"dims", std::vector<int64_t>{1}}}, p + "moe");
+    if (m_.shared_experts > 0)
+      out = b_.call("add", {out, mlp(p + "shared_expert.", h2, m_.shared_experts * F, false)}, {}, p + "moe_shared");
+    // Under tensor parallelism each expert's FFN columns are split like the dense MLP's: the
+    // weighted sum of the partial products (and the shared experts') is summed over the ranks.
     return tp_ == 1 ? out : all_reduce(out, p + "moe");
   }
 
@@ -426,11 +514,14 @@ void check_tensor_parallel(const TransformerShape& m, const WorkloadSpec& w) {
   if (w.tp > m.vocab)
     throw InputError(strcat("workload ", w.name, ": devices = ", w.tp, " is more than ", m.name, "'s vocab = ", m.vocab,
                             " (the LM head is split by vocabulary)"));
-  for (auto [key, v] : {std::pair<const char*, int64_t>{"heads", m.heads}, {"kv_heads", m.kv_heads}, {"ffn", m.ffn}})
+  for (auto [key, v] : {std::pair<const char*, int64_t>{"heads", m.heads},
+                        {"kv_heads", m.kv_heads},
+                        {"ffn", m.ffn},
+                        {"moe_ffn", m.experts > 0 ? m.expert_ffn() : 0}})
     if (v % w.tp != 0)
       throw InputError(strcat("workload ", w.name, ": tensor parallelism over devices = ", w.tp, " needs ", m.name,
                               "'s ", key, " (", v, ") to be a multiple of ", w.tp,
-                              " (devices must divide heads, kv_heads and ffn; the vocabulary may split unevenly)"));
+                              " (devices must divide heads, kv_heads, ffn and moe_ffn; the vocabulary may split unevenly)"));
 }
 
 namespace {

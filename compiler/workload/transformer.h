@@ -43,6 +43,19 @@ struct TransformerShape {
   // Mixture of experts: each layer's MLP is `experts` expert MLPs (ffn wide) behind a router;
   // each token runs its top `experts_per_token` (0: a dense MLP).
   int64_t experts = 0, experts_per_token = 0;
+  // The rest of a mixture of experts (docs/workloads.md, "Mixture of experts"): each expert's FFN
+  // width (0: ffn); always-on shared experts (DeepSeek's: one MLP shared_experts * moe_ffn wide
+  // that every token runs); the router's score function (softmax, or sigmoid with a per-expert
+  // selection bias as DeepSeek-V3 routes); group-limited routing (the experts in expert_groups
+  // groups, a token choosing among the experts of its best group_topk groups; 0: no groups);
+  // and how many leading layers keep a dense MLP (ffn wide).
+  enum Router { Softmax, Sigmoid };
+  int64_t moe_ffn = 0, shared_experts = 0;
+  Router router = Softmax;
+  int64_t expert_groups = 0, group_topk = 0, first_dense_layers = 0;
+
+  int64_t expert_ffn() const { return moe_ffn > 0 ? moe_ffn : ffn; }
+  bool moe_layer(int64_t l) const { return experts > 0 && l >= first_dense_layers; }
 
   int64_t hd() const { return head_dim > 0 ? head_dim : d_model / heads; }
   bool gated() const { return ffn_kind == SwiGlu || ffn_kind == GeGlu; }
@@ -50,13 +63,15 @@ struct TransformerShape {
   int64_t parameters() const;
 };
 
-// The names of the enum values as the workload keys spell them (norm, mlp, positions).
+// The names of the enum values as the workload keys spell them (norm, mlp, positions, router).
 const char* norm_name(TransformerShape::Norm n);
 const char* mlp_name(TransformerShape::Ffn f);
 const char* positions_name(TransformerShape::Positions p);
+const char* router_name(TransformerShape::Router r);
 bool parse_norm(const std::string& s, TransformerShape::Norm& out);
 bool parse_mlp(const std::string& s, TransformerShape::Ffn& out);
 bool parse_positions(const std::string& s, TransformerShape::Positions& out);
+bool parse_router(const std::string& s, TransformerShape::Router& out);
 
 // The shape as workload keys, in the order the workload file takes them:
 // {{"layers", "24"}, {"d_model", "2048"}, ..., {"max_position", "2048"}}.

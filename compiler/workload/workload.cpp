@@ -152,8 +152,44 @@ const std::vector<std::string>& decoder_key_names() {
   static const std::vector<std::string> k = {
       "layers", "d_model",         "heads",        "kv_heads", "head_dim",
       "ffn",    "vocab",           "norm",         "mlp",      "positions",
-      "bias",   "tied_embeddings", "max_position", "experts",  "experts_per_token"};
+      "bias",   "tied_embeddings", "max_position", "experts",  "experts_per_token",
+      "moe_ffn", "shared_experts", "router", "expert_groups", "group_topk", "first_dense_layers"};
   return k;
+}
+
+// The mixture-of-experts keys beyond experts / experts_per_token, against each other.
+void check_moe_keys(const YamlReader& r, const YAML::Node& root, const TransformerShape& m) {
+  for (const char* key : {"moe_ffn", "shared_experts", "router", "expert_groups", "group_topk", "first_dense_layers"})
+    if (root[key] && m.experts == 0)
+      r.fail(root[key], key, "goes with experts (the keys of a mixture of experts; this model has a dense MLP)");
+  if (m.experts == 0) return;
+  auto blame = [&](std::initializer_list<const char*> keys) {
+    for (const char* k : keys)
+      if (root[k]) return k;
+    return *keys.begin();
+  };
+  auto fail = [&](std::initializer_list<const char*> keys, const std::string& why) {
+    const char* k = blame(keys);
+    r.fail(root[k] ? root[k] : root, k, why);
+  };
+  if ((m.expert_groups > 0) != (m.group_topk > 0))
+    fail({"expert_groups", "group_topk"},
+         "expert_groups and group_topk go together (group-limited routing: how many groups, how many a token uses)");
+  if (m.expert_groups > 0) {
+    if (m.experts % m.expert_groups != 0)
+      fail({"expert_groups", "experts"},
+           strcat("expert_groups ", m.expert_groups, " must divide experts ", m.experts, " (groups of equal size)"));
+    else if (m.group_topk > m.expert_groups)
+      fail({"group_topk", "expert_groups"},
+           strcat("group_topk ", m.group_topk, " exceeds expert_groups ", m.expert_groups));
+    else if (m.group_topk * (m.experts / m.expert_groups) < m.experts_per_token)
+      fail({"group_topk", "experts_per_token", "expert_groups"},
+           strcat("group_topk ", m.group_topk, " groups of ", m.experts / m.expert_groups,
+                  " experts hold fewer than experts_per_token ", m.experts_per_token));
+  }
+  if (m.first_dense_layers > m.layers)
+    fail({"first_dense_layers", "layers"},
+         strcat("first_dense_layers ", m.first_dense_layers, " exceeds layers ", m.layers));
 }
 
 // A decoder's shape: `preset` (nullptr for `model: decoder`) with the file's keys applied,
@@ -212,6 +248,12 @@ TransformerShape read_decoder(const YamlReader& r, const YAML::Node& root, const
   m.tied_embeddings = r.get_bool(root, "tied_embeddings", "", m.tied_embeddings);
   count("experts", m.experts, 1, 1 << 12);
   count("experts_per_token", m.experts_per_token, 1, 1 << 12);
+  count("moe_ffn", m.moe_ffn, 1, 1 << 22);
+  count("shared_experts", m.shared_experts, 0, 1 << 12);
+  word("router", m.router, parse_router, "softmax or sigmoid");
+  count("expert_groups", m.expert_groups, 0, 1 << 12);
+  count("group_topk", m.group_topk, 0, 1 << 12);
+  count("first_dense_layers", m.first_dense_layers, 0, 1000);
 
   // The keys against each other (the message names the key that was given).
   auto blame = [&](std::initializer_list<const char*> keys) {
@@ -249,6 +291,7 @@ TransformerShape read_decoder(const YamlReader& r, const YAML::Node& root, const
     const char* k = blame({"experts_per_token", "experts"});
     r.fail(root[k], k, strcat("experts_per_token ", m.experts_per_token, " exceeds experts ", m.experts));
   }
+  check_moe_keys(r, root, m);
   return m;
 }
 
