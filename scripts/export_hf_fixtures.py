@@ -7,7 +7,7 @@ transformers >= 5 (the accelerator machine: torch 2.11, transformers 5.17).
 Jobs (each in its own process, N at a time; one failing job loses nothing else):
   fixture/FAMILY/ATTN   every family of lpu_frontend.hf.FAMILIES x attention eager / sdpa:
                         forward(input_ids [1, 8]) -> logits, random weights (seed 0)
-  decode/llama/...      one decode step with a static KV cache (lpu_frontend.hf.export_decode):
+  decode/FAMILY/...     one decode step with a static KV cache (lpu_frontend.hf.export_decode):
                         `ids` takes input_ids, `embeds` inputs_embeds; `tiny` has the shape of the
                         built-in tiny-llama (tests compare the two)
   dynamo/break          torch.compile of a module with a graph break, with its manifest
@@ -40,7 +40,7 @@ def jobs(big: bool):
 
     out = [f"fixture/{f}/{a}" for f in hf.FAMILIES for a in ("eager", "sdpa")]
     out += ["decode/llama/eager/ids", "decode/llama/sdpa/ids", "decode/llama/eager/embeds-tiny",
-            "decode/llama/eager/ids-tiny", "dynamo/break"]
+            "decode/llama/eager/ids-tiny", "decode/gemma3/eager/ids", "dynamo/break"]
     if big:
         out.append("big/llama2-7b")
     return out

@@ -2,6 +2,7 @@
 workload file (workloads/*.yaml; on lpu-asic, where the 70B models fit), fusion none and greedy, plus any graph files given with
 --graphs (zoo models, fixtures); then, for each module:
   * it byte-compiles (py_compile) and parses (ast), and defines allocate/launch/run;
+  * no method is called on a literal (`1.0.to(...)`: valid Python, a Triton CompilationError);
   * its BUFFER_PLAN (the json.loads literal) equals triton_plan.json;
   * the plan's kernels are the schedule's (schedule.json: names, loop nodes, HBM outputs, order);
   * every non-host kernel's function is defined with @triton.jit and launched, in schedule order;
@@ -62,6 +63,11 @@ def check_one(lpu, w, fusion, outdir):
                 calls.append(f.value.id if isinstance(f, ast.Subscript) else f.id)
         want = [k["triton"] if k["mode"] != "host" else "_host_op" for k in plan["kernels"]]
         assert calls == want, "launch() calls %s, the plan %s" % (calls[:5], want[:5])
+        # A method called on a literal (`1.0.to(tl.int64)`) parses but fails in Triton's
+        # compiler: what a constant operand of a bitwise op once emitted (HF Gemma-3's masks).
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Constant):
+                raise AssertionError("line %d: attribute .%s of the literal %r" % (node.lineno, node.attr, node.value.value))
         for k in plan["kernels"]:
             if k["mode"] == "host":
                 continue

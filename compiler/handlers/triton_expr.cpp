@@ -202,12 +202,13 @@ std::string TritonExprHandler::call(ScalarOp op, const std::vector<std::string>&
     need(2);
     return temp("tl.where(" + a[0] + " " + o + " " + a[1] + ", 1.0, 0.0)");
   };
+  // Literal operands of tl functions become fp32 tensors first (tl.* wants tensors, and a
+  // Python float has no .to(): `1.0.to(tl.int64)` is a CompilationError).
+  auto tens = [&](size_t i) { return is_literal(a[i]) ? temp("tl.full([], " + a[i] + ", tl.float32)") : a[i]; };
   auto bits = [&](const std::string& o) {
     need(2);
-    return temp("(" + a[0] + ".to(tl.int64) " + o + " " + a[1] + ".to(tl.int64)).to(tl.float32)");
+    return temp("(" + tens(0) + ".to(tl.int64) " + o + " " + tens(1) + ".to(tl.int64)).to(tl.float32)");
   };
-  // Literal operands of tl functions become fp32 tensors first (tl.* wants tensors).
-  auto tens = [&](size_t i) { return is_literal(a[i]) ? temp("tl.full([], " + a[i] + ", tl.float32)") : a[i]; };
   auto tfn1 = [&](const std::string& f) {
     need(1);
     return temp(f + "(" + tens(0) + ")");

@@ -26,6 +26,8 @@ FAMILIES = {
     "mistral": ("MistralConfig", "MistralForCausalLM", dict(num_key_value_heads=2, sliding_window=None)),
     "qwen2": ("Qwen2Config", "Qwen2ForCausalLM", dict(num_key_value_heads=2)),
     "gemma": ("GemmaConfig", "GemmaForCausalLM", dict(num_key_value_heads=2, head_dim=16)),
+    # Gemma-3 (text): sliding-window and global layers, q/k norms, pre- and post-norms.
+    "gemma3": ("Gemma3TextConfig", "Gemma3ForCausalLM", dict(num_key_value_heads=2, head_dim=16)),
     "phi3": ("Phi3Config", "Phi3ForCausalLM", dict(num_key_value_heads=2)),
     "gpt_neox": ("GPTNeoXConfig", "GPTNeoXForCausalLM", dict()),
     "falcon": ("FalconConfig", "FalconForCausalLM", dict(new_decoder_architecture=False, multi_query=True)),
