@@ -203,6 +203,56 @@ TEST(WorkloadKeys, EachKeyTakesEffect) {
   EXPECT_EQ(mw.decoder->parameters(), dense - dense_mlp + 4 * 2 * 64 * 32 + 64 * 4 + 2 * 64 * 64 + 4);
 }
 
+// Multi-head latent attention: the absorbed and the naive form are the same function of the
+// same weights and inputs (W_uk folded into the query, W_uv into the output, or both applied to
+// every cached latent), for decode against a cache, several new tokens, prefill and a batch.
+TEST(WorkloadKeys, LatentAttentionAbsorbedEqualsNaive) {
+  struct Case {
+    const char* phase;
+    int64_t seq, ctx, batch;
+  };
+  for (const Case& c :
+       {Case{"decode", 1, 6, 1}, Case{"decode", 3, 4, 1}, Case{"prefill", 5, 0, 1}, Case{"decode", 1, 5, 2}})
+    for (const char* q_lora : {"", "q_lora_rank: 0\n"}) {
+      auto graph_of = [&](const char* form) {
+        WorkloadSpec w = load(std::string("model: tiny-deepseek\nmla_form: ") + form + "\n" + q_lora);
+        w.phase = c.phase;
+        w.seq_len = c.seq;
+        w.context = c.ctx;
+        w.batch = c.batch;
+        return run_passes(build_graph(w), default_passes());
+      };
+      Graph absorbed = graph_of("absorbed"), naive = graph_of("naive");
+      TensorMap in = make_random_inputs(absorbed, 7);
+      std::vector<Tensor> a = run_reference(absorbed, in), n = run_reference(naive, in);
+      ASSERT_EQ(a.size(), n.size());
+      for (size_t i = 0; i < a.size(); ++i) {
+        ASSERT_EQ(a[i].data.size(), n[i].data.size());
+        for (size_t e = 0; e < a[i].data.size(); ++e)
+          ASSERT_NEAR(a[i].data[e], n[i].data[e], 1e-4 + 1e-4 * std::fabs(n[i].data[e]))
+              << c.phase << " seq " << c.seq << " ctx " << c.ctx << " batch " << c.batch << " " << q_lora << "output "
+              << i << " element " << e;
+      }
+    }
+  // The cache is the latent and the rotary key, whatever the form; parameters as HuggingFace's
+  // DeepSeek-V3 (671,026,419,200 without the multi-token-prediction layer).
+  Graph g = build_graph(load("model: tiny-deepseek\ncontext: 8\n"));
+  EXPECT_EQ(shape_of(g, "l0.latent_cache"), (Shape{8, 32}));
+  EXPECT_EQ(shape_of(g, "l0.rope_cache"), (Shape{8, 8}));
+  EXPECT_FALSE(has_node(g, "l0.k_cache"));
+  EXPECT_EQ(find_transformer("deepseek-v3")->parameters(), 671026419200);
+  EXPECT_EQ(find_transformer("deepseek-v3")->kv_cache_width(8), 512 + 64);
+  // Ragged steps (serving) are not built for latent attention yet: refused, naming the model.
+  WorkloadSpec r = load("model: tiny-deepseek\n");
+  r.ragged = {{4, 1}, {2, 1}};
+  try {
+    build_graph(r);
+    ADD_FAILURE() << "a ragged MLA step was built";
+  } catch (const InputError& e) {
+    EXPECT_THAT(e.what(), HasSubstr("attention: mla, which ragged steps (serving) do not build yet"));
+  }
+}
+
 // Every bad value: InputError naming the file, the line and the key.
 TEST(WorkloadKeys, BadKeysNameFileLineAndKey) {
   struct Case {
@@ -244,6 +294,13 @@ TEST(WorkloadKeys, BadKeysNameFileLineAndKey) {
       {"model: tiny-moe\nfirst_dense_layers: 3\n", "bad.yaml:2: first_dense_layers: first_dense_layers 3 exceeds"},
       {"model: tiny-moe\nshared_experts: -1\n", "bad.yaml:2: shared_experts: value -1 out of range"},
       {"model: tiny-moe\nmoe_ffn: nan\n", "bad.yaml:2: moe_ffn:"},
+      {"model: tiny-llama\nkv_lora_rank: 32\n", "bad.yaml:2: kv_lora_rank: goes with attention: mla"},
+      {"model: tiny-llama\nattention: mqa\n", "bad.yaml:2: attention: expected mha or mla, got 'mqa'"},
+      {"model: tiny-llama\nattention: mla\n", "bad.yaml:2: kv_lora_rank: missing (required with attention: mla)"},
+      {"model: tiny-deepseek\npositions: alibi\n", "bad.yaml:2: positions: attention: mla needs rotary positions"},
+      {"model: tiny-deepseek\nqk_rope_head_dim: 7\n", "bad.yaml:2: qk_rope_head_dim: rotary needs an even width"},
+      {"model: tiny-deepseek\nmla_form: fused\n", "bad.yaml:2: mla_form: expected absorbed or naive, got 'fused'"},
+      {"model: tiny-deepseek\nv_head_dim: 0\n", "bad.yaml:2: v_head_dim: value 0 out of range"},
       {"model: tiny-opt\nbatch: 257\n", "bad.yaml:2: batch: value 257 out of range"},
       {"model: tiny-opt\nbatch: 0\n", "bad.yaml:2: batch: value 0 out of range"},
       {"model: decoder\nd_model: 64\nheads: 4\nffn: 8\nvocab: 9\n",
@@ -268,7 +325,8 @@ TEST(WorkloadKeys, ABatchIsItsSequencesStepByStep) {
   for (const Case& c : {Case{"model: tiny-llama\n", "decode", 1, 5}, Case{"model: tiny-opt\n", "prefill", 4, 0},
                         Case{"model: tiny-llama\npositions: alibi\nmlp: geglu\n", "decode", 2, 3},
                         Case{"model: tiny-llama\nexperts: 3\nexperts_per_token: 2\n", "decode", 1, 4},
-                        Case{"model: tiny-moe\n", "decode", 1, 4}}) {
+                        Case{"model: tiny-moe\n", "decode", 1, 4}, Case{"model: tiny-deepseek\n", "decode", 1, 4},
+                        Case{"model: tiny-deepseek\nmla_form: naive\n", "decode", 2, 3}}) {
     WorkloadSpec w = load(c.keys);
     w.phase = c.phase;
     w.seq_len = c.seq;
@@ -319,7 +377,8 @@ TEST(WorkloadKeys, BatchedStepsOnTheLpuMatchTheReference) {
                         Case{"model: tiny-llama\n", "prefill", 4, 0},
                         Case{"model: tiny-opt\npositions: alibi\nmlp: geglu\nhead_dim: 8\n", "decode", 1, 3},
                         Case{"model: tiny-llama\nexperts: 3\nexperts_per_token: 2\n", "decode", 1, 4},
-                        Case{"model: tiny-moe\n", "decode", 1, 4}}) {
+                        Case{"model: tiny-moe\n", "decode", 1, 4}, Case{"model: tiny-deepseek\n", "decode", 1, 4},
+                        Case{"model: tiny-deepseek\nmla_form: naive\n", "decode", 2, 3}}) {
     WorkloadSpec w = load(c.keys + "batch: 3\n");
     w.phase = c.phase;
     w.seq_len = c.seq;

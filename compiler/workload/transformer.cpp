@@ -15,6 +15,15 @@ TransformerShape moe(TransformerShape m, int64_t experts, int64_t per_token, int
   m.moe_ffn = moe_ffn;
   return m;
 }
+TransformerShape mla(TransformerShape m, int64_t kv_lora, int64_t q_lora, int64_t rope, int64_t nope, int64_t v) {
+  m.attention = TransformerShape::Mla;
+  m.kv_lora_rank = kv_lora;
+  m.q_lora_rank = q_lora;
+  m.qk_rope_head_dim = rope;
+  m.qk_nope_head_dim = nope;
+  m.v_head_dim = v;
+  return m;
+}
 }  // namespace
 
 const std::vector<TransformerShape>& transformer_shapes() {
@@ -53,6 +62,32 @@ const std::vector<TransformerShape>& transformer_shapes() {
         m.first_dense_layers = 1;
         return m;
       }(),
+      // DeepSeek-V3 (671B, 37B active): multi-head latent attention (latent 512 + rotary key
+      // 64 cached per token and layer), 256 routed experts of 2048 (top-8, sigmoid routing, 8
+      // groups of which a token uses 4), one shared expert, the first 3 layers dense. Its YaRN
+      // rotary scaling is not modelled (tables are graph inputs either way).
+      [] {
+        T m = moe({"deepseek-v3", 61, 7168, 128, 128, 18432, 129280, T::RmsNorm, T::SwiGlu, T::Rotary, false, 163840, 0,
+                   false},
+                  256, 8, 2048);
+        m.shared_experts = 1;
+        m.router = T::Sigmoid;
+        m.expert_groups = 8;
+        m.group_topk = 4;
+        m.first_dense_layers = 3;
+        return mla(m, 512, 1536, 64, 128, 128);
+      }(),
+      // DeepSeek-V3's parts at toy size (the HF fixture's shapes: tests/fixtures/hf/hf_deepseek_v3_*).
+      [] {
+        T m = moe({"tiny-deepseek", 2, 64, 4, 4, 96, 96, T::RmsNorm, T::SwiGlu, T::Rotary, false, 256, 0, false}, 8, 2,
+                  32);
+        m.shared_experts = 1;
+        m.router = T::Sigmoid;
+        m.expert_groups = 2;
+        m.group_topk = 1;
+        m.first_dense_layers = 1;
+        return mla(m, 32, 48, 8, 16, 16);
+      }(),
   };
   return s;
 }
@@ -68,6 +103,8 @@ const char* const kNorms[] = {"layernorm", "rmsnorm"};
 const char* const kMlps[] = {"relu", "gelu", "swiglu", "geglu"};
 const char* const kPositions[] = {"learned", "rotary", "alibi"};
 const char* const kRouters[] = {"softmax", "sigmoid"};
+const char* const kAttentions[] = {"mha", "mla"};
+const char* const kMlaForms[] = {"absorbed", "naive"};
 
 template <typename E, size_t N>
 bool parse_enum(const char* const (&names)[N], const std::string& s, E& out) {
@@ -88,11 +125,21 @@ bool parse_mlp(const std::string& s, TransformerShape::Ffn& out) { return parse_
 bool parse_positions(const std::string& s, TransformerShape::Positions& out) { return parse_enum(kPositions, s, out); }
 const char* router_name(TransformerShape::Router r) { return kRouters[r]; }
 bool parse_router(const std::string& s, TransformerShape::Router& out) { return parse_enum(kRouters, s, out); }
+const char* attention_name(TransformerShape::Attention a) { return kAttentions[a]; }
+bool parse_attention(const std::string& s, TransformerShape::Attention& out) { return parse_enum(kAttentions, s, out); }
+const char* mla_form_name(TransformerShape::MlaForm f) { return kMlaForms[f]; }
+bool parse_mla_form(const std::string& s, TransformerShape::MlaForm& out) { return parse_enum(kMlaForms, s, out); }
 
 int64_t TransformerShape::parameters() const {
   const int64_t d = d_model, q = heads * hd(), kv = kv_heads * hd();
   const int64_t norm_w = norm == LayerNorm ? 2 * d : d;
   int64_t attn = d * q + 2 * d * kv + q * d + (bias ? q + 2 * kv + d : 0);
+  if (mla()) {
+    const int64_t qk = heads * (qk_nope_head_dim + qk_rope_head_dim);
+    attn = q_lora_rank > 0 ? d * q_lora_rank + q_lora_rank + q_lora_rank * qk : d * qk;  // queries
+    attn += d * (kv_lora_rank + qk_rope_head_dim) + kv_lora_rank;                       // latent + its norm
+    attn += kv_lora_rank * heads * (qk_nope_head_dim + v_head_dim) + heads * v_head_dim * d;
+  }
   const int64_t mats = gated() ? 3 : 2;
   const int64_t dense = mats * d * ffn + (bias ? (gated() ? 0 : ffn + d) : 0);
   int64_t moe = experts * mats * d * expert_ffn() + d * experts;  // the experts and the router
@@ -129,6 +176,15 @@ std::vector<std::pair<std::string, std::string>> decoder_keys(const TransformerS
     k.push_back({"expert_groups", s(m.expert_groups)});
     k.push_back({"group_topk", s(m.group_topk)});
     k.push_back({"first_dense_layers", s(m.first_dense_layers)});
+  }
+  if (m.mla()) {
+    k.push_back({"attention", attention_name(m.attention)});
+    k.push_back({"kv_lora_rank", s(m.kv_lora_rank)});
+    k.push_back({"q_lora_rank", s(m.q_lora_rank)});
+    k.push_back({"qk_rope_head_dim", s(m.qk_rope_head_dim)});
+    k.push_back({"qk_nope_head_dim", s(m.qk_nope_head_dim)});
+    k.push_back({"v_head_dim", s(m.v_head_dim)});
+    k.push_back({"mla_form", mla_form_name(m.mla_form)});
   }
   return k;
 }
@@ -222,8 +278,8 @@ class DecoderBuilder {
   NodeId inputs() {
     NodeId x = b_.input("hidden", {N_, d_});
     if (m_.positions == TransformerShape::Rotary) {  // a row per token: a ragged step's sequences in order
-      cos_ = b_.input("rope_cos", {N_ / B_, hd_});
-      sin_ = b_.input("rope_sin", {N_ / B_, hd_});
+      cos_ = b_.input("rope_cos", {N_ / B_, m_.rope_dim()});
+      sin_ = b_.input("rope_sin", {N_ / B_, m_.rope_dim()});
     }
     if (!ragged_.empty()) return ragged_inputs(x);
     if (T_ > 1) mask_ = b_.input("causal_mask", {T_, T_});  // 0 on and below the diagonal, -1e9 above
@@ -302,6 +358,7 @@ class DecoderBuilder {
   NodeId transposed(NodeId y, const std::string& name) { return b_.permute(y, batched_perm({0, 2, 1}), name); }
 
   NodeId attention(const std::string& p, NodeId h, std::vector<NodeId>& kv) {
+    if (m_.mla()) return row_parallel(mla(p, h, kv), p + "o_proj", Hl_ * m_.v_head_dim, d_, false);
     const bool bias = m_.bias;
     const int64_t q_width = Hl_ * hd_, kv_width = Hkvl_ * hd_;
     NodeId q = b_.linear(h, p + "q_proj", d_, q_width, bias);
@@ -394,6 +451,142 @@ class DecoderBuilder {
       rows.push_back(attend(ps, s, kv));
     }
     return rows.size() == 1 ? rows[0] : b_.call("cat", rows, {{"dim", int64_t{0}}}, p + "attn_rows");
+  }
+
+  // ---- Multi-head latent attention (DeepSeek-V2/V3) -------------------------------------------
+  // [H, N, w] (heads first over every token of the step) <-> [(B,) H, T, w] (per sequence).
+  NodeId per_sequence(NodeId x, int64_t w, const std::string& name) {
+    if (!o_) return x;
+    return b_.permute(b_.reshape(x, {Hl_, B_, T_, w}, name + "_bt"), {1, 0, 2, 3}, name);
+  }
+  NodeId all_tokens(NodeId x, int64_t w, const std::string& name) {
+    if (!o_) return x;
+    return b_.reshape(b_.permute(x, {1, 0, 2, 3}, name + "_hb"), {Hl_, N_, w}, name);
+  }
+  // [(B,) S, w] rows every head reads alike -> [(B,) H, S, w] (a view: one stream serves all heads).
+  NodeId every_head(NodeId x, int64_t S, int64_t w, const std::string& name) {
+    NodeId one = b_.reshape(x, batched({1, S, w}), name + "_1");
+    return b_.call("expand", {one}, {{"shape", batched({Hl_, S, w})}}, name);
+  }
+  NodeId matmul(NodeId a, NodeId b, const std::string& name) { return b_.call("matmul", {a, b}, {}, name); }
+  NodeId add(NodeId a, NodeId b, const std::string& name) { return b_.call("add", {a, b}, {}, name); }
+
+  // The step's latent attention: [N, heads * v_head_dim] rows for o_proj. The cache of a layer
+  // is its latent [(B,) C, kv_lora_rank] and rotary key [(B,) C, qk_rope_head_dim], appended to
+  // `kv` for the new tokens. Under tensor parallelism each device computes its heads from the
+  // whole latent (the down-projections and the cache are on every device).
+  NodeId mla(const std::string& p, NodeId h, std::vector<NodeId>& kv) {
+    const int64_t nope = m_.qk_nope_head_dim, rope = m_.qk_rope_head_dim, L = m_.kv_lora_rank, qk = nope + rope;
+    const int64_t last = o_ + 2;
+    NodeId q = m_.q_lora_rank > 0
+                   ? b_.linear(b_.norm(TransformerShape::RmsNorm, m_.q_lora_rank,
+                                       b_.linear(h, p + "q_a_proj", d_, m_.q_lora_rank, false), p + "q_a_norm"),
+                               p + "q_b_proj", m_.q_lora_rank, Hl_ * qk, false)
+                   : b_.linear(h, p + "q_proj", d_, Hl_ * qk, false);
+    NodeId q_all = b_.permute(b_.reshape(q, {N_, Hl_, qk}, p + "q_split"), {1, 0, 2}, p + "q_heads");  // [H, N, qk]
+    NodeId q_nope = b_.slice(q_all, 2, 0, nope, p + "q_nope");
+    NodeId q_pe = b_.rotary(per_sequence(b_.slice(q_all, 2, nope, qk, p + "q_pe_raw"), rope, p + "q_pe_seq"), cos_,
+                            sin_, rope, last, p + "q_pe");
+    NodeId kv_a = b_.linear(h, p + "kv_a_proj", d_, L + rope, false);
+    NodeId latent = b_.reshape(b_.norm(TransformerShape::RmsNorm, L, b_.slice(kv_a, 1, 0, L, p + "latent_raw"),
+                                       p + "kv_a_norm"),
+                               batched({T_, L}), p + "latent");
+    NodeId k_pe =
+        b_.reshape(b_.rotary(b_.reshape(b_.slice(kv_a, 1, L, L + rope, p + "k_pe_raw"), batched({1, T_, rope}),
+                                        p + "k_pe_split"),
+                             cos_, sin_, rope, last, p + "k_pe_rope"),
+                   batched({T_, rope}), p + "k_pe");
+    kv.push_back(latent);
+    kv.push_back(k_pe);
+    NodeId lat_cache = -1, pe_cache = -1;
+    if (C_ > 0) {
+      lat_cache = b_.input(p + "latent_cache", batched({C_, L}));
+      pe_cache = b_.input(p + "rope_cache", batched({C_, rope}));
+    }
+    // kv_b_proj: per head, nope rows up-projecting the latent to the key, v_head_dim rows to the value.
+    const int64_t vd = m_.v_head_dim;
+    NodeId w_kvb = b_.param(p + "kv_b_proj.weight", {Hl_ * (nope + vd), L});
+    NodeId merged = m_.mla_form == TransformerShape::Absorbed
+                        ? mla_absorbed(p, w_kvb, q_nope, q_pe, latent, k_pe, lat_cache, pe_cache)
+                        : mla_naive(p, w_kvb, q_nope, q_pe, latent, k_pe, lat_cache, pe_cache);
+    return merged;
+  }
+
+  // Scores over the cached tokens then the new ones (the mask on the new ones), softmax, and
+  // the probabilities split back: {probs over the cache (-1 without one), probs over the new}.
+  std::pair<NodeId, NodeId> mla_softmax(const std::string& p, NodeId s_old, NodeId s_new) {
+    const int64_t last = o_ + 2;
+    if (mask_ >= 0) s_new = add(s_new, mask_, p + "masked");
+    if (s_old < 0) return {-1, b_.call("softmax", {s_new}, {{"dim", int64_t{-1}}}, p + "probs")};
+    NodeId probs = b_.call("softmax", {b_.call("cat", {s_old, s_new}, {{"dim", last}}, p + "scores")},
+                           {{"dim", int64_t{-1}}}, p + "probs");
+    return {b_.slice(probs, last, 0, C_, p + "p_cache"), b_.slice(probs, last, C_, C_ + T_, p + "p_new")};
+  }
+
+  // Absorbed: q_nope through each head's key up-projection into latent space (W_uk), scores
+  // against the latent itself plus the rotary part, the weighted latent out through each head's
+  // value up-projection (W_uv). Reads the cache once, expands nothing per cached token.
+  NodeId mla_absorbed(const std::string& p, NodeId w_kvb, NodeId q_nope, NodeId q_pe, NodeId latent, NodeId k_pe,
+                      NodeId lat_cache, NodeId pe_cache) {
+    const int64_t nope = m_.qk_nope_head_dim, rope = m_.qk_rope_head_dim, L = m_.kv_lora_rank, vd = m_.v_head_dim;
+    const double scale = 1.0 / std::sqrt(static_cast<double>(nope + rope));
+    NodeId w = b_.reshape(w_kvb, {Hl_, nope + vd, L}, p + "kv_b_heads");
+    NodeId w_uk = b_.slice(w, 1, 0, nope, p + "w_uk");      // [H, nope, L]
+    NodeId w_uv = b_.slice(w, 1, nope, nope + vd, p + "w_uv");  // [H, vd, L]
+    NodeId q_lat = per_sequence(matmul(q_nope, w_uk, p + "q_latent_all"), L, p + "q_latent");
+    NodeId ql = b_.call("mul", {q_lat, b_.scalar(scale)}, {}, p + "q_latent_scaled");
+    NodeId qp = b_.call("mul", {q_pe, b_.scalar(scale)}, {}, p + "q_pe_scaled");
+    auto scores = [&](NodeId lat, NodeId pe, int64_t S, const std::string& what) {
+      NodeId a = matmul(ql, transposed(every_head(lat, S, L, p + what + "_latent_h"), p + what + "_latentT"),
+                        p + what + "_lat_scores");
+      NodeId r = matmul(qp, transposed(every_head(pe, S, rope, p + what + "_pe_h"), p + what + "_peT"),
+                        p + what + "_pe_scores");
+      return add(a, r, p + "scores_" + what);
+    };
+    NodeId s_old = lat_cache >= 0 ? scores(lat_cache, pe_cache, C_, "cache") : NodeId{-1};
+    auto [p_old, p_new] = mla_softmax(p, s_old, scores(latent, k_pe, T_, "new"));
+    NodeId o_lat = matmul(p_new, every_head(latent, T_, L, p + "new_latent_v"), p + "o_latent_new");
+    if (p_old >= 0)
+      o_lat = add(matmul(p_old, every_head(lat_cache, C_, L, p + "cache_latent_v"), p + "o_latent_cache"), o_lat,
+                  p + "o_latent");
+    NodeId attn = matmul(all_tokens(o_lat, L, p + "o_latent_all"), b_.permute(w_uv, {0, 2, 1}, p + "w_uvT"),
+                         p + "attn_heads");  // [H, N, vd]
+    return b_.reshape(b_.permute(attn, {1, 0, 2}, p + "attn_tokens"), {N_, Hl_ * vd}, p + "attn_merged");
+  }
+
+  // Naive: every token's keys and values expanded from its latent (kv_b_proj over the cached and
+  // the new latents), then ordinary attention with the rotary key shared by the heads.
+  NodeId mla_naive(const std::string& p, NodeId w_kvb, NodeId q_nope, NodeId q_pe, NodeId latent, NodeId k_pe,
+                   NodeId lat_cache, NodeId pe_cache) {
+    const int64_t nope = m_.qk_nope_head_dim, rope = m_.qk_rope_head_dim, L = m_.kv_lora_rank, vd = m_.v_head_dim;
+    const int64_t last = o_ + 2;
+    const double scale = 1.0 / std::sqrt(static_cast<double>(nope + rope));
+    NodeId q = b_.call("mul",
+                       {b_.call("cat", {per_sequence(q_nope, nope, p + "q_nope_seq"), q_pe}, {{"dim", last}}, p + "q"),
+                        b_.scalar(scale)},
+                       {}, p + "q_scaled");
+    NodeId w_t = b_.permute(w_kvb, {1, 0}, p + "kv_b_projT");
+    // [(B,) S, L] latents -> keys [(B,) H, S, nope + rope] and values [(B,) H, S, vd]
+    auto expand = [&](NodeId lat, NodeId pe, int64_t S, const std::string& what) {
+      NodeId rows = o_ ? b_.reshape(lat, {B_ * S, L}, p + what + "_latent_rows") : lat;
+      NodeId kv = matmul(rows, w_t, p + what + "_kv");  // [(B *) S, H * (nope + vd)]
+      NodeId heads = b_.permute(b_.reshape(kv, batched({S, Hl_, nope + vd}), p + what + "_kv_split"),
+                                batched_perm({1, 0, 2}), p + what + "_kv_heads");
+      NodeId k = b_.call("cat", {b_.slice(heads, last, 0, nope, p + what + "_k_nope"), every_head(pe, S, rope, p + what + "_pe_h")},
+                         {{"dim", last}}, p + what + "_k");
+      return std::pair{k, b_.slice(heads, last, nope, nope + vd, p + what + "_v")};
+    };
+    auto [k_new, v_new] = expand(latent, k_pe, T_, "new");
+    NodeId s_old = -1, v_old = -1;
+    if (lat_cache >= 0) {
+      auto [k_old, vo] = expand(lat_cache, pe_cache, C_, "cache");
+      s_old = matmul(q, transposed(k_old, p + "kT_cache"), p + "scores_cache");
+      v_old = vo;
+    }
+    auto [p_old, p_new] = mla_softmax(p, s_old, matmul(q, transposed(k_new, p + "kT_new"), p + "scores_new"));
+    NodeId attn = matmul(p_new, v_new, p + "attn_new");
+    if (p_old >= 0) attn = add(matmul(p_old, v_old, p + "attn_cache"), attn, p + "attn");
+    return b_.reshape(b_.permute(attn, batched_perm({1, 0, 2}), p + "attn_tokens"), {N_, Hl_ * vd}, p + "attn_merged");
   }
 
   // The dense MLP: [N, d] -> [N, d], `width` wide (this rank's share under tensor parallelism).
@@ -539,6 +732,9 @@ void check_ragged(const WorkloadSpec& w) {
 
 Graph build_transformer(const TransformerShape& m, const WorkloadSpec& w) {
   if (!w.ragged.empty()) check_ragged(w);
+  if (!w.ragged.empty() && m.mla())
+    throw InputError(strcat("workload ", w.name, ": ", m.name,
+                            " has attention: mla, which ragged steps (serving) do not build yet; use lockstep batches"));
   if (w.ragged.empty() && w.phase == "prefill" && w.seq_len > 1 && w.context > 0)
     throw InputError(strcat("workload ", w.name, ": prefill with a cached prefix (context > 0) is not supported"));
   if (w.batch < 1 || w.batch > kMaxDecoderBatch)

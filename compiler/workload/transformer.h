@@ -54,7 +54,28 @@ struct TransformerShape {
   Router router = Softmax;
   int64_t expert_groups = 0, group_topk = 0, first_dense_layers = 0;
 
+  // Multi-head latent attention (DeepSeek-V2/V3, docs/workloads.md "Multi-head latent
+  // attention"): each token's keys and values come from a latent of kv_lora_rank (what the cache
+  // holds, with one rotary key of qk_rope_head_dim that every head shares); queries go through a
+  // q_lora_rank bottleneck (0: a plain projection); a head's query/key is qk_nope_head_dim +
+  // qk_rope_head_dim wide, its value v_head_dim. mla_form: how a step computes it (absorbed: the
+  // key/value up-projections folded into the query and the output, attention over the latent;
+  // naive: keys and values expanded from the latent for every cached token).
+  enum Attention { Mha, Mla };
+  enum MlaForm { Absorbed, Naive };
+  Attention attention = Mha;
+  int64_t kv_lora_rank = 0, q_lora_rank = 0, qk_rope_head_dim = 0, qk_nope_head_dim = 0, v_head_dim = 0;
+  MlaForm mla_form = Absorbed;
+
   int64_t expert_ffn() const { return moe_ffn > 0 ? moe_ffn : ffn; }
+  bool mla() const { return attention == Mla; }
+  // Width of the rotary tables (rope_cos/rope_sin): the head, or MLA's rotary part.
+  int64_t rope_dim() const { return mla() ? qk_rope_head_dim : hd(); }
+  // KV-cache elements per token and layer on one of `devices` tensor-parallel devices: K and V
+  // of this device's KV heads, or MLA's latent and rotary key (every device holds them whole).
+  int64_t kv_cache_width(int64_t devices) const {
+    return mla() ? kv_lora_rank + qk_rope_head_dim : 2 * (kv_heads / devices) * hd();
+  }
   bool moe_layer(int64_t l) const { return experts > 0 && l >= first_dense_layers; }
 
   int64_t hd() const { return head_dim > 0 ? head_dim : d_model / heads; }
@@ -68,10 +89,14 @@ const char* norm_name(TransformerShape::Norm n);
 const char* mlp_name(TransformerShape::Ffn f);
 const char* positions_name(TransformerShape::Positions p);
 const char* router_name(TransformerShape::Router r);
+const char* attention_name(TransformerShape::Attention a);
+const char* mla_form_name(TransformerShape::MlaForm f);
 bool parse_norm(const std::string& s, TransformerShape::Norm& out);
 bool parse_mlp(const std::string& s, TransformerShape::Ffn& out);
 bool parse_positions(const std::string& s, TransformerShape::Positions& out);
 bool parse_router(const std::string& s, TransformerShape::Router& out);
+bool parse_attention(const std::string& s, TransformerShape::Attention& out);
+bool parse_mla_form(const std::string& s, TransformerShape::MlaForm& out);
 
 // The shape as workload keys, in the order the workload file takes them:
 // {{"layers", "24"}, {"d_model", "2048"}, ..., {"max_position", "2048"}}.

@@ -153,7 +153,8 @@ const std::vector<std::string>& decoder_key_names() {
       "layers", "d_model",         "heads",        "kv_heads", "head_dim",
       "ffn",    "vocab",           "norm",         "mlp",      "positions",
       "bias",   "tied_embeddings", "max_position", "experts",  "experts_per_token",
-      "moe_ffn", "shared_experts", "router", "expert_groups", "group_topk", "first_dense_layers"};
+      "moe_ffn", "shared_experts", "router", "expert_groups", "group_topk", "first_dense_layers",
+      "attention", "kv_lora_rank", "q_lora_rank", "qk_rope_head_dim", "qk_nope_head_dim", "v_head_dim", "mla_form"};
   return k;
 }
 
@@ -190,6 +191,30 @@ void check_moe_keys(const YamlReader& r, const YAML::Node& root, const Transform
   if (m.first_dense_layers > m.layers)
     fail({"first_dense_layers", "layers"},
          strcat("first_dense_layers ", m.first_dense_layers, " exceeds layers ", m.layers));
+}
+
+// The multi-head latent attention keys: only with attention: mla, every width given, rotary
+// positions (the decoupled rotary key) with an even rotary width.
+void check_mla_keys(const YamlReader& r, const YAML::Node& root, const TransformerShape& m) {
+  const char* keys[] = {"kv_lora_rank", "q_lora_rank", "qk_rope_head_dim", "qk_nope_head_dim", "v_head_dim", "mla_form"};
+  if (!m.mla()) {
+    for (const char* key : keys)
+      if (root[key]) r.fail(root[key], key, "goes with attention: mla (multi-head latent attention)");
+    return;
+  }
+  for (const char* key : {"kv_lora_rank", "qk_rope_head_dim", "qk_nope_head_dim", "v_head_dim"}) {
+    const int64_t v = std::string(key) == "kv_lora_rank"       ? m.kv_lora_rank
+                      : std::string(key) == "qk_rope_head_dim" ? m.qk_rope_head_dim
+                      : std::string(key) == "qk_nope_head_dim" ? m.qk_nope_head_dim
+                                                               : m.v_head_dim;
+    if (v < 1) r.fail(root["attention"] ? root["attention"] : root, key, "missing (required with attention: mla)");
+  }
+  if (m.positions != TransformerShape::Rotary)
+    r.fail(root["positions"] ? root["positions"] : root["attention"] ? root["attention"] : root, "positions",
+           strcat("attention: mla needs rotary positions (its decoupled rotary key), got ", positions_name(m.positions)));
+  if (m.qk_rope_head_dim % 2 != 0)
+    r.fail(root["qk_rope_head_dim"] ? root["qk_rope_head_dim"] : root, "qk_rope_head_dim",
+           strcat("rotary needs an even width, got ", m.qk_rope_head_dim));
 }
 
 // A decoder's shape: `preset` (nullptr for `model: decoder`) with the file's keys applied,
@@ -254,6 +279,13 @@ TransformerShape read_decoder(const YamlReader& r, const YAML::Node& root, const
   count("expert_groups", m.expert_groups, 0, 1 << 12);
   count("group_topk", m.group_topk, 0, 1 << 12);
   count("first_dense_layers", m.first_dense_layers, 0, 1000);
+  word("attention", m.attention, parse_attention, "mha or mla");
+  count("kv_lora_rank", m.kv_lora_rank, 1, 1 << 16);
+  count("q_lora_rank", m.q_lora_rank, 0, 1 << 16);
+  count("qk_rope_head_dim", m.qk_rope_head_dim, 1, 1 << 16);
+  count("qk_nope_head_dim", m.qk_nope_head_dim, 1, 1 << 16);
+  count("v_head_dim", m.v_head_dim, 1, 1 << 16);
+  word("mla_form", m.mla_form, parse_mla_form, "absorbed or naive");
 
   // The keys against each other (the message names the key that was given).
   auto blame = [&](std::initializer_list<const char*> keys) {
@@ -292,6 +324,7 @@ TransformerShape read_decoder(const YamlReader& r, const YAML::Node& root, const
     r.fail(root[k], k, strcat("experts_per_token ", m.experts_per_token, " exceeds experts ", m.experts));
   }
   check_moe_keys(r, root, m);
+  check_mla_keys(r, root, m);
   return m;
 }
 

@@ -33,7 +33,7 @@ Deployment plan_deployment(const WorkloadSpec& base, const ArchConfig& arch, int
     if (node.kind == NodeKind::Parameter) d.weight_bytes += static_cast<double>(node.type.bytes());
   const int64_t layers = base.layers > 0 ? std::min(base.layers, m->layers) : m->layers;
   const double elem = dtype_bytes(base.dtype);
-  d.kv_bytes_per_token = 2.0 * static_cast<double>(layers * (m->kv_heads / d.devices) * m->hd()) * elem;
+  d.kv_bytes_per_token = static_cast<double>(layers * m->kv_cache_width(d.devices)) * elem;
   // The largest step's activations: its hidden rows, and the widest intermediate (the MLP's,
   // the scores', or the LM head's) twice over (an input and an output live at once).
   const double n = static_cast<double>(max_step_tokens);
