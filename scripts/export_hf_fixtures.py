@@ -2,7 +2,7 @@
 """Exports the HuggingFace fixtures (tests/fixtures/hf/) on a machine with torch >= 2.1 and
 transformers >= 5 (the accelerator machine: torch 2.11, transformers 5.17).
 
-    PYTHONPATH=python python3 scripts/export_hf_fixtures.py OUT_DIR [--jobs N] [--only REGEX] [--big]
+    PYTHONPATH=python python3 scripts/export_hf_fixtures.py OUT_DIR [--jobs N] [--only REGEX] [--big] [--coverage]
 
 Jobs (each in its own process, N at a time; one failing job loses nothing else):
   fixture/FAMILY/ATTN   every family of lpu_frontend.hf.FAMILIES x attention eager / sdpa:
@@ -11,6 +11,8 @@ Jobs (each in its own process, N at a time; one failing job loses nothing else):
                         `ids` takes input_ids, `embeds` inputs_embeds; `tiny` has the shape of the
                         built-in tiny-llama (tests compare the two)
   dynamo/break          torch.compile of a module with a graph break, with its manifest
+  coverage/FAMILY/KIND  (--coverage, instead of the above) every decoder family's logits graph and
+                        decode step (eager attention) for docs/coverage.md, into OUT_DIR/FAMILY_KIND.json
   big/llama2-7b         (--big) the decode step at LLaMA-2-7B shape, fp16, on the GPU, JSON only
                         (the sidecar is left empty: a timing-only graph): 49 s on the H200 machine
                         (2026-12-01), committed as tests/fixtures/hf_large/
@@ -35,10 +37,12 @@ LLAMA2_7B = dict(vocab_size=32000, hidden_size=4096, intermediate_size=11008, nu
                  rms_norm_eps=1e-6, tie_word_embeddings=False)
 
 
-def jobs(big: bool):
+def jobs(big: bool, coverage: bool = False):
     from lpu_frontend import hf
 
-    out = [f"fixture/{f}/{a}" for f in hf.FAMILIES for a in ("eager", "sdpa")]
+    if coverage:  # every decoder family: its logits graph and its static-cache decode step
+        return [f"coverage/{f}/{k}" for f in hf.FAMILIES if f not in hf.ENCODERS for k in ("logits", "decode")]
+    out = [f"fixture/{f}/{a}" for f in hf.FAMILIES if f not in hf.COVERAGE_ONLY for a in ("eager", "sdpa")]
     out += ["decode/llama/eager/ids", "decode/llama/sdpa/ids", "decode/llama/eager/embeds-tiny",
             "decode/llama/eager/ids-tiny", "decode/gemma3/eager/ids", "dynamo/break"]
     if big:
@@ -130,6 +134,20 @@ def run_job(job: str, out_dir: str) -> dict:
             dump_decode_graph(model, os.path.join(out_dir, name[:-5] + ".graph.txt"))
             raise
         return {"ops": e.ops, "nodes": e.nodes}
+    if parts[0] == "coverage":  # eager attention, the MoE expert implementation torch.export takes
+        family, kind = parts[1], parts[2]
+        path = os.path.join(out_dir, f"{family}_{kind}.json")
+        tried = []
+        for experts in (hf.EXPERTS if family in hf.MOE else (None,)):
+            try:
+                model = hf.build(family, attn="eager", experts=experts)
+                e = (hf.export_logits(model, path) if kind == "logits"
+                     else hf.export_decode(model, path, max_cache_len=32, position=5))
+                return {"ops": e.ops, "nodes": e.nodes, "experts": experts, "tried": tried}
+            except Exception as ex:  # noqa: BLE001 - next expert implementation
+                tried.append(f"{experts}: {type(ex).__name__}: {str(ex)[:400]}")
+                if experts is None or experts == hf.EXPERTS[-1]:
+                    raise
     if parts[0] == "dynamo":
         return run_dynamo(out_dir)
     if parts[0] == "big":
@@ -165,7 +183,7 @@ def main(argv):
     out_dir = args[0]
     n = int(args[args.index("--jobs") + 1]) if "--jobs" in args else 4
     only = args[args.index("--only") + 1] if "--only" in args else ""
-    todo = [j for j in jobs("--big" in args) if re.search(only, j)]
+    todo = [j for j in jobs("--big" in args, "--coverage" in args) if re.search(only, j)]
     os.makedirs(out_dir, exist_ok=True)
     running, results = [], []
     env = dict(os.environ, PYTHONUNBUFFERED="1")

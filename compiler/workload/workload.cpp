@@ -158,6 +158,37 @@ const std::vector<std::string>& decoder_key_names() {
   return k;
 }
 
+// The values of the mixture-of-experts and latent-attention keys (checked against each other
+// by check_moe_keys and check_mla_keys).
+void read_mixture_and_latent_keys(const YamlReader& r, const YAML::Node& root, TransformerShape& m) {
+  auto count = [&](const char* key, int64_t& dst, int64_t lo, int64_t hi) {
+    if (!root[key]) return;
+    dst = r.get_int(root, key, "");
+    r.check_range(root, key, "", static_cast<double>(dst), static_cast<double>(lo), static_cast<double>(hi));
+  };
+  auto word = [&](const char* key, auto& dst,
+                  bool (*parse)(const std::string&, std::remove_reference_t<decltype(dst)>&), const char* choices) {
+    if (!root[key]) return;
+    std::string v = r.get_string(root, key, "");
+    if (!parse(v, dst)) r.fail(root[key], key, strcat("expected ", choices, ", got '", name_for_message(v), "'"));
+  };
+  count("experts", m.experts, 1, 1 << 12);
+  count("experts_per_token", m.experts_per_token, 1, 1 << 12);
+  count("moe_ffn", m.moe_ffn, 1, 1 << 22);
+  count("shared_experts", m.shared_experts, 0, 1 << 12);
+  word("router", m.router, parse_router, "softmax or sigmoid");
+  count("expert_groups", m.expert_groups, 0, 1 << 12);
+  count("group_topk", m.group_topk, 0, 1 << 12);
+  count("first_dense_layers", m.first_dense_layers, 0, 1000);
+  word("attention", m.attention, parse_attention, "mha or mla");
+  count("kv_lora_rank", m.kv_lora_rank, 1, 1 << 16);
+  count("q_lora_rank", m.q_lora_rank, 0, 1 << 16);
+  count("qk_rope_head_dim", m.qk_rope_head_dim, 1, 1 << 16);
+  count("qk_nope_head_dim", m.qk_nope_head_dim, 1, 1 << 16);
+  count("v_head_dim", m.v_head_dim, 1, 1 << 16);
+  word("mla_form", m.mla_form, parse_mla_form, "absorbed or naive");
+}
+
 // The mixture-of-experts keys beyond experts / experts_per_token, against each other.
 void check_moe_keys(const YamlReader& r, const YAML::Node& root, const TransformerShape& m) {
   for (const char* key : {"moe_ffn", "shared_experts", "router", "expert_groups", "group_topk", "first_dense_layers"})
@@ -271,21 +302,7 @@ TransformerShape read_decoder(const YamlReader& r, const YAML::Node& root, const
   word("positions", m.positions, parse_positions, "learned, rotary or alibi");
   m.bias = r.get_bool(root, "bias", "", m.bias);
   m.tied_embeddings = r.get_bool(root, "tied_embeddings", "", m.tied_embeddings);
-  count("experts", m.experts, 1, 1 << 12);
-  count("experts_per_token", m.experts_per_token, 1, 1 << 12);
-  count("moe_ffn", m.moe_ffn, 1, 1 << 22);
-  count("shared_experts", m.shared_experts, 0, 1 << 12);
-  word("router", m.router, parse_router, "softmax or sigmoid");
-  count("expert_groups", m.expert_groups, 0, 1 << 12);
-  count("group_topk", m.group_topk, 0, 1 << 12);
-  count("first_dense_layers", m.first_dense_layers, 0, 1000);
-  word("attention", m.attention, parse_attention, "mha or mla");
-  count("kv_lora_rank", m.kv_lora_rank, 1, 1 << 16);
-  count("q_lora_rank", m.q_lora_rank, 0, 1 << 16);
-  count("qk_rope_head_dim", m.qk_rope_head_dim, 1, 1 << 16);
-  count("qk_nope_head_dim", m.qk_nope_head_dim, 1, 1 << 16);
-  count("v_head_dim", m.v_head_dim, 1, 1 << 16);
-  word("mla_form", m.mla_form, parse_mla_form, "absorbed or naive");
+  read_mixture_and_latent_keys(r, root, m);
 
   // The keys against each other (the message names the key that was given).
   auto blame = [&](std::initializer_list<const char*> keys) {

@@ -34,6 +34,29 @@ FAMILIES = {
     "gpt2": ("GPT2Config", "GPT2LMHeadModel", dict(n_embd=64, n_layer=2, n_head=4, n_positions=128, n_inner=128)),
     "opt": ("OPTConfig", "OPTForCausalLM", dict(ffn_dim=128, word_embed_proj_dim=64)),
     "bert": ("BertConfig", "BertForMaskedLM", dict()),
+    # The rest of the coverage matrix (docs/coverage.md): families HyperAccel's stack lists and
+    # those of 2025-26, at the same small sizes.
+    "llama3": ("LlamaConfig", "LlamaForCausalLM", dict(num_key_value_heads=2, rope_theta=500000.0,
+                                                      rope_scaling=dict(rope_type="llama3", factor=8.0,
+                                                                        low_freq_factor=1.0, high_freq_factor=4.0,
+                                                                        original_max_position_embeddings=64))),
+    "phi": ("PhiConfig", "PhiForCausalLM", dict()),
+    "gptj": ("GPTJConfig", "GPTJForCausalLM", dict(n_embd=64, n_layer=2, n_head=4, n_positions=128, rotary_dim=8)),
+    "gpt_bigcode": ("GPTBigCodeConfig", "GPTBigCodeForCausalLM", dict(n_embd=64, n_layer=2, n_head=4, n_positions=128,
+                                                                     n_inner=128, multi_query=True)),
+    "starcoder2": ("Starcoder2Config", "Starcoder2ForCausalLM", dict(num_key_value_heads=2)),
+    "exaone4": ("Exaone4Config", "Exaone4ForCausalLM", dict(num_key_value_heads=2)),
+    "cohere": ("CohereConfig", "CohereForCausalLM", dict(num_key_value_heads=2)),
+    "olmo": ("OlmoConfig", "OlmoForCausalLM", dict()),
+    "olmo2": ("Olmo2Config", "Olmo2ForCausalLM", dict()),
+    "stablelm": ("StableLmConfig", "StableLmForCausalLM", dict(num_key_value_heads=2)),
+    "qwen3": ("Qwen3Config", "Qwen3ForCausalLM", dict(num_key_value_heads=2, head_dim=16)),
+    "gemma2": ("Gemma2Config", "Gemma2ForCausalLM", dict(num_key_value_heads=2, head_dim=16)),
+    "granite": ("GraniteConfig", "GraniteForCausalLM", dict(num_key_value_heads=2)),
+    "glm": ("GlmConfig", "GlmForCausalLM", dict(num_key_value_heads=2, head_dim=16)),
+    "smollm3": ("SmolLM3Config", "SmolLM3ForCausalLM", dict(num_key_value_heads=2)),
+    "internlm2": ("InternLM2Config", "InternLM2ForCausalLM", dict()),  # remote code only: not in transformers
+    "mamba": ("MambaConfig", "MambaForCausalLM", dict(state_size=16)),
     "mixtral": ("MixtralConfig", "MixtralForCausalLM", dict(num_key_value_heads=2, num_local_experts=4,
                                                             num_experts_per_tok=2)),
     "qwen2_moe": ("Qwen2MoeConfig", "Qwen2MoeForCausalLM", dict(num_key_value_heads=2, num_experts=4,
@@ -53,6 +76,10 @@ FAMILIES = {
                                                                        qk_nope_head_dim=16, v_head_dim=16)),
 }
 MOE = {"mixtral", "qwen2_moe", "qwen3_moe", "deepseek_v3"}
+# Families exported for the coverage matrix only (scripts/export_hf_fixtures.py --coverage), not
+# as ctest fixtures (tests/fixtures/hf).
+COVERAGE_ONLY = {"llama3", "phi", "gptj", "gpt_bigcode", "starcoder2", "exaone4", "cohere", "olmo", "olmo2", "stablelm",
+                 "qwen3", "gemma2", "granite", "glm", "smollm3", "internlm2", "mamba"}
 # MoE expert implementations, tried in order: the first torch.export takes wins. "batched_mm"
 # gathers each token's expert weights (static shapes); "eager" loops over experts with
 # data-dependent token lists, which torch.export cannot trace.
