@@ -12,7 +12,8 @@ Jobs (each in its own process, N at a time; one failing job loses nothing else):
                         built-in tiny-llama (tests compare the two)
   dynamo/break          torch.compile of a module with a graph break, with its manifest
   coverage/FAMILY/KIND  (--coverage, instead of the above) every decoder family's logits graph and
-                        decode step (eager attention) for docs/coverage.md, into OUT_DIR/FAMILY_KIND.json
+                        decode step (eager attention) for docs/coverage.md, into OUT_DIR/FAMILY_KIND.json;
+                        KIND embeds: the decode step from inputs_embeds (hf.COVERAGE_EMBEDS)
   big/llama2-7b         (--big) the decode step at LLaMA-2-7B shape, fp16, on the GPU, JSON only
                         (the sidecar is left empty: a timing-only graph): 49 s on the H200 machine
                         (2026-12-01), committed as tests/fixtures/hf_large/
@@ -41,7 +42,8 @@ def jobs(big: bool, coverage: bool = False):
     from lpu_frontend import hf
 
     if coverage:  # every decoder family: its logits graph and its static-cache decode step
-        return [f"coverage/{f}/{k}" for f in hf.FAMILIES if f not in hf.ENCODERS for k in ("logits", "decode")]
+        out = [f"coverage/{f}/{k}" for f in hf.FAMILIES if f not in hf.ENCODERS for k in ("logits", "decode")]
+        return out + [f"coverage/{f}/embeds" for f in sorted(hf.COVERAGE_EMBEDS)]
     out = [f"fixture/{f}/{a}" for f in hf.FAMILIES if f not in hf.COVERAGE_ONLY for a in ("eager", "sdpa")]
     out += ["decode/llama/eager/ids", "decode/llama/sdpa/ids", "decode/llama/eager/embeds-tiny",
             "decode/llama/eager/ids-tiny", "decode/gemma3/eager/ids", "dynamo/break"]
@@ -140,9 +142,9 @@ def run_job(job: str, out_dir: str) -> dict:
         tried = []
         for experts in (hf.EXPERTS if family in hf.MOE else (None,)):
             try:
-                model = hf.build(family, attn="eager", experts=experts)
+                model = hf.build(family, attn="eager", experts=experts, **hf.coverage_sizes(family))
                 e = (hf.export_logits(model, path) if kind == "logits"
-                     else hf.export_decode(model, path, max_cache_len=32, position=5))
+                     else hf.export_decode(model, path, max_cache_len=32, position=5, embeds=kind == "embeds"))
                 return {"ops": e.ops, "nodes": e.nodes, "experts": experts, "tried": tried}
             except Exception as ex:  # noqa: BLE001 - next expert implementation
                 tried.append(f"{experts}: {type(ex).__name__}: {str(ex)[:400]}")

@@ -76,6 +76,9 @@ FAMILIES = {
                                                                        qk_nope_head_dim=16, v_head_dim=16)),
 }
 MOE = {"mixtral", "qwen2_moe", "qwen3_moe", "deepseek_v3"}
+# Families whose decode step the coverage matrix also compares with the built-in decoder keys:
+# exported from inputs_embeds too, since a built-in step starts from the token embeddings.
+COVERAGE_EMBEDS = {"llama", "llama3", "mistral", "phi3", "qwen2", "qwen3", "granite", "smollm3", "gemma", "gpt2"}
 # Families exported for the coverage matrix only (scripts/export_hf_fixtures.py --coverage), not
 # as ctest fixtures (tests/fixtures/hf).
 COVERAGE_ONLY = {"llama3", "phi", "gptj", "gpt_bigcode", "starcoder2", "exaone4", "cohere", "olmo", "olmo2", "stablelm",
@@ -84,6 +87,30 @@ COVERAGE_ONLY = {"llama3", "phi", "gptj", "gpt_bigcode", "starcoder2", "exaone4"
 # gathers each token's expert weights (static shapes); "eager" loops over experts with
 # data-dependent token lists, which torch.export cannot trace.
 EXPERTS = ("batched_mm", "eager", "grouped_mm")
+
+
+def coverage_sizes(family: str) -> dict:
+    """Config overrides for the coverage matrix's graphs (docs/coverage.md): half the width and a
+    quarter of the vocabulary of SMALL, so that ~60 graphs with their arrays stay a few MB."""
+    extra = FAMILIES[family][2]
+    if "n_embd" in extra:  # GPT-2 style keys
+        out = dict(n_embd=32, n_inner=64)
+    else:
+        out = dict(hidden_size=32, intermediate_size=64)
+    out["vocab_size"] = 128
+    if "head_dim" in extra:
+        out["head_dim"] = 8
+    if "moe_intermediate_size" in extra:
+        out["moe_intermediate_size"] = 32
+    if "shared_expert_intermediate_size" in extra:
+        out["shared_expert_intermediate_size"] = 32
+    if "kv_lora_rank" in extra:
+        out.update(kv_lora_rank=16, q_lora_rank=24, qk_rope_head_dim=4, qk_nope_head_dim=8, v_head_dim=8)
+    if "rotary_dim" in extra:
+        out["rotary_dim"] = 4
+    if family == "mamba":
+        out.update(state_size=8, intermediate_size=64)
+    return out
 
 
 def config(family: str, **overrides):
