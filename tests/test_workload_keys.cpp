@@ -13,6 +13,7 @@
 #include "legacy_transformer.h"
 #include "passes/passes.h"
 #include "ref/reference.h"
+#include "support/error.h"
 #include "test_util.h"
 #include "workload/workload.h"
 
@@ -242,14 +243,61 @@ TEST(WorkloadKeys, LatentAttentionAbsorbedEqualsNaive) {
   EXPECT_FALSE(has_node(g, "l0.k_cache"));
   EXPECT_EQ(find_transformer("deepseek-v3")->parameters(), 671026419200);
   EXPECT_EQ(find_transformer("deepseek-v3")->kv_cache_width(8), 512 + 64);
-  // Ragged steps (serving) are not built for latent attention yet: refused, naming the model.
-  WorkloadSpec r = load("model: tiny-deepseek\n");
-  r.ragged = {{4, 1}, {2, 1}};
-  try {
-    build_graph(r);
-    ADD_FAILURE() << "a ragged MLA step was built";
-  } catch (const InputError& e) {
-    EXPECT_THAT(e.what(), HasSubstr("attention: mla, which ragged steps (serving) do not build yet"));
+}
+
+// A ragged step (serving: sequences at different contexts in one step) of a latent-attention
+// model is its sequences' own steps: every sequence's logits and cache rows equal those of a
+// step of that sequence alone on the same rows, caches and weights, in both forms.
+TEST(WorkloadKeys, RaggedLatentAttentionIsItsSequencesStepByStep) {
+  const std::vector<WorkloadSpec::RaggedSeq> seqs = {{5, 1}, {0, 3}, {2, 2}};  // {context, tokens}
+  for (const char* form : {"absorbed", "naive"}) {
+    WorkloadSpec rw = load(std::string("model: tiny-deepseek\nmla_form: ") + form + "\n");
+    rw.ragged = seqs;
+    Graph gr = run_passes(build_graph(rw), default_passes());
+    TensorMap in = make_random_inputs(gr, 3);
+    std::vector<Tensor> out = run_reference(gr, in);
+    const size_t S = seqs.size(), layers = 2;
+    ASSERT_EQ(out.size(), 1 + layers * 2 * S);
+    int64_t row0 = 0;
+    for (size_t i = 0; i < S; ++i) {
+      const int64_t T = seqs[i].tokens, C = seqs[i].context;
+      WorkloadSpec w1 = rw;
+      w1.ragged.clear();
+      w1.phase = C == 0 && T > 1 ? "prefill" : "decode";
+      w1.seq_len = T;
+      w1.context = C;
+      Graph g1 = run_passes(build_graph(w1), default_passes());
+      TensorMap one;
+      auto rows = [&](const Tensor& t, const TensorType& want) {  // rows row0.. of a [N, w] input
+        Tensor r(want);
+        const size_t w = static_cast<size_t>(want.shape.back());
+        std::copy_n(t.data.begin() + static_cast<long>(static_cast<size_t>(row0) * w), r.data.size(), r.data.begin());
+        return r;
+      };
+      for (const auto& n : g1.nodes()) {
+        if (n.kind != NodeKind::Placeholder && n.kind != NodeKind::Parameter) continue;
+        std::string src = n.name;
+        if (n.name == "causal_mask") src = strcat("s", i, ".causal_mask");
+        if (n.name.find("_cache") != std::string::npos)
+          src = strcat(n.name.substr(0, 3), "s", i, ".", n.name.substr(3));
+        if (n.name == "hidden" || n.name == "rope_cos" || n.name == "rope_sin")
+          one[n.name] = rows(in.at(n.name), n.type);
+        else
+          one[n.name] = in.at(src);
+      }
+      std::vector<Tensor> o1 = run_reference(g1, one);
+      const size_t V = o1[0].data.size();
+      for (size_t v = 0; v < V; ++v)
+        ASSERT_NEAR(out[0].data[i * V + v], o1[0].data[v], 1e-4) << form << " sequence " << i << " logit " << v;
+      for (size_t l = 0; l < layers; ++l)
+        for (size_t k = 0; k < 2; ++k) {
+          const Tensor &a = out[1 + l * 2 * S + 2 * i + k], &b = o1[1 + 2 * l + k];
+          ASSERT_EQ(a.data.size(), b.data.size());
+          for (size_t e = 0; e < a.data.size(); ++e)
+            ASSERT_NEAR(a.data[e], b.data[e], 1e-4) << form << " sequence " << i << " layer " << l << " cache " << k;
+        }
+      row0 += T;
+    }
   }
 }
 

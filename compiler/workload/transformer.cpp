@@ -471,122 +471,178 @@ class DecoderBuilder {
   NodeId matmul(NodeId a, NodeId b, const std::string& name) { return b_.call("matmul", {a, b}, {}, name); }
   NodeId add(NodeId a, NodeId b, const std::string& name) { return b_.call("add", {a, b}, {}, name); }
 
+  // The step's rows, projected once for every sequence (each weight read once per step).
+  struct MlaRows {
+    NodeId q_nope, q_pe;    // [H, N, nope], [H, N, rope] (before rotary)
+    NodeId q_latent;        // absorbed: q_nope through each head's W_uk, [H, N, L]
+    NodeId latent, pe;      // [N, L] (normed), [N, rope] (before rotary)
+    NodeId w_kvb, w_uv;     // kv_b_proj [H * (nope + v), L]; absorbed: each head's W_uv [H, v, L]
+  };
+  // One sequence's part (or the lockstep batch's): T new tokens on C cached.
+  struct MlaSeq {
+    int64_t T, C;
+    NodeId mask;                 // [T, T] or -1
+    NodeId q_nope, q_pe;         // [(B,) H, T, nope], [(B,) H, T, rope] (rotated)
+    NodeId q_latent;             // absorbed: [(B,) H, T, L]
+    NodeId latent, k_pe;         // [(B,) T, L], [(B,) T, rope] (rotated): the cache append
+    NodeId lat_cache, pe_cache;  // [(B,) C, L], [(B,) C, rope], or -1 without a cache
+  };
+
   // The step's latent attention: [N, heads * v_head_dim] rows for o_proj. The cache of a layer
   // is its latent [(B,) C, kv_lora_rank] and rotary key [(B,) C, qk_rope_head_dim], appended to
   // `kv` for the new tokens. Under tensor parallelism each device computes its heads from the
-  // whole latent (the down-projections and the cache are on every device).
+  // whole latent (the down-projections and the cache are on every device). A ragged step runs
+  // the core sequence by sequence on the shared projections.
   NodeId mla(const std::string& p, NodeId h, std::vector<NodeId>& kv) {
+    const MlaRows r = mla_rows(p, h);
+    const int64_t rope = m_.qk_rope_head_dim, L = m_.kv_lora_rank, vd = m_.v_head_dim;
+    const bool absorbed = m_.mla_form == TransformerShape::Absorbed;
+    std::vector<NodeId> parts;  // per sequence: absorbed [H, T, L], naive [T, H * vd]
+    if (ragged_.empty()) {
+      MlaSeq s{T_, C_, mask_, -1, -1, -1, -1, -1, -1, -1};
+      s.q_pe = b_.rotary(per_sequence(r.q_pe, rope, p + "q_pe_seq"), cos_, sin_, rope, o_ + 2, p + "q_pe");
+      if (absorbed) s.q_latent = per_sequence(r.q_latent, L, p + "q_latent");
+      if (!absorbed) s.q_nope = per_sequence(r.q_nope, m_.qk_nope_head_dim, p + "q_nope_seq");
+      s.latent = b_.reshape(r.latent, batched({T_, L}), p + "latent");
+      s.k_pe = seq_rotary_key(p, r.pe, cos_, sin_, T_);
+      parts.push_back(mla_sequence(p, r, s, kv));
+      if (absorbed) parts[0] = all_tokens(parts[0], L, p + "o_latent_all");
+    } else {
+      for (size_t i = 0; i < ragged_.size(); ++i) {
+        const int64_t T = ragged_[i].tokens, e = seq_end_[i], a = e - T;
+        const std::string ps = strcat(p, "s", i, ".");
+        auto rows = [&](NodeId x, int64_t dim, const char* what) { return b_.slice(x, dim, a, e, ps + what); };
+        NodeId cos = rows(cos_, 0, "rope_cos"), sin = rows(sin_, 0, "rope_sin");
+        MlaSeq s{T, ragged_[i].context, seq_mask_[i], -1, -1, -1, -1, -1, -1, -1};
+        s.q_pe = b_.rotary(rows(r.q_pe, 1, "q_pe_rows"), cos, sin, rope, 2, ps + "q_pe");
+        if (absorbed) s.q_latent = rows(r.q_latent, 1, "q_latent");
+        if (!absorbed) s.q_nope = rows(r.q_nope, 1, "q_nope");
+        s.latent = rows(r.latent, 0, "latent");
+        s.k_pe = seq_rotary_key(ps, rows(r.pe, 0, "pe_rows"), cos, sin, T);
+        parts.push_back(mla_sequence(ps, r, s, kv));
+      }
+    }
+    const int dim = absorbed ? 1 : 0;
+    NodeId all = parts.size() == 1 ? parts[0] : b_.call("cat", parts, {{"dim", int64_t{dim}}}, p + "mla_rows");
+    if (!absorbed) return all;
+    // Each head's value up-projection on every token at once: [H, N, L] x W_uv^T -> [H, N, vd].
+    NodeId attn = matmul(all, b_.permute(r.w_uv, {0, 2, 1}, p + "w_uvT"), p + "attn_heads");
+    return b_.reshape(b_.permute(attn, {1, 0, 2}, p + "attn_tokens"), {N_, Hl_ * vd}, p + "attn_merged");
+  }
+
+  MlaRows mla_rows(const std::string& p, NodeId h) {
     const int64_t nope = m_.qk_nope_head_dim, rope = m_.qk_rope_head_dim, L = m_.kv_lora_rank, qk = nope + rope;
-    const int64_t last = o_ + 2;
+    const int64_t vd = m_.v_head_dim;
+    MlaRows r{};
     NodeId q = m_.q_lora_rank > 0
                    ? b_.linear(b_.norm(TransformerShape::RmsNorm, m_.q_lora_rank,
                                        b_.linear(h, p + "q_a_proj", d_, m_.q_lora_rank, false), p + "q_a_norm"),
                                p + "q_b_proj", m_.q_lora_rank, Hl_ * qk, false)
                    : b_.linear(h, p + "q_proj", d_, Hl_ * qk, false);
     NodeId q_all = b_.permute(b_.reshape(q, {N_, Hl_, qk}, p + "q_split"), {1, 0, 2}, p + "q_heads");  // [H, N, qk]
-    NodeId q_nope = b_.slice(q_all, 2, 0, nope, p + "q_nope");
-    NodeId q_pe = b_.rotary(per_sequence(b_.slice(q_all, 2, nope, qk, p + "q_pe_raw"), rope, p + "q_pe_seq"), cos_,
-                            sin_, rope, last, p + "q_pe");
+    r.q_nope = b_.slice(q_all, 2, 0, nope, p + "q_nope");
+    r.q_pe = b_.slice(q_all, 2, nope, qk, p + "q_pe_raw");
     NodeId kv_a = b_.linear(h, p + "kv_a_proj", d_, L + rope, false);
-    NodeId latent = b_.reshape(b_.norm(TransformerShape::RmsNorm, L, b_.slice(kv_a, 1, 0, L, p + "latent_raw"),
-                                       p + "kv_a_norm"),
-                               batched({T_, L}), p + "latent");
-    NodeId k_pe =
-        b_.reshape(b_.rotary(b_.reshape(b_.slice(kv_a, 1, L, L + rope, p + "k_pe_raw"), batched({1, T_, rope}),
-                                        p + "k_pe_split"),
-                             cos_, sin_, rope, last, p + "k_pe_rope"),
-                   batched({T_, rope}), p + "k_pe");
-    kv.push_back(latent);
-    kv.push_back(k_pe);
-    NodeId lat_cache = -1, pe_cache = -1;
-    if (C_ > 0) {
-      lat_cache = b_.input(p + "latent_cache", batched({C_, L}));
-      pe_cache = b_.input(p + "rope_cache", batched({C_, rope}));
-    }
+    r.latent = b_.norm(TransformerShape::RmsNorm, L, b_.slice(kv_a, 1, 0, L, p + "latent_raw"), p + "kv_a_norm");
+    r.pe = b_.slice(kv_a, 1, L, L + rope, p + "k_pe_raw");
     // kv_b_proj: per head, nope rows up-projecting the latent to the key, v_head_dim rows to the value.
-    const int64_t vd = m_.v_head_dim;
-    NodeId w_kvb = b_.param(p + "kv_b_proj.weight", {Hl_ * (nope + vd), L});
-    NodeId merged = m_.mla_form == TransformerShape::Absorbed
-                        ? mla_absorbed(p, w_kvb, q_nope, q_pe, latent, k_pe, lat_cache, pe_cache)
-                        : mla_naive(p, w_kvb, q_nope, q_pe, latent, k_pe, lat_cache, pe_cache);
-    return merged;
+    r.w_kvb = b_.param(p + "kv_b_proj.weight", {Hl_ * (nope + vd), L});
+    r.q_latent = r.w_uv = -1;
+    if (m_.mla_form == TransformerShape::Absorbed) {
+      NodeId w = b_.reshape(r.w_kvb, {Hl_, nope + vd, L}, p + "kv_b_heads");
+      r.w_uv = b_.slice(w, 1, nope, nope + vd, p + "w_uv");  // [H, vd, L]
+      r.q_latent = matmul(r.q_nope, b_.slice(w, 1, 0, nope, p + "w_uk"), p + "q_latent_all");  // [H, N, L]
+    }
+    return r;
+  }
+
+  // [(B,) T, rope] rotary key of the new tokens from their raw rows (one key every head shares).
+  NodeId seq_rotary_key(const std::string& p, NodeId pe_rows, NodeId cos, NodeId sin, int64_t T) {
+    const int64_t rope = m_.qk_rope_head_dim;
+    NodeId split = b_.reshape(pe_rows, batched({1, T, rope}), p + "k_pe_split");
+    return b_.reshape(b_.rotary(split, cos, sin, rope, o_ + 2, p + "k_pe_rope"), batched({T, rope}), p + "k_pe");
+  }
+
+  // One sequence's latent attention core: its cache inputs made here, its new latent and rotary
+  // key appended to `kv`. Absorbed: the weighted latent [(B,) H, T, L]; naive: [(B *) T, H * vd].
+  NodeId mla_sequence(const std::string& p, const MlaRows& r, MlaSeq s, std::vector<NodeId>& kv) {
+    kv.push_back(s.latent);
+    kv.push_back(s.k_pe);
+    if (s.C > 0) {
+      s.lat_cache = b_.input(p + "latent_cache", batched({s.C, m_.kv_lora_rank}));
+      s.pe_cache = b_.input(p + "rope_cache", batched({s.C, m_.qk_rope_head_dim}));
+    }
+    return m_.mla_form == TransformerShape::Absorbed ? mla_absorbed(p, s) : mla_naive(p, r, s);
   }
 
   // Scores over the cached tokens then the new ones (the mask on the new ones), softmax, and
   // the probabilities split back: {probs over the cache (-1 without one), probs over the new}.
-  std::pair<NodeId, NodeId> mla_softmax(const std::string& p, NodeId s_old, NodeId s_new) {
+  std::pair<NodeId, NodeId> mla_softmax(const std::string& p, const MlaSeq& s, NodeId s_old, NodeId s_new) {
     const int64_t last = o_ + 2;
-    if (mask_ >= 0) s_new = add(s_new, mask_, p + "masked");
+    if (s.mask >= 0) s_new = add(s_new, s.mask, p + "masked");
     if (s_old < 0) return {-1, b_.call("softmax", {s_new}, {{"dim", int64_t{-1}}}, p + "probs")};
     NodeId probs = b_.call("softmax", {b_.call("cat", {s_old, s_new}, {{"dim", last}}, p + "scores")},
                            {{"dim", int64_t{-1}}}, p + "probs");
-    return {b_.slice(probs, last, 0, C_, p + "p_cache"), b_.slice(probs, last, C_, C_ + T_, p + "p_new")};
+    return {b_.slice(probs, last, 0, s.C, p + "p_cache"), b_.slice(probs, last, s.C, s.C + s.T, p + "p_new")};
   }
 
-  // Absorbed: q_nope through each head's key up-projection into latent space (W_uk), scores
-  // against the latent itself plus the rotary part, the weighted latent out through each head's
-  // value up-projection (W_uv). Reads the cache once, expands nothing per cached token.
-  NodeId mla_absorbed(const std::string& p, NodeId w_kvb, NodeId q_nope, NodeId q_pe, NodeId latent, NodeId k_pe,
-                      NodeId lat_cache, NodeId pe_cache) {
-    const int64_t nope = m_.qk_nope_head_dim, rope = m_.qk_rope_head_dim, L = m_.kv_lora_rank, vd = m_.v_head_dim;
+  // Absorbed: the query already through each head's key up-projection (W_uk, MlaRows), scores
+  // against the latent itself plus the rotary part; the weighted latent goes out through W_uv
+  // (mla). Reads the cache once, expands nothing per cached token.
+  NodeId mla_absorbed(const std::string& p, const MlaSeq& s) {
+    const int64_t nope = m_.qk_nope_head_dim, rope = m_.qk_rope_head_dim, L = m_.kv_lora_rank;
     const double scale = 1.0 / std::sqrt(static_cast<double>(nope + rope));
-    NodeId w = b_.reshape(w_kvb, {Hl_, nope + vd, L}, p + "kv_b_heads");
-    NodeId w_uk = b_.slice(w, 1, 0, nope, p + "w_uk");      // [H, nope, L]
-    NodeId w_uv = b_.slice(w, 1, nope, nope + vd, p + "w_uv");  // [H, vd, L]
-    NodeId q_lat = per_sequence(matmul(q_nope, w_uk, p + "q_latent_all"), L, p + "q_latent");
-    NodeId ql = b_.call("mul", {q_lat, b_.scalar(scale)}, {}, p + "q_latent_scaled");
-    NodeId qp = b_.call("mul", {q_pe, b_.scalar(scale)}, {}, p + "q_pe_scaled");
+    NodeId ql = b_.call("mul", {s.q_latent, b_.scalar(scale)}, {}, p + "q_latent_scaled");
+    NodeId qp = b_.call("mul", {s.q_pe, b_.scalar(scale)}, {}, p + "q_pe_scaled");
     auto scores = [&](NodeId lat, NodeId pe, int64_t S, const std::string& what) {
       NodeId a = matmul(ql, transposed(every_head(lat, S, L, p + what + "_latent_h"), p + what + "_latentT"),
                         p + what + "_lat_scores");
-      NodeId r = matmul(qp, transposed(every_head(pe, S, rope, p + what + "_pe_h"), p + what + "_peT"),
-                        p + what + "_pe_scores");
-      return add(a, r, p + "scores_" + what);
+      NodeId rp = matmul(qp, transposed(every_head(pe, S, rope, p + what + "_pe_h"), p + what + "_peT"),
+                         p + what + "_pe_scores");
+      return add(a, rp, p + "scores_" + what);
     };
-    NodeId s_old = lat_cache >= 0 ? scores(lat_cache, pe_cache, C_, "cache") : NodeId{-1};
-    auto [p_old, p_new] = mla_softmax(p, s_old, scores(latent, k_pe, T_, "new"));
-    NodeId o_lat = matmul(p_new, every_head(latent, T_, L, p + "new_latent_v"), p + "o_latent_new");
+    NodeId s_old = s.lat_cache >= 0 ? scores(s.lat_cache, s.pe_cache, s.C, "cache") : NodeId{-1};
+    auto [p_old, p_new] = mla_softmax(p, s, s_old, scores(s.latent, s.k_pe, s.T, "new"));
+    NodeId o_lat = matmul(p_new, every_head(s.latent, s.T, L, p + "new_latent_v"), p + "o_latent_new");
     if (p_old >= 0)
-      o_lat = add(matmul(p_old, every_head(lat_cache, C_, L, p + "cache_latent_v"), p + "o_latent_cache"), o_lat,
+      o_lat = add(matmul(p_old, every_head(s.lat_cache, s.C, L, p + "cache_latent_v"), p + "o_latent_cache"), o_lat,
                   p + "o_latent");
-    NodeId attn = matmul(all_tokens(o_lat, L, p + "o_latent_all"), b_.permute(w_uv, {0, 2, 1}, p + "w_uvT"),
-                         p + "attn_heads");  // [H, N, vd]
-    return b_.reshape(b_.permute(attn, {1, 0, 2}, p + "attn_tokens"), {N_, Hl_ * vd}, p + "attn_merged");
+    return o_lat;
   }
 
   // Naive: every token's keys and values expanded from its latent (kv_b_proj over the cached and
   // the new latents), then ordinary attention with the rotary key shared by the heads.
-  NodeId mla_naive(const std::string& p, NodeId w_kvb, NodeId q_nope, NodeId q_pe, NodeId latent, NodeId k_pe,
-                   NodeId lat_cache, NodeId pe_cache) {
+  NodeId mla_naive(const std::string& p, const MlaRows& r, const MlaSeq& s) {
     const int64_t nope = m_.qk_nope_head_dim, rope = m_.qk_rope_head_dim, L = m_.kv_lora_rank, vd = m_.v_head_dim;
     const int64_t last = o_ + 2;
     const double scale = 1.0 / std::sqrt(static_cast<double>(nope + rope));
-    NodeId q = b_.call("mul",
-                       {b_.call("cat", {per_sequence(q_nope, nope, p + "q_nope_seq"), q_pe}, {{"dim", last}}, p + "q"),
-                        b_.scalar(scale)},
-                       {}, p + "q_scaled");
-    NodeId w_t = b_.permute(w_kvb, {1, 0}, p + "kv_b_projT");
+    NodeId q = b_.call("mul", {b_.call("cat", {s.q_nope, s.q_pe}, {{"dim", last}}, p + "q"), b_.scalar(scale)}, {},
+                       p + "q_scaled");
+    NodeId w_t = b_.permute(r.w_kvb, {1, 0}, p + "kv_b_projT");
     // [(B,) S, L] latents -> keys [(B,) H, S, nope + rope] and values [(B,) H, S, vd]
     auto expand = [&](NodeId lat, NodeId pe, int64_t S, const std::string& what) {
       NodeId rows = o_ ? b_.reshape(lat, {B_ * S, L}, p + what + "_latent_rows") : lat;
       NodeId kv = matmul(rows, w_t, p + what + "_kv");  // [(B *) S, H * (nope + vd)]
       NodeId heads = b_.permute(b_.reshape(kv, batched({S, Hl_, nope + vd}), p + what + "_kv_split"),
                                 batched_perm({1, 0, 2}), p + what + "_kv_heads");
-      NodeId k = b_.call("cat", {b_.slice(heads, last, 0, nope, p + what + "_k_nope"), every_head(pe, S, rope, p + what + "_pe_h")},
-                         {{"dim", last}}, p + what + "_k");
+      NodeId k = b_.call(
+          "cat", {b_.slice(heads, last, 0, nope, p + what + "_k_nope"), every_head(pe, S, rope, p + what + "_pe_h")},
+          {{"dim", last}}, p + what + "_k");
       return std::pair{k, b_.slice(heads, last, nope, nope + vd, p + what + "_v")};
     };
-    auto [k_new, v_new] = expand(latent, k_pe, T_, "new");
+    auto [k_new, v_new] = expand(s.latent, s.k_pe, s.T, "new");
     NodeId s_old = -1, v_old = -1;
-    if (lat_cache >= 0) {
-      auto [k_old, vo] = expand(lat_cache, pe_cache, C_, "cache");
+    if (s.lat_cache >= 0) {
+      auto [k_old, vo] = expand(s.lat_cache, s.pe_cache, s.C, "cache");
       s_old = matmul(q, transposed(k_old, p + "kT_cache"), p + "scores_cache");
       v_old = vo;
     }
-    auto [p_old, p_new] = mla_softmax(p, s_old, matmul(q, transposed(k_new, p + "kT_new"), p + "scores_new"));
+    auto [p_old, p_new] = mla_softmax(p, s, s_old, matmul(q, transposed(k_new, p + "kT_new"), p + "scores_new"));
     NodeId attn = matmul(p_new, v_new, p + "attn_new");
     if (p_old >= 0) attn = add(matmul(p_old, v_old, p + "attn_cache"), attn, p + "attn");
-    return b_.reshape(b_.permute(attn, batched_perm({1, 0, 2}), p + "attn_tokens"), {N_, Hl_ * vd}, p + "attn_merged");
+    const int64_t rows = (o_ ? B_ : 1) * s.T;
+    return b_.reshape(b_.permute(attn, batched_perm({1, 0, 2}), p + "attn_tokens"), {rows, Hl_ * vd},
+                      p + "attn_merged");
   }
 
   // The dense MLP: [N, d] -> [N, d], `width` wide (this rank's share under tensor parallelism).
@@ -732,9 +788,6 @@ void check_ragged(const WorkloadSpec& w) {
 
 Graph build_transformer(const TransformerShape& m, const WorkloadSpec& w) {
   if (!w.ragged.empty()) check_ragged(w);
-  if (!w.ragged.empty() && m.mla())
-    throw InputError(strcat("workload ", w.name, ": ", m.name,
-                            " has attention: mla, which ragged steps (serving) do not build yet; use lockstep batches"));
   if (w.ragged.empty() && w.phase == "prefill" && w.seq_len > 1 && w.context > 0)
     throw InputError(strcat("workload ", w.name, ": prefill with a cached prefix (context > 0) is not supported"));
   if (w.batch < 1 || w.batch > kMaxDecoderBatch)
