@@ -250,6 +250,41 @@ TEST(AtenSemantics, HostOpsAreGraphBreaksByDefault) {
 // MoE routing on the LPU: topk (values and indices) and the expert gather (aten.index at dim 0
 // of a weight) take their core forms; only the iota the topk rounds share stays on the host.
 // Ties go to the lower index and a negative index wraps, as the host ops (and torch) do.
+// HuggingFace's batched_mm experts multiply W[ids] @ x (the gathered weights on the A side):
+// gathered_weights_as_b turns it into (x^T W[ids]^T)^T, so the experts stream from the table
+// (sxe.gemm_gather) and no gather writes them to HBM; same values fused and unfused.
+TEST(AtenSemantics, ExpertsOnTheASideStreamFromTheTable) {
+  Graph g;
+  NodeId x = g.add_placeholder("x", f32({4, 8, 1}));
+  NodeId w = g.add_parameter("w", f32({3, 6, 8}));  // 3 experts of [6, 8]
+  NodeId ids = g.add_placeholder("ids", i64({4}));
+  NodeId wg = g.add_call("aten.index", {w, ids}, {}, "w_gathered");
+  g.set_output({g.add_call("matmul", {wg, x}, {}, "y")});
+  TensorMap in{{"x", random_tensor(f32({4, 8, 1}), 3)},
+               {"w", random_tensor(f32({3, 6, 8}), 4)},
+               {"ids", tensor(i64({4}), {2, 0, 2, -2})}};
+  std::vector<Tensor> want = run_reference(g, in);
+  for (const char* fusion : {"none", "greedy"}) {
+    CompileOptions co;
+    co.fusion = fusion;
+    Compilation c = compile_graph(g, co);
+    size_t streamed = 0, gathers = 0;
+    for (const Instruction& i : c.code.program.code) {
+      streamed += i.opcode == Opcode::SxeGemmGather;
+      gathers += i.opcode == Opcode::DmaGather;
+    }
+    EXPECT_GT(streamed, 0u) << fusion;
+    EXPECT_EQ(gathers, 0u) << fusion;
+    SimOptions so;
+    so.functional = true;
+    SimResult r = simulate(c.code.program, testutil::small_arch(), so, &in);
+    ASSERT_EQ(c.loop_ir.outputs.size(), 1u);
+    const std::vector<float>& got = r.outputs.at(c.loop_ir.outputs[0]).data;
+    ASSERT_EQ(got.size(), want[0].data.size());
+    for (size_t e = 0; e < got.size(); ++e) EXPECT_NEAR(got[e], want[0].data[e], 1e-5) << fusion << " element " << e;
+  }
+}
+
 TEST(AtenSemantics, MoeRoutingRunsOnTheLpuLikeTheHostOps) {
   Graph g;
   NodeId x = g.add_placeholder("x", f32({3, 6}));

@@ -88,6 +88,46 @@ Graph outer_product_matmuls(const Graph& g) {
 
 namespace {
 
+// Whether `id` is, through reshapes, an embedding (a gather of whole rows) of a graph input.
+bool gathered_weight(const Graph& g, NodeId id) {
+  const Node* n = &g.node(id);
+  while (n->kind == NodeKind::Call && n->op == "reshape") n = &g.node(n->inputs[0]);
+  if (n->kind != NodeKind::Call || n->op != "embedding") return false;
+  const Node* t = &g.node(n->inputs[0]);
+  while (t->kind == NodeKind::Call && t->op == "reshape") t = &g.node(t->inputs[0]);
+  return t->kind == NodeKind::Parameter || t->kind == NodeKind::Placeholder;
+}
+
+}  // namespace
+
+Graph gathered_weights_as_b(const Graph& g) {
+  Graph out(g.name());
+  std::vector<NodeId> map(g.size(), -1);
+  for (const Node& n : g.nodes()) {
+    std::vector<NodeId> in;
+    for (NodeId i : n.inputs) in.push_back(map[static_cast<size_t>(i)]);
+    if (n.kind == NodeKind::Call && n.op == "matmul") {
+      const TensorType& a = g.node(n.inputs[0]).type;
+      const TensorType& b = g.node(n.inputs[1]).type;
+      if (a.rank() == 3 && b.rank() == 3 && b.shape[2] == 1 && a.shape[1] > 1 && a.shape[0] == b.shape[0] &&
+          gathered_weight(g, n.inputs[0]) && !gathered_weight(g, n.inputs[1])) {
+        const int64_t R = a.shape[0], M = a.shape[1], K = a.shape[2];
+        NodeId xt = out.add_call("reshape", {in[1]}, {{"shape", Shape{R, 1, K}}}, n.name + "_xT");
+        NodeId wt = out.add_call("permute", {in[0]}, {{"dims", std::vector<int64_t>{0, 2, 1}}}, n.name + "_wT");
+        NodeId yt = out.add_call("matmul", {xt, wt}, {}, n.name + "_T");
+        map[static_cast<size_t>(n.id)] = out.add_call("reshape", {yt}, {{"shape", Shape{R, M, 1}}}, n.name);
+        if (out.node(map[static_cast<size_t>(n.id)]).type != n.type)
+          throw InternalError(strcat("gathered_weights_as_b: %", n.name, " changed type"));
+        continue;
+      }
+    }
+    map[static_cast<size_t>(n.id)] = copy_node(out, n, in);
+  }
+  return out;
+}
+
+namespace {
+
 // One round of simplify_unit_dims; sets `changed` when it rewrote anything.
 Graph unit_dims_round(const Graph& g, bool& changed) {
   auto users = g.users();

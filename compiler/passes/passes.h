@@ -43,6 +43,12 @@ Graph split_row_selects(const Graph& g);
 // Small-tensor layouts (layouts.cpp), so that cheap ops run inside the kernels that use them:
 // a matmul with K = 1 ([..., M, 1] x [..., 1, N]) is a broadcast mul (one product per element).
 Graph outer_product_matmuls(const Graph& g);
+// Gathered weights on the A side (HuggingFace's batched_mm experts: W[ids] @ x, [R, M, K] x
+// [R, K, 1]) move to the B side, (x^T W[ids]^T)^T, so the matrix engine streams them straight
+// from the table (sxe.gemm_gather) instead of the gather writing them to HBM to be read back.
+// Only where A is, through reshapes, an embedding of a graph input and N is 1 (every transpose
+// then a view).
+Graph gathered_weights_as_b(const Graph& g);
 // A pointwise op laid out as a column (last dim 1, several rows: one element per row) whose
 // users are all the same view that only rearranges size-1 dims (a reshape inserting or removing
 // them, a permute moving only them), into a shape that is not a column, is computed in that
@@ -66,7 +72,8 @@ struct Pass {
 };
 
 // The default normalisation pipeline: verify, decompose, split_reductions, drop_empty_tensors,
-// fold_constants, cse, split_row_selects, outer_product_matmuls, dce, simplify_unit_dims,
+// fold_constants, cse, split_row_selects, outer_product_matmuls, gathered_weights_as_b, dce,
+// simplify_unit_dims,
 // pointwise_into_cat, cse (what the rewrites duplicated), dce.
 // run_passes verifies the graph before the first pass and after each one.
 std::vector<Pass> default_passes();
