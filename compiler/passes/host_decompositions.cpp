@@ -25,7 +25,7 @@ constexpr int64_t kMaxUnrolledTopk = 16;
 // f32: v_j = amax(x_j), i_j = argmax(x_j), x_{j+1} = where(iota == i_j, -inf, x_j). The iota is
 // an aten.arange (one host op per graph after CSE: every topk over the same width shares it).
 std::optional<NodeId> topk(Graph& g, const Node& n, const std::vector<NodeId>& in) {
-  const TensorType& xt = g.node(in[0]).type;
+  const TensorType xt = g.node(in[0]).type;  // a copy: adding nodes below moves the graph's nodes
   if (!is_floating(xt.dtype) || xt.rank() < 1 || !n.attr_bool("largest", true)) return std::nullopt;
   const int64_t k = n.attr_int("k"), d = normalize_dim(n.attr_int("dim", -1), xt.rank(), n);
   const int64_t width = xt.shape[static_cast<size_t>(d)];
@@ -78,8 +78,8 @@ std::optional<NodeId> index(Graph& g, const Node& n, const std::vector<NodeId>& 
 // experts' scores): pick j is sum(where(iota == idx_j, x, 0)) along dim, exact (one nonzero).
 std::optional<NodeId> gather(Graph& g, const Node& n, const std::vector<NodeId>& in) {
   if (in.size() != 2) return std::nullopt;
-  const TensorType& xt = g.node(in[0]).type;
-  const TensorType& it = g.node(in[1]).type;
+  const TensorType xt = g.node(in[0]).type;  // copies: adding nodes below moves the graph's nodes
+  const TensorType it = g.node(in[1]).type;
   if (!is_floating(xt.dtype) || !integer(it.dtype) || xt.rank() < 1 || it.rank() != xt.rank()) return std::nullopt;
   const int64_t d = normalize_dim(n.attr_int("dim", 0), xt.rank(), n);
   const int64_t width = xt.shape[static_cast<size_t>(d)], k = it.shape[static_cast<size_t>(d)];
