@@ -3,6 +3,8 @@
 // size-1 dims stop deciding where a pointwise op runs, and pointwise ops move into the
 // operands of a cat.
 #include <algorithm>
+#include <functional>
+#include <optional>
 
 #include "graph/ops.h"
 #include "passes/passes.h"
@@ -64,29 +66,27 @@ Shape operand_shape(const Shape& x, const Shape& from, const Shape& to) {
 
 }  // namespace
 
-Graph outer_product_matmuls(const Graph& g) {
+namespace {
+
+// Rebuilds `g`, each matmul offered to `rewrite` (its node, its inputs in `out`): the node it
+// returns stands for the matmul (checked to have its type), or nullopt copies the matmul.
+Graph rewrite_matmuls(const Graph& g, const char* pass,
+                      const std::function<std::optional<NodeId>(const Node&, const std::vector<NodeId>&, Graph&)>& rewrite) {
   Graph out(g.name());
   std::vector<NodeId> map(g.size(), -1);
   for (const Node& n : g.nodes()) {
     std::vector<NodeId> in;
     for (NodeId i : n.inputs) in.push_back(map[static_cast<size_t>(i)]);
-    if (n.kind == NodeKind::Call && n.op == "matmul") {
-      const TensorType& a = g.node(n.inputs[0]).type;
-      const TensorType& b = g.node(n.inputs[1]).type;
-      if (a.rank() >= 2 && b.rank() >= 2 && a.shape.back() == 1) {
-        // [..., M, 1] x [..., 1, N]: one product per element, broadcast like the matmul's batch.
-        map[static_cast<size_t>(n.id)] = out.add_call("mul", in, {}, n.name);
-        if (out.node(map[static_cast<size_t>(n.id)]).type != n.type)
-          throw InternalError(strcat("outer_product_matmuls: %", n.name, " changed type"));
+    if (n.kind == NodeKind::Call && n.op == "matmul")
+      if (std::optional<NodeId> r = rewrite(n, in, out)) {
+        if (out.node(*r).type != n.type) throw InternalError(strcat(pass, ": %", n.name, " changed type"));
+        map[static_cast<size_t>(n.id)] = *r;
         continue;
       }
-    }
     map[static_cast<size_t>(n.id)] = copy_node(out, n, in);
   }
   return out;
 }
-
-namespace {
 
 // Whether `id` is, through reshapes, an embedding (a gather of whole rows) of a graph input.
 bool gathered_weight(const Graph& g, NodeId id) {
@@ -100,30 +100,33 @@ bool gathered_weight(const Graph& g, NodeId id) {
 
 }  // namespace
 
+Graph outer_product_matmuls(const Graph& g) {
+  return rewrite_matmuls(g, "outer_product_matmuls",
+                         [&](const Node& n, const std::vector<NodeId>& in, Graph& out) -> std::optional<NodeId> {
+                           const TensorType& a = g.node(n.inputs[0]).type;
+                           const TensorType& b = g.node(n.inputs[1]).type;
+                           if (a.rank() < 2 || b.rank() < 2 || a.shape.back() != 1) return std::nullopt;
+                           // [..., M, 1] x [..., 1, N]: one product per element, broadcast like the batch.
+                           return out.add_call("mul", in, {}, n.name);
+                         });
+}
+
 Graph gathered_weights_as_b(const Graph& g) {
-  Graph out(g.name());
-  std::vector<NodeId> map(g.size(), -1);
-  for (const Node& n : g.nodes()) {
-    std::vector<NodeId> in;
-    for (NodeId i : n.inputs) in.push_back(map[static_cast<size_t>(i)]);
-    if (n.kind == NodeKind::Call && n.op == "matmul") {
-      const TensorType& a = g.node(n.inputs[0]).type;
-      const TensorType& b = g.node(n.inputs[1]).type;
-      if (a.rank() == 3 && b.rank() == 3 && b.shape[2] == 1 && a.shape[1] > 1 && a.shape[0] == b.shape[0] &&
-          gathered_weight(g, n.inputs[0]) && !gathered_weight(g, n.inputs[1])) {
-        const int64_t R = a.shape[0], M = a.shape[1], K = a.shape[2];
-        NodeId xt = out.add_call("reshape", {in[1]}, {{"shape", Shape{R, 1, K}}}, n.name + "_xT");
-        NodeId wt = out.add_call("permute", {in[0]}, {{"dims", std::vector<int64_t>{0, 2, 1}}}, n.name + "_wT");
-        NodeId yt = out.add_call("matmul", {xt, wt}, {}, n.name + "_T");
-        map[static_cast<size_t>(n.id)] = out.add_call("reshape", {yt}, {{"shape", Shape{R, M, 1}}}, n.name);
-        if (out.node(map[static_cast<size_t>(n.id)]).type != n.type)
-          throw InternalError(strcat("gathered_weights_as_b: %", n.name, " changed type"));
-        continue;
-      }
-    }
-    map[static_cast<size_t>(n.id)] = copy_node(out, n, in);
-  }
-  return out;
+  return rewrite_matmuls(g, "gathered_weights_as_b",
+                         [&](const Node& n, const std::vector<NodeId>& in, Graph& out) -> std::optional<NodeId> {
+                           const TensorType& a = g.node(n.inputs[0]).type;
+                           const TensorType& b = g.node(n.inputs[1]).type;
+                           if (a.rank() != 3 || b.rank() != 3 || b.shape[2] != 1 || a.shape[1] < 2 ||
+                               a.shape[0] != b.shape[0] || !gathered_weight(g, n.inputs[0]) ||
+                               gathered_weight(g, n.inputs[1]))
+                             return std::nullopt;
+                           const int64_t R = a.shape[0], M = a.shape[1], K = a.shape[2];
+                           NodeId xt = out.add_call("reshape", {in[1]}, {{"shape", Shape{R, 1, K}}}, n.name + "_xT");
+                           NodeId wt = out.add_call("permute", {in[0]}, {{"dims", std::vector<int64_t>{0, 2, 1}}},
+                                                    n.name + "_wT");
+                           NodeId yt = out.add_call("matmul", {xt, wt}, {}, n.name + "_T");
+                           return out.add_call("reshape", {yt}, {{"shape", Shape{R, M, 1}}}, n.name);
+                         });
 }
 
 namespace {

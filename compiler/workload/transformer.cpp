@@ -15,6 +15,16 @@ TransformerShape moe(TransformerShape m, int64_t experts, int64_t per_token, int
   m.moe_ffn = moe_ffn;
   return m;
 }
+// DeepSeek's mixture: a shared expert, sigmoid routing over `groups` groups of which a token
+// uses `kept`, the first `dense` layers dense.
+TransformerShape deepseek_routing(TransformerShape m, int64_t groups, int64_t kept, int64_t dense) {
+  m.shared_experts = 1;
+  m.router = TransformerShape::Sigmoid;
+  m.expert_groups = groups;
+  m.group_topk = kept;
+  m.first_dense_layers = dense;
+  return m;
+}
 TransformerShape mla(TransformerShape m, int64_t kv_lora, int64_t q_lora, int64_t rope, int64_t nope, int64_t v) {
   m.attention = TransformerShape::Mla;
   m.kv_lora_rank = kv_lora;
@@ -53,41 +63,24 @@ const std::vector<TransformerShape>& transformer_shapes() {
           128, 8, 768),
       // A tiny mixture for functional tests: DeepSeek-V3's routing (sigmoid scores, a selection
       // bias, 4 groups of 2 experts, the best 2 groups), a shared expert, the first layer dense.
-      [] {
-        T m = moe({"tiny-moe", 2, 64, 4, 2, 96, 96, T::RmsNorm, T::SwiGlu, T::Rotary, false, 256, 0, false}, 8, 2, 32);
-        m.shared_experts = 1;
-        m.router = T::Sigmoid;
-        m.expert_groups = 4;
-        m.group_topk = 2;
-        m.first_dense_layers = 1;
-        return m;
-      }(),
+      deepseek_routing(
+          moe({"tiny-moe", 2, 64, 4, 2, 96, 96, T::RmsNorm, T::SwiGlu, T::Rotary, false, 256, 0, false}, 8, 2, 32), 4, 2,
+          1),
       // DeepSeek-V3 (671B, 37B active): multi-head latent attention (latent 512 + rotary key
       // 64 cached per token and layer), 256 routed experts of 2048 (top-8, sigmoid routing, 8
       // groups of which a token uses 4), one shared expert, the first 3 layers dense. Its YaRN
       // rotary scaling is not modelled (tables are graph inputs either way).
-      [] {
-        T m = moe({"deepseek-v3", 61, 7168, 128, 128, 18432, 129280, T::RmsNorm, T::SwiGlu, T::Rotary, false, 163840, 0,
-                   false},
-                  256, 8, 2048);
-        m.shared_experts = 1;
-        m.router = T::Sigmoid;
-        m.expert_groups = 8;
-        m.group_topk = 4;
-        m.first_dense_layers = 3;
-        return mla(m, 512, 1536, 64, 128, 128);
-      }(),
+      mla(deepseek_routing(moe({"deepseek-v3", 61, 7168, 128, 128, 18432, 129280, T::RmsNorm, T::SwiGlu, T::Rotary,
+                                false, 163840, 0, false},
+                               256, 8, 2048),
+                           8, 4, 3),
+          512, 1536, 64, 128, 128),
       // DeepSeek-V3's parts at toy size (the HF fixture's shapes: tests/fixtures/hf/hf_deepseek_v3_*).
-      [] {
-        T m = moe({"tiny-deepseek", 2, 64, 4, 4, 96, 96, T::RmsNorm, T::SwiGlu, T::Rotary, false, 256, 0, false}, 8, 2,
-                  32);
-        m.shared_experts = 1;
-        m.router = T::Sigmoid;
-        m.expert_groups = 2;
-        m.group_topk = 1;
-        m.first_dense_layers = 1;
-        return mla(m, 32, 48, 8, 16, 16);
-      }(),
+      mla(deepseek_routing(
+              moe({"tiny-deepseek", 2, 64, 4, 4, 96, 96, T::RmsNorm, T::SwiGlu, T::Rotary, false, 256, 0, false}, 8, 2,
+                  32),
+              2, 1, 1),
+          32, 48, 8, 16, 16),
   };
   return s;
 }
