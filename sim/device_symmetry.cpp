@@ -14,7 +14,7 @@ std::string rank_asymmetry(const Program& p0, const Program& pd, int d, int devi
   if (pd.buffers.size() != p0.buffers.size() || pd.host_ops != p0.host_ops || pd.kernels.size() != p0.kernels.size())
     return strcat("device ", d, " has other buffers, kernels or host ops than device 0");
   for (size_t b = 0; b < p0.buffers.size(); ++b)
-    if (pd.buffers[b].hbm_addr != p0.buffers[b].hbm_addr || pd.buffers[b].type.bytes() != p0.buffers[b].type.bytes())
+    if (pd.buffers[b].hbm_addr != p0.buffers[b].hbm_addr || pd.buffers[b].bytes() != p0.buffers[b].bytes())
       return strcat("device ", d, ": buffer ", pd.buffers[b].name, " is placed or sized differently from device 0's");
   // The one local-memory offset by which device d's own slot differs from device 0's.
   std::optional<int64_t> moved;

@@ -6,6 +6,7 @@ EnergyEvents& EnergyEvents::operator+=(const EnergyEvents& o) {
   hbm_read_bytes += o.hbm_read_bytes;
   hbm_write_bytes += o.hbm_write_bytes;
   sxe_macs += o.sxe_macs;
+  sxe_dequantised += o.sxe_dequantised;
   for (const auto& [k, v] : o.vxe_ops) vxe_ops[k] += v;
   lmu_read_bytes += o.lmu_read_bytes;
   lmu_write_bytes += o.lmu_write_bytes;
@@ -27,7 +28,7 @@ EnergyStats compute_energy(const EnergyEvents& ev, const ArchConfig& arch, doubl
   for (const auto& name : energy_engines()) s.engines[name] = {};
   s.engines["hbm"].dynamic_j =
       (bits(ev.hbm_read_bytes) * e.hbm_read_pj_per_bit + bits(ev.hbm_write_bytes) * e.hbm_write_pj_per_bit) * pj;
-  s.engines["sxe"].dynamic_j = ev.sxe_macs * e.sxe_pj_per_mac * pj;
+  s.engines["sxe"].dynamic_j = (ev.sxe_macs * e.sxe_pj_per_mac + ev.sxe_dequantised * e.sxe_pj_per_dequant) * pj;
   double vxe = 0;
   for (const auto& c : energy_vxe_classes()) vxe += s.events.vxe_ops.at(c) * e.vxe_pj(c);
   s.engines["vxe"].dynamic_j = vxe * pj;
@@ -65,6 +66,7 @@ nlohmann::json energy_to_json(const EnergyStats& s) {
            {{"hbm_read_bytes", ev.hbm_read_bytes},
             {"hbm_write_bytes", ev.hbm_write_bytes},
             {"sxe_macs", ev.sxe_macs},
+            {"sxe_dequantised", ev.sxe_dequantised},
             {"vxe_ops", vx},
             {"lmu_read_bytes", ev.lmu_read_bytes},
             {"lmu_write_bytes", ev.lmu_write_bytes},

@@ -17,6 +17,7 @@ namespace lpu {
 struct EnergyEvents {
   uint64_t hbm_read_bytes = 0, hbm_write_bytes = 0;  // bytes the HBM channels moved (burst-rounded)
   double sxe_macs = 0;                               // useful MACs of sxe.gemm (M x K x N)
+  double sxe_dequantised = 0;                        // packed weights dequantised on the SXE's input path
   std::map<std::string, double> vxe_ops;             // element operations by class (energy_vxe_classes())
   uint64_t lmu_read_bytes = 0, lmu_write_bytes = 0;  // local-memory port traffic, fp32 words
   uint64_t esl_bytes = 0;                            // bytes sent over the ESL

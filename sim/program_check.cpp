@@ -36,9 +36,14 @@ bool extent(const Access& a, int64_t iterations, int64_t& lo, int64_t& hi) {
   // Element offsets of the first and last element in address order (strides may be negative).
   if (__builtin_add_overflow(std::min<int64_t>(row_span, 0), std::min<int64_t>(col_span, 0), &first) ||
       __builtin_add_overflow(std::max<int64_t>(row_span, 0), std::max<int64_t>(col_span, 0), &last) ||
-      __builtin_add_overflow(last, 1, &last) || __builtin_mul_overflow(first, a.elem_bytes, &first) ||
-      __builtin_mul_overflow(last, a.elem_bytes, &last) || __builtin_mul_overflow(a.step, iterations - 1, &shift))
+      __builtin_add_overflow(last, 1, &last) || __builtin_mul_overflow(a.step, iterations - 1, &shift))
     return false;
+  if (a.quant.on()) {
+    if (first < 0) return false;  // StructureCheck keeps packed strides non-negative
+    packed_span(a.quant, first, last - 1, first, last);
+  } else if (__builtin_mul_overflow(first, a.elem_bytes, &first) || __builtin_mul_overflow(last, a.elem_bytes, &last)) {
+    return false;
+  }
   const int64_t base = static_cast<int64_t>(a.addr);
   return !__builtin_add_overflow(base, first, &lo) && !__builtin_add_overflow(lo, std::min<int64_t>(shift, 0), &lo) &&
          !__builtin_add_overflow(base, last, &hi) && !__builtin_add_overflow(hi, std::max<int64_t>(shift, 0), &hi);

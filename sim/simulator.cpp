@@ -14,6 +14,7 @@
 #include "model/esl_link.h"
 #include "model/numeric.h"
 #include "program_check.h"
+#include "ref/quantise.h"
 #include "sc_kernel.h"
 #include "support/error.h"
 #include "support/units.h"
@@ -35,7 +36,7 @@ std::string wall_clock_report(const sim::DeviceContext& c, const ArchConfig& arc
 void set_roofline(KernelStats& k, const ArchConfig& arch) {
   const double mem =
       static_cast<double>(k.hbm_read_bytes + k.hbm_write_bytes) / (arch.hbm_bytes_per_cycle() * arch.hbm.efficiency);
-  const double sxe = k.sxe_flops / (2.0 * arch.sxe.mac_trees * arch.sxe.lanes);
+  const double sxe = k.sxe_lane_flops / (2.0 * arch.sxe.mac_trees * arch.sxe.lanes);
   const double vxe = k.vxe_ops / arch.vxe.lanes;
   k.roofline_cycles = std::max({mem, sxe, vxe});
   k.bound = sxe > mem && sxe >= vxe ? "sxe" : vxe > mem ? "vxe" : "hbm";
@@ -72,6 +73,10 @@ void load_inputs(const Program& prog, const TensorMap* inputs, std::vector<uint8
     if (t.numel() != b.type.numel())
       throw InputError(strcat("functional simulation: data for ", b.name, " has ", t.numel(), " elements, expected ",
                               b.type.numel()));
+    if (b.quant.on()) {  // packed blocks (ref/quantise.h): what the SXE dequantises
+      pack_quantised(t.data.data(), t.numel(), b.quant, &hbm[b.hbm_addr]);
+      continue;
+    }
     int64_t eb = dtype_bytes(b.type.dtype);
     for (int64_t k = 0; k < t.numel(); ++k)
       sim::store_element(&hbm[b.hbm_addr + static_cast<uint64_t>(k * eb)], b.type.dtype,
@@ -343,6 +348,7 @@ void set_kernel_stats(SimStats& s, const Program& prog, const sim::DeviceContext
     ks.hbm_write_bytes = c.hbm_write;
     ks.instructions = c.instructions;
     ks.sxe_flops = c.sxe_flops;
+    ks.sxe_lane_flops = c.sxe_lane_flops;
     ks.vxe_ops = c.vxe_ops;
     set_roofline(ks, arch);
     if (breakdown && c.first_issue_ps >= 0 && ks.cycles > 0)

@@ -69,13 +69,15 @@ struct SpanBreakdown {
 
 // A kernel's roofline on the config: the longest of its HBM bytes at the sustained bandwidth
 // (hbm.bandwidth_gbps x hbm.efficiency), its SXE FLOPs at sxe.mac_trees x sxe.lanes x 2 per
-// cycle and its VXE element operations at vxe.lanes per cycle; `bound` names the longest.
+// cycle (x sxe.packed_lanes for a gemm of packed weights: sxe_lane_flops) and its VXE element
+// operations at vxe.lanes per cycle; `bound` names the longest.
 struct KernelStats {
   std::string name;
   uint64_t start_cycle = 0, end_cycle = 0, cycles = 0;
   uint64_t hbm_read_bytes = 0, hbm_write_bytes = 0;
   uint64_t instructions = 0;
   double sxe_flops = 0, vxe_ops = 0;
+  double sxe_lane_flops = 0;  // sxe_flops over each gemm's packed lanes: the roofline's SXE work (not in the JSON)
   double roofline_cycles = 0;
   std::string bound;        // "hbm" | "sxe" | "vxe" (the longest of the three times; "hbm" when all are zero)
   SpanBreakdown breakdown;

@@ -154,7 +154,7 @@ TEST(Encoding, ErrorsSayWhatAndWhere) {
   magic[0] = 'X';
   EXPECT_NE(decode_error(magic).find("byte 0: not an LPU program"), std::string::npos) << decode_error(magic);
   // The instruction records sit before the operand pool (2 + 1 + 1 operands, 16 bytes each).
-  constexpr size_t kRec = 56;  // instruction record bytes (format version 4)
+  constexpr size_t kRec = 64;  // instruction record bytes (format version 5)
   size_t code_at = bin.size() - 4 * 16 - p.code.size() * kRec;
   std::vector<uint8_t> opcode = bin;
   opcode[code_at + 2 * kRec] = 99;  // instruction 2's opcode
@@ -225,7 +225,7 @@ TEST(Isa, LoopRulesNameTheLine) {
 TEST(Encoding, LoopRulesAreTheParsersRules) {
   Program p = parse_program(kLooped);
   std::vector<uint8_t> bin = encode_program(p);
-  constexpr size_t kRec = 56;
+  constexpr size_t kRec = 64;
   size_t code_at = bin.size() - 1 * 16 - p.code.size() * kRec;
   std::vector<uint8_t> zero = bin;
   for (size_t b = 0; b < 4; ++b) zero[code_at + 8 + b] = 0;  // the loop count (rows field)

@@ -355,6 +355,26 @@ TEST(WorkloadKeys, BadKeysNameFileLineAndKey) {
        "bad.yaml:1: layers: missing (model: decoder describes a new model"},
       {"model: decoder\nlayers: 1\nheads: 4\nffn: 8\nvocab: 9\n", "bad.yaml:1: d_model: missing"},
       {"model: gemv\nd_model: 64\n", "bad.yaml:2: d_model: unknown key"},  // decoder keys are for decoders
+      // Packed weights (docs/quantisation.md).
+      {"model: tiny-llama\ngroup_size: 32\n", "bad.yaml:2: group_size: goes with weight_dtype"},
+      {"model: tiny-llama\nweight_dtype: int3\n",
+       "bad.yaml:2: weight_dtype: expected int8, int4, fp8_e4m3 or none, got 'int3'"},
+      {"model: tiny-llama\nweight_dtype: [int4]\n", "bad.yaml:2: weight_dtype:"},
+      {"model: tiny-llama\nweight_dtype: int4\n",
+       "bad.yaml:2: group_size: group_size 128 does not divide d_model = 64"},
+      {"model: tiny-llama\nweight_dtype: int4\ngroup_size: 64\n",
+       "bad.yaml:3: group_size: group_size 64 does not divide ffn (down_proj) = 96"},
+      {"model: tiny-moe\nweight_dtype: int8\ngroup_size: 64\nfirst_dense_layers: 0\n",
+       "bad.yaml:3: group_size: group_size 64 does not divide moe_ffn (the experts' down_proj) = 32"},
+      {"model: tiny-llama\nweight_dtype: int8\ngroup_size: 3\n", "bad.yaml:3: group_size: group_size 3 is odd"},
+      {"model: tiny-llama\nweight_dtype: int8\ngroup_size: 0\n", "bad.yaml:3: group_size: value 0 out of range"},
+      {"model: tiny-llama\nweight_dtype: int8\ngroup_size: nan\n", "bad.yaml:3: group_size:"},
+      {"model: tiny-llama\nweight_dtype: int8\ngroup_size: 1e30\n", "bad.yaml:3: group_size:"},
+      {"model: tiny-llama\nweight_dtype: none\ngroup_size: 32\n",
+       "bad.yaml:3: group_size: goes with a packed weight_dtype"},
+      {"model: gemv\nweight_dtype: int4\n", "bad.yaml:2: weight_dtype: packed weights apply to the built-in decoders"},
+      {"graph: g.json\ngroup_size: 32\n",
+       "bad.yaml:2: group_size: a graph file stores its weights in the dtypes it declares"},
       {"model: decoders\n", "bad.yaml:1: model: unknown model 'decoders'"},
   };
   for (const Case& c : cases) EXPECT_THAT(load_error(c.text), HasSubstr(c.want)) << c.text;

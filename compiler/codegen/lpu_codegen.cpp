@@ -77,6 +77,25 @@ std::vector<RowRun> row_runs(const AccessPattern& ap, int64_t r0, int64_t rows) 
   return runs;
 }
 
+// A weight stored packed (graph/types.h, Quant) is read only through the SXE's input path,
+// which dequantises it (a matmul's streamed B, sxe.gemm or sxe.gemm_gather): any other reader
+// would see blocks of codes and scales, not elements.
+void refuse_packed(const Buffer& b, const LoopNode& node, const char* how) {
+  if (b.quant.on())
+    throw InputError(strcat("node ", node.name, ": reads ", b.name, ", a weight stored packed (", quant_str(b.quant), "), by ",
+                            how, "; only a matmul's streamed weights B may be packed"));
+}
+
+// The byte offset of element `e` of `b` where an sxe.gemm's B starts: packed B must start a
+// block (the SXE counts blocks from its B address).
+uint64_t packed_offset(const Buffer& b, const LoopNode& node, int64_t e) {
+  if (!b.quant.on()) return static_cast<uint64_t>(e * dtype_bytes(b.type.dtype));
+  if (e % b.quant.group)
+    throw InputError(strcat("node ", node.name, ": streams ", b.name, " (", quant_str(b.quant), ") from element ", e,
+                            ", which does not start a group"));
+  return static_cast<uint64_t>(b.quant.block_offset(e));
+}
+
 // Emits one kernel: hoisted loads once, then one instruction block per tile.
 // With a column split (column_split.h), a tile is rows [r0, r0 + rows) x columns [c0, c0 + cw)
 // of the split nodes; the other nodes compute their whole row in every tile.
@@ -286,6 +305,7 @@ VReg KernelEmitter::load(const LoopNode& node, const ExprNode& e, const std::vec
     return v;
   }
   const Buffer& buf = p_.buffers.at(e.buffer);
+  refuse_packed(buf, node, "a DMA load");
   Instruction in;
   in.opcode = Opcode::DmaLoad;
   in.dtype = buf.type.dtype;
@@ -421,7 +441,8 @@ VReg KernelEmitter::matmul(const LoopNode& node) {
     in.rows = n;
     in.depth = K;
     in.cols = N;
-    in.hbm_addr = hbm_base(b_load->buffer) + static_cast<uint64_t>(base * dtype_bytes(bbuf.type.dtype));
+    in.hbm_addr = hbm_base(b_load->buffer) + packed_offset(bbuf, node, base);
+    in.quant = bbuf.quant;
     in.hbm_rs = ks;
     in.hbm_cs = ns;
     in.kernel = id_;
@@ -445,7 +466,11 @@ VReg KernelEmitter::matmul_gathered(const LoopNode& node, const GatheredWeights&
   VReg idx = load(node, *gw.row_index);
   if (idx.imm || idx.cols != 1) throw InternalError("codegen: gathered-weight row indices of " + node.name + " are not one per row");
   const std::string& table = gw.gather->gather_table;
-  const DType dt = p_.buffers.at(table).type.dtype;
+  const Buffer& tbuf = p_.buffers.at(table);
+  const DType dt = tbuf.type.dtype;
+  if (tbuf.quant.on() && gw.slab % tbuf.quant.group)
+    throw InputError(strcat("node ", node.name, ": packed weights ", table, " (", quant_str(tbuf.quant), ") picked in slabs of ",
+                            gw.slab, " elements, not a whole number of groups"));
   VReg dst = alloc(rows_, N);
   Instruction in;
   in.opcode = Opcode::SxeGemmGather;
@@ -453,7 +478,8 @@ VReg KernelEmitter::matmul_gathered(const LoopNode& node, const GatheredWeights&
   in.rows = rows_;
   in.depth = K;
   in.cols = N;
-  in.hbm_addr = hbm_base(table) + static_cast<uint64_t>((gw.offset + gw.ns * c0) * dtype_bytes(dt));
+  in.hbm_addr = hbm_base(table) + packed_offset(tbuf, node, gw.offset + gw.ns * c0);
+  in.quant = tbuf.quant;
   in.hbm_rs = gw.ks;
   in.hbm_cs = gw.ns;
   in.kernel = id_;
@@ -475,6 +501,7 @@ VReg KernelEmitter::matmul_gathered(const LoopNode& node, const GatheredWeights&
 VReg KernelEmitter::gather(const LoopNode& node) {
   VReg idx = load(node, *node.gather_index);
   const Buffer& table = p_.buffers.at(node.gather_table);
+  refuse_packed(table, node, "a row gather");
   // Under column tiling the tile's window [c0, c0 + D) of each picked table row.
   int64_t D = col_width(node), c0 = col0(node);
   VReg dst = alloc(rows_, D);
@@ -730,6 +757,22 @@ KernelTiling tile_kernel(const LoopProgram& p, const Kernel& k, const CodegenOpt
   return {k.name,         plan.rows,   tiles, plan.hoisted, plan.tile_bytes, plan.col_tiled ? plan.cols : 0,
           plan.col_tiles, plan.buffers};
 }
+
+// The host-op entry of a graph break. The host reads and writes tensors in their dtype: a
+// packed weight is the SXE's only.
+HostOp host_op_of(const LoopProgram& p, const LoopNode& n) {
+  for (const auto& in : n.host_inputs)
+    if (p.buffers.at(in).quant.on())
+      throw InputError(strcat("node ", n.origin, " (", n.host_op, ", a graph break) reads ", in, ", a weight stored packed (",
+                              quant_str(p.buffers.at(in).quant), "): only the SXE reads packed weights (a matmul's streamed B)"));
+  HostOp h;
+  h.op = n.host_op;
+  h.node = n.origin;
+  h.inputs = n.host_inputs;
+  h.output = n.out();
+  h.attrs_json = attrs_to_json(n.host_attrs);
+  return h;
+}
 }  // namespace
 
 std::vector<KernelTiling> plan_kernel_tiling(const LoopProgram& p, const Schedule& s, const CodegenOptions& opts,
@@ -752,7 +795,7 @@ CodegenResult generate_lpu_program(const LoopProgram& p, const Schedule& s, cons
     if (hbm.count(name)) return;
     const Buffer& b = p.buffers.at(name);
     hbm[name] = next;
-    prog.buffers.push_back({name, next, b.type, b.role});
+    prog.buffers.push_back({name, next, b.type, b.role, b.quant});
     next += static_cast<uint64_t>(align_up(b.bytes(), opts.hbm_alignment));
   };
   for (const auto& n : p.inputs)
@@ -790,17 +833,11 @@ CodegenResult generate_lpu_program(const LoopProgram& p, const Schedule& s, cons
     }
     if (first.kind == LoopKind::Host) {  // a graph break: one host.call, no tiles
       if (k.nodes.size() != 1) throw InternalError("codegen: host node " + first.name + " fused into a kernel");
-      HostOp h;
-      h.op = first.host_op;
-      h.node = first.origin;
-      h.inputs = first.host_inputs;
-      h.output = first.out();
-      h.attrs_json = attrs_to_json(first.host_attrs);
       Instruction call;
       call.opcode = Opcode::HostCall;
       call.host_op = static_cast<int64_t>(prog.host_ops.size());
       call.kernel = id;
-      prog.host_ops.push_back(std::move(h));
+      prog.host_ops.push_back(host_op_of(p, first));
       prog.code.push_back(call);
       res.tiling.push_back({k.name, 0, 0, 0, 0, 0, 0, 0});
       continue;

@@ -11,8 +11,11 @@ int64_t instruction_hbm_bytes(const Instruction& in) {
     case Opcode::DmaLoad:
     case Opcode::DmaStore:
     case Opcode::DmaGather: return in.rows * in.cols * dtype_bytes(in.dtype);
-    case Opcode::SxeGemm: return in.depth * in.cols * dtype_bytes(in.dtype);
-    case Opcode::SxeGemmGather: return in.rows * in.depth * in.cols * dtype_bytes(in.dtype);  // a slab per row
+    case Opcode::SxeGemm:  // packed B: its blocks
+      return in.quant.on() ? in.quant.bytes(in.depth * in.cols) : in.depth * in.cols * dtype_bytes(in.dtype);
+    case Opcode::SxeGemmGather:  // a slab per row
+      return in.rows *
+             (in.quant.on() ? in.quant.bytes(in.depth * in.cols) : in.depth * in.cols * dtype_bytes(in.dtype));
     default: return 0;
   }
 }

@@ -54,6 +54,7 @@ void KernelCostMemo::prepare(const LoopProgram& p) {
       key += "] [";
       for (auto st : b.strides) key += strcat(st, ",");
       key += "]";
+      if (b.quant.on()) key += " " + quant_str(b.quant);  // packed weights stream fewer bytes
     }
     node_ids_.push_back(intern(key));
   }

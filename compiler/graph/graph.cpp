@@ -159,6 +159,24 @@ std::vector<NodeId> Graph::parameters() const {
   return r;
 }
 
+Quant parameter_quant(const Node& n) {
+  if (!n.has_attr("quant") && !n.has_attr("group")) return {};
+  Quant q;
+  const std::string f = n.attr_str("quant", "");
+  if (n.kind != NodeKind::Parameter)
+    throw InputError(strcat("node %", n.name, ": only a parameter (a weight) can be stored quantised"));
+  if (!parse_quant_format(f, q.format) || !q.on())
+    throw InputError(strcat("node %", n.name, ": quant '", f, "' is not a packed weight format (int8, int4, fp8_e4m3)"));
+  q.group = n.attr_int("group");
+  if (q.group < 2 || q.group % 2 || q.group > kMaxQuantGroup)
+    throw InputError(strcat("node %", n.name, ": quantisation group ", q.group, " must be an even number from 2 to ",
+                            kMaxQuantGroup));
+  if (!is_floating(n.type.dtype) || n.type.rank() < 1 || n.type.shape.back() % q.group)
+    throw InputError(strcat("node %", n.name, ": a ", type_str(n.type), " weight cannot be stored in groups of ",
+                            q.group, " (a floating weight whose last dimension the group divides)"));
+  return q;
+}
+
 std::vector<std::vector<NodeId>> Graph::users() const {
   std::vector<std::vector<NodeId>> u(nodes_.size());
   for (const auto& n : nodes_)

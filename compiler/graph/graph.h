@@ -41,6 +41,14 @@ struct Node {
   bool has_attr(const std::string& key) const { return attrs.count(key) != 0; }
 };
 
+// A parameter's packed storage (graph/types.h, Quant), from its attributes
+// {quant = "int4", group = 128}; off when it has none. The groups run along the last
+// (contiguous) dimension, which they must divide. Throws InputError naming the node when the
+// attributes are malformed or do not fit its type.
+Quant parameter_quant(const Node& n);
+// The HBM bytes a placeholder or parameter occupies: packed when it is stored quantised.
+inline int64_t stored_bytes(const Node& n) { return storage_bytes(n.type, parameter_quant(n)); }
+
 class Graph {
  public:
   explicit Graph(std::string name = "graph") : name_(std::move(name)) {}

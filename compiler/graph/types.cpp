@@ -50,6 +50,43 @@ int dtype_bytes(DType t) {
 
 bool is_floating(DType t) { return t == DType::f32 || t == DType::f16 || t == DType::bf16; }
 
+const char* quant_format_name(QuantFormat f) {
+  switch (f) {
+    case QuantFormat::none: return "none";
+    case QuantFormat::int8: return "int8";
+    case QuantFormat::int4: return "int4";
+    case QuantFormat::fp8_e4m3: return "fp8_e4m3";
+  }
+  return "?";
+}
+
+bool parse_quant_format(const std::string& s, QuantFormat& out) {
+  for (QuantFormat f : {QuantFormat::none, QuantFormat::int8, QuantFormat::int4, QuantFormat::fp8_e4m3})
+    if (s == quant_format_name(f)) {
+      out = f;
+      return true;
+    }
+  return false;
+}
+
+std::string quant_str(const Quant& q) {
+  return q.on() ? std::string(quant_format_name(q.format)) + "/g" + std::to_string(q.group) : "";
+}
+
+bool parse_quant(const std::string& s, Quant& out) {
+  const size_t slash = s.find("/g");
+  Quant q;
+  if (slash == std::string::npos || !parse_quant_format(s.substr(0, slash), q.format) || !q.on()) return false;
+  const std::string g = s.substr(slash + 2);
+  auto [end, ec] = std::from_chars(g.data(), g.data() + g.size(), q.group);
+  if (ec != std::errc() || end != g.data() + g.size() || q.group < 2 || q.group % 2 || q.group > kMaxQuantGroup)
+    return false;
+  out = q;
+  return true;
+}
+
+int64_t storage_bytes(const TensorType& t, const Quant& q) { return q.on() ? q.bytes(t.numel()) : t.bytes(); }
+
 int64_t numel(const Shape& s) {
   int64_t n = 1;
   for (auto d : s)

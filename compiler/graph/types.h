@@ -38,6 +38,40 @@ struct TensorType {
 
 std::string type_str(const TensorType& t);  // "f32[128, 1024]"
 
+// Packed weight storage (workload key weight_dtype, docs/quantisation.md): a weight tensor of a
+// floating dtype kept in HBM as narrow codes with one f16 scale per `group` consecutive
+// elements in memory order (the input width of a [out, in] linear weight, as GPTQ/AWQ group
+// along the input features). The storage is a run of blocks, one per group:
+//   [f16 scale][group codes: int8 one byte each, int4 two per byte (low nibble first),
+//    fp8_e4m3 one byte each]
+// and an element's value is code x scale. The graph keeps the logical dtype: quantisation is
+// how the bytes are stored, so HBM traffic, DMA and capacity count the packed size.
+enum class QuantFormat : uint8_t { none, int8, int4, fp8_e4m3 };
+const char* quant_format_name(QuantFormat f);  // "none", "int8", "int4", "fp8_e4m3"
+bool parse_quant_format(const std::string& s, QuantFormat& out);
+
+struct Quant {
+  QuantFormat format = QuantFormat::none;
+  int64_t group = 0;  // elements per scale (even, >= 2) when format is not none
+  bool on() const { return format != QuantFormat::none; }
+  int bits() const { return format == QuantFormat::int4 ? 4 : 8; }
+  int64_t code_bytes() const { return group * bits() / 8; }
+  int64_t block_bytes() const { return 2 + code_bytes(); }  // the f16 scale, then the codes
+  // Byte offset of the block holding element `e` (elements counted in memory order from a
+  // block boundary).
+  int64_t block_offset(int64_t e) const { return e / group * block_bytes(); }
+  // Bytes of `elems` elements starting at a block boundary (whole blocks).
+  int64_t bytes(int64_t elems) const { return (elems + group - 1) / group * block_bytes(); }
+  bool operator==(const Quant&) const = default;
+};
+// "int4/g128"; "" when off. parse_quant reads that form back (false on anything else).
+std::string quant_str(const Quant& q);
+bool parse_quant(const std::string& s, Quant& out);
+// The largest group the workbench accepts (a block's codes must fit one HBM burst run).
+constexpr int64_t kMaxQuantGroup = int64_t{1} << 16;
+// HBM bytes of a tensor of type `t` stored as `q` (its dtype's bytes when q is off).
+int64_t storage_bytes(const TensorType& t, const Quant& q);
+
 // What a tensor is to a compiled program: a buffer of the loop IR (loopir/loop_ir.h) and of
 // the LPU program (isa/program.h) has one of these roles.
 enum class BufferRole { Input, Weight, Intermediate, Output };

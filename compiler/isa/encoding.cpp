@@ -13,12 +13,14 @@ namespace {
 
 constexpr char kMagic[4] = {'L', 'P', 'U', 'B'};
 constexpr size_t kHeaderBytes = 48;
-constexpr size_t kInstrBytes = 56;
+constexpr size_t kInstrBytes = 64;
 constexpr size_t kOperandBytes = 16;
 constexpr uint8_t kNoOp = 0xFF;  // op-table index of instructions without a vector op
 
 constexpr DType kDTypes[] = {DType::f32, DType::f16, DType::bf16, DType::i64, DType::i32, DType::boolean};
 constexpr BufferRole kRoles[] = {BufferRole::Input, BufferRole::Weight, BufferRole::Intermediate, BufferRole::Output};
+constexpr QuantFormat kQuantFormats[] = {QuantFormat::none, QuantFormat::int8, QuantFormat::int4,
+                                         QuantFormat::fp8_e4m3};
 
 template <typename E, size_t N>
 uint8_t code_of(const E (&table)[N], E v) {
@@ -204,6 +206,8 @@ void write_header_and_tables(Writer& w, const Program& p, const OpNames& ops, si
     w.u64(b.hbm_addr);
     w.u8(code_of(kDTypes, b.type.dtype));
     w.u8(code_of(kRoles, b.role));
+    w.u8(code_of(kQuantFormats, b.quant.format));  // version 5: packed storage
+    w.u32(Writer::narrow_u32(static_cast<uint64_t>(b.quant.group), named("quantisation group")));
     if (b.type.shape.size() > 0xFFFF) throw InputError("cannot encode: buffer " + b.name + " has rank > 65535");
     w.u16(static_cast<uint16_t>(b.type.shape.size()));
     for (int64_t d : b.type.shape) w.i64(d);
@@ -252,6 +256,10 @@ void write_instruction(Writer& w, const Instruction& in, size_t i, const OpNames
   w.u32(Writer::narrow_u32(static_cast<uint64_t>(depth), what("depth")));
   w.i64(in.hbm_step);
   w.i32(Writer::narrow_i32(in.lm_step, what("lm step")));
+  w.u8(code_of(kQuantFormats, in.quant.format));  // version 5: packed weights B
+  w.u8(0);
+  w.u16(0);
+  w.u32(Writer::narrow_u32(static_cast<uint64_t>(in.quant.group), what("quantisation group")));
 }
 
 void write_operand(Writer& w, const Operand& o, size_t i) {
@@ -324,7 +332,7 @@ Header read_header(Reader& r, size_t size) {
                       total > size ? " (truncated)" : ""));
   h.checksum = r.u64("checksum");
   // Implausible counts are reported against the header, not wherever parsing would run dry.
-  uint64_t least = kHeaderBytes + 8 + uint64_t{16} * h.n_buffers + uint64_t{4} * (h.n_kernels + uint64_t{h.n_ops}) +
+  uint64_t least = kHeaderBytes + 8 + uint64_t{21} * h.n_buffers + uint64_t{4} * (h.n_kernels + uint64_t{h.n_ops}) +
                    uint64_t{kInstrBytes} * h.n_code + uint64_t{kOperandBytes} * h.n_operands;
   if (least > size)
     r.fail(12, strcat("the header's counts (", h.n_buffers, " buffers, ", h.n_kernels, " kernels, ", h.n_ops,
@@ -341,6 +349,11 @@ void read_buffers(Reader& r, uint32_t n, Program& p) {
     b.hbm_addr = r.u64("buffer address");
     b.type.dtype = r.code(kDTypes, "dtype");
     b.role = r.code(kRoles, "buffer role");
+    b.quant.format = r.code(kQuantFormats, "quantisation format");
+    b.quant.group = r.u32("quantisation group");
+    if (b.quant.on() ? !parse_quant(quant_str(b.quant), b.quant) : b.quant.group != 0)
+      r.fail(buffer_at, strcat("buffer ", printable(b.name), ": quantisation group ", b.quant.group,
+                               " is not an even number from 2 to ", kMaxQuantGroup, " (0 when unpacked)"));
     uint16_t rank = r.u16("rank");
     r.need(size_t{8} * rank, "buffer shape");
     for (uint16_t d = 0; d < rank; ++d) {
@@ -351,6 +364,7 @@ void read_buffers(Reader& r, uint32_t n, Program& p) {
     }
     if (std::string why = shape_problem(b.type.shape, /*allow_empty=*/true); !why.empty())
       r.fail(buffer_at, "buffer " + printable(b.name) + ": " + why);
+    if (std::string why = quant_problem(b); !why.empty()) r.fail(buffer_at, why);
     p.buffers.push_back(std::move(b));
   }
 }
@@ -473,6 +487,12 @@ void InstructionReader::fields(Instruction& in, uint8_t& op, uint8_t& nsrc, uint
   in.depth = r_.u32("depth");
   in.hbm_step = r_.i64("hbm step");
   in.lm_step = r_.i32("lm step");
+  in.quant.format = r_.code(kQuantFormats, "quantisation format");
+  if (r_.u8("pad") | r_.u16("pad")) bad(57, "padding is not zero");
+  in.quant.group = r_.u32("quantisation group");
+  if (in.quant.on() ? !parse_quant(quant_str(in.quant), in.quant) : in.quant.group != 0)
+    bad(60, strcat("quantisation group ", in.quant.group, " is not an even number from 2 to ", kMaxQuantGroup,
+                   " (0 when B is not packed)"));
   if (info->form == Form::Send) {
     in.token = in.depth;
     in.depth = 0;

@@ -6,7 +6,7 @@
 //                     (FNV-1a 64 over the whole file except the checksum field)
 //   strings           program name; per buffer: name, HBM address, dtype, role, shape;
 //                     kernel names; the vector-op name table
-//   instructions      one 40-byte record each (operands by index into the pool)
+//   instructions      one 64-byte record each (operands by index into the pool)
 //   operand pool      one 16-byte record per VXE source operand
 //
 // Vector ops are stored as indices into a name table carried in the file ("add", "rsum", ...)
@@ -21,7 +21,7 @@
 
 namespace lpu {
 
-inline constexpr uint16_t kLpuBinVersion = 4;  // 4: loops, 56-byte records with address steps;  // 2: 44-byte records with sxe.gemm depth; 3: host-op table
+inline constexpr uint16_t kLpuBinVersion = 5;  // 5: packed weights (64-byte records, quantised buffers); 4: loops, 56-byte records with address steps;  // 2: 44-byte records with sxe.gemm depth; 3: host-op table
 
 // Throws InputError when a field does not fit its record (e.g. a tile dimension >= 2^32),
 // naming the instruction.

@@ -18,18 +18,27 @@ struct OperandAccess {
   const char* role;  // as messages name it ("destination", "weights B", ...)
   uint64_t addr;
   int64_t rows, cols, rs, cs, elem_bytes, step;
+  Quant quant;  // weights B stored packed: elements lie in quant's blocks from addr (elem_bytes unused)
 };
+
+// The bytes [lo, hi) of a packed operand's elements at element offsets [first, last] from its
+// address (first >= 0: packed operands have non-negative strides): their whole blocks.
+inline void packed_span(const Quant& q, int64_t first, int64_t last, int64_t& lo, int64_t& hi) {
+  lo = q.block_offset(first);
+  hi = q.block_offset(last) + q.block_bytes();
+}
 
 namespace detail {
 inline OperandAccess lm_dense(bool write, const char* role, const Instruction& in, int64_t cols) {
-  return {OperandAccess::Memory::Lmu, write, role, in.lm_addr, in.rows, cols, cols, 1, 4, in.lm_step};
+  return {OperandAccess::Memory::Lmu, write, role, in.lm_addr, in.rows, cols, cols, 1, 4, in.lm_step, Quant{}};
 }
 inline OperandAccess lm_operand(const char* role, const Operand& o, const Instruction& in, int64_t rows, int64_t cols) {
-  return {OperandAccess::Memory::Lmu, false, role, o.addr, rows, cols, o.rs, o.cs, 4, in.lm_step};
+  return {OperandAccess::Memory::Lmu, false, role, o.addr, rows, cols, o.rs, o.cs, 4, in.lm_step, Quant{}};
 }
 inline OperandAccess hbm(bool write, const char* role, const Instruction& in, int64_t rows, int64_t cols, int64_t rs,
-                         int64_t cs) {
-  return {OperandAccess::Memory::Hbm, write, role, in.hbm_addr, rows, cols, rs, cs, dtype_bytes(in.dtype), in.hbm_step};
+                         int64_t cs, Quant q = {}) {
+  return {OperandAccess::Memory::Hbm, write,       role, in.hbm_addr, rows, cols, rs, cs,
+          dtype_bytes(in.dtype),      in.hbm_step, q};
 }
 }  // namespace detail
 
@@ -57,15 +66,15 @@ void for_each_operand(const Instruction& in, F&& f) {
   if (roles & role::LmActivation) f(lm_operand("activation A", in.srcs.at(0), in, R, in.depth));
   if (roles & role::LmIndices) {
     const Operand& ix = in.srcs.at(0);
-    f(OperandAccess{OperandAccess::Memory::Lmu, false, "indices", ix.addr, R, 1, ix.rs, 0, 4, in.lm_step});
+    f(OperandAccess{OperandAccess::Memory::Lmu, false, "indices", ix.addr, R, 1, ix.rs, 0, 4, in.lm_step, Quant{}});
   }
   if (roles & role::LmRowIndex) {
     const Operand& ix = in.srcs.at(1);
-    f(OperandAccess{OperandAccess::Memory::Lmu, false, "row indices", ix.addr, R, 1, ix.rs, 0, 4, in.lm_step});
+    f(OperandAccess{OperandAccess::Memory::Lmu, false, "row indices", ix.addr, R, 1, ix.rs, 0, 4, in.lm_step, Quant{}});
   }
   if (roles & role::HbmTileRead) f(hbm(false, "source", in, R, C, in.hbm_rs, in.hbm_cs));
   if (roles & role::HbmTileWrite) f(hbm(true, "destination", in, R, C, in.hbm_rs, in.hbm_cs));
-  if (roles & role::HbmWeights) f(hbm(false, "weights B", in, in.depth, C, in.hbm_rs, in.hbm_cs));
+  if (roles & role::HbmWeights) f(hbm(false, "weights B", in, in.depth, C, in.hbm_rs, in.hbm_cs, in.quant));
   if (roles & role::HbmTableRow) f(hbm(false, "table", in, 1, C, 0, in.hbm_cs));
   if (roles & role::RemoteLmDest) {
     OperandAccess a = lm_dense(true, "destination on the receiver", in, C);

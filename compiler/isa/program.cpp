@@ -39,7 +39,7 @@ bool Instruction::same_as(const Instruction& o) const {
   return opcode == o.opcode && vop == o.vop && rop == o.rop && dtype == o.dtype && rows == o.rows && cols == o.cols &&
          depth == o.depth && hbm_addr == o.hbm_addr && hbm_rs == o.hbm_rs && hbm_cs == o.hbm_cs &&
          lm_addr == o.lm_addr && srcs == o.srcs && kernel == o.kernel && host_op == o.host_op && token == o.token &&
-         peer == o.peer && hbm_step == o.hbm_step && lm_step == o.lm_step;
+         peer == o.peer && hbm_step == o.hbm_step && lm_step == o.lm_step && quant == o.quant;
 }
 
 const BufferDecl* Program::find_buffer(const std::string& n) const {
@@ -54,7 +54,7 @@ uint64_t Program::hbm_bytes_allocated() const {
     // A binary program may place a buffer anywhere in 64 bits: saturate rather than wrap, so
     // the capacity check sees it.
     uint64_t buffer_end;
-    if (__builtin_add_overflow(b.hbm_addr, static_cast<uint64_t>(b.type.bytes()), &buffer_end))
+    if (__builtin_add_overflow(b.hbm_addr, static_cast<uint64_t>(b.bytes()), &buffer_end))
       buffer_end = std::numeric_limits<uint64_t>::max();
     end = std::max(end, buffer_end);
   }
@@ -92,6 +92,16 @@ std::string tile_problem(const Instruction& in) {
 }
 }  // namespace
 
+std::string quant_problem(const BufferDecl& b) {
+  if (!b.quant.on()) return "";
+  if (b.role != BufferRole::Weight || !is_floating(b.type.dtype) || b.type.shape.empty() ||
+      b.type.shape.back() % b.quant.group)
+    return strcat("buffer ", b.name,
+                  ": only a floating weight whose last dimension the group divides is stored packed (",
+                  type_str(b.type), " ", buffer_role_name(b.role), " ", quant_str(b.quant), ")");
+  return "";
+}
+
 std::string StructureCheck::next(const Instruction& in) {
   size_t i = index_++;
   // A LoopBegin's own steps would belong to the loop around it, hence the check comes first.
@@ -105,6 +115,13 @@ std::string StructureCheck::next(const Instruction& in) {
     const double slab = in.srcs[2].value;
     if (!(slab >= 1) || slab > 9.0e15 || slab != std::floor(slab))
       return strcat("sxe.gemm_gather: slab size ", format_double(slab), " is not a whole number of elements >= 1");
+  }
+  if (in.quant.on()) {  // packed B: blocks counted forward from B's address
+    if (form != Form::Gemm && form != Form::GemmGather) return "only sxe.gemm and sxe.gemm_gather read packed weights";
+    if (in.hbm_rs < 0 || in.hbm_cs < 0) return "packed weights B are read with non-negative strides";
+    if (form == Form::GemmGather && std::fmod(in.srcs[2].value, static_cast<double>(in.quant.group)) != 0)
+      return strcat("sxe.gemm_gather: slab size ", format_double(in.srcs[2].value), " is not a whole number of ",
+                    quant_str(in.quant), " groups");
   }
   if (form == Form::Loop) {
     if (in.token < 1) return "a loop runs at least once";
@@ -160,6 +177,7 @@ std::string print_instruction_body(const Instruction& in) {
                  " <- ", operand_str(in.srcs.at(0)), ", hbm:", hex(in.hbm_addr), " ", shape2(in.hbm_rs, in.hbm_cs));
       if (info.form == Form::GemmGather)  // row indices, slab elements
         s += strcat(", ", operand_str(in.srcs.at(1)), ", ", operand_str(in.srcs.at(2)));
+      if (in.quant.on()) s += " " + quant_str(in.quant);
       return s;
     case Form::Signal: return strcat(mn, " ", in.token, in.peer >= 0 ? strcat(" dev:", in.peer) : "");
     case Form::Wait:
@@ -201,7 +219,7 @@ std::string print_program(const Program& p) {
   os << ".program " << p.name << "\n";
   for (const auto& b : p.buffers)
     os << ".buffer " << b.name << " hbm:" << hex(b.hbm_addr) << " " << type_str(b.type) << " "
-       << buffer_role_name(b.role) << "\n";
+       << buffer_role_name(b.role) << (b.quant.on() ? " " + quant_str(b.quant) : "") << "\n";
   for (size_t i = 0; i < p.host_ops.size(); ++i) os << print_host_op(i, p.host_ops[i]) << "\n";
   int kernel = -1;
   size_t declared = 0;  // kernels without instructions (an elided gather's) are declared in order too
@@ -266,6 +284,10 @@ class LineParser {
     skip_ws();
     if (s_.compare(pos_, tok.size(), tok) != 0) fail("expected '" + tok + "'");
     pos_ += tok.size();
+  }
+  bool peek(const std::string& tok) {
+    skip_ws();
+    return s_.compare(pos_, tok.size(), tok) == 0;
   }
   bool accept(const std::string& tok) {
     skip_ws();
@@ -426,6 +448,13 @@ void ProgramReader::buffer(LineParser& lp) {
     b.role = BufferRole::Output;
   else
     lp.fail("unknown buffer role '" + role + "' (input, weight, intermediate, output)");
+  if (!lp.at_end()) {
+    const std::string q = lp.word();
+    if (!parse_quant(q, b.quant))
+      lp.fail(strcat("buffer ", b.name, ": '", q,
+                     "' is not a packed weight format (int8, int4 or fp8_e4m3 and an even group, e.g. int4/g128)"));
+    if (std::string why = quant_problem(b); !why.empty()) lp.fail(why);
+  }
   p_.buffers.push_back(b);
 }
 
@@ -591,6 +620,12 @@ void ProgramReader::fields(LineParser& lp, const OpcodeInfo& info, Instruction& 
         if (!in.srcs[2].immediate || !(in.srcs[2].value >= 1) || in.srcs[2].value > 9.0e15 ||
             in.srcs[2].value != std::floor(in.srcs[2].value))
           lp.fail(mn + ": the slab size must be an immediate whole number of elements, at least 1");
+      }
+      if (!lp.at_end() && !lp.peek("step")) {  // the packed format of B, before any address steps
+        const std::string q = lp.word();
+        if (!parse_quant(q, in.quant))
+          lp.fail(strcat(mn, ": '", q,
+                         "' is not a packed weight format (int8, int4 or fp8_e4m3 and an even group, e.g. int4/g128)"));
       }
       break;
     case Form::Unary: tile_fields(lp, mn, 1, in); break;

@@ -17,6 +17,10 @@
 //   vxe.mov   [R, C] lm:0xD <- lm:0xA [rs, cs]
 //   sxe.gemm  f16 [M, K, N] lm:0xD <- lm:0xA [rs, ks], hbm:0xB [ks, ns]
 //             D[m, n] = sum_k A[m, k] * B[k, n]; B streams from HBM into the MAC trees
+//   sxe.gemm  f16 [M, K, N] lm:0xD <- lm:0xA [rs, ks], hbm:0xB [ks, ns] int4/g128
+//             B stored packed (graph/types.h, Quant): element e (in memory order from B's
+//             address, which starts a block) is code x scale of block e / 128; the SXE
+//             dequantises on its input path (docs/quantisation.md)
 //   dma.gather f16 [R, C] lm:0xD <- hbm:0xT [rs, cs], lm:0xI [irs, ics]
 //             row r of D = row LMU[I + r] of the table at T (embedding lookup)
 //   sync.signal T [dev:D]  once every earlier instruction has retired, add one to token T of
@@ -68,6 +72,7 @@ struct Instruction {
   // (DMA, gather, SXE B) and to the LMU destination and every LMU source operand.
   int64_t hbm_step = 0, lm_step = 0;
   int64_t peer = -1;  // SyncSignal: target device (-1 = this one)
+  Quant quant;        // SxeGemm, SxeGemmGather: B stored packed (off: in `dtype`)
   int kernel = -1;    // index into Program::kernels
   int line = 0;       // source line when parsed (diagnostics)
 
@@ -79,6 +84,8 @@ struct BufferDecl {
   uint64_t hbm_addr = 0;
   TensorType type;
   BufferRole role = BufferRole::Intermediate;
+  Quant quant;  // a weight stored packed: storage_bytes(type, quant) bytes at hbm_addr
+  int64_t bytes() const { return storage_bytes(type, quant); }
 };
 
 // A graph break: one core-graph node the host computes (reference semantics) from HBM
@@ -107,6 +114,10 @@ struct Program {
 // Where instruction `i` of `p` came from, for diagnostics: "FILE:LINE" for assembly,
 // "FILE: instruction I" for a binary program, "program NAME: instruction I" for one built in memory.
 std::string instruction_location(const Program& p, size_t i);
+
+// Why a buffer's packed storage does not fit it ("" when it does or it has none): only a
+// floating weight whose last dimension the group divides is stored packed.
+std::string quant_problem(const BufferDecl& b);
 
 // The rules every program keeps however it was read (assembly or binary), one place for each:
 // tiles have a positive shape of at most kMaxElements elements per operand, sxe.gemm has K >= 1,

@@ -64,7 +64,7 @@ std::vector<uint64_t> layout(const std::vector<BufferDecl>& bufs, int64_t alignm
   uint64_t next = 0;
   for (const auto& b : bufs) {
     bases.push_back(next);
-    next += static_cast<uint64_t>(align_to(b.type.bytes(), alignment));
+    next += static_cast<uint64_t>(align_to(b.bytes(), alignment));
   }
   return bases;
 }

@@ -231,7 +231,8 @@ std::string print_loop_ir(const LoopProgram& p) {
   auto list = [&](const std::string& name) {
     if (!listed.insert(name).second) return;
     const Buffer& b = p.buffers.at(name);
-    os << "  " << b.name << ": " << type_str(b.type) << " " << buffer_role_name(b.role) << "\n";
+    os << "  " << b.name << ": " << type_str(b.type) << " " << buffer_role_name(b.role)
+       << (b.quant.on() ? " " + quant_str(b.quant) : "") << "\n";
   };
   for (const auto& name : p.inputs) list(name);
   for (const auto& n : p.nodes) list(n.out());

@@ -23,7 +23,8 @@ struct Buffer {
   BufferRole role = BufferRole::Intermediate;
   std::vector<int64_t> strides;  // elements; contiguous row-major for now
   int64_t offset = 0;
-  int64_t bytes() const { return type.bytes(); }
+  Quant quant;  // a weight stored packed (graph/types.h): its bytes are the packed size
+  int64_t bytes() const { return storage_bytes(type, quant); }
 };
 
 // BufferRole (graph/types.h) says what a buffer is to the program; the reductions a Reduction

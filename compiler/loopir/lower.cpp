@@ -144,6 +144,7 @@ class Lowering {
         case NodeKind::Placeholder:
         case NodeKind::Parameter:
           add_buffer(n.name, n.type, n.kind == NodeKind::Placeholder ? BufferRole::Input : BufferRole::Weight);
+          p_.buffers[n.name].quant = parameter_quant(n);
           access_[n.name] = buffer_access(n.name, n.type);
           p_.inputs.push_back(n.name);
           break;

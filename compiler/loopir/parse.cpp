@@ -213,6 +213,24 @@ class LoopLine : public LineCursor {
   const std::map<std::string, Buffer>& buffers_;
 };
 
+// A packed weight's storage after its role: "int4/g128" (graph/types.h, Quant).
+Quant parse_buffer_quant(LoopLine& l, const Buffer& b) {
+  const std::string f = l.word();
+  l.expect('/');
+  l.expect('g');
+  Quant q;
+  if (!parse_quant(strcat(f, "/g", l.integer()), q))
+    l.fail(strcat("buffer ", b.name, ": '", f,
+                  "' with that group is not a packed weight format (int8, int4 or fp8_e4m3, "
+                  "an even group from 2 to ",
+                  kMaxQuantGroup, ")"));
+  if (b.role != BufferRole::Weight || !is_floating(b.type.dtype) || b.type.shape.empty() ||
+      b.type.shape.back() % q.group)
+    l.fail(
+        strcat("buffer ", b.name, ": only a floating weight whose last dimension the group divides is stored packed"));
+  return q;
+}
+
 BufferRole parse_role(LoopLine& l) {
   std::string r = l.word();
   for (BufferRole role : {BufferRole::Input, BufferRole::Weight, BufferRole::Intermediate, BufferRole::Output})
@@ -301,6 +319,7 @@ class ProgramParser {
       b.type.shape = l.int_list();
       if (std::string why = shape_problem(b.type.shape, /*allow_empty=*/true); !why.empty()) l.fail(why);
       b.role = parse_role(l);
+      if (!l.at_end()) b.quant = parse_buffer_quant(l, b);
       if (!l.at_end()) l.fail("expected the end of the line after the role");
       b.strides = contiguous_strides(b.type.shape);
       p_.buffers[b.name] = b;

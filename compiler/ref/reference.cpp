@@ -1,4 +1,5 @@
 #include "ref/reference.h"
+#include "ref/quantise.h"
 
 #include <algorithm>
 #include <cmath>
@@ -340,6 +341,8 @@ TensorMap make_random_inputs(const Graph& g, uint64_t seed) {
       Tensor t = random_tensor(n.type, seed + static_cast<uint64_t>(n.id) * 7919);
       if (float scale = random_input_scale(n); scale != 1.0f)
         for (auto& v : t.data) v = round_to_dtype(v * scale, n.type.dtype);
+      // A packed weight holds code x scale: the values the simulator's SXE dequantises.
+      if (const Quant q = parameter_quant(n); q.on()) fake_quantise(t.data, q);
       m[n.name] = std::move(t);
     }
   return m;

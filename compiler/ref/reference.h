@@ -21,7 +21,8 @@ std::vector<std::vector<Tensor>> run_reference_ranks(const std::vector<Graph>& r
 // what its dtype holds; a 2-D floating parameter (a weight [K, N], an embedding table) is scaled
 // by random_input_scale, 1/sqrt(K), as trained weights are: with unit-range weights a deep fp16
 // model saturates its softmaxes, and where two roundings differ (fused kernels keep fp32
-// intermediates) its outputs diverge, which says nothing about the compiler.
+// intermediates) its outputs diverge, which says nothing about the compiler. A parameter stored
+// quantised (parameter_quant) gets the values its packing holds (ref/quantise.h).
 TensorMap make_random_inputs(const Graph& g, uint64_t seed);
 float random_input_scale(const Node& n);
 

@@ -182,6 +182,21 @@ std::vector<std::pair<std::string, std::string>> decoder_keys(const TransformerS
   return k;
 }
 
+std::vector<std::pair<std::string, int64_t>> packed_input_widths(const TransformerShape& m) {
+  std::vector<std::pair<std::string, int64_t>> w = {{"d_model", m.d_model}};  // q/k/v, gate/up, lm_head
+  if (m.mla()) {
+    w.push_back({"heads x v_head_dim (o_proj)", m.heads * m.v_head_dim});
+    if (m.q_lora_rank > 0) w.push_back({"q_lora_rank (q_b_proj)", m.q_lora_rank});
+  } else {
+    w.push_back({"heads x head_dim (o_proj)", m.heads * m.hd()});
+  }
+  const bool moe = m.experts > 0;
+  if (!moe || m.first_dense_layers > 0) w.push_back({"ffn (down_proj)", m.ffn});
+  if (moe) w.push_back({"moe_ffn (the experts' down_proj)", m.expert_ffn()});
+  if (moe && m.shared_experts > 0) w.push_back({"shared_experts x moe_ffn (shared down_proj)", m.shared_experts * m.expert_ffn()});
+  return w;
+}
+
 std::string describe_decoder(const TransformerShape& m) {
   std::string out;
   for (const auto& [k, v] : decoder_keys(m)) out += (out.empty() ? "" : " ") + k + "=" + v;
@@ -192,7 +207,7 @@ namespace {
 
 class Builder {
  public:
-  Builder(Graph& g, DType dt) : g_(g), dt_(dt) {}
+  Builder(Graph& g, DType dt, Quant packed = {}) : g_(g), dt_(dt), packed_(packed) {}
   TensorType t(Shape s) const { return {dt_, std::move(s)}; }
   NodeId param(const std::string& name, Shape s) { return g_.add_parameter(name, t(std::move(s))); }
   NodeId input(const std::string& name, Shape s) { return g_.add_placeholder(name, t(std::move(s))); }
@@ -208,11 +223,25 @@ class Builder {
     return call("slice", {x}, {{"dim", dim}, {"start", start}, {"end", end}}, name);
   }
   // y = x @ W^T (+ b), W stored [out, in] like torch.nn.Linear: column runs are contiguous.
-  NodeId linear(NodeId x, const std::string& name, int64_t in, int64_t out, bool bias) {
+  // `pack`: W is stored packed when the workload asks (weight_dtype; a router stays unpacked,
+  // as GPTQ/AWQ checkpoints keep it).
+  NodeId linear(NodeId x, const std::string& name, int64_t in, int64_t out, bool bias, bool pack = true) {
     NodeId w = param(name + ".weight", {out, in});
+    if (pack) packed(w);
     NodeId y = call("matmul", {x, permute(w, {1, 0}, name + "_wT")}, {}, name);
     if (bias) y = call("add", {y, param(name + ".bias", {out})}, {}, name + "_bias");
     return y;
+  }
+  // Marks parameter `w` ([..., in]) as stored packed (graph.h, parameter_quant) when the
+  // workload packs its weights; the groups run along `in`, which they must divide.
+  void packed(NodeId w) {
+    if (!packed_.on()) return;
+    Node& n = g_.node(w);
+    if (n.type.shape.back() % packed_.group)
+      throw InputError(strcat("group_size ", packed_.group, " does not divide the input width ", n.type.shape.back(), " of ",
+                              n.name, " (", type_str(n.type), "; a tensor-parallel share when devices > 1)"));
+    n.attrs["quant"] = std::string(quant_format_name(packed_.format));
+    n.attrs["group"] = packed_.group;
   }
   NodeId norm(TransformerShape::Norm kind, int64_t d, NodeId x, const std::string& name) {
     NodeId w = param(name + ".weight", {d});
@@ -240,6 +269,7 @@ class Builder {
  private:
   Graph& g_;
   DType dt_;
+  Quant packed_;
 };
 
 // One forward step of a decoder. The activations are [N, d_model] rows, N = batch * seq_len;
@@ -249,7 +279,7 @@ class Builder {
 class DecoderBuilder {
  public:
   DecoderBuilder(Graph& g, const TransformerShape& m, const WorkloadSpec& w)
-      : b_(g, w.dtype),
+      : b_(g, w.dtype, w.weight_quant),
         m_(m),
         B_(w.batch),
         T_(w.seq_len),
@@ -662,7 +692,7 @@ class DecoderBuilder {
   // the weights are the chosen experts' scores, without the bias. Both renormalise over the k.
   std::pair<NodeId, NodeId> route(const std::string& p, NodeId h2) {
     const int64_t E = m_.experts, k = m_.experts_per_token;
-    NodeId logits = b_.linear(h2, p + "router", d_, E, false);
+    NodeId logits = b_.linear(h2, p + "router", d_, E, false, /*pack=*/false);
     auto topk = [&](NodeId x, int64_t kk, int64_t result, const std::string& name) {
       return b_.call("aten.topk", {x}, {{"k", kk}, {"result", result}}, name);
     };
@@ -715,6 +745,7 @@ class DecoderBuilder {
     // [R, 1, in] x (expert weights [E, out, in] gathered per row)^T -> [R, 1, out]
     auto expert = [&](NodeId x, const std::string& name, int64_t in, int64_t out) {
       NodeId w = b_.param(p + "experts." + name + ".weight", {E, out, in});
+      b_.packed(w);
       NodeId wg = b_.call("aten.index", {w, ids}, {}, p + name + "_gathered");
       return b_.call("matmul", {x, b_.permute(wg, {0, 2, 1}, p + name + "_gT")}, {}, p + name);
     };

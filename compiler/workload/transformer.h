@@ -23,6 +23,12 @@ namespace lpu {
 
 struct WorkloadSpec;
 
+struct TransformerShape;
+// The input widths of the linear weights a decoder stores packed (weight_dtype), each with
+// what it is ("d_model", "ffn", ...): a group size must divide every one. Before tensor
+// parallelism (the builder checks each rank's share too).
+std::vector<std::pair<std::string, int64_t>> packed_input_widths(const TransformerShape& m);
+
 struct TransformerShape {
   std::string name;
   int64_t layers, d_model, heads, kv_heads, ffn, vocab;

@@ -355,6 +355,32 @@ const TransformerShape* decoder_of(const WorkloadSpec& w) {
 
 namespace {
 
+// weight_dtype (int8 | int4 | fp8_e4m3 | none) and group_size (weights per f16 scale, along
+// each packed linear's input width: an even number dividing every such width).
+Quant read_weight_quant(YamlReader& r, const YAML::Node& root, const TransformerShape& m) {
+  if (root["group_size"] && !root["weight_dtype"])
+    r.fail(root["group_size"], "group_size", "goes with weight_dtype (int8, int4 or fp8_e4m3): the weights per scale");
+  if (!root["weight_dtype"]) return {};
+  const std::string f = r.get_string(root, "weight_dtype", "");
+  Quant q;
+  if (!parse_quant_format(f, q.format))
+    r.fail(root["weight_dtype"], "weight_dtype", "expected int8, int4, fp8_e4m3 or none, got '" + f + "'");
+  if (!q.on()) {
+    if (root["group_size"]) r.fail(root["group_size"], "group_size", "goes with a packed weight_dtype, not none");
+    return {};
+  }
+  q.group = r.get_int(root, "group_size", "", 128);
+  r.check_range(root, "group_size", "", static_cast<double>(q.group), 2, static_cast<double>(kMaxQuantGroup));
+  const char* key = root["group_size"] ? "group_size" : "weight_dtype";
+  if (q.group % 2) r.fail(root[key], "group_size", strcat("group_size ", q.group, " is odd (int4 codes pack two per byte)"));
+  for (const auto& [what, width] : packed_input_widths(m))
+    if (width % q.group)
+      r.fail(root[key], "group_size",
+             strcat("group_size ", q.group, " does not divide ", what, " = ", width,
+                    " (the groups run along each packed weight's input width)"));
+  return q;
+}
+
 WorkloadSpec load_workload_doc(const YamlDoc& doc, const std::string& path) {
   YamlReader r(doc);
   const YAML::Node& root = doc.root;
@@ -364,6 +390,10 @@ WorkloadSpec load_workload_doc(const YamlDoc& doc, const std::string& path) {
   w.name = std::filesystem::path(path).stem().string();
   if (root["graph"]) {
     // A graph file carries its own shapes, dtypes and data: only a name may be added.
+    for (const char* k : {"weight_dtype", "group_size"})
+      if (root[k])
+        r.fail(root[k], k, "a graph file stores its weights in the dtypes it declares; packed weights (weight_dtype, "
+                           "group_size) apply to the built-in decoders");
     r.check_keys(root, "", {"name", "graph"});
     std::filesystem::path gp(r.get_string(root, "graph", ""));
     if (gp.is_relative()) gp = std::filesystem::path(path).parent_path() / gp;
@@ -388,12 +418,16 @@ WorkloadSpec load_workload_doc(const YamlDoc& doc, const std::string& path) {
   std::vector<std::string> allowed = {"name",    "model",  "phase", "batch", "seq_len",
                                       "context", "layers", "dtype", "seed"};
   if (decoder) {
-    allowed.insert(allowed.end(), {"prompt_len", "gen_len"});
+    allowed.insert(allowed.end(), {"prompt_len", "gen_len", "weight_dtype", "group_size"});
     for (const auto& k : decoder_key_names())
       if (k != "layers") allowed.push_back(k);
   } else {
     for (const auto& [k, v] : mb->params) allowed.push_back(k);
   }
+  for (const char* k : {"weight_dtype", "group_size"})
+    if (root[k] && !decoder)
+      r.fail(root[k], k, strcat("packed weights apply to the built-in decoders (presets and model: ", kDecoderModel,
+                                "), not to the microbenchmark ", w.model));
   r.check_keys(root, "", allowed);
   w.name = read_workload_name(r, root, w.name);
   w.phase = r.get_string(root, "phase", "", "decode");
@@ -419,8 +453,10 @@ WorkloadSpec load_workload_doc(const YamlDoc& doc, const std::string& path) {
     r.fail(root["dtype"], "dtype", "expected f32, f16 or bf16, got '" + dt + "'");
   if (decoder) {
     w.decoder = read_decoder(r, root, w, preset);  // `layers`, when given, is its layer count
+    w.weight_quant = read_weight_quant(r, root, *w.decoder);
     return w;
   }
+
   for (const auto& [k, dflt] : mb->params) {
     w.params[k] = r.get_int(root, k, "", dflt);
     r.check_range(root, k, "", static_cast<double>(w.params[k]), 1, 1 << 24);

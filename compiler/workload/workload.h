@@ -34,6 +34,9 @@ struct WorkloadSpec {
   int64_t context = 0;
   int64_t layers = -1;  // -1: the model's own layer count
   DType dtype = DType::f32;
+  // Keys weight_dtype and group_size (built-in decoders; docs/quantisation.md): the linear
+  // weights stored packed, in groups along their input width. Off: in `dtype`.
+  Quant weight_quant;
   uint64_t seed = 1;  // input data for functional runs
   // `lpu generate` (built-in LLMs only; docs/generate.md): prompt tokens and tokens to
   // generate. 0: not given (the command's defaults or flags apply). Other commands ignore them.

@@ -54,6 +54,7 @@ void resolve_energy(const YamlReader& r, const YAML::Node& root, ArchConfig::Ene
                                             "lmu_read_pj_per_byte", "lmu_write_pj_per_byte", "esl_pj_per_bit"};
   std::vector<std::string> keys = scalars;
   keys.push_back("vxe_pj_per_op");
+  keys.push_back("sxe_pj_per_dequant");
   keys.push_back("static_mw");
   r.check_keys(en, "energy", keys);
   auto value = [&](const YAML::Node& map, const std::string& key, const std::string& path, double hi) {
@@ -68,6 +69,8 @@ void resolve_energy(const YamlReader& r, const YAML::Node& root, ArchConfig::Ene
   e.lmu_read_pj_per_byte = value(en, "lmu_read_pj_per_byte", "energy", 1e6);
   e.lmu_write_pj_per_byte = value(en, "lmu_write_pj_per_byte", "energy", 1e6);
   e.esl_pj_per_bit = value(en, "esl_pj_per_bit", "energy", 1e6);
+  // Optional (configs written before packed weights have none): 0 when absent.
+  if (en["sxe_pj_per_dequant"]) e.sxe_pj_per_dequant = value(en, "sxe_pj_per_dequant", "energy", 1e6);
   // A table of keys: each listed key required, no other allowed.
   auto table = [&](const char* key, const std::vector<std::string>& names, double hi,
                    std::map<std::string, double>& out) {
@@ -163,8 +166,10 @@ void resolve_vxe(YamlReader& r, const YAML::Node& root, ArchConfig& a) {
 }
 
 void resolve_sxe(YamlReader& r, const YAML::Node& root, ArchConfig& a) {
-  YAML::Node sxe =
-      section(r, root, "sxe", {"mac_trees", "lanes", "pipeline_depth", "queue_depth", "streams", "model"}, true);
+  YAML::Node sxe = section(
+      r, root, "sxe",
+      {"mac_trees", "lanes", "pipeline_depth", "queue_depth", "streams", "model", "dequant_cycles", "packed_lanes"},
+      true);
   a.sxe.mac_trees = static_cast<int>(r.get_int(sxe, "mac_trees", "sxe"));
   r.check_range(sxe, "mac_trees", "sxe", a.sxe.mac_trees, 1, 1 << 16);
   a.sxe.lanes = static_cast<int>(r.get_int(sxe, "lanes", "sxe"));
@@ -182,6 +187,18 @@ void resolve_sxe(YamlReader& r, const YAML::Node& root, ArchConfig& a) {
     a.sxe.model = ArchConfig::Sxe::Model::Rtl;
   else
     r.fail(sxe["model"], "sxe.model", "expected approx or rtl, got '" + model + "'");
+  a.sxe.dequant_cycles = static_cast<int>(r.get_int(sxe, "dequant_cycles", "sxe", a.sxe.dequant_cycles));
+  r.check_range(sxe, "dequant_cycles", "sxe", a.sxe.dequant_cycles, 0, 1024);
+  if (YAML::Node pl = sxe["packed_lanes"]) {  // {int8: 2, int4: 4, fp8_e4m3: 2}, each optional
+    const std::vector<std::string> formats = {"int8", "int4", "fp8_e4m3"};
+    r.check_keys(pl, "sxe.packed_lanes", formats);
+    for (const auto& f : formats) {
+      if (!pl[f]) continue;
+      const int v = static_cast<int>(r.get_int(pl, f, "sxe.packed_lanes"));
+      r.check_range(pl, f, "sxe.packed_lanes", v, 1, 64);
+      if (v != 1) a.sxe.packed_lanes[f] = v;
+    }
+  }
 }
 
 void resolve_isu(YamlReader& r, const YAML::Node& root, ArchConfig& a) {
@@ -433,6 +450,11 @@ nlohmann::json arch_to_json(const ArchConfig& a) {
   j["vxe"] = {{"lanes", a.vxe.lanes}, {"queue_depth", a.vxe.queue_depth}, {"ops", ops}};
   j["sxe"] = {{"mac_trees", a.sxe.mac_trees},     {"lanes", a.sxe.lanes},     {"pipeline_depth", a.sxe.pipeline_depth},
               {"queue_depth", a.sxe.queue_depth}, {"streams", a.sxe.streams}, {"model", sxe_model_name(a.sxe.model)}};
+  // The packed-weight keys only when set (configs without them keep the JSON, and the sweep
+  // fingerprints made from it, they always had).
+  const ArchConfig::Sxe dflt;
+  if (a.sxe.dequant_cycles != dflt.dequant_cycles) j["sxe"]["dequant_cycles"] = a.sxe.dequant_cycles;
+  for (const auto& [f, v] : a.sxe.packed_lanes) j["sxe"]["packed_lanes"][f] = v;
   j["isu"] = {{"issue_cycles", a.isu.issue_cycles},
               {"chaining", a.isu.chaining},
               {"weight_prefetch", a.isu.weight_prefetch},
@@ -453,6 +475,7 @@ nlohmann::json arch_to_json(const ArchConfig& a) {
                    {"lmu_write_pj_per_byte", e.lmu_write_pj_per_byte},
                    {"esl_pj_per_bit", e.esl_pj_per_bit},
                    {"static_mw", st}};
+    if (e.sxe_pj_per_dequant != 0) j["energy"]["sxe_pj_per_dequant"] = e.sxe_pj_per_dequant;
   }
   // sim.max_wall_s is left out: it decides only whether a run may finish, never what it
   // computes, and this JSON fingerprints sweeps (a longer limit must not make a sweep new).

@@ -66,6 +66,16 @@ struct ArchConfig {
     // MAC work runs in issue order). 1 = one gemm at a time. The RTL model runs one at a time.
     int streams = 1;
     Model model = Model::Approx;
+    // Packed weights (workload weight_dtype, docs/quantisation.md): pipeline stages the
+    // dequantiser on the input path adds, and how many narrow weights one lane multiplies per
+    // cycle, by format (1: the trees run at their f16 rate, so packing saves bytes, not MAC
+    // time). By format name (graph/types.h, quant_format_name); absent: 1.
+    int dequant_cycles = 1;
+    std::map<std::string, int> packed_lanes;
+    int packed_lanes_of(const std::string& format) const {
+      auto it = packed_lanes.find(format);
+      return it == packed_lanes.end() ? 1 : it->second;
+    }
   } sxe;
 
   struct Isu {
@@ -98,6 +108,7 @@ struct ArchConfig {
     bool configured = false;
     double hbm_read_pj_per_bit = 0, hbm_write_pj_per_bit = 0;  // per bit a channel moves (burst-rounded)
     double sxe_pj_per_mac = 0;                                 // per useful MAC of an sxe.gemm
+    double sxe_pj_per_dequant = 0;                             // per packed weight dequantised (optional key)
     std::map<std::string, double> vxe_pj_per_op;               // by op class: energy_vxe_classes()
     double lmu_read_pj_per_byte = 0, lmu_write_pj_per_byte = 0;
     double esl_pj_per_bit = 0;                // per bit sent over the ESL

@@ -58,7 +58,10 @@ void Engine::worker() {
     ++c.instructions;
     auto& kc = ctx_.kernel_of(done);
     switch (opcode_info(done.opcode).arith) {
-      case Arith::SxeFlops: kc.sxe_flops += 2 * work; break;  // a multiply and an add per MAC
+      case Arith::SxeFlops:  // a multiply and an add per MAC; packed weights: several per lane and cycle
+        kc.sxe_flops += 2 * work;
+        kc.sxe_lane_flops += 2 * work / ctx_.arch->sxe.packed_lanes_of(quant_format_name(done.quant.format));
+        break;
       case Arith::VxeOps: kc.vxe_ops += work; break;
       case Arith::None: break;
     }

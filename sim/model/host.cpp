@@ -11,6 +11,9 @@ namespace {
 const BufferDecl& buffer_of(const Program& p, const std::string& name, const HostOp& h) {
   const BufferDecl* b = p.find_buffer(name);
   if (!b) throw InputError(strcat("host op ", h.op, " (node ", h.node, ") names buffer ", name, ", which has no .buffer"));
+  if (b->quant.on())  // the host reads and writes tensors in their dtype, not packed blocks
+    throw InputError(strcat("host op ", h.op, " (node ", h.node, ") names buffer ", name, ", which is stored packed (",
+                            quant_str(b->quant), "): only sxe.gemm and sxe.gemm_gather read packed weights"));
   return *b;
 }
 }  // namespace

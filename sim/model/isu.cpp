@@ -23,7 +23,12 @@ void footprint(const Instruction& in, const Program& p, Footprint& f) {
   f.clear();
   for_each_operand(in, [&f](const OperandAccess& a) {
     if (a.memory == OperandAccess::Memory::RemoteLmu) return;
-    const Range r = operand_range(a.addr, a.rows, a.cols, a.rs, a.cs, a.elem_bytes);
+    Range r = operand_range(a.addr, a.rows, a.cols, a.rs, a.cs, a.elem_bytes);
+    if (a.quant.on()) {  // packed weights: whole blocks (non-negative strides)
+      int64_t lo = 0, hi = 0;
+      packed_span(a.quant, 0, (a.rows - 1) * a.rs + (a.cols - 1) * a.cs, lo, hi);
+      r = {a.addr + static_cast<uint64_t>(lo), a.addr + static_cast<uint64_t>(hi)};
+    }
     const bool lmu = a.memory == OperandAccess::Memory::Lmu;
     (lmu ? (a.write ? f.lm_writes : f.lm_reads) : (a.write ? f.hbm_writes : f.hbm_reads)).push_back(r);
   });
@@ -32,7 +37,7 @@ void footprint(const Instruction& in, const Program& p, Footprint& f) {
   const HostOp& h = p.host_ops[static_cast<size_t>(in.host_op)];
   auto whole = [&p](const std::string& name) {
     const BufferDecl* b = p.find_buffer(name);
-    return b ? Range{b->hbm_addr, b->hbm_addr + static_cast<uint64_t>(b->type.bytes())} : Range{};
+    return b ? Range{b->hbm_addr, b->hbm_addr + static_cast<uint64_t>(b->bytes())} : Range{};
   };
   for (const auto& name : h.inputs) f.hbm_reads.push_back(whole(name));
   f.hbm_writes.push_back(whole(h.output));

@@ -83,6 +83,7 @@ struct KernelCounters {
   double first_issue_ps = -1, last_retire_ps = 0;
   uint64_t hbm_read = 0, hbm_write = 0, instructions = 0;
   double sxe_flops = 0, vxe_ops = 0;  // 2 x MACs of its sxe.gemm; elements of its vxe.op/reduce
+  double sxe_lane_flops = 0;          // sxe_flops, each gemm's over its packed lanes (sxe.packed_lanes)
   std::vector<SpanInterval> log;       // what the engines and the ISU did for it (attribution.h)
 };
 

@@ -3,7 +3,9 @@
 #include <algorithm>
 #include <cmath>
 
+#include "isa/operands.h"
 #include "model/numeric.h"
+#include "ref/quantise.h"
 #include "model/sxe_timing.h"
 #include "support/error.h"
 
@@ -52,13 +54,24 @@ double Sxe::execute(const IssueTicket& tk, double start_ps) {
   if (gathered && rtl_)
     throw InputError(strcat("device ", ctx_.device, ": ", print_instruction(in), " (line ", in.line,
                             "): sxe.model rtl runs sxe.gemm only; use sxe.model approx for gathered weights"));
+  // Packed weights (docs/quantisation.md): the stream moves whole blocks (codes and f16
+  // scales); the dequantiser on the input path adds its stages, and the trees take
+  // sxe.packed_lanes narrow weights per lane and cycle.
+  const Quant& q = in.quant;
+  if (q.on() && rtl_)
+    throw InputError(strcat("device ", ctx_.device, ": ", print_instruction(in), " (line ", in.line,
+                            "): sxe.model rtl runs unpacked weights only; use sxe.model approx for packed weights"));
+  const int lanes = q.on() ? cfg.lanes * cfg.packed_lanes_of(quant_format_name(q.format)) : cfg.lanes;
+  const int depth = q.on() ? cfg.pipeline_depth + cfg.dequant_cycles : cfg.pipeline_depth;
   const int64_t blocks = gathered ? M : 1;
   for (int64_t blk = 0; blk < blocks; ++blk)
   for (const Run& run : runs) {
-    uint64_t len = static_cast<uint64_t>(run.elems * eb);
+    int64_t lo = run.first * eb, hi = (run.first + run.elems) * eb;
+    if (q.on()) packed_span(q, run.first, run.first + run.elems - 1, lo, hi);
+    const auto len = static_cast<uint64_t>(hi - lo);
     tlm::tlm_generic_payload& trans = trans_;  // every field set again: one payload for all runs
     trans.set_command(tlm::TLM_READ_COMMAND);
-    trans.set_address(in.hbm_addr + static_cast<uint64_t>(run.first * eb));
+    trans.set_address(in.hbm_addr + static_cast<uint64_t>(lo));
     trans.set_data_length(static_cast<unsigned>(len));
     trans.set_streaming_width(static_cast<unsigned>(len));
     trans.set_byte_enable_ptr(nullptr);
@@ -76,7 +89,7 @@ double Sxe::execute(const IssueTicket& tk, double start_ps) {
   append_union(ctx_.hbm_windows, Span::Bandwidth, kc.log);
   double period = ctx_.period.to_double();
   int64_t cols_per_tree = (N + cfg.mac_trees - 1) / cfg.mac_trees;
-  double stream_end = hbm_done + period * cfg.pipeline_depth;  // the last beat drains the adder tree
+  double stream_end = hbm_done + period * depth;  // the last beat drains the adder tree
   double lmu_end = lmu_.reserve(start_ps, static_cast<uint64_t>(M * K * 4), static_cast<uint64_t>(M * N * 4));
   // The RTL reads its operands before compute() writes the destination (which may alias them).
   // Weight prefetch (isu.weight_prefetch): the stream started at issue; the MAC work starts
@@ -85,10 +98,14 @@ double Sxe::execute(const IssueTicket& tk, double start_ps) {
   // beat (its drain overlaps the next gemm's beats).
   double compute_start = std::max({start_ps, tk.inputs_ready_ps, trees_free_ps_});
   // Gathered rows share no weights: M GEMVs, one after another through the trees.
-  const double mac_cycles = gathered ? static_cast<double>(M) * mac_tree_cycles(K, cols_per_tree, 1, cfg.lanes, cfg.pipeline_depth)
-                                     : mac_tree_cycles(K, cols_per_tree, M, cfg.lanes, cfg.pipeline_depth);
+  const double mac_cycles = gathered ? static_cast<double>(M) * mac_tree_cycles(K, cols_per_tree, 1, lanes, depth)
+                                     : mac_tree_cycles(K, cols_per_tree, M, lanes, depth);
   double compute_end = rtl_ ? std::max(rtl_end(in, start_ps, hbm_done), compute_start) : compute_start + period * mac_cycles;
-  trees_free_ps_ = std::max(compute_end - period * cfg.pipeline_depth, hbm_done);
+  trees_free_ps_ = std::max(compute_end - period * depth, hbm_done);
+  if (q.on()) {
+    dequantised_ += static_cast<double>(blocks) * static_cast<double>(K * N);
+    widest_packed_lanes_ = std::max(widest_packed_lanes_, lanes / cfg.lanes);
+  }
   // The MAC work's own window; the rest of the instruction (stream, drain) is not compute.
   kc.log.push_back({compute_start, compute_end, Span::Compute});
   if (ctx_.functional) compute(in);
@@ -114,6 +131,7 @@ int64_t Sxe::row_slab_offset(const Instruction& in, int64_t m) const {
 void Sxe::compute(const Instruction& in) {
   const int64_t M = in.rows, K = in.depth, N = in.cols;
   const int64_t eb = dtype_bytes(in.dtype);
+  const Quant& q = in.quant;
   const Operand& a = in.srcs.at(0);
   std::vector<float> out(static_cast<size_t>(M * N));
   for (int64_t m = 0; m < M; ++m) {
@@ -122,10 +140,14 @@ void Sxe::compute(const Instruction& in) {
       double acc = 0;
       for (int64_t k = 0; k < K; ++k) {
         int64_t ao = static_cast<int64_t>(a.addr / 4) + m * a.rs + k * a.cs;
-        uint64_t bo = in.hbm_addr + static_cast<uint64_t>((slab + k * in.hbm_rs + n * in.hbm_cs) * eb);
-        if (ao < 0 || ao >= static_cast<int64_t>(ctx_.lmu_data.size()) || bo + static_cast<uint64_t>(eb) > ctx_.hbm_data.size())
+        const int64_t e = slab + k * in.hbm_rs + n * in.hbm_cs;
+        // Packed: element e's block (its f16 scale and codes), dequantised on the input path.
+        uint64_t bo = in.hbm_addr + static_cast<uint64_t>(q.on() ? q.block_offset(e) : e * eb);
+        const auto width = static_cast<uint64_t>(q.on() ? q.block_bytes() : eb);
+        if (ao < 0 || ao >= static_cast<int64_t>(ctx_.lmu_data.size()) || bo + width > ctx_.hbm_data.size())
           throw InputError(strcat("device ", ctx_.device, ": ", print_instruction(in), " reads outside memory"));
-        acc += static_cast<double>(ctx_.lmu_data[static_cast<size_t>(ao)]) * load_element(&ctx_.hbm_data[bo], in.dtype);
+        const float w = q.on() ? quantised_element(&ctx_.hbm_data[bo], e % q.group, q) : load_element(&ctx_.hbm_data[bo], in.dtype);
+        acc += static_cast<double>(ctx_.lmu_data[static_cast<size_t>(ao)]) * w;
       }
       out[static_cast<size_t>(m * N + n)] = static_cast<float>(acc);
     }
@@ -216,7 +238,8 @@ EngineReport Sxe::make_report() const {
   r.busy_ps = counters_.occupied_ps;
   r.workers = 1;
   r.work_unit = "MACs";
-  r.peak_work_per_cycle = static_cast<double>(ctx_.arch->sxe.mac_trees) * ctx_.arch->sxe.lanes;
+  // Packed weights: a lane takes sxe.packed_lanes of them a cycle (the widest format it ran).
+  r.peak_work_per_cycle = static_cast<double>(ctx_.arch->sxe.mac_trees) * ctx_.arch->sxe.lanes * widest_packed_lanes_;
   return r;
 }
 
@@ -226,6 +249,9 @@ void Sxe::add_to(SimStats& s) const {
   s.sxe_rtl_stall_cycles = rtl_stall_cycles_;
 }
 
-void Sxe::add_to(EnergyEvents& ev) const { ev.sxe_macs += counters_.work; }
+void Sxe::add_to(EnergyEvents& ev) const {
+  ev.sxe_macs += counters_.work;
+  ev.sxe_dequantised += dequantised_;
+}
 
 }  // namespace lpu::sim

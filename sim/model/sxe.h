@@ -40,6 +40,8 @@ class Sxe : public Engine {
   std::vector<uint8_t> staging_;
   double trees_free_ps_ = 0;
   // sxe.model: rtl -- what the verilated tree did, summed over the sxe.gemm instructions.
+  double dequantised_ = 0;       // packed weights through the dequantiser (energy)
+  int widest_packed_lanes_ = 1;  // the most packed weights a lane took per cycle (the report's peak)
   uint64_t rtl_gemms_ = 0, rtl_cycles_ = 0, rtl_stall_cycles_ = 0;  // when the MAC trees take the next gemm's first beat
   // Scratch of execute() (which never waits between filling and using them), kept to spare
   // allocations per instruction: the weight runs and the payload sent for each.

@@ -139,7 +139,7 @@ def asm_sub(pattern, repl):
 
 # ---- binary programs: patched from `lpu compile --emit bin` output ----------------------------
 
-HDR, INSTR, OPND = 48, 56, 16
+HDR, INSTR, OPND = 48, 64, 16
 LOOP_BEGIN, LOOP_END, HALT = 11, 12, 5  # stable opcode codes (compiler/isa/encoding.cpp)
 
 

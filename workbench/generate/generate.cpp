@@ -82,7 +82,7 @@ HbmNeed hbm_need(const Graph& g) {
   HbmNeed n;
   for (const auto& node : g.nodes()) {
     if (node.kind != NodeKind::Placeholder && node.kind != NodeKind::Parameter) continue;
-    auto b = static_cast<double>(node.type.bytes());
+    auto b = static_cast<double>(stored_bytes(node));
     n.total += b;
     if (node.kind == NodeKind::Parameter)
       n.weights += b;

@@ -113,7 +113,7 @@ RunOutcome run_job(const WorkloadSpec& w, const ArchConfig& arch, const std::str
   // Weights and inputs must fit one device's HBM: say so before compiling.
   double need = 0;
   for (const auto& n : g.nodes())
-    if (n.kind == NodeKind::Placeholder || n.kind == NodeKind::Parameter) need += static_cast<double>(n.type.bytes());
+    if (n.kind == NodeKind::Placeholder || n.kind == NodeKind::Parameter) need += static_cast<double>(stored_bytes(n));
   double cap = arch.hbm.capacity_gib * 1024.0 * 1024.0 * 1024.0;
   if (need > cap) {
     // The advice must work: the fewest devices (a multiple of this run's) whose share fits and
@@ -233,6 +233,10 @@ nlohmann::json RunOutcome::to_json() const {
       {"graph", workload.graph},     {"phase", workload.phase},     {"batch", workload.batch},
       {"seq_len", workload.seq_len}, {"context", workload.context}, {"dtype", dtype_name(workload.dtype)}};
   for (const auto& [k, v] : workload.params) wl[k] = v;
+  if (workload.weight_quant.on()) {  // only when packed: unpacked runs keep the JSON they had
+    wl["weight_dtype"] = quant_format_name(workload.weight_quant.format);
+    wl["group_size"] = workload.weight_quant.group;
+  }
   // A built-in LLM's shape as its workload keys (docs/workloads.md), typed: the preset's, or
   // what the file described.
   if (const TransformerShape* m = decoder_of(workload)) {
@@ -314,8 +318,20 @@ nlohmann::json RunOutcome::to_json() const {
 StepRoofs step_roofs(const RunOutcome& o) {
   StepRoofs r;
   r.memory_cycles = static_cast<double>(o.comp.compulsory_hbm_bytes) / o.arch.hbm_bytes_per_cycle();
-  double flops = static_cast<double>(work_to_json(o.comp.code.program)["sxe_flops"].get<uint64_t>());
-  r.compute_cycles = flops / (2.0 * o.arch.sxe.mac_trees * o.arch.sxe.lanes);
+  // The SXE's FLOPs, loops expanded, each gemm's over the packed weights a lane takes per cycle.
+  double lane_flops = 0;
+  std::vector<double> times{1};
+  for (const auto& in : o.comp.code.program.code) {
+    if (in.opcode == Opcode::LoopBegin) {
+      times.push_back(times.back() * static_cast<double>(in.token));
+    } else if (in.opcode == Opcode::LoopEnd) {
+      if (times.size() > 1) times.pop_back();
+    } else {
+      lane_flops += times.back() * static_cast<double>(instruction_arith(in).sxe_flops) /
+                    o.arch.sxe.packed_lanes_of(quant_format_name(in.quant.format));
+    }
+  }
+  r.compute_cycles = lane_flops / (2.0 * o.arch.sxe.mac_trees * o.arch.sxe.lanes);
   return r;
 }
 

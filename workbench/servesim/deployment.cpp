@@ -30,7 +30,7 @@ Deployment plan_deployment(const WorkloadSpec& base, const ArchConfig& arch, int
   one.ragged.clear();
   const Graph g = d.devices > 1 ? build_rank_graphs(one, d.devices).front() : build_graph(one);
   for (const auto& node : g.nodes())
-    if (node.kind == NodeKind::Parameter) d.weight_bytes += static_cast<double>(node.type.bytes());
+    if (node.kind == NodeKind::Parameter) d.weight_bytes += static_cast<double>(stored_bytes(node));
   const int64_t layers = base.layers > 0 ? std::min(base.layers, m->layers) : m->layers;
   const double elem = dtype_bytes(base.dtype);
   d.kv_bytes_per_token = static_cast<double>(layers * m->kv_cache_width(d.devices)) * elem;

@@ -68,7 +68,8 @@ double lerp(double a, double b, double t) { return a + (b - a) * t; }
 std::string step_cost_cache_key(const WorkloadSpec& base, const ArchConfig& arch, const std::string& fusion) {
   const TransformerShape* m = decoder_of(base);
   return strcat("model=", m ? describe_decoder(*m) : base.model, ";layers=", base.layers,
-                ";dtype=", dtype_name(base.dtype), ";fusion=", fusion, ";arch=", arch_to_json(arch).dump(),
+                ";dtype=", dtype_name(base.dtype), base.weight_quant.on() ? ";weights=" + quant_str(base.weight_quant) : "",
+                ";fusion=", fusion, ";arch=", arch_to_json(arch).dump(),
                 ";lpu=", executable_hash());
 }
 
