@@ -207,6 +207,38 @@ TEST(WorkloadKeys, EachKeyTakesEffect) {
 // Multi-head latent attention: the absorbed and the naive form are the same function of the
 // same weights and inputs (W_uk folded into the query, W_uv into the output, or both applied to
 // every cached latent), for decode against a cache, several new tokens, prefill and a batch.
+// mla_form auto (the default): the cost model takes the form whose attention core does fewer
+// MACs (transformer.h, choose_mla_form), so decode is absorbed and a prefill without a cache is
+// naive, and the graph is the one the named form builds. A named form is kept.
+TEST(WorkloadKeys, MlaFormAutoTakesTheCheaperAttentionCore) {
+  struct Case {
+    std::string keys;
+    TransformerShape::MlaForm want;
+  };
+  for (const Case& c :
+       {Case{"model: tiny-deepseek\ncontext: 64\n", TransformerShape::Absorbed},
+        Case{"model: tiny-deepseek\nphase: prefill\nseq_len: 16\n", TransformerShape::Naive},
+        Case{"model: tiny-deepseek\nphase: prefill\nseq_len: 16\nmla_form: absorbed\n", TransformerShape::Absorbed},
+        Case{"model: tiny-deepseek\ncontext: 64\nmla_form: naive\n", TransformerShape::Naive}}) {
+    WorkloadSpec w = load(c.keys);
+    const MlaChoice choice = choose_mla_form(*w.decoder, w);
+    EXPECT_EQ(choice.form, c.want) << c.keys;
+    if (w.decoder->mla_form == TransformerShape::Auto)
+      EXPECT_EQ(choice.form == TransformerShape::Absorbed, choice.absorbed_macs <= choice.naive_macs) << c.keys;
+    WorkloadSpec named = w;
+    named.decoder->mla_form = c.want;
+    EXPECT_EQ(print_graph(build_graph(w)), print_graph(build_graph(named))) << c.keys;
+    EXPECT_THAT(describe_mla_choice(*w.decoder, w), HasSubstr(strcat(" ", mla_form_name(c.want), ": attention core")))
+        << c.keys;
+  }
+  // A ragged serving step: one long decode and a fresh prefill chunk are priced together.
+  WorkloadSpec w = load("model: tiny-deepseek\n");
+  w.ragged = {{4096, 1}, {0, 8}};
+  EXPECT_EQ(choose_mla_form(*w.decoder, w).form, TransformerShape::Absorbed);
+  w.ragged = {{0, 200}};
+  EXPECT_EQ(choose_mla_form(*w.decoder, w).form, TransformerShape::Naive);
+}
+
 TEST(WorkloadKeys, LatentAttentionAbsorbedEqualsNaive) {
   struct Case {
     const char* phase;
@@ -347,7 +379,8 @@ TEST(WorkloadKeys, BadKeysNameFileLineAndKey) {
       {"model: tiny-llama\nattention: mla\n", "bad.yaml:2: kv_lora_rank: missing (required with attention: mla)"},
       {"model: tiny-deepseek\npositions: alibi\n", "bad.yaml:2: positions: attention: mla needs rotary positions"},
       {"model: tiny-deepseek\nqk_rope_head_dim: 7\n", "bad.yaml:2: qk_rope_head_dim: rotary needs an even width"},
-      {"model: tiny-deepseek\nmla_form: fused\n", "bad.yaml:2: mla_form: expected absorbed or naive, got 'fused'"},
+      {"model: tiny-deepseek\nmla_form: fused\n",
+       "bad.yaml:2: mla_form: expected absorbed, naive or auto, got 'fused'"},
       {"model: tiny-deepseek\nv_head_dim: 0\n", "bad.yaml:2: v_head_dim: value 0 out of range"},
       {"model: tiny-opt\nbatch: 257\n", "bad.yaml:2: batch: value 257 out of range"},
       {"model: tiny-opt\nbatch: 0\n", "bad.yaml:2: batch: value 0 out of range"},

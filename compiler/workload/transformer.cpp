@@ -57,15 +57,15 @@ const std::vector<TransformerShape>& transformer_shapes() {
       // Mixtures of experts (HuggingFace's configs): Mixtral-8x7B (8 experts, top-2, softmax
       // routing renormalised over the two) and Qwen3-30B-A3B (128 experts of FFN 768, top-8;
       // its per-head q/k norms are not modelled: d_model-sized vectors, no traffic to speak of).
-      moe({"mixtral-8x7b", 32, 4096, 32, 8, 14336, 32000, T::RmsNorm, T::SwiGlu, T::Rotary, false, 32768, 0, false},
-          8, 2, 0),
+      moe({"mixtral-8x7b", 32, 4096, 32, 8, 14336, 32000, T::RmsNorm, T::SwiGlu, T::Rotary, false, 32768, 0, false}, 8,
+          2, 0),
       moe({"qwen3-30b-a3b", 48, 2048, 32, 4, 6144, 151936, T::RmsNorm, T::SwiGlu, T::Rotary, false, 40960, 128, false},
           128, 8, 768),
       // A tiny mixture for functional tests: DeepSeek-V3's routing (sigmoid scores, a selection
       // bias, 4 groups of 2 experts, the best 2 groups), a shared expert, the first layer dense.
       deepseek_routing(
-          moe({"tiny-moe", 2, 64, 4, 2, 96, 96, T::RmsNorm, T::SwiGlu, T::Rotary, false, 256, 0, false}, 8, 2, 32), 4, 2,
-          1),
+          moe({"tiny-moe", 2, 64, 4, 2, 96, 96, T::RmsNorm, T::SwiGlu, T::Rotary, false, 256, 0, false}, 8, 2, 32), 4,
+          2, 1),
       // DeepSeek-V3 (671B, 37B active): multi-head latent attention (latent 512 + rotary key
       // 64 cached per token and layer), 256 routed experts of 2048 (top-8, sigmoid routing, 8
       // groups of which a token uses 4), one shared expert, the first 3 layers dense. Its YaRN
@@ -97,7 +97,7 @@ const char* const kMlps[] = {"relu", "gelu", "swiglu", "geglu"};
 const char* const kPositions[] = {"learned", "rotary", "alibi"};
 const char* const kRouters[] = {"softmax", "sigmoid"};
 const char* const kAttentions[] = {"mha", "mla"};
-const char* const kMlaForms[] = {"absorbed", "naive"};
+const char* const kMlaForms[] = {"absorbed", "naive", "auto"};
 
 template <typename E, size_t N>
 bool parse_enum(const char* const (&names)[N], const std::string& s, E& out) {
@@ -130,7 +130,7 @@ int64_t TransformerShape::parameters() const {
   if (mla()) {
     const int64_t qk = heads * (qk_nope_head_dim + qk_rope_head_dim);
     attn = q_lora_rank > 0 ? d * q_lora_rank + q_lora_rank + q_lora_rank * qk : d * qk;  // queries
-    attn += d * (kv_lora_rank + qk_rope_head_dim) + kv_lora_rank;                       // latent + its norm
+    attn += d * (kv_lora_rank + qk_rope_head_dim) + kv_lora_rank;                        // latent + its norm
     attn += kv_lora_rank * heads * (qk_nope_head_dim + v_head_dim) + heads * v_head_dim * d;
   }
   const int64_t mats = gated() ? 3 : 2;
@@ -193,8 +193,37 @@ std::vector<std::pair<std::string, int64_t>> packed_input_widths(const Transform
   const bool moe = m.experts > 0;
   if (!moe || m.first_dense_layers > 0) w.push_back({"ffn (down_proj)", m.ffn});
   if (moe) w.push_back({"moe_ffn (the experts' down_proj)", m.expert_ffn()});
-  if (moe && m.shared_experts > 0) w.push_back({"shared_experts x moe_ffn (shared down_proj)", m.shared_experts * m.expert_ffn()});
+  if (moe && m.shared_experts > 0)
+    w.push_back({"shared_experts x moe_ffn (shared down_proj)", m.shared_experts * m.expert_ffn()});
   return w;
+}
+
+MlaChoice choose_mla_form(const TransformerShape& m, const WorkloadSpec& w) {
+  MlaChoice c;
+  const double H = static_cast<double>(m.heads), L = static_cast<double>(m.kv_lora_rank);
+  const double n = static_cast<double>(m.qk_nope_head_dim), r = static_cast<double>(m.qk_rope_head_dim);
+  const double v = static_cast<double>(m.v_head_dim);
+  auto add = [&](double C, double T, double times) {
+    c.absorbed_macs += times * H * (T * n * L + T * (C + T) * (2 * L + r) + T * L * v);
+    c.naive_macs += times * H * ((C + T) * L * (n + v) + T * (C + T) * (n + r + v));
+  };
+  if (w.ragged.empty())
+    add(static_cast<double>(w.context), static_cast<double>(w.seq_len), static_cast<double>(w.batch));
+  for (const auto& s : w.ragged) add(static_cast<double>(s.context), static_cast<double>(s.tokens), 1);
+  c.form = m.mla_form != TransformerShape::Auto ? m.mla_form
+           : c.absorbed_macs <= c.naive_macs    ? TransformerShape::Absorbed
+                                                : TransformerShape::Naive;
+  return c;
+}
+
+std::string describe_mla_choice(const TransformerShape& m, const WorkloadSpec& w) {
+  if (!m.mla()) return "";
+  const MlaChoice c = choose_mla_form(m, w);
+  auto macs = [](double x) { return x < 9e18 ? std::to_string(std::llround(x)) : format_double(x); };
+  return strcat("latent attention: mla_form ", mla_form_name(m.mla_form),
+                m.mla_form == TransformerShape::Auto ? strcat(" -> ", mla_form_name(c.form)) : std::string(),
+                ": attention core ", macs(c.absorbed_macs), " MACs a layer absorbed, ", macs(c.naive_macs),
+                " naive (both read the same latent cache and kv_b_proj; auto takes the fewer MACs)\n");
 }
 
 std::string describe_decoder(const TransformerShape& m) {
@@ -238,8 +267,8 @@ class Builder {
     if (!packed_.on()) return;
     Node& n = g_.node(w);
     if (n.type.shape.back() % packed_.group)
-      throw InputError(strcat("group_size ", packed_.group, " does not divide the input width ", n.type.shape.back(), " of ",
-                              n.name, " (", type_str(n.type), "; a tensor-parallel share when devices > 1)"));
+      throw InputError(strcat("group_size ", packed_.group, " does not divide the input width ", n.type.shape.back(),
+                              " of ", n.name, " (", type_str(n.type), "; a tensor-parallel share when devices > 1)"));
     n.attrs["quant"] = std::string(quant_format_name(packed_.format));
     n.attrs["group"] = packed_.group;
   }
@@ -295,7 +324,8 @@ class DecoderBuilder {
         Hkvl_(m.kv_heads / w.tp),
         ffn_(m.ffn / w.tp),
         vocab_((w.tp_rank + 1) * m.vocab / w.tp - w.tp_rank * m.vocab / w.tp),
-        ragged_(w.ragged) {}
+        ragged_(w.ragged),
+        absorbed_(choose_mla_form(m, w).form == TransformerShape::Absorbed) {}
 
   // The step's inputs other than the KV caches (created first: graph inputs in this order).
   NodeId inputs() {
@@ -496,10 +526,10 @@ class DecoderBuilder {
 
   // The step's rows, projected once for every sequence (each weight read once per step).
   struct MlaRows {
-    NodeId q_nope, q_pe;    // [H, N, nope], [H, N, rope] (before rotary)
-    NodeId q_latent;        // absorbed: q_nope through each head's W_uk, [H, N, L]
-    NodeId latent, pe;      // [N, L] (normed), [N, rope] (before rotary)
-    NodeId w_kvb, w_uv;     // kv_b_proj [H * (nope + v), L]; absorbed: each head's W_uv [H, v, L]
+    NodeId q_nope, q_pe;  // [H, N, nope], [H, N, rope] (before rotary)
+    NodeId q_latent;      // absorbed: q_nope through each head's W_uk, [H, N, L]
+    NodeId latent, pe;    // [N, L] (normed), [N, rope] (before rotary)
+    NodeId w_kvb, w_uv;   // kv_b_proj [H * (nope + v), L]; absorbed: each head's W_uv [H, v, L]
   };
   // One sequence's part (or the lockstep batch's): T new tokens on C cached.
   struct MlaSeq {
@@ -519,7 +549,7 @@ class DecoderBuilder {
   NodeId mla(const std::string& p, NodeId h, std::vector<NodeId>& kv) {
     const MlaRows r = mla_rows(p, h);
     const int64_t rope = m_.qk_rope_head_dim, L = m_.kv_lora_rank, vd = m_.v_head_dim;
-    const bool absorbed = m_.mla_form == TransformerShape::Absorbed;
+    const bool absorbed = absorbed_;
     std::vector<NodeId> parts;  // per sequence: absorbed [H, T, L], naive [T, H * vd]
     if (ragged_.empty()) {
       MlaSeq s{T_, C_, mask_, -1, -1, -1, -1, -1, -1, -1};
@@ -571,9 +601,9 @@ class DecoderBuilder {
     // kv_b_proj: per head, nope rows up-projecting the latent to the key, v_head_dim rows to the value.
     r.w_kvb = b_.param(p + "kv_b_proj.weight", {Hl_ * (nope + vd), L});
     r.q_latent = r.w_uv = -1;
-    if (m_.mla_form == TransformerShape::Absorbed) {
+    if (absorbed_) {
       NodeId w = b_.reshape(r.w_kvb, {Hl_, nope + vd, L}, p + "kv_b_heads");
-      r.w_uv = b_.slice(w, 1, nope, nope + vd, p + "w_uv");  // [H, vd, L]
+      r.w_uv = b_.slice(w, 1, nope, nope + vd, p + "w_uv");                                    // [H, vd, L]
       r.q_latent = matmul(r.q_nope, b_.slice(w, 1, 0, nope, p + "w_uk"), p + "q_latent_all");  // [H, N, L]
     }
     return r;
@@ -595,7 +625,7 @@ class DecoderBuilder {
       s.lat_cache = b_.input(p + "latent_cache", batched({s.C, m_.kv_lora_rank}));
       s.pe_cache = b_.input(p + "rope_cache", batched({s.C, m_.qk_rope_head_dim}));
     }
-    return m_.mla_form == TransformerShape::Absorbed ? mla_absorbed(p, s) : mla_naive(p, r, s);
+    return absorbed_ ? mla_absorbed(p, s) : mla_naive(p, r, s);
   }
 
   // Scores over the cached tokens then the new ones (the mask on the new ones), softmax, and
@@ -717,16 +747,16 @@ class DecoderBuilder {
   NodeId group_limited(const std::string& p, NodeId choice) {
     const int64_t E = m_.experts, G = m_.expert_groups, per = E / G;
     NodeId grouped = b_.reshape(choice, {N_, G, per}, p + "router_groups");
-    NodeId best2 = b_.call("aten.topk", {grouped}, {{"k", std::min<int64_t>(2, per)}, {"result", int64_t{0}}},
-                           p + "group_best");
+    NodeId best2 =
+        b_.call("aten.topk", {grouped}, {{"k", std::min<int64_t>(2, per)}, {"result", int64_t{0}}}, p + "group_best");
     NodeId group_score = b_.call("sum", {best2}, {{"dims", std::vector<int64_t>{2}}}, p + "group_scores");
-    NodeId kept = b_.call("aten.topk", {group_score}, {{"k", m_.group_topk}, {"result", int64_t{0}}}, p + "kept_scores");
+    NodeId kept =
+        b_.call("aten.topk", {group_score}, {{"k", m_.group_topk}, {"result", int64_t{0}}}, p + "kept_scores");
     NodeId bar = b_.slice(kept, 1, m_.group_topk - 1, m_.group_topk, p + "group_bar");
     NodeId keep = b_.call("ge", {group_score, bar}, {}, p + "group_kept");
-    NodeId keep_e = b_.reshape(
-        b_.call("expand", {b_.reshape(keep, {N_, G, 1}, p + "group_kept3")}, {{"shape", Shape{N_, G, per}}},
-                p + "group_kept_experts"),
-        {N_, E}, p + "expert_kept");
+    NodeId keep_e = b_.reshape(b_.call("expand", {b_.reshape(keep, {N_, G, 1}, p + "group_kept3")},
+                                       {{"shape", Shape{N_, G, per}}}, p + "group_kept_experts"),
+                               {N_, E}, p + "expert_kept");
     return b_.call("where", {keep_e, choice, b_.scalar(0.0)}, {}, p + "router_choice_kept");
   }
 
@@ -775,7 +805,9 @@ class DecoderBuilder {
   const int64_t tp_, rank_, Hl_, Hkvl_, ffn_, vocab_;  // tensor parallelism: this rank's share
   NodeId cos_ = -1, sin_ = -1, mask_ = -1, alibi_ = -1;
   const std::vector<WorkloadSpec::RaggedSeq>& ragged_;  // a ragged step's sequences (empty: lockstep)
-  std::vector<int64_t> seq_end_;                        // each sequence's row past its last
+  // The absorbed latent-attention form (mla_form, auto resolved for this step by choose_mla_form).
+  bool absorbed_ = true;
+  std::vector<int64_t> seq_end_;  // each sequence's row past its last
   std::vector<NodeId> seq_mask_, seq_alibi_;
 };
 
@@ -792,9 +824,10 @@ void check_tensor_parallel(const TransformerShape& m, const WorkloadSpec& w) {
                         {"ffn", m.ffn},
                         {"moe_ffn", m.experts > 0 ? m.expert_ffn() : 0}})
     if (v % w.tp != 0)
-      throw InputError(strcat("workload ", w.name, ": tensor parallelism over devices = ", w.tp, " needs ", m.name,
-                              "'s ", key, " (", v, ") to be a multiple of ", w.tp,
-                              " (devices must divide heads, kv_heads, ffn and moe_ffn; the vocabulary may split unevenly)"));
+      throw InputError(
+          strcat("workload ", w.name, ": tensor parallelism over devices = ", w.tp, " needs ", m.name, "'s ", key, " (",
+                 v, ") to be a multiple of ", w.tp,
+                 " (devices must divide heads, kv_heads, ffn and moe_ffn; the vocabulary may split unevenly)"));
 }
 
 namespace {

@@ -66,12 +66,13 @@ struct TransformerShape {
   // q_lora_rank bottleneck (0: a plain projection); a head's query/key is qk_nope_head_dim +
   // qk_rope_head_dim wide, its value v_head_dim. mla_form: how a step computes it (absorbed: the
   // key/value up-projections folded into the query and the output, attention over the latent;
-  // naive: keys and values expanded from the latent for every cached token).
+  // naive: keys and values expanded from the latent for every cached token; auto: the one
+  // choose_mla_form() prices lower for the step).
   enum Attention { Mha, Mla };
-  enum MlaForm { Absorbed, Naive };
+  enum MlaForm { Absorbed, Naive, Auto };
   Attention attention = Mha;
   int64_t kv_lora_rank = 0, q_lora_rank = 0, qk_rope_head_dim = 0, qk_nope_head_dim = 0, v_head_dim = 0;
-  MlaForm mla_form = Absorbed;
+  MlaForm mla_form = Auto;
 
   int64_t expert_ffn() const { return moe_ffn > 0 ? moe_ffn : ffn; }
   bool mla() const { return attention == Mla; }
@@ -103,6 +104,23 @@ bool parse_positions(const std::string& s, TransformerShape::Positions& out);
 bool parse_router(const std::string& s, TransformerShape::Router& out);
 bool parse_attention(const std::string& s, TransformerShape::Attention& out);
 bool parse_mla_form(const std::string& s, TransformerShape::MlaForm& out);
+
+// mla_form auto: the form whose attention core does fewer MACs in this step. That is the one
+// cost the two forms differ in: both read the same latent cache and kv_b_proj, and the
+// projections outside the core are the same. Per layer, all heads, summed over the step's
+// sequences (C cached and T new tokens each; L kv_lora_rank, n nope, r rope, v v_head_dim):
+//   absorbed  T*n*L (q x W_uk) + T*(C+T)*(L+r) (scores) + T*(C+T)*L (weighted latent) + T*L*v (x W_uv)
+//   naive     (C+T)*L*(n+v) (keys and values expanded) + T*(C+T)*(n+r) (scores) + T*(C+T)*v
+// so absorbed wins when C*L*(n+v) > T*(C+T)*(2L+r-n-v) roughly: decode (T = 1) always, a
+// prefill without a cache (C = 0) never. A form the workload names is kept as it is.
+struct WorkloadSpec;
+struct MlaChoice {
+  TransformerShape::MlaForm form = TransformerShape::Absorbed;
+  double absorbed_macs = 0, naive_macs = 0;  // of the attention core, per layer
+};
+MlaChoice choose_mla_form(const TransformerShape& m, const WorkloadSpec& w);
+// One line for `lpu compile --emit schedule`: the form a step of `w` uses and why ("" without MLA).
+std::string describe_mla_choice(const TransformerShape& m, const WorkloadSpec& w);
 
 // The shape as workload keys, in the order the workload file takes them:
 // {{"layers", "24"}, {"d_model", "2048"}, ..., {"max_position", "2048"}}.

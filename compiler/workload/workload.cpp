@@ -186,7 +186,7 @@ void read_mixture_and_latent_keys(const YamlReader& r, const YAML::Node& root, T
   count("qk_rope_head_dim", m.qk_rope_head_dim, 1, 1 << 16);
   count("qk_nope_head_dim", m.qk_nope_head_dim, 1, 1 << 16);
   count("v_head_dim", m.v_head_dim, 1, 1 << 16);
-  word("mla_form", m.mla_form, parse_mla_form, "absorbed or naive");
+  word("mla_form", m.mla_form, parse_mla_form, "absorbed, naive or auto");
 }
 
 // The mixture-of-experts keys beyond experts / experts_per_token, against each other.

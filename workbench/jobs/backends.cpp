@@ -42,7 +42,9 @@ std::vector<Backend> make_backends() {
   b.push_back(entry("core", {"core.txt"}, "", false, false, [](C c) { return print_graph(c.comp.core); }));
   b.push_back(entry("loopir", {"loopir.txt"}, "", true, false, [](C c) { return print_loop_ir(c.comp.loop_ir); }));
   b.push_back(entry("schedule", {"schedule.txt", "schedule.json"}, "", true, false, [](C c) {
-    return print_schedule(c.comp.loop_ir, c.comp.schedule) + describe_graph_breaks(c.comp.code.program, c.arch);
+    const TransformerShape* m = decoder_of(c.workload);
+    return print_schedule(c.comp.loop_ir, c.comp.schedule) + describe_graph_breaks(c.comp.code.program, c.arch) +
+           (m ? describe_mla_choice(*m, c.workload) : "");
   }));
   b.back().companion = "schedule-json";  // the text report always comes with its JSON
   b.push_back(entry("schedule-json", {"schedule.json"}, "", true, false,
