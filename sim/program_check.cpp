@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <iterator>
 #include <limits>
+#include <map>
 #include <vector>
 
 #include "isa/operands.h"
@@ -140,6 +141,44 @@ void check_fetch_count(const Program& p) {
                           kMaxInstructionFetches, " one simulation takes"));
 }
 
+// Packed weights (graph/types.h, Quant) are read only by an sxe.gemm or sxe.gemm_gather that
+// names their format: every other HBM operand inside a packed buffer, and every packed operand
+// outside one or naming another format, would read blocks as elements (or the reverse) and
+// compute garbage without a word. Checked at each operand's first address.
+void check_packed_operands(const Program& p) {
+  std::map<uint64_t, const BufferDecl*> packed;  // by start address
+  for (const auto& b : p.buffers)
+    if (b.quant.on()) packed[b.hbm_addr] = &b;
+  bool any = !packed.empty();
+  for (const auto& in : p.code) any = any || in.quant.on();
+  if (!any) return;
+  auto holder = [&](uint64_t addr) -> const BufferDecl* {
+    auto it = packed.upper_bound(addr);
+    if (it == packed.begin()) return nullptr;
+    --it;
+    return addr < it->first + static_cast<uint64_t>(it->second->bytes()) ? it->second : nullptr;
+  };
+  std::vector<Access> operands;
+  for (size_t i = 0; i < p.code.size(); ++i) {
+    const Instruction& in = p.code[i];
+    accesses(in, operands);
+    for (const Access& a : operands) {
+      if (a.memory != Memory::Hbm) continue;
+      const BufferDecl* b = holder(a.addr);
+      std::string why;
+      if (a.quant.on() && !b)
+        why = strcat("reads packed weights (", quant_str(a.quant), ") at hbm:", hex(static_cast<int64_t>(a.addr)),
+                     ", inside no buffer stored packed");
+      else if (b && !(a.quant == b->quant))
+        why = strcat(a.quant.on() ? strcat("reads ", quant_str(a.quant), " blocks")
+                                  : strcat(a.role, " reads or writes plain elements"),
+                     " in buffer ", b->name, ", stored packed as ", quant_str(b->quant),
+                     " (only sxe.gemm and sxe.gemm_gather naming its format read it)");
+      if (!why.empty()) throw InputError(strcat(instruction_location(p, i), ": ", why, " in: ", print_instruction(in)));
+    }
+  }
+}
+
 // Programs built in memory have not met a reader's StructureCheck; the bounds walk above
 // relies on it (positive tiles, loops that pair up).
 void check_structure(const Program& p) {
@@ -158,6 +197,7 @@ void check_program(const Program& p, const ArchConfig& arch) {
   check_structure(p);
   check_fetch_count(p);
   check_memory_bounds(p, arch);
+  check_packed_operands(p);
 }
 
 uint64_t instruction_fetches(const Program& p) {

@@ -11,6 +11,7 @@
 #include "jobs/jobs.h"
 #include "ref/quantise.h"
 #include "ref/tensor.h"
+#include "simulator.h"
 #include "support/error.h"
 #include "test_util.h"
 #include "workload/workload.h"
@@ -135,6 +136,27 @@ TEST(Quantise, PackedOperandsAreChecked) {
               HasSubstr("t.s:2: buffer w: only a floating weight whose last dimension the group divides"));
   EXPECT_THAT(parse_error(".program t\n.buffer w hbm:0x0 f16[8, 64] input int8/g32\nhalt\n"), HasSubstr("t.s:2"));
   EXPECT_THAT(parse_error(".program t\n.buffer w hbm:0x0 i32[8, 64] weight int8/g32\nhalt\n"), HasSubstr("t.s:2"));
+}
+
+// The simulator's program check: packed buffers are read only by a gemm naming their format.
+TEST(Quantise, OnlyAGemmNamingTheFormatReadsAPackedBuffer) {
+  auto sim_error = [](const std::string& line) {
+    try {
+      simulate(parse_program(kHead + line + "\nhalt\n", "t.s"), testutil::small_arch(), SimOptions{});
+    } catch (const InputError& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_EQ(sim_error("  sxe.gemm f16 [1, 64, 8] lm:0x400 <- lm:0x0 [64, 1], hbm:0x0 [1, 64] int4/g32"), "no error");
+  EXPECT_THAT(sim_error("  sxe.gemm f16 [1, 64, 8] lm:0x400 <- lm:0x0 [64, 1], hbm:0x0 [1, 64] int4/g64"),
+              HasSubstr("t.s:5: reads int4/g64 blocks in buffer w, stored packed as int4/g32"));
+  EXPECT_THAT(sim_error("  sxe.gemm f16 [1, 64, 8] lm:0x400 <- lm:0x0 [64, 1], hbm:0x0 [1, 64]"),
+              HasSubstr("t.s:5: weights B reads or writes plain elements in buffer w"));
+  EXPECT_THAT(sim_error("  dma.load f16 [1, 64] lm:0x0 <- hbm:0x20 [64, 1]"),
+              HasSubstr("t.s:5: source reads or writes plain elements in buffer w"));
+  EXPECT_THAT(sim_error("  sxe.gemm f32 [1, 64, 1] lm:0x400 <- lm:0x0 [64, 1], hbm:0x1000 [1, 64] int8/g32"),
+              HasSubstr("t.s:5: reads packed weights (int8/g32) at hbm:0x1000, inside no buffer stored packed"));
 }
 
 WorkloadSpec tiny(const std::string& model, const std::vector<std::string>& keys) {

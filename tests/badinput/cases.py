@@ -122,6 +122,8 @@ def tensor(name="x", role="input", shape=(4, 8), offset=0, file="t.bin", dtype="
 # ---- assembly ---------------------------------------------------------------------------------
 
 ASM_HEAD = ".program p\n.buffer x hbm:0x0 f32[4, 8] input\n.buffer y hbm:0x80 f32[4, 8] output\n.kernel 0 k0\n"
+PACKED_HEAD = (".program p\n.buffer w hbm:0x0 f16[8, 64] weight int4/g32\n.buffer x hbm:0x1000 f32[1, 64] input\n"
+               ".kernel 0 k0\n")
 ASM_OK = ASM_HEAD + ("  dma.load f32 [4, 8] lm:0x0 <- hbm:0x0 [8, 1]\n"
                      "  vxe.relu [4, 8] lm:0x100 <- lm:0x0 [8, 1]\n"
                      "  dma.store f32 [4, 8] hbm:0x80 [8, 1] <- lm:0x100\n  halt\n")
@@ -350,6 +352,12 @@ CASES = [
     # ---- workload YAML ----
     Case("workload_duplicate_seq_len", 2, r"{f}:3: seq_len: duplicate key \(first given on line 2\)", ["run", "{f}"],
          {"f": text("model: gpt2\nseq_len: 4\nseq_len: 8\n")}),
+    Case("workload_weight_dtype_unknown", 2, r"{f}:2: weight_dtype: expected int8, int4, fp8_e4m3 or none, got 'int3'",
+         ["run", "{f}"], {"f": text("model: tiny-llama\nweight_dtype: int3\n")}),
+    Case("workload_group_size_not_dividing", 2, r"{f}:3: group_size: group_size 64 does not divide ffn \(down_proj\) = 96",
+         ["run", "{f}"], {"f": text("model: tiny-llama\nweight_dtype: int4\ngroup_size: 64\n")}),
+    Case("workload_graph_weight_dtype", 2, r"{f}:2: weight_dtype: a graph file stores its weights in the dtypes",
+         ["run", "{f}"], {"f": text("graph: g.json\nweight_dtype: int4\n")}),
     Case("workload_unknown_model", 2, r"{f}:1: model: unknown model 'gpt5'", ["run", "{f}"], {"f": text("model: gpt5\n")}),
     Case("workload_misspelled_key", 2, r"{f}:2: d_modle: unknown key", ["run", "{f}"],
          {"f": text("model: ln_gelu_add\nd_modle: 64\n")}),
@@ -500,6 +508,14 @@ CASES = [
     # ---- assembly text (lpu sim) ----
     # Loops whose trip counts multiply past 10^8 fetches are refused before simulating (the
     # watchdog bounds time, not memory: these grew to bad_alloc under the default 600 s).
+    # packed weights (docs/quantisation.md): read only by a gemm naming their format
+    Case("asm_packed_format_mismatch", 2, r"{f}:5: reads int4/g64 blocks in buffer w, stored packed as int4/g32",
+         ["sim", "{f}"], asm("  sxe.gemm f16 [1, 64, 8] lm:0x400 <- lm:0x0 [64, 1], hbm:0x0 [1, 64] int4/g64\n  halt\n",
+                             head=PACKED_HEAD)),
+    Case("asm_packed_read_by_dma", 2, r"{f}:5: source reads or writes plain elements in buffer w", ["sim", "{f}"],
+         asm("  dma.load f16 [1, 64] lm:0x0 <- hbm:0x0 [64, 1]\n  halt\n", head=PACKED_HEAD)),
+    Case("asm_packed_odd_group", 2, r"{f}:2: buffer w: 'int4/g33' is not a packed weight format", ["sim", "{f}"],
+         asm("  halt\n", head=PACKED_HEAD.replace("weight int4/g32", "weight int4/g33"))),
     Case("asm_loop_2_40", 2, r"{f}:\d+: the program fetches 2199023255554 instructions", ["sim", "{f}"],
          asm("  loop 1099511627776\n  vxe.relu [4, 8] lm:0x100 <- lm:0x0 [8, 1]\n  endloop\n  halt\n"), timeout=60),
     Case("asm_nested_loops_1e6", 2, r"{f}:\d+: the program fetches \d+ instructions with its loops expanded",
