@@ -120,7 +120,17 @@ TilePlan plan_tiles(const LoopProgram& p, const Kernel& k, const CodegenOptions&
   int64_t rows = std::min<int64_t>(k.rows, 1 + (avail / nbuf - one) / per_row);
   if (opts.max_tile_rows > 0) rows = std::min(rows, opts.max_tile_rows);
   rows = std::max<int64_t>(rows, 1);
-  while (rows > 1 && whole(rows, 0) * nbuf > avail) --rows;
+  // The estimate from one and two rows can be far off (a gathered matmul's rows each hold their
+  // own weights' results): the most rows that fit, by bisection (a tile's bytes grow with its
+  // rows), rather than one measurement per row dropped.
+  if (rows > 1 && whole(rows, 0) * nbuf > avail) {
+    int64_t lo = 1, hi = rows;  // lo fits (one row does: checked above), hi does not
+    while (hi - lo > 1) {
+      const int64_t mid = lo + (hi - lo) / 2;
+      (whole(mid, 0) * nbuf > avail ? hi : lo) = mid;
+    }
+    rows = lo;
+  }
   t.rows = rows;
   t.tile_bytes = align_up(whole(rows, 0), kLmAlign);
   return t;

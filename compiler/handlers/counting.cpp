@@ -101,7 +101,9 @@ std::vector<KernelCounts> count_kernels(const LoopProgram& p, const Schedule& s)
       for (const ExprNode* l : h.loads) {
         if (produced.count(l->buffer)) continue;  // computed in this kernel: never leaves the chip
         if (!patterns.insert(pattern_key(n, *l)).second) continue;
-        c.hbm_read_bytes += pattern_elements(n, l->index) * dtype_bytes(p.buffers.at(l->buffer).type.dtype);
+        const Buffer& b = p.buffers.at(l->buffer);  // a packed weight: its blocks
+        const int64_t elems = pattern_elements(n, l->index);
+        c.hbm_read_bytes += b.quant.on() ? b.quant.bytes(elems) : elems * dtype_bytes(b.type.dtype);
       }
       produced.insert(n.out());
     }

@@ -76,6 +76,11 @@ std::string describe_arch_config(const ArchConfig& a) {
   out << a.file << ": ok (" << a.name << ", " << a.clock_ghz << " GHz, " << a.devices << " device(s), HBM "
       << a.hbm.bandwidth_gbps << " GB/s x " << a.hbm.channels << " channels, LMU " << a.lmu.capacity_kib << " KiB, VXE "
       << a.vxe.lanes << " lanes, SXE " << a.sxe.mac_trees << "x" << a.sxe.lanes << ")\n";
+  out << "  packed weights: " << a.sxe.packed_lanes_of("int8") << "/" << a.sxe.packed_lanes_of("int4") << "/"
+      << a.sxe.packed_lanes_of("fp8_e4m3") << " int8/int4/fp8_e4m3 weights per lane and cycle, dequantiser "
+      << a.sxe.dequant_cycles << " stage(s)";
+  if (a.energy.configured) out << ", " << a.energy.sxe_pj_per_dequant << " pJ/weight";
+  out << "\n";
   if (!a.energy.configured) {
     out << "  energy: not modelled (no energy section)\n";
     return out.str();
