@@ -223,8 +223,9 @@ TEST(WorkloadKeys, MlaFormAutoTakesTheCheaperAttentionCore) {
     WorkloadSpec w = load(c.keys);
     const MlaChoice choice = choose_mla_form(*w.decoder, w);
     EXPECT_EQ(choice.form, c.want) << c.keys;
-    if (w.decoder->mla_form == TransformerShape::Auto)
+    if (w.decoder->mla_form == TransformerShape::Auto) {
       EXPECT_EQ(choice.form == TransformerShape::Absorbed, choice.absorbed_macs <= choice.naive_macs) << c.keys;
+    }
     WorkloadSpec named = w;
     named.decoder->mla_form = c.want;
     EXPECT_EQ(print_graph(build_graph(w)), print_graph(build_graph(named))) << c.keys;
@@ -406,6 +407,15 @@ TEST(WorkloadKeys, BadKeysNameFileLineAndKey) {
       {"model: tiny-llama\nweight_dtype: none\ngroup_size: 32\n",
        "bad.yaml:3: group_size: goes with a packed weight_dtype"},
       {"model: gemv\nweight_dtype: int4\n", "bad.yaml:2: weight_dtype: packed weights apply to the built-in decoders"},
+      {"model: gemv\nmoe_parallel: expert\n", "bad.yaml:2: moe_parallel: expert parallelism applies to the built-in"},
+      {"model: tiny-llama\nmoe_parallel: expert\n", "bad.yaml:2: moe_parallel: goes with experts"},
+      {"model: tiny-moe\nmoe_parallel: experts\n",
+       "bad.yaml:2: moe_parallel: expected tensor or expert, got 'experts'"},
+      {"model: tiny-moe\nmoe_parallel: tensor\nexpert_capacity: 2\n",
+       "bad.yaml:3: expert_capacity: goes with moe_parallel: expert"},
+      {"model: tiny-moe\nmoe_parallel: expert\nexpert_capacity: -1\n",
+       "bad.yaml:3: expert_capacity: value -1 out of range"},
+      {"model: tiny-moe\nmoe_parallel: expert\nexpert_capacity: .inf\n", "bad.yaml:3: expert_capacity:"},
       {"graph: g.json\ngroup_size: 32\n",
        "bad.yaml:2: group_size: a graph file stores its weights in the dtypes it declares"},
       {"model: decoders\n", "bad.yaml:1: model: unknown model 'decoders'"},

@@ -238,6 +238,7 @@ class Builder {
  public:
   Builder(Graph& g, DType dt, Quant packed = {}) : g_(g), dt_(dt), packed_(packed) {}
   TensorType t(Shape s) const { return {dt_, std::move(s)}; }
+  DType dtype() const { return dt_; }
   NodeId param(const std::string& name, Shape s) { return g_.add_parameter(name, t(std::move(s))); }
   NodeId input(const std::string& name, Shape s) { return g_.add_placeholder(name, t(std::move(s))); }
   NodeId call(const std::string& op, std::vector<NodeId> in, Attrs a = {}, const std::string& name = "") {
@@ -324,6 +325,8 @@ class DecoderBuilder {
         Hkvl_(m.kv_heads / w.tp),
         ffn_(m.ffn / w.tp),
         vocab_((w.tp_rank + 1) * m.vocab / w.tp - w.tp_rank * m.vocab / w.tp),
+        ep_(w.tp > 1 && m.experts > 0 && w.moe_parallel == WorkloadSpec::MoeParallel::Expert),
+        w_(w),
         ragged_(w.ragged),
         absorbed_(choose_mla_form(m, w).form == TransformerShape::Absorbed) {}
 
@@ -766,43 +769,143 @@ class DecoderBuilder {
   // multiplies its row by them; the k results are summed with the routing weights, plus the
   // shared experts' MLP. Experts carry no biases (as Mixtral, Qwen-MoE and DeepSeek).
   NodeId moe(const std::string& p, NodeId h2) {
-    const int64_t E = m_.experts, k = m_.experts_per_token, R = N_ * k, F = m_.expert_ffn() / tp_;
+    const int64_t k = m_.experts_per_token, R = N_ * k;
     auto [top_i, weights] = route(p, h2);
-    NodeId ids = b_.reshape(top_i, {R}, p + "expert_ids");
-    NodeId rows = b_.reshape(
-        b_.call("expand", {b_.reshape(h2, {N_, 1, d_}, p + "moe_in")}, {{"shape", Shape{N_, k, d_}}}, p + "moe_rows"),
-        {R, 1, d_}, p + "moe_x");
+    NodeId routed;
+    if (ep_) {
+      routed = experts_on_this_device(p, h2, top_i, weights);
+    } else {
+      NodeId ids = b_.reshape(top_i, {R}, p + "expert_ids");
+      NodeId rows = b_.reshape(
+          b_.call("expand", {b_.reshape(h2, {N_, 1, d_}, p + "moe_in")}, {{"shape", Shape{N_, k, d_}}}, p + "moe_rows"),
+          {R, 1, d_}, p + "moe_x");
+      NodeId y = expert_mlp(p, rows, ids, m_.experts, m_.expert_ffn() / tp_);
+      NodeId weighted =
+          b_.call("mul", {b_.reshape(y, {N_, k, d_}, p + "expert_out"), b_.reshape(weights, {N_, k, 1}, p + "routing_w")},
+                  {}, p + "expert_weighted");
+      routed = b_.call("sum", {weighted}, {{"dims", std::vector<int64_t>{1}}}, p + "moe");
+    }
+    NodeId out = routed;
+    if (m_.shared_experts > 0)
+      out = b_.call("add", {out, mlp(p + "shared_expert.", h2, m_.shared_experts * m_.expert_ffn() / tp_, false)}, {},
+                    p + "moe_shared");
+    // Under tensor parallelism each expert's FFN columns are split like the dense MLP's, under
+    // expert parallelism the experts themselves: either way each rank holds a partial sum of
+    // the routed output (and of the shared experts'), summed over the ranks in one all_reduce.
+    return tp_ == 1 ? out : all_reduce(out, p + "moe");
+  }
+
+  // The experts' MLP on `rows` ([R, 1, d]), row i through expert ids[i] of `E` (its weights
+  // gathered per row: aten.index of the weight, streamed straight from it by sxe.gemm_gather),
+  // `F` wide -> [R, 1, d]. ids < 0: `rows` is [E, S, d], expert e's S rows through expert e.
+  NodeId expert_mlp(const std::string& p, NodeId rows, NodeId ids, int64_t E, int64_t F) {
     // [R, 1, in] x (expert weights [E, out, in] gathered per row)^T -> [R, 1, out]
     auto expert = [&](NodeId x, const std::string& name, int64_t in, int64_t out) {
       NodeId w = b_.param(p + "experts." + name + ".weight", {E, out, in});
       b_.packed(w);
-      NodeId wg = b_.call("aten.index", {w, ids}, {}, p + name + "_gathered");
+      NodeId wg = ids < 0 ? w : b_.call("aten.index", {w, ids}, {}, p + name + "_gathered");
       return b_.call("matmul", {x, b_.permute(wg, {0, 2, 1}, p + name + "_gT")}, {}, p + name);
     };
-    NodeId y;
     if (m_.gated()) {
       NodeId gate = b_.activation(m_.ffn_kind, expert(rows, "gate_proj", d_, F), p + "expert_gate_act");
       NodeId up = expert(rows, "up_proj", d_, F);
-      y = expert(b_.call("mul", {gate, up}, {}, p + "expert_glu"), "down_proj", F, d_);
-    } else {
-      NodeId up = expert(rows, "fc1", d_, F);
-      y = expert(b_.activation(m_.ffn_kind, up, p + "expert_act"), "fc2", F, d_);
+      return expert(b_.call("mul", {gate, up}, {}, p + "expert_glu"), "down_proj", F, d_);
     }
-    NodeId weighted =
-        b_.call("mul", {b_.reshape(y, {N_, k, d_}, p + "expert_out"), b_.reshape(weights, {N_, k, 1}, p + "routing_w")},
-                {}, p + "expert_weighted");
-    NodeId out = b_.call("sum", {weighted}, {{"dims", std::vector<int64_t>{1}}}, p + "moe");
-    if (m_.shared_experts > 0)
-      out = b_.call("add", {out, mlp(p + "shared_expert.", h2, m_.shared_experts * F, false)}, {}, p + "moe_shared");
-    // Under tensor parallelism each expert's FFN columns are split like the dense MLP's: the
-    // weighted sum of the partial products (and the shared experts') is summed over the ranks.
-    return tp_ == 1 ? out : all_reduce(out, p + "moe");
+    NodeId up = expert(rows, "fc1", d_, F);
+    return expert(b_.activation(m_.ffn_kind, up, p + "expert_act"), "fc2", F, d_);
+  }
+
+  // Expert parallelism: this rank holds experts [r*El, (r+1)*El) whole. Every rank routes
+  // every token (the activations are replicated, so no token crosses the ESL to be dispatched;
+  // the combine is the all_reduce the layer ends with), runs the routed rows whose expert it
+  // holds and adds their weighted outputs into their tokens -> [N, d], this rank's partial sum.
+  // Static shapes need a capacity; rows past it are dropped (GShard's semantics). Two forms,
+  // the one streaming fewer expert slabs taken (expert_dispatch(); ties: rows):
+  //   rows     the first `cap` rows (in row order) whose expert is here, each streaming its
+  //            expert's weights (sxe.gemm_gather): cap slabs, few when few tokens route here;
+  //   experts  per local expert the first `cap_e` rows routed to it, each expert's weights
+  //            streamed once for all of them (a batched matmul): El slabs, the union.
+  // The bookkeeping is one-hot matmuls in f32 (exact: every sum has one nonzero term), so it
+  // all runs on the LPU:
+  //   hit[e, m]  row m routes to local expert e       earlier[m', m] = m' < m (from an iota)
+  //   slot = hit x earlier: rows before m routed alike      take[s, m] = hit and slot == s
+  //   (expert, weight)[s] = take x (local id, weight)[m]    token one-hot [s, t] = sum_k take
+  NodeId experts_on_this_device(const std::string& p, NodeId h2, NodeId top_i, NodeId weights) {
+    const int64_t k = m_.experts_per_token, M = N_ * k, El = m_.experts / tp_;
+    const ExpertDispatch form = expert_dispatch(m_, w_);
+    auto f32 = [&](NodeId x, const std::string& name) {
+      return b_.call("to_dtype", {x}, {{"dtype", std::string(dtype_name(DType::f32))}}, name);
+    };
+    auto as = [&](NodeId x, DType t, const std::string& name) {
+      return b_.call("to_dtype", {x}, {{"dtype", std::string(dtype_name(t))}}, name);
+    };
+    auto c32 = [&](double v) {
+      return b_.call("full", {}, {{"value", v}, {"dtype", std::string(dtype_name(DType::f32))}}, "c");
+    };
+    auto one_if = [&](NodeId cond, NodeId then, const std::string& name) {
+      return b_.call("where", {cond, then, c32(0)}, {}, name);
+    };
+    const int64_t W = std::max(M, El);
+    NodeId iota = b_.call("aten.arange", {}, {{"end", W}, {"dtype", std::string(dtype_name(DType::f32))}},
+                          strcat("ep_iota_", W));
+    auto iota_to = [&](int64_t n, Shape s, const std::string& name) {
+      return b_.reshape(n == W ? iota : b_.slice(iota, 0, 0, n, name + "_flat"), std::move(s), name);
+    };
+    // This rank's first expert: shaped [1] so that no rank's value merges with an equal scalar
+    // constant (the ranks' graphs must stay node for node alike: run_reference_ranks).
+    NodeId first = b_.call("full", {},
+                           {{"value", static_cast<double>(rank_ * El)},
+                            {"shape", Shape{1}},
+                            {"dtype", std::string(dtype_name(DType::f32))}},
+                           "ep_first_expert");
+    NodeId local = b_.call("sub", {f32(b_.reshape(top_i, {1, M}, p + "ep_ids"), p + "ep_ids_f"), first}, {},
+                           p + "ep_local");  // [1, M]: row m's expert, counted from this rank's first
+    NodeId earlier = one_if(b_.call("lt", {iota_to(M, {M, 1}, p + "ep_iota_col"), iota_to(M, {1, M}, p + "ep_iota_row")},
+                                    {}, p + "ep_before"),
+                            c32(1), p + "ep_earlier");  // [M, M]
+    // hit: [G, M] (G = 1 for rows: any local expert; El for experts: each); S slots per group.
+    const bool rows = form.form == ExpertDispatch::Rows;
+    const int64_t G = rows ? 1 : El, S = form.slots, GS = G * S;
+    NodeId hit =
+        rows ? one_if(b_.call("lt", {local, c32(El)}, {}, p + "ep_below"),
+                      one_if(b_.call("ge", {local, c32(0)}, {}, p + "ep_above"), c32(1), p + "ep_nonneg"), p + "ep_hit")
+             : one_if(b_.call("eq", {local, iota_to(El, {El, 1}, p + "ep_experts")}, {}, p + "ep_is"), c32(1),
+                      p + "ep_hit");
+    NodeId slot = b_.call("matmul", {hit, earlier}, {}, p + "ep_slot");  // [G, M]
+    NodeId take = b_.reshape(
+        one_if(b_.call("eq", {b_.reshape(slot, {G, 1, M}, p + "ep_slot3"), iota_to(S, {1, S, 1}, p + "ep_slots")}, {},
+                       p + "ep_at"),
+               b_.reshape(hit, {G, 1, M}, p + "ep_hit3"), p + "ep_take3"),
+        {GS, M}, p + "ep_take");  // [G*S, M]
+    NodeId w_col = f32(b_.reshape(weights, {M, 1}, p + "ep_w_col"), p + "ep_w_f");
+    NodeId info = rows ? b_.call("cat", {b_.reshape(local, {M, 1}, p + "ep_local_col"), w_col}, {{"dim", int64_t{1}}},
+                                 p + "ep_row_info")
+                       : w_col;
+    NodeId picked = b_.call("matmul", {take, info}, {}, p + "ep_picked");  // [G*S, 2 or 1]
+    NodeId w = as(b_.slice(picked, 1, rows ? 1 : 0, rows ? 2 : 1, p + "ep_w_sel"), b_.dtype(), p + "ep_routing_w");
+    NodeId token = as(b_.call("sum", {b_.reshape(take, {GS, N_, k}, p + "ep_take_tok")},
+                              {{"dims", std::vector<int64_t>{2}}}, p + "ep_token_f"),
+                      b_.dtype(), p + "ep_token");  // [G*S, N]
+    NodeId x = b_.call("matmul", {token, h2}, {}, p + "ep_x");  // [G*S, d]
+    NodeId y;
+    if (rows) {
+      NodeId ids = as(b_.reshape(b_.slice(picked, 1, 0, 1, p + "ep_id_col"), {S}, p + "ep_id_f"), DType::i64,
+                      p + "ep_expert_ids");
+      y = expert_mlp(p, b_.reshape(x, {S, 1, d_}, p + "ep_rows"), ids, El, m_.expert_ffn());
+    } else {
+      y = expert_mlp(p, b_.reshape(x, {El, S, d_}, p + "ep_rows"), -1, El, m_.expert_ffn());
+    }
+    NodeId weighted = b_.call("mul", {b_.reshape(y, {GS, d_}, p + "ep_out"), w}, {}, p + "ep_weighted");
+    return b_.call("matmul", {b_.permute(token, {1, 0}, p + "ep_combine"), weighted}, {}, p + "moe");
   }
 
   Builder b_;
   const TransformerShape& m_;
   const int64_t B_, T_, C_, N_, d_, hd_, G_, o_;
   const int64_t tp_, rank_, Hl_, Hkvl_, ffn_, vocab_;  // tensor parallelism: this rank's share
+  // Expert parallelism (moe_parallel: expert, devices > 1).
+  const bool ep_;
+  const WorkloadSpec& w_;
   NodeId cos_ = -1, sin_ = -1, mask_ = -1, alibi_ = -1;
   const std::vector<WorkloadSpec::RaggedSeq>& ragged_;  // a ragged step's sequences (empty: lockstep)
   // The absorbed latent-attention form (mla_form, auto resolved for this step by choose_mla_form).
@@ -819,15 +922,52 @@ void check_tensor_parallel(const TransformerShape& m, const WorkloadSpec& w) {
   if (w.tp > m.vocab)
     throw InputError(strcat("workload ", w.name, ": devices = ", w.tp, " is more than ", m.name, "'s vocab = ", m.vocab,
                             " (the LM head is split by vocabulary)"));
+  const bool ep = m.experts > 0 && w.moe_parallel == WorkloadSpec::MoeParallel::Expert;
+  if (ep && m.experts % w.tp != 0)
+    throw InputError(strcat("workload ", w.name, ": moe_parallel: expert over devices = ", w.tp, " needs ", m.name,
+                            "'s experts (", m.experts, ") to be a multiple of ", w.tp,
+                            " (each device holds experts / devices whole experts; moe_parallel: tensor splits their "
+                            "columns instead)"));
+  // Under expert parallelism only the shared experts' columns are split.
+  const int64_t moe_cols = m.experts == 0 ? 0 : ep ? m.shared_experts * m.expert_ffn() : m.expert_ffn();
   for (auto [key, v] : {std::pair<const char*, int64_t>{"heads", m.heads},
                         {"kv_heads", m.kv_heads},
                         {"ffn", m.ffn},
-                        {"moe_ffn", m.experts > 0 ? m.expert_ffn() : 0}})
+                        {ep ? "shared_experts x moe_ffn" : "moe_ffn", moe_cols}})
     if (v % w.tp != 0)
       throw InputError(
           strcat("workload ", w.name, ": tensor parallelism over devices = ", w.tp, " needs ", m.name, "'s ", key, " (",
                  v, ") to be a multiple of ", w.tp,
                  " (devices must divide heads, kv_heads, ffn and moe_ffn; the vocabulary may split unevenly)"));
+}
+
+namespace {
+int64_t capacity(double factor, int64_t rows, int64_t share) {
+  const double want = std::ceil(factor * static_cast<double>(rows) / static_cast<double>(share));
+  return std::clamp<int64_t>(std::isfinite(want) && want < 1e15 ? static_cast<int64_t>(want) : rows, 1, rows);
+}
+}  // namespace
+
+ExpertDispatch expert_dispatch(const TransformerShape& m, const WorkloadSpec& w) {
+  const int64_t M = w.tokens() * m.experts_per_token, El = m.experts / std::max<int64_t>(w.tp, 1);
+  ExpertDispatch rows{ExpertDispatch::Rows, capacity(w.expert_capacity, M, w.tp)};
+  ExpertDispatch experts{ExpertDispatch::Experts, capacity(w.expert_capacity, M, m.experts)};
+  return El < rows.slots ? experts : rows;
+}
+
+std::string describe_expert_dispatch(const TransformerShape& m, const WorkloadSpec& w) {
+  if (m.experts == 0 || w.tp < 2 || w.moe_parallel != WorkloadSpec::MoeParallel::Expert) return "";
+  const ExpertDispatch d = expert_dispatch(m, w);
+  const int64_t M = w.tokens() * m.experts_per_token, El = m.experts / w.tp;
+  return strcat("expert parallelism: ", El, " experts a device, ", M, " routed rows a layer, expert_capacity ",
+                w.expert_capacity, " -> ",
+                d.form == ExpertDispatch::Rows
+                    ? strcat("rows: the first ", d.slots, " rows routed here, each streaming its expert (", d.slots,
+                             " slabs <= ", El, " experts)")
+                    : strcat("experts: up to ", d.slots, " rows per expert, each of the ", El,
+                             " experts streamed once (", El, " slabs < ", capacity(w.expert_capacity, M, w.tp),
+                             " rows)"),
+                "\n");
 }
 
 namespace {

@@ -137,7 +137,22 @@ const TransformerShape* find_transformer(const std::string& name);
 // row-parallel with an all_reduce after them (their bias added after it), the LM head split by
 // vocabulary ((r+1)*V/N - r*V/N rows each) and all_gather'ed.
 Graph build_transformer(const TransformerShape& m, const WorkloadSpec& w);
-// InputError naming the key when w.tp does not divide heads, kv_heads or ffn.
+// InputError naming the key when w.tp does not divide heads, kv_heads or ffn (or, under
+// expert parallelism, experts).
 void check_tensor_parallel(const TransformerShape& m, const WorkloadSpec& w);
+// Expert parallelism (moe_parallel: expert; docs/tensor-parallel.md): how a device runs the
+// routed rows whose expert it holds, for M = tokens x experts_per_token rows, E experts over
+// D devices (El = E / D each), factor f = expert_capacity; rows past a capacity are dropped:
+//   Rows     slots = ceil(f M / D) rows in all, each streaming its expert (sxe.gemm_gather);
+//   Experts  slots = ceil(f M / E) rows per local expert, each expert streamed once (batched).
+// The form streaming fewer expert slabs (slots vs El), Rows on a tie. Slots are clamped to
+// [1, M].
+struct ExpertDispatch {
+  enum Form { Rows, Experts } form = Rows;
+  int64_t slots = 1;
+};
+ExpertDispatch expert_dispatch(const TransformerShape& m, const WorkloadSpec& w);
+// One line for `lpu compile --emit schedule` ("" unless expert parallelism applies).
+std::string describe_expert_dispatch(const TransformerShape& m, const WorkloadSpec& w);
 
 }  // namespace lpu

@@ -355,6 +355,27 @@ const TransformerShape* decoder_of(const WorkloadSpec& w) {
 
 namespace {
 
+// moe_parallel (tensor | expert) and expert_capacity (a factor > 0 on the balanced share of
+// routed rows): how a mixture of experts splits over the config's devices.
+void read_moe_parallel(YamlReader& r, const YAML::Node& root, const TransformerShape& m, WorkloadSpec& w) {
+  for (const char* k : {"moe_parallel", "expert_capacity"})
+    if (root[k] && m.experts == 0)
+      r.fail(root[k], k, strcat("goes with experts (", m.name, " has a dense MLP: nothing to split by experts)"));
+  if (root["moe_parallel"]) {
+    const std::string v = r.get_string(root, "moe_parallel", "");
+    if (v == "expert")
+      w.moe_parallel = WorkloadSpec::MoeParallel::Expert;
+    else if (v != "tensor")
+      r.fail(root["moe_parallel"], "moe_parallel", "expected tensor or expert, got '" + name_for_message(v) + "'");
+  }
+  if (!root["expert_capacity"]) return;
+  if (w.moe_parallel != WorkloadSpec::MoeParallel::Expert)
+    r.fail(root["expert_capacity"], "expert_capacity",
+           "goes with moe_parallel: expert (the routed rows each device takes); tensor parallelism drops none");
+  w.expert_capacity = r.get_double(root, "expert_capacity", "");
+  r.check_range(root, "expert_capacity", "", w.expert_capacity, 0.01, 1e6);
+}
+
 // weight_dtype (int8 | int4 | fp8_e4m3 | none) and group_size (weights per f16 scale, along
 // each packed linear's input width: an even number dividing every such width).
 Quant read_weight_quant(YamlReader& r, const YAML::Node& root, const TransformerShape& m) {
@@ -418,16 +439,18 @@ WorkloadSpec load_workload_doc(const YamlDoc& doc, const std::string& path) {
   std::vector<std::string> allowed = {"name",    "model",  "phase", "batch", "seq_len",
                                       "context", "layers", "dtype", "seed"};
   if (decoder) {
-    allowed.insert(allowed.end(), {"prompt_len", "gen_len", "weight_dtype", "group_size"});
+    allowed.insert(allowed.end(), {"prompt_len", "gen_len", "weight_dtype", "group_size", "moe_parallel", "expert_capacity"});
     for (const auto& k : decoder_key_names())
       if (k != "layers") allowed.push_back(k);
   } else {
     for (const auto& [k, v] : mb->params) allowed.push_back(k);
   }
-  for (const char* k : {"weight_dtype", "group_size"})
+  for (const char* k : {"weight_dtype", "group_size", "moe_parallel", "expert_capacity"})
     if (root[k] && !decoder)
-      r.fail(root[k], k, strcat("packed weights apply to the built-in decoders (presets and model: ", kDecoderModel,
-                                "), not to the microbenchmark ", w.model));
+      r.fail(root[k], k,
+             strcat(k[0] == 'w' || k[0] == 'g' ? "packed weights apply" : "expert parallelism applies",
+                    " to the built-in decoders (presets and model: ", kDecoderModel,
+                    "), not to the microbenchmark ", w.model));
   r.check_keys(root, "", allowed);
   w.name = read_workload_name(r, root, w.name);
   w.phase = r.get_string(root, "phase", "", "decode");
@@ -454,6 +477,7 @@ WorkloadSpec load_workload_doc(const YamlDoc& doc, const std::string& path) {
   if (decoder) {
     w.decoder = read_decoder(r, root, w, preset);  // `layers`, when given, is its layer count
     w.weight_quant = read_weight_quant(r, root, *w.decoder);
+    read_moe_parallel(r, root, *w.decoder, w);
     return w;
   }
 

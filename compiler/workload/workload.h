@@ -45,6 +45,13 @@ struct WorkloadSpec {
   // Tensor parallelism (docs/tensor-parallel.md): the graph of rank tp_rank of tp devices
   // (set by workload/tensor_parallel.h from the config's `devices`, never read from YAML).
   int64_t tp = 1, tp_rank = 0;
+  // How a mixture of experts splits over the devices (keys moe_parallel and expert_capacity;
+  // docs/tensor-parallel.md, "Expert parallelism"): Tensor splits every expert's FFN columns as
+  // the dense MLP's; Expert gives each device experts/devices whole experts and a static
+  // capacity of ceil(expert_capacity x tokens x experts_per_token / devices) routed rows.
+  enum class MoeParallel { Tensor, Expert };
+  MoeParallel moe_parallel = MoeParallel::Tensor;
+  double expert_capacity = 1.25;
   std::map<std::string, int64_t> params;  // builder-specific shape keys
   // A ragged step of a built-in decoder (serving: workbench/serve): the sequences of one
   // forward pass, each `tokens` new tokens on top of `context` cached ones. The projections

@@ -14,6 +14,7 @@ std::string step_cache_key(const WorkloadSpec& s, const CompileOptions& co, cons
   for (const auto& [p, v] : s.params) k += strcat(";", p, "=", v);
   if (s.decoder) k += ";decoder=" + describe_decoder(*s.decoder);
   if (s.weight_quant.on()) k += ";weights=" + quant_str(s.weight_quant);
+  if (s.moe_parallel == WorkloadSpec::MoeParallel::Expert) k += strcat(";moe=expert/", s.expert_capacity);
   for (const auto& r : s.ragged) k += strcat(";seq=", r.context, "+", r.tokens);
   k += strcat(";fusion=", co.fusion, ";lmu_fraction=", co.fusion_lmu_fraction, ";lmu_bytes=", co.codegen.lmu_bytes,
               ";double_buffer=", co.codegen.double_buffer, ";hbm_alignment=", co.codegen.hbm_alignment,

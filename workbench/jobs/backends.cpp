@@ -35,6 +35,12 @@ Backend entry(std::string name, std::vector<std::string> files, std::string help
   return b;
 }
 
+// The workload as each device's graph sees it (its device count; rank 0).
+WorkloadSpec on_devices(WorkloadSpec w, const ArchConfig& arch) {
+  w.tp = arch.devices;
+  return w;
+}
+
 std::vector<Backend> make_backends() {
   using C = const EmitContext&;
   std::vector<Backend> b;
@@ -44,7 +50,8 @@ std::vector<Backend> make_backends() {
   b.push_back(entry("schedule", {"schedule.txt", "schedule.json"}, "", true, false, [](C c) {
     const TransformerShape* m = decoder_of(c.workload);
     return print_schedule(c.comp.loop_ir, c.comp.schedule) + describe_graph_breaks(c.comp.code.program, c.arch) +
-           (m ? describe_mla_choice(*m, c.workload) : "");
+           (m ? describe_mla_choice(*m, c.workload) + describe_expert_dispatch(*m, on_devices(c.workload, c.arch))
+              : "");
   }));
   b.back().companion = "schedule-json";  // the text report always comes with its JSON
   b.push_back(entry("schedule-json", {"schedule.json"}, "", true, false,

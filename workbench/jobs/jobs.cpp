@@ -97,6 +97,62 @@ ReferenceRun run_reference_check(const std::string& graph_path) {
   return r;
 }
 
+namespace {
+
+// Expert parallelism's capacity may drop routed rows (moe_parallel: expert), so its answer is
+// the partitioned model's: the ranks' references, joined, in `names` order (equal to the whole
+// model's when nothing is dropped, TensorParallel.ExpertParallelEqualsTheWholeModelWithoutDrops).
+std::vector<Tensor> partitioned_reference(const RunOutcome& o, const TensorMap& inputs,
+                                          const std::vector<TensorMap>& rank_inputs,
+                                          const std::vector<std::string>& names, const std::vector<TensorType>& types) {
+  std::vector<Graph> cores{o.comp.core};
+  std::vector<TensorMap> ins{inputs};
+  for (size_t r = 0; r < o.rank_comps.size(); ++r) {
+    cores.push_back(o.rank_comps[r].core);
+    ins.push_back(rank_inputs.at(r));
+  }
+  std::vector<TensorMap> ref_ranks;
+  for (auto& outs : run_reference_ranks(cores, ins)) {
+    TensorMap m;
+    for (size_t i = 0; i < names.size() && i < outs.size(); ++i) m[names[i]] = std::move(outs[i]);
+    ref_ranks.push_back(std::move(m));
+  }
+  TensorMap joined = join_rank_outputs(names, types, ref_ranks);
+  std::vector<Tensor> expected;
+  for (const auto& name : names) expected.push_back(joined.at(name));
+  return expected;
+}
+
+// Weights and inputs must fit one device's HBM: say so before compiling.
+void check_fits_hbm(const Graph& g, const WorkloadSpec& w, const ArchConfig& arch, bool from_file, bool partitioned) {
+  double need = 0;
+  for (const auto& n : g.nodes())
+    if (n.kind == NodeKind::Placeholder || n.kind == NodeKind::Parameter) need += static_cast<double>(stored_bytes(n));
+  double cap = arch.hbm.capacity_gib * 1024.0 * 1024.0 * 1024.0;
+  if (need > cap) {
+    // The advice must work: the fewest devices (a multiple of this run's) whose share fits and
+    // that divide the model's heads, KV heads and FFN; only the built-in decoders split.
+    const TransformerShape* m = from_file ? nullptr : find_transformer(w.model);
+    const int64_t now = std::max(arch.devices, 1);
+    int64_t n = now * static_cast<int64_t>(std::ceil(need / cap));
+    while (m && n <= 1024 && (m->heads % n || m->kv_heads % n || m->ffn % n)) ++n;
+    // (lpu-asic is the preset with the most HBM: suggested only to a run on another config.)
+    const std::string bigger = arch.name == "lpu-asic" ? "" : " (e.g. --arch lpu-asic)";
+    std::string advice = m && n <= 1024
+                             ? strcat("it would need ", n, " devices: split it with --set devices=", n, " (or --tp ", n,
+                                      ", tensor parallelism) or use a config with more HBM per device", bigger)
+                             : strcat("it would need ", n,
+                                      " devices, and only the built-in decoders split across devices "
+                                      "(tensor parallelism); use a config with more HBM per device",
+                                      bigger);
+    throw InputError(strcat("workload ", w.name, " needs ", format_bytes(need), " (", format_binary_bytes(need),
+                            ") of weights and inputs", !partitioned ? "" : strcat(" per device (devices = ", now, ")"),
+                            " but ", arch.name, " has ", arch.hbm.capacity_gib, " GiB of HBM per device: ", advice));
+  }
+}
+
+}  // namespace
+
 RunOutcome run_job(const WorkloadSpec& w, const ArchConfig& arch, const std::string& fusion, bool functional,
                    bool trace, const BreakOptions& b, const std::string& vcd_path) {
   RunOutcome o;
@@ -110,28 +166,7 @@ RunOutcome run_job(const WorkloadSpec& w, const ArchConfig& arch, const std::str
   std::vector<Graph> ranks;
   if (arch.devices > 1) ranks = build_rank_graphs(w, arch.devices);
   Graph g = file ? file->graph : ranks.empty() ? build_graph(w) : ranks[0];
-  // Weights and inputs must fit one device's HBM: say so before compiling.
-  double need = 0;
-  for (const auto& n : g.nodes())
-    if (n.kind == NodeKind::Placeholder || n.kind == NodeKind::Parameter) need += static_cast<double>(stored_bytes(n));
-  double cap = arch.hbm.capacity_gib * 1024.0 * 1024.0 * 1024.0;
-  if (need > cap) {
-    // The advice must work: the fewest devices (a multiple of this run's) whose share fits and
-    // that divide the model's heads, KV heads and FFN; only the built-in decoders split.
-    const TransformerShape* m = file ? nullptr : find_transformer(w.model);
-    const int64_t now = std::max(arch.devices, 1);
-    int64_t n = now * static_cast<int64_t>(std::ceil(need / cap));
-    while (m && n <= 1024 && (m->heads % n || m->kv_heads % n || m->ffn % n)) ++n;
-    std::string advice =
-        m && n <= 1024 ? strcat("it would need ", n, " devices: split it with --set devices=", n, " (or --tp ", n,
-                                ", tensor parallelism) or use a config with more HBM per device (e.g. --arch lpu-asic)")
-                       : strcat("it would need ", n,
-                                " devices, and only the built-in decoders split across devices "
-                                "(tensor parallelism); use a config with more HBM per device (e.g. --arch lpu-asic)");
-    throw InputError(strcat("workload ", w.name, " needs ", format_bytes(need), " (", format_binary_bytes(need),
-                            ") of weights and inputs", ranks.empty() ? "" : strcat(" per device (devices = ", now, ")"),
-                            " but ", arch.name, " has ", arch.hbm.capacity_gib, " GiB of HBM per device: ", advice));
-  }
+  check_fits_hbm(g, w, arch, file.has_value(), !ranks.empty());
   if (!ranks.empty() && require_policy(fusion).simulates)
     throw InputError(strcat("--fusion ", fusion, ": the tuner searches one device's program; with devices = ",
                             arch.devices, " use a fixed policy (greedy, none, ...)"));
@@ -179,6 +214,8 @@ RunOutcome run_job(const WorkloadSpec& w, const ArchConfig& arch, const std::str
     std::vector<TensorType> types;
     for (const auto& t : expected) types.push_back(t.type);
     const auto& names = o.comp.loop_ir.outputs;
+    if (w.moe_parallel == WorkloadSpec::MoeParallel::Expert)
+      expected = partitioned_reference(o, inputs, rank_inputs, names, types);
     o.check = check_outputs(expected, names, join_rank_outputs(names, types, per_rank), w.dtype);
   } else if (functional && file) {
     std::vector<Tensor> actual;
@@ -236,6 +273,10 @@ nlohmann::json RunOutcome::to_json() const {
   if (workload.weight_quant.on()) {  // only when packed: unpacked runs keep the JSON they had
     wl["weight_dtype"] = quant_format_name(workload.weight_quant.format);
     wl["group_size"] = workload.weight_quant.group;
+  }
+  if (workload.moe_parallel == WorkloadSpec::MoeParallel::Expert) {  // likewise
+    wl["moe_parallel"] = "expert";
+    wl["expert_capacity"] = workload.expert_capacity;
   }
   // A built-in LLM's shape as its workload keys (docs/workloads.md), typed: the preset's, or
   // what the file described.

@@ -69,6 +69,8 @@ std::string step_cost_cache_key(const WorkloadSpec& base, const ArchConfig& arch
   const TransformerShape* m = decoder_of(base);
   return strcat("model=", m ? describe_decoder(*m) : base.model, ";layers=", base.layers,
                 ";dtype=", dtype_name(base.dtype), base.weight_quant.on() ? ";weights=" + quant_str(base.weight_quant) : "",
+                base.moe_parallel == WorkloadSpec::MoeParallel::Expert ? strcat(";moe=expert/", base.expert_capacity)
+                                                                       : "",
                 ";fusion=", fusion, ";arch=", arch_to_json(arch).dump(),
                 ";lpu=", executable_hash());
 }
