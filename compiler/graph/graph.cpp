@@ -171,7 +171,7 @@ Quant parameter_quant(const Node& n) {
   if (q.group < 2 || q.group % 2 || q.group > kMaxQuantGroup)
     throw InputError(strcat("node %", n.name, ": quantisation group ", q.group, " must be an even number from 2 to ",
                             kMaxQuantGroup));
-  if (!is_floating(n.type.dtype) || n.type.rank() < 1 || n.type.shape.back() % q.group)
+  if (!packable(n.type, q))
     throw InputError(strcat("node %", n.name, ": a ", type_str(n.type), " weight cannot be stored in groups of ",
                             q.group, " (a floating weight whose last dimension the group divides)"));
   return q;

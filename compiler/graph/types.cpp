@@ -87,6 +87,10 @@ bool parse_quant(const std::string& s, Quant& out) {
 
 int64_t storage_bytes(const TensorType& t, const Quant& q) { return q.on() ? q.bytes(t.numel()) : t.bytes(); }
 
+bool packable(const TensorType& t, const Quant& q) {
+  return q.group > 0 && is_floating(t.dtype) && t.rank() >= 1 && t.shape.back() % q.group == 0;
+}
+
 int64_t numel(const Shape& s) {
   int64_t n = 1;
   for (auto d : s)

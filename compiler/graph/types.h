@@ -71,6 +71,10 @@ bool parse_quant(const std::string& s, Quant& out);
 constexpr int64_t kMaxQuantGroup = int64_t{1} << 16;
 // HBM bytes of a tensor of type `t` stored as `q` (its dtype's bytes when q is off).
 int64_t storage_bytes(const TensorType& t, const Quant& q);
+// Whether a tensor of type `t` can be stored packed in `q`'s groups: a floating tensor whose last
+// dimension the group divides (the groups run along it). The one rule for every reader: graph
+// parameters, loop-IR buffers, program buffers (each adds that only weights are packed).
+bool packable(const TensorType& t, const Quant& q);
 
 // What a tensor is to a compiled program: a buffer of the loop IR (loopir/loop_ir.h) and of
 // the LPU program (isa/program.h) has one of these roles.

@@ -94,8 +94,7 @@ std::string tile_problem(const Instruction& in) {
 
 std::string quant_problem(const BufferDecl& b) {
   if (!b.quant.on()) return "";
-  if (b.role != BufferRole::Weight || !is_floating(b.type.dtype) || b.type.shape.empty() ||
-      b.type.shape.back() % b.quant.group)
+  if (b.role != BufferRole::Weight || !packable(b.type, b.quant))
     return strcat("buffer ", b.name,
                   ": only a floating weight whose last dimension the group divides is stored packed (",
                   type_str(b.type), " ", buffer_role_name(b.role), " ", quant_str(b.quant), ")");

@@ -224,8 +224,7 @@ Quant parse_buffer_quant(LoopLine& l, const Buffer& b) {
                   "' with that group is not a packed weight format (int8, int4 or fp8_e4m3, "
                   "an even group from 2 to ",
                   kMaxQuantGroup, ")"));
-  if (b.role != BufferRole::Weight || !is_floating(b.type.dtype) || b.type.shape.empty() ||
-      b.type.shape.back() % q.group)
+  if (b.role != BufferRole::Weight || !packable(b.type, q))
     l.fail(
         strcat("buffer ", b.name, ": only a floating weight whose last dimension the group divides is stored packed"));
   return q;

@@ -267,7 +267,7 @@ class Builder {
   void packed(NodeId w) {
     if (!packed_.on()) return;
     Node& n = g_.node(w);
-    if (n.type.shape.back() % packed_.group)
+    if (!packable(n.type, packed_))
       throw InputError(strcat("group_size ", packed_.group, " does not divide the input width ", n.type.shape.back(),
                               " of ", n.name, " (", type_str(n.type), "; a tensor-parallel share when devices > 1)"));
     n.attrs["quant"] = std::string(quant_format_name(packed_.format));
