@@ -394,3 +394,23 @@ TEST(TensorParallel, ExpertParallelFunctional) {
     EXPECT_TRUE(o.check->ok) << c.model << ": " << o.check->worst;
   }
 }
+
+// `lpu compile --emit schedule` says which dispatch form a step takes and why: rows for one
+// token (2 rows <= 4 experts a device), experts for 16 (4 slabs < 20 rows); nothing without
+// expert parallelism or on one device.
+TEST(TensorParallel, ExpertDispatchIsDescribed) {
+  WorkloadSpec w = workload("tiny-moe");
+  const TransformerShape& m = *decoder_of(w);
+  w.tp = 2;
+  EXPECT_EQ(describe_expert_dispatch(m, w), "");
+  w.moe_parallel = WorkloadSpec::MoeParallel::Expert;
+  EXPECT_THAT(describe_expert_dispatch(m, w),
+              ::testing::HasSubstr("4 experts a device, 2 routed rows a layer, expert_capacity 1.25 -> rows: the "
+                                   "first 2 rows routed here"));
+  w.batch = 16;
+  EXPECT_THAT(describe_expert_dispatch(m, w),
+              ::testing::HasSubstr("-> experts: up to 5 rows per expert, each of the 4 experts streamed once (4 "
+                                   "slabs < 20 rows)"));
+  w.tp = 1;
+  EXPECT_EQ(describe_expert_dispatch(m, w), "");
+}
