@@ -5,6 +5,7 @@
 
 #include "jobs/roofline.h"
 #include "support/error.h"
+#include "workload/transformer.h"
 
 namespace lpu {
 
@@ -73,6 +74,21 @@ std::string effective_arch(const ArchConfig& a, const std::vector<std::string>& 
 }
 
 // Energy per engine: dynamic (events x config energies) and static (power x time).
+namespace {
+// How a run's step is split over its devices, for the "devices" row.
+std::string parallelism(const RunOutcome& o, size_t devices) {
+  const TransformerShape* m = decoder_of(o.workload);
+  if (!m || m->experts == 0 || o.workload.moe_parallel != WorkloadSpec::MoeParallel::Expert)
+    return "tensor parallelism";
+  WorkloadSpec w = o.workload;
+  w.tp = static_cast<int64_t>(devices);
+  const ExpertDispatch d = expert_dispatch(*m, w);
+  return strcat("tensor parallelism; expert parallelism: ", m->experts / w.tp, " whole experts a device, ",
+                d.form == ExpertDispatch::Rows ? strcat(d.slots, " routed rows") : strcat(d.slots, " rows per expert"),
+                " a layer");
+}
+}  // namespace
+
 std::string format_energy_table(const EnergyStats& e) {
   std::vector<std::vector<std::string>> rows;
   for (const auto& name : energy_engines()) {
@@ -135,8 +151,9 @@ std::string format_run(const RunOutcome& o, const std::vector<std::string>& sets
       wait = std::max(wait, d.sync_wait_cycles);
       last = std::max(last, d.cycles);
     }
-    rows.push_back({"devices", strcat(s.devices.size(), " (tensor parallelism), all halted at cycle ", last, ", ",
-                                      format_duration_us(static_cast<double>(last) / (o.arch.clock_ghz * 1e3)))});
+    rows.push_back(
+        {"devices", strcat(s.devices.size(), " (", parallelism(o, s.devices.size()), "), all halted at cycle ", last,
+                           ", ", format_duration_us(static_cast<double>(last) / (o.arch.clock_ghz * 1e3)))});
     rows.push_back({"ESL sent", format_bytes(static_cast<double>(esl)) + " (all devices)"});
     rows.push_back({"exposed sync", strcat(wait, " cycles (the most any device waited at sync.wait)")});
     for (size_t d = 0; d < s.devices.size(); ++d) {
