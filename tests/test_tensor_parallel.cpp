@@ -228,6 +228,7 @@ TEST(TensorParallel, MirroredDevicesEqualEveryDeviceSimulated) {
     const char* fusion;
     std::string phase;
     int64_t layers;
+    int64_t batch = 1;
   };
   const std::vector<Case> cases = {
       {"tiny-opt-decode", "lpu-small", 4, "greedy", "decode", 0},
@@ -238,6 +239,8 @@ TEST(TensorParallel, MirroredDevicesEqualEveryDeviceSimulated) {
       {"llama2-70b-decode", "lpu-asic", 4, "greedy", "decode", 2},
       {"llama2-7b-decode", "lpu-small", 2, "greedy", "prefill", 1},
       {"gpt2-decode", "lpu-asic", 2, "greedy", "decode", 1},
+      {"tiny-moe", "lpu-small", 2, "greedy", "decode", 0},    // expert parallelism, rows
+      {"tiny-moe", "lpu-small", 2, "none", "decode", 0, 16},  // expert parallelism, experts
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(strcat(c.workload, " ", c.phase, " on ", c.devices, " x ", c.config, ", fusion ", c.fusion));
@@ -248,6 +251,8 @@ TEST(TensorParallel, MirroredDevicesEqualEveryDeviceSimulated) {
       w.context = 0;
     }
     if (c.layers) w.layers = c.layers;
+    if (std::string(c.workload) == "tiny-moe") w.moe_parallel = WorkloadSpec::MoeParallel::Expert;
+    w.batch = c.batch;
     RunOutcome o = run_job(w, arch_with(c.config, {strcat("devices=", c.devices)}), c.fusion, false);
     SimOptions every;
     every.mirror_symmetric_devices = false;
