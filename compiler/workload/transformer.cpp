@@ -780,9 +780,9 @@ class DecoderBuilder {
           b_.call("expand", {b_.reshape(h2, {N_, 1, d_}, p + "moe_in")}, {{"shape", Shape{N_, k, d_}}}, p + "moe_rows"),
           {R, 1, d_}, p + "moe_x");
       NodeId y = expert_mlp(p, rows, ids, m_.experts, m_.expert_ffn() / tp_);
-      NodeId weighted =
-          b_.call("mul", {b_.reshape(y, {N_, k, d_}, p + "expert_out"), b_.reshape(weights, {N_, k, 1}, p + "routing_w")},
-                  {}, p + "expert_weighted");
+      NodeId weighted = b_.call(
+          "mul", {b_.reshape(y, {N_, k, d_}, p + "expert_out"), b_.reshape(weights, {N_, k, 1}, p + "routing_w")}, {},
+          p + "expert_weighted");
       routed = b_.call("sum", {weighted}, {{"dims", std::vector<int64_t>{1}}}, p + "moe");
     }
     NodeId out = routed;
@@ -846,8 +846,8 @@ class DecoderBuilder {
       return b_.call("where", {cond, then, c32(0)}, {}, name);
     };
     const int64_t W = std::max(M, El);
-    NodeId iota = b_.call("aten.arange", {}, {{"end", W}, {"dtype", std::string(dtype_name(DType::f32))}},
-                          strcat("ep_iota_", W));
+    NodeId iota =
+        b_.call("aten.arange", {}, {{"end", W}, {"dtype", std::string(dtype_name(DType::f32))}}, strcat("ep_iota_", W));
     auto iota_to = [&](int64_t n, Shape s, const std::string& name) {
       return b_.reshape(n == W ? iota : b_.slice(iota, 0, 0, n, name + "_flat"), std::move(s), name);
     };
@@ -860,9 +860,10 @@ class DecoderBuilder {
                            "ep_first_expert");
     NodeId local = b_.call("sub", {f32(b_.reshape(top_i, {1, M}, p + "ep_ids"), p + "ep_ids_f"), first}, {},
                            p + "ep_local");  // [1, M]: row m's expert, counted from this rank's first
-    NodeId earlier = one_if(b_.call("lt", {iota_to(M, {M, 1}, p + "ep_iota_col"), iota_to(M, {1, M}, p + "ep_iota_row")},
-                                    {}, p + "ep_before"),
-                            c32(1), p + "ep_earlier");  // [M, M]
+    NodeId earlier =
+        one_if(b_.call("lt", {iota_to(M, {M, 1}, p + "ep_iota_col"), iota_to(M, {1, M}, p + "ep_iota_row")}, {},
+                       p + "ep_before"),
+               c32(1), p + "ep_earlier");  // [M, M]
     // hit: [G, M] (G = 1 for rows: any local expert; El for experts: each); S slots per group.
     const bool rows = form.form == ExpertDispatch::Rows;
     const int64_t G = rows ? 1 : El, S = form.slots, GS = G * S;
@@ -885,7 +886,7 @@ class DecoderBuilder {
     NodeId w = as(b_.slice(picked, 1, rows ? 1 : 0, rows ? 2 : 1, p + "ep_w_sel"), b_.dtype(), p + "ep_routing_w");
     NodeId token = as(b_.call("sum", {b_.reshape(take, {GS, N_, k}, p + "ep_take_tok")},
                               {{"dims", std::vector<int64_t>{2}}}, p + "ep_token_f"),
-                      b_.dtype(), p + "ep_token");  // [G*S, N]
+                      b_.dtype(), p + "ep_token");              // [G*S, N]
     NodeId x = b_.call("matmul", {token, h2}, {}, p + "ep_x");  // [G*S, d]
     NodeId y;
     if (rows) {
@@ -917,15 +918,17 @@ class DecoderBuilder {
 }  // namespace
 
 void check_tensor_parallel(const TransformerShape& m, const WorkloadSpec& w) {
+  // The workload's file too, when it has one: the keys named below are in it (or the preset's).
+  const std::string where = w.file.empty() ? strcat("workload ", w.name) : strcat(w.file, " (workload ", w.name, ")");
   if (w.tp < 1 || w.tp_rank < 0 || w.tp_rank >= w.tp)
     throw InternalError(strcat("workload ", w.name, ": rank ", w.tp_rank, " of ", w.tp, " devices"));
   if (w.tp > m.vocab)
-    throw InputError(strcat("workload ", w.name, ": devices = ", w.tp, " is more than ", m.name, "'s vocab = ", m.vocab,
+    throw InputError(strcat(where, ": devices = ", w.tp, " is more than ", m.name, "'s vocab = ", m.vocab,
                             " (the LM head is split by vocabulary)"));
   const bool ep = m.experts > 0 && w.moe_parallel == WorkloadSpec::MoeParallel::Expert;
   if (ep && m.experts % w.tp != 0)
-    throw InputError(strcat("workload ", w.name, ": moe_parallel: expert over devices = ", w.tp, " needs ", m.name,
-                            "'s experts (", m.experts, ") to be a multiple of ", w.tp,
+    throw InputError(strcat(where, ": moe_parallel: expert over devices = ", w.tp, " needs ", m.name, "'s experts (",
+                            m.experts, ") to be a multiple of ", w.tp,
                             " (each device holds experts / devices whole experts; moe_parallel: tensor splits their "
                             "columns instead)"));
   // Under expert parallelism only the shared experts' columns are split.
@@ -936,8 +939,8 @@ void check_tensor_parallel(const TransformerShape& m, const WorkloadSpec& w) {
                         {ep ? "shared_experts x moe_ffn" : "moe_ffn", moe_cols}})
     if (v % w.tp != 0)
       throw InputError(
-          strcat("workload ", w.name, ": tensor parallelism over devices = ", w.tp, " needs ", m.name, "'s ", key, " (",
-                 v, ") to be a multiple of ", w.tp,
+          strcat(where, ": tensor parallelism over devices = ", w.tp, " needs ", m.name, "'s ", key, " (", v,
+                 ") to be a multiple of ", w.tp,
                  " (devices must divide heads, kv_heads, ffn and moe_ffn; the vocabulary may split unevenly)"));
 }
 
@@ -959,15 +962,15 @@ std::string describe_expert_dispatch(const TransformerShape& m, const WorkloadSp
   if (m.experts == 0 || w.tp < 2 || w.moe_parallel != WorkloadSpec::MoeParallel::Expert) return "";
   const ExpertDispatch d = expert_dispatch(m, w);
   const int64_t M = w.tokens() * m.experts_per_token, El = m.experts / w.tp;
-  return strcat("expert parallelism: ", El, " experts a device, ", M, " routed rows a layer, expert_capacity ",
-                w.expert_capacity, " -> ",
-                d.form == ExpertDispatch::Rows
-                    ? strcat("rows: the first ", d.slots, " rows routed here, each streaming its expert (", d.slots,
-                             " slabs <= ", El, " experts)")
-                    : strcat("experts: up to ", d.slots, " rows per expert, each of the ", El,
-                             " experts streamed once (", El, " slabs < ", capacity(w.expert_capacity, M, w.tp),
-                             " rows)"),
-                "\n");
+  return strcat(
+      "expert parallelism: ", El, " experts a device, ", M, " routed rows a layer, expert_capacity ", w.expert_capacity,
+      " -> ",
+      d.form == ExpertDispatch::Rows
+          ? strcat("rows: the first ", d.slots, " rows routed here, each streaming its expert (", d.slots,
+                   " slabs <= ", El, " experts)")
+          : strcat("experts: up to ", d.slots, " rows per expert, each of the ", El, " experts streamed once (", El,
+                   " slabs < ", capacity(w.expert_capacity, M, w.tp), " rows)"),
+      "\n");
 }
 
 namespace {
