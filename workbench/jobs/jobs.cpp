@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <cctype>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -401,12 +402,21 @@ std::string format_table(const std::vector<std::string>& header, const std::vect
   for (size_t i = 0; i < header.size(); ++i) w[i] = header[i].size();
   for (const auto& r : rows)
     for (size_t i = 0; i < r.size() && i < w.size(); ++i) w[i] = std::max(w[i], r[i].size());
+  // Numbers right-aligned, text (and the first column) left: a column is numeric when each of
+  // its cells starts like a number (a digit, a sign or a point) or is empty.
+  std::vector<bool> numeric(w.size(), true);
+  numeric[0] = false;
+  for (const auto& r : rows)
+    for (size_t i = 1; i < r.size() && i < w.size(); ++i)
+      if (!r[i].empty() && !std::isdigit(static_cast<unsigned char>(r[i][0])) && r[i][0] != '-' && r[i][0] != '+' &&
+          r[i][0] != '.')
+        numeric[i] = false;
   auto line = [&](const std::vector<std::string>& r) {
     std::string s;
     for (size_t i = 0; i < w.size(); ++i) {
       std::string cell = i < r.size() ? r[i] : "";
       std::string pad(w[i] - cell.size(), ' ');
-      s += (i ? "  " : "") + (i == 0 ? cell + pad : pad + cell);  // first column left, numbers right
+      s += (i ? "  " : "") + (numeric[i] ? pad + cell : cell + pad);
     }
     while (!s.empty() && s.back() == ' ') s.pop_back();
     return s + "\n";
