@@ -153,7 +153,8 @@ check serve_again 0 "" -- "$LPU" serve tiny-llama --rate 40 --requests 100 --see
 check serve_deterministic 0 "" -- cmp "$TMP/s1.json" "$TMP/s2.json"
 check serve_json_kind 0 '"kind": "serve"' -- grep '"kind": "serve"' "$TMP/s1.json"
 check serve_csv_rows 0 "^100$" -- bash -c "tail -n +2 '$TMP/s1.csv' | wc -l"
-check serve_exact 0 "every step compiled and simulated" -- "$LPU" serve tiny-llama --rate 40 --requests 10 --exact
+check serve_exact 0 "every step simulated \(--exact\); programs: [0-9]+ compiles" -- "$LPU" serve tiny-llama --rate 40 --requests 10 --exact
+check serve_explain_recompiles 0 "\[recompiles\] step [0-9]+ \(1 sequence, 1 token\(s\) on [0-9]+ cached\): " -- "$LPU" serve opt-1.3b --set workload.layers=2 --arch lpu-asic --rate 40 --requests 4 --output fixed:20 --prompt fixed:30 --exact --explain-recompiles
 check serve_gpu_prefill 0 "prefill on h200" -- "$LPU" serve tiny-llama --rate 40 --requests 20 --prefill-replicas 1 --prefill-gpu h200
 
 echo "$pass passed, $fail failed"

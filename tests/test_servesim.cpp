@@ -3,8 +3,11 @@
 // and stays close between them; a run is deterministic; ragged steps compile.
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <iostream>
+#include <sstream>
 
 #include "generate/generate.h"
 #include "generate/step_runner.h"
@@ -55,7 +58,7 @@ TEST(ServeSim, OneRequestAloneEqualsLpuGenerateStepByStep) {
 
   CompileCache cache;
   StepRunner runner(arch, "greedy", cache);
-  ExactStepCost exact(w, runner);
+  ExactStepCost exact(w, runner, true);  // as --exact: symbolic programs, as generate's
   Recorder rec(exact);
   serve::ServeResult r = serve_one(w, rec, 12, 6);
   ASSERT_EQ(rec.times.size(), g.steps.size());
@@ -63,6 +66,44 @@ TEST(ServeSim, OneRequestAloneEqualsLpuGenerateStepByStep) {
   const serve::RequestRecord& q = r.requests.at(0);
   EXPECT_EQ(q.ttft_s(), g.ttft_s());
   EXPECT_DOUBLE_EQ(q.e2e_s(), g.total_latency_s());
+}
+
+// --exact's programs symbolic in the cached contexts (StepRunner::run_in_sequence) give every
+// step of a loaded run exactly the time compiling each step gives, with far fewer compiles.
+TEST(ServeSim, ExactRunWithSymbolicProgramsEqualsCompilingEveryStep) {
+  // OPT-1.3B's shapes at two layers: the tiny models' LMU layouts move with every context, so
+  // their templates rarely hold (docs/generate.md); a real model's do.
+  const ArchConfig arch = load_arch_config(std::string(LPU_SOURCE_DIR) + "/configs/lpu-asic.yaml");
+  WorkloadSpec w = resolve_workload("opt-1.3b");
+  w.layers = 2;
+  serve::RequestList reqs;
+  // Alone for most of their decodes, two at a time for a while (a batch of two changes often).
+  for (int64_t i = 0; i < 4; ++i) reqs.push_back({i, 0.004 * static_cast<double>(i), 40 + 9 * i, 60 - 3 * i, 0});
+  auto run = [&](bool in_sequence, StepRunner& runner) {
+    ExactStepCost exact(w, runner, in_sequence);
+    Recorder rec(exact);
+    serve::ClusterConfig c;
+    c.pool.cost = &rec;
+    c.pool.scheduler.chunk_size = 8;
+    serve::ServeResult r = serve::simulate_serving(reqs, c);
+    EXPECT_EQ(r.summary.completed, 4);
+    return rec.times;
+  };
+  CompileCache plain_cache, sym_cache;
+  StepRunner plain(arch, "greedy", plain_cache), sym(arch, "greedy", sym_cache);
+  std::ostringstream explained;
+  sym.set_explain([&](const std::string& line) { explained << line << "\n"; });
+  const std::vector<double> want = run(false, plain), got = run(true, sym);
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < want.size(); ++i) EXPECT_EQ(got[i], want[i]) << "step " << i + 1;
+  const SymbolicCounters& n = sym.symbolic_counters();
+  std::printf("%zu steps: %zu compiles plain, %zu with symbolic programs (%zu templates, %zu instantiated)\n",
+              want.size(), plain.compiles(), sym.compiles(), n.templates, n.instantiated);
+  EXPECT_GT(n.templates, 0u);
+  EXPECT_GT(n.instantiated, want.size() / 3) << explained.str();
+  if (std::getenv("LPU_EXPLAIN")) std::cout << explained.str();
+  EXPECT_LT(sym.compiles(), plain.compiles());
+  EXPECT_NE(explained.str().find("step "), std::string::npos);  // the recompiles are explained
 }
 
 TEST(ServeSim, RaggedStepCompilesAndCostsMoreThanItsLargestSequence) {
@@ -85,7 +126,7 @@ TEST(ServeSim, FittedModelEqualsExactSimulationAtItsPoints) {
   const WorkloadSpec w = resolve_workload("tiny-llama");  // 2 layers: points are whole-model simulations
   CompileCache cache;
   StepRunner runner(arch, "greedy", cache);
-  ExactStepCost exact(w, runner);
+  ExactStepCost exact(w, runner, false);
   FittedStepCostOptions fo;
   fo.context_step = 16;
   FittedStepCost fitted(w, runner, "test", fo);
@@ -108,7 +149,7 @@ TEST(ServeSim, FittedModelIsCloseBetweenItsPoints) {
   const WorkloadSpec w = resolve_workload("tiny-llama");
   CompileCache cache;
   StepRunner runner(arch, "greedy", cache);
-  ExactStepCost exact(w, runner);
+  ExactStepCost exact(w, runner, false);
   FittedStepCostOptions fo;
   fo.context_step = 32;
   FittedStepCost fitted(w, runner, "test", fo);

@@ -23,7 +23,7 @@ namespace {
 struct ServeFlags {
   std::string workload, json, csv, perfetto, report, arrivals = "poisson", prompt, output, router = "round-robin";
   double rate = 1;
-  bool no_chunked = false, json_wall = false;
+  bool no_chunked = false, json_wall = false, explain = false;
   ArchFlags af;
   ServeJobOptions o;
 };
@@ -36,6 +36,7 @@ int serve(ServeFlags& f) {
   WorkloadSpec w = resolve_workload(f.workload, f.af.workload_sets());
   ArchConfig arch = f.af.load();
   ServeJobOptions& o = f.o;
+  if (f.explain) o.explain = &std::cerr;
   if (o.trace_file.empty()) {
     // Default lengths: the chat trace's log-normals (workloads/traces/README.md), clamped so
     // that a prompt and its output fit the model's positions.
@@ -122,6 +123,9 @@ Command add_serve(CLI::App& app) {
   add_request_flags(s, *f);
   add_cluster_flags(s, *f);
   s->add_flag("--exact", f->o.exact, "compile and simulate every step (slow; default: the step-cost model)");
+  s->add_flag("--explain-recompiles", f->explain,
+              "with --exact: print why each step's program was compiled rather than instantiated from a symbolic "
+              "one (a new batch, a guard that failed; to stderr)");
   s->add_option("--error-samples", f->o.error_samples, "steps simulated exactly to measure the step-cost model's error")
       ->capture_default_str();
   s->add_option("--cost-cache", f->o.cost_cache, "the step-cost model's memo across runs (a JSON file)");

@@ -127,10 +127,17 @@ class CompileCache {
     RankTemplates program;
     size_t kernels = 0;
     int64_t compulsory_hbm_bytes = 0;
+    uint64_t last_used = 0;  // a clock of the steps served: which template to drop when full
   };
   std::vector<Symbolic> symbolic;
-  // Per key: {context below which no template is made, the length of that pause} (workbench/generate/generate.cpp).
-  std::map<std::string, std::pair<int64_t, int64_t>> symbolic_backoff;
+  // Per key: the contexts [from, until) where no template is made, and the length of that pause
+  // (workbench/generate/symbolic_steps.cpp). A serving run's contexts jump back when another
+  // request's step comes: a pause covers only the contexts after the one that began it.
+  struct Backoff {
+    int64_t from = 0, until = 0, length = 0;
+    bool covers(int64_t x) const { return x >= from && x < until; }
+  };
+  std::map<std::string, Backoff> symbolic_backoff;
   size_t symbolic_capacity() const { return capacity_; }
 };
 

@@ -6,8 +6,8 @@
 #include <sstream>
 
 #include "codegen/lpu_codegen.h"
-#include "device_symmetry.h"
 #include "generate/step_runner.h"
+#include "generate/symbolic_steps.h"
 #include "policy_registry.h"
 #include "process/progress.h"
 #include "support/error.h"
@@ -36,20 +36,6 @@ LatencySummary summarize_latencies(std::vector<double> v) {
 }
 
 namespace {
-
-// RankTemplates::make, and whether the other devices run device 0's programs rotated: that
-// check is the simulator's (sim/device_symmetry.h), which the compiler's cache cannot make.
-std::optional<RankTemplates> make_rank_templates(const CompiledStep& a, int64_t sa, const CompiledStep& b, int64_t sb,
-                                                 int64_t hbm_alignment, std::string& why) {
-  auto t = RankTemplates::make(a, sa, b, sb, hbm_alignment, why);
-  if (t && t->devices() > 1) {
-    std::vector<const Program*> bases;
-    for (size_t r = 1; r < t->devices(); ++r) bases.push_back(&t->base(r));
-    t->set_rotations(t->same_symbolic_part_everywhere() &&
-                     rotation_asymmetry(t->base(0), bases, static_cast<int>(t->devices())).empty());
-  }
-  return t;
-}
 
 // Step k's workload: the prefill of the prompt, or one decode step at its context.
 WorkloadSpec step_workload(const WorkloadSpec& w, int64_t prompt_len, int64_t k) {
@@ -172,10 +158,7 @@ class Generation {
   void explain(const std::string& line) {
     if (o_.explain) *o_.explain << "[recompiles] " << line << "\n";
   }
-  Entry instantiated(const CompileCache::Symbolic& t, int64_t context, bool& inst);
   Entry symbolic_step(const WorkloadSpec& s, int64_t k, int64_t max_context, bool& inst);
-  Entry new_template(const WorkloadSpec& s, const std::string& key, const std::string& where, int64_t max_context,
-                     Entry failed_probe, int64_t failed_at);
   Entry step_program(const WorkloadSpec& s, int64_t k, GenerateStep& st);
   const SimStats& simulate_step(const Entry& e, GenerateStep& st);
   void run_step(int64_t k);
@@ -190,6 +173,7 @@ class Generation {
   int64_t devices_ = 1;
   CompileOptions co_;
   bool symbolic_ = false;
+  std::unique_ptr<SymbolicSteps> sym_;
   int64_t last_context_ = 0;
   std::unique_ptr<Progress> progress_;
   // Statistics of the last program simulated: a step whose program is the same (cached) one gets
@@ -291,6 +275,9 @@ void Generation::plan() {
   r_.symbolic = symbolic_;
   r_.regional = o_.regional && !require_policy(o_.fusion).simulates && !graph_cache_;
   last_context_ = r_.prompt_len + r_.gen_len - 2;
+  if (symbolic_)
+    sym_ = std::make_unique<SymbolicSteps>(cache_, co_.codegen.hbm_alignment, SymbolicSteps::Make::Eager,
+                                           [this](const std::string& line) { explain(line); });
 }
 
 Program Generation::compile_rank(const WorkloadSpec& s, CompileCache::Entry& e) {
@@ -323,111 +310,19 @@ Generation::Entry Generation::compile_step(const WorkloadSpec& s) {
       compile_ranks(s, devices_, [&](const WorkloadSpec& sr, CompiledStep& e) { return compile_rank(sr, e); }));
 }
 
-Generation::Entry Generation::instantiated(const CompileCache::Symbolic& t, int64_t context, bool& inst) {
-  auto p = std::make_shared<CompileCache::Entry>();
-  p->program = t.program.instantiate(context);
-  p->rotations = t.program.rotations();
-  if (!p->rotations) p->others = t.program.instantiate_others(context);
-  p->kernels = t.kernels;
-  inst = true;
-  p->compulsory_hbm_bytes = t.compulsory_hbm_bytes;
-  ++r_.instantiated;
-  ++r_.cache_hits;
-  return Entry(p);
-}
-
 WorkloadSpec at_context(const WorkloadSpec& s, int64_t c) {
   WorkloadSpec x = s;
   x.context = c;
   return x;
 }
 
-// Skips making templates for a while: 1, 2, 4 ... 64 steps (CompileCache::symbolic_backoff).
-void back_off(std::pair<int64_t, int64_t>& backoff, int64_t context) {
-  auto& [skip_until, skip_len] = backoff;
-  skip_len = skip_len ? std::min<int64_t>(2 * skip_len, 64) : 1;
-  skip_until = context + skip_len;
-}
-
-// A decode step through the symbolic programs (CompileCache::Symbolic).
+// A decode step through the symbolic programs (symbolic_steps.h), the context its symbol.
 Generation::Entry Generation::symbolic_step(const WorkloadSpec& s, int64_t k, int64_t max_context, bool& inst) {
   WorkloadSpec sym = s;
   sym.context = -1;  // the key of every context
-  const std::string key = step_cache_key(sym, co_, arch_);
-  const int64_t C = s.context;
-  CompileCache::Symbolic* below = nullptr;  // the template whose guard ends nearest below C
-  size_t outside = 0;
-  for (auto& t : cache_.symbolic) {
-    if (t.key != key) continue;
-    if (t.program.holds(C)) return instantiated(t, C, inst);
-    ++outside;
-    if (t.program.hi() < C && (!below || t.program.hi() > below->program.hi())) below = &t;
-  }
-  // The guard nearest below C (the one a growing context just left) names the failure.
-  std::string failed;
-  if (below)
-    failed = strcat("context ", C, " outside [", below->program.lo(), ", ", below->program.hi(), "]");
-  else if (outside)
-    failed = strcat("context ", C, " below every guard");
-  if (outside > 1) failed += strcat(" (and outside ", outside - 1, " more cached programs' guards)");
-  std::string where = strcat("step ", k, " (context ", C, ")");
-  // A template costs two compiles and pays only if its guard grows: after one that never
-  // grew, the next steps are compiled alone, 1, 2, 4 ... 64 of them (reset by one that grew).
-  auto& backoff = cache_.symbolic_backoff[key];
-  if (C < backoff.first) {
-    explain(strcat(where, ": compiled alone, no template (the last template's guard never grew)"));
-    return compile_step(at_context(s, C));
-  }
-  Entry failed_probe;
-  int64_t failed_at = -1;
-  if (below && below->program.hi() == C - 1) {
-    // The context just left this guard: extend it by verifying the template at a further
-    // context, doubling the interval.
-    const RankTemplates& tp = below->program;
-    int64_t p = std::min(max_context, tp.hi() + (tp.hi() - tp.lo() + 1));
-    Entry probe = compile_step(at_context(s, p));
-    std::string why;
-    if (below->program.verify(*probe, p, why)) {
-      ++r_.guard_extensions;
-      backoff.second = 0;
-      if (p == C) return probe;
-      return instantiated(*below, C, inst);
-    }
-    ++r_.guard_failures;
-    explain(strcat(where, ": guard failed: ", failed, "; extending [", tp.lo(), ", ", tp.hi(), "] to context ", p,
-                   " does not hold: ", why, "; recompiling"));
-    if (tp.hi() - tp.lo() <= 1) back_off(backoff, C);
-    failed_probe = probe;  // at C: the new template starts from it; beyond: it may extend the new one
-    failed_at = p;
-  } else if (!failed.empty()) {
-    ++r_.guard_failures;
-    explain(strcat(where, ": guard failed: ", failed, "; recompiling"));
-  }
-  return new_template(s, key, where, max_context, failed_probe, failed_at);
-}
-
-// Compiles the step at its context and, room and back-off permitting, at the next one, and
-// makes a template of the two.
-Generation::Entry Generation::new_template(const WorkloadSpec& s, const std::string& key, const std::string& where,
-                                           int64_t max_context, Entry failed_probe, int64_t failed_at) {
-  const int64_t C = s.context;
-  auto& backoff = cache_.symbolic_backoff[key];
-  Entry here = failed_at == C ? failed_probe : compile_step(at_context(s, C));
-  if (C + 1 > max_context || C < backoff.first) return here;
-  Entry next = compile_step(at_context(s, C + 1));
-  std::string why;
-  auto t = make_rank_templates(*here, C, *next, C + 1, co_.codegen.hbm_alignment, why);
-  if (!t) {
-    explain(strcat(where, ": the programs at contexts ", C, " and ", C + 1, " make no template: ", why));
-    back_off(backoff, C);
-    return here;
-  }
-  ++r_.templates;
-  // The probe that failed the old guard, compiled anyway, may lie in the new one's: free to check.
-  if (failed_at > C + 1 && t->verify(*failed_probe, failed_at, why)) ++r_.guard_extensions;
-  if (cache_.symbolic.size() < cache_.symbolic_capacity())
-    cache_.symbolic.push_back({key, std::move(*t), here->kernels, here->compulsory_hbm_bytes});
-  return here;
+  return sym_->program(
+      step_cache_key(sym, co_, arch_), s.context, max_context, strcat("step ", k, " (context ", s.context, ")"),
+      [&](int64_t c) { return compile_step(at_context(s, c)); }, inst);
 }
 
 // Step k's program: instantiated from a symbolic one, from the exact cache, or compiled.
@@ -497,6 +392,14 @@ GenerateResult Generation::run() {
   plan();
   for (int64_t k = 1; k <= r_.gen_len; ++k) run_step(k);
   if (progress_) progress_->finish();
+  if (sym_) {
+    const SymbolicCounters& n = sym_->counters();
+    r_.instantiated = n.instantiated;
+    r_.cache_hits += n.instantiated;
+    r_.guard_extensions = n.guard_extensions;
+    r_.guard_failures = n.guard_failures;
+    r_.templates = n.templates;
+  }
   r_.cost_memo_hits = cache_.cost_memo.hits() - memo_hits0;
   r_.cost_memo_misses = cache_.cost_memo.misses() - memo_misses0;
   r_.wall_s = seconds_since(t0);

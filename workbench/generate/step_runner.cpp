@@ -4,6 +4,7 @@
 #include "generate/regional.h"
 #include "policy_registry.h"
 #include "support/error.h"
+#include "workload/transformer.h"
 
 namespace lpu {
 
@@ -58,42 +59,133 @@ SimStats simulate_compiled(const CompiledStep& e, const ArchConfig& arch) {
   return simulate(e.program, arch, so).stats;
 }
 
-StepRunner::StepRunner(const ArchConfig& arch, const std::string& fusion, CompileCache& cache)
-    : arch_(arch), cache_(cache) {
+namespace {
+CompileOptions fixed_policy_options(const ArchConfig& arch, const std::string& fusion) {
   if (require_policy(fusion).simulates)
     throw InputError(strcat("--fusion ", fusion,
                             ": serving prices every step with a fixed policy (greedy, none); the tuner's search "
                             "simulates its candidates for each compile"));
-  co_ = compile_options_for(arch, fusion, BreakOptions{});
-  devices_ = std::max<int64_t>(arch.devices, 1);
+  return compile_options_for(arch, fusion, BreakOptions{});
+}
+}  // namespace
+
+StepRunner::StepRunner(const ArchConfig& arch, const std::string& fusion, CompileCache& cache)
+    : arch_(arch),
+      cache_(cache),
+      co_(fixed_policy_options(arch, fusion)),
+      devices_(std::max<int64_t>(arch.devices, 1)),
+      sym_(cache, co_.codegen.hbm_alignment, SymbolicSteps::Make::Lazy, [this](const std::string& line) {
+        if (explain_) explain_(line);
+      }) {}
+
+void StepRunner::set_explain(SymbolicSteps::Explain e) { explain_ = std::move(e); }
+
+std::shared_ptr<const CompiledStep> StepRunner::compile(const WorkloadSpec& step) {
+  ++compiles_;
+  return std::make_shared<const CompiledStep>(
+      compile_ranks(step, devices_, [&](const WorkloadSpec& s, CompiledStep& info) {
+        RegionalProgram rp = compile_regional(s, co_, [&](const Graph& g, const CompileOptions& opts) {
+          return compile_with_memo(g, opts, cache_.cost_memo);
+        });
+        info.kernels = rp.kernels;
+        info.compulsory_hbm_bytes = rp.compulsory_hbm_bytes;
+        return std::move(rp.program);
+      }));
 }
 
-StepFigures StepRunner::run(const WorkloadSpec& step) {
-  const std::string key = step_cache_key(step, co_, arch_);
-  std::shared_ptr<const CompiledStep> e = cache_.find(key);
-  if (!e) {
-    ++compiles_;
-    e = std::make_shared<const CompiledStep>(
-        compile_ranks(step, devices_, [&](const WorkloadSpec& s, CompiledStep& info) {
-          RegionalProgram rp = compile_regional(s, co_, [&](const Graph& g, const CompileOptions& opts) {
-            return compile_with_memo(g, opts, cache_.cost_memo);
-          });
-          info.kernels = rp.kernels;
-          info.compulsory_hbm_bytes = rp.compulsory_hbm_bytes;
-          return std::move(rp.program);
-        }));
-    cache_.insert(key, e);
-  }
+StepFigures StepRunner::simulate(const CompiledStep& e) {
   ++simulations_;
-  SimStats st = simulate_compiled(*e, arch_);
+  SimStats st = simulate_compiled(e, arch_);
   StepFigures f;
   f.cycles = st.cycles;
   f.latency_s = st.latency_us * 1e-6;
   f.energy_j = st.energy.total_j();
   f.hbm_read_bytes = st.hbm_read_bytes;
   f.hbm_write_bytes = st.hbm_write_bytes;
-  f.kernels = e->kernels;
+  f.kernels = e.kernels;
   return f;
+}
+
+StepFigures StepRunner::run(const WorkloadSpec& step) {
+  const std::string key = step_cache_key(step, co_, arch_);
+  std::shared_ptr<const CompiledStep> e = cache_.find(key);
+  if (!e) {
+    e = compile(step);
+    cache_.insert(key, e);
+  }
+  return simulate(*e);
+}
+
+namespace {
+
+// A step's sequences with a cached context, the smallest such context (the symbol) and the
+// largest value the symbol may take (every shifted sequence within max_position).
+struct CachedShift {
+  int64_t x = 0, max_x = 0;
+  bool any = false;
+};
+
+CachedShift cached_shift(const WorkloadSpec& s) {
+  CachedShift c;
+  const TransformerShape* m = decoder_of(s);
+  const int64_t max_position = m ? m->max_position : 0;
+  if (s.ragged.empty()) {
+    if (s.context <= 0 || !m) return c;
+    return {s.context, max_position - s.seq_len, true};
+  }
+  for (const WorkloadSpec::RaggedSeq& q : s.ragged)
+    if (q.context > 0) c.x = c.any ? std::min(c.x, q.context) : q.context, c.any = true;
+  if (!c.any || !m) return {};
+  c.max_x = INT64_MAX;
+  for (const WorkloadSpec::RaggedSeq& q : s.ragged)
+    if (q.context > 0) c.max_x = std::min(c.max_x, c.x + max_position - q.context - q.tokens);
+  return c;
+}
+
+// The step with its cached contexts moved so that the smallest is `x`.
+WorkloadSpec shifted(const WorkloadSpec& s, int64_t from, int64_t x) {
+  WorkloadSpec t = s;
+  if (t.ragged.empty()) {
+    t.context = x;
+    return t;
+  }
+  for (WorkloadSpec::RaggedSeq& q : t.ragged)
+    if (q.context > 0) q.context += x - from;
+  return t;
+}
+
+std::string describe_step(const WorkloadSpec& s) {
+  if (s.ragged.empty()) return strcat("1 sequence, ", s.seq_len, " token(s) on ", s.context, " cached");
+  int64_t tokens = 0, lo = INT64_MAX, hi = 0, chunks = 0;
+  for (const WorkloadSpec::RaggedSeq& q : s.ragged) {
+    tokens += q.tokens;
+    chunks += q.tokens > 1;
+    if (q.context > 0) lo = std::min(lo, q.context), hi = std::max(hi, q.context);
+  }
+  return strcat(s.ragged.size(), " sequences, ", tokens, " tokens (", chunks, " prompt chunk(s)), contexts ", lo, "..",
+                hi);
+}
+
+}  // namespace
+
+StepFigures StepRunner::run_in_sequence(const WorkloadSpec& step) {
+  ++sequenced_;
+  const CachedShift c = cached_shift(step);
+  if (!c.any || c.max_x < c.x) return run(step);
+  // The key of every shift: cached contexts relative to the smallest (negative, so that they
+  // differ from an empty cache's 0 in the key).
+  WorkloadSpec rel = step;
+  if (rel.ragged.empty()) {
+    rel.context = -1;
+  } else {
+    for (WorkloadSpec::RaggedSeq& q : rel.ragged)
+      if (q.context > 0) q.context = -1 - (q.context - c.x);
+  }
+  bool inst = false;
+  std::shared_ptr<const CompiledStep> e = sym_.program(
+      step_cache_key(rel, co_, arch_), c.x, c.max_x, strcat("step ", sequenced_, " (", describe_step(step), ")"),
+      [&](int64_t x) { return compile(shifted(step, c.x, x)); }, inst);
+  return simulate(*e);
 }
 
 StepFigures StepRunner::run_by_layers(const WorkloadSpec& step) {

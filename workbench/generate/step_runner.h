@@ -8,6 +8,7 @@
 #include <string>
 
 #include "driver/compile_cache.h"
+#include "generate/symbolic_steps.h"
 #include "jobs/jobs.h"
 
 namespace lpu {
@@ -45,6 +46,15 @@ class StepRunner {
   // the whole model's cycles for LLaMA-2-7B decoding 4 sequences at context 700, 3e-7 for an
   // OPT-1.3B prefill of 256 tokens; energy within 1e-15). Runs the whole model below 3 layers.
   StepFigures run_by_layers(const WorkloadSpec& step);
+  // As run, for the steps of a run that follow each other (`lpu serve --exact`): the program is
+  // symbolic in the contexts of the step's cached sequences, which move together while the
+  // batch stays the same (symbolic_steps.h, lazy templates: the step's key holds the number of
+  // sequences, each one's tokens and its context relative to the smallest cached one). A step
+  // with no cached sequence is compiled, or taken from the exact cache, as by run.
+  StepFigures run_in_sequence(const WorkloadSpec& step);
+  // Where run_in_sequence's recompiles are explained (`--explain-recompiles`); unset: nowhere.
+  void set_explain(SymbolicSteps::Explain e);
+  const SymbolicCounters& symbolic_counters() const { return sym_.counters(); }
   size_t compiles() const { return compiles_; }
   size_t simulations() const { return simulations_; }
   int64_t devices() const { return devices_; }
@@ -54,7 +64,12 @@ class StepRunner {
   CompileCache& cache_;
   CompileOptions co_;
   int64_t devices_ = 1;
-  size_t compiles_ = 0, simulations_ = 0;
+  size_t compiles_ = 0, simulations_ = 0, sequenced_ = 0;
+  SymbolicSteps::Explain explain_;
+  SymbolicSteps sym_;
+
+  std::shared_ptr<const CompiledStep> compile(const WorkloadSpec& step);
+  StepFigures simulate(const CompiledStep& e);
 };
 
 }  // namespace lpu

@@ -135,6 +135,35 @@ serve::ModelDims model_dims(const WorkloadSpec& w) {
           m.parameters()};
 }
 
+// The model's error against exact simulation on the sampled steps (|model - exact| / exact).
+StepCostError measure_error(const std::vector<std::pair<serve::StepBatch, serve::StepCost>>& samples,
+                            ExactStepCost& exact, const ServeJobOptions& o, double& wall_s) {
+  StepCostError error;
+  const auto te = Clock::now();
+  if (o.progress) *o.progress << "serve: " << samples.size() << " steps simulated exactly for the model's error\n";
+  std::vector<double> errs;
+  for (const auto& [batch, predicted] : samples) {
+    serve::StepCost truth = exact.cost(batch);
+    errs.push_back(std::abs(predicted.time_s - truth.time_s) / truth.time_s);
+    if (std::getenv("LPU_STEPCOST_LOG")) {
+      int64_t chunks = 0, ctx = 0;
+      for (const auto& q : batch.seqs) chunks += q.new_tokens > 1, ctx = std::max(ctx, q.context_before);
+      std::fprintf(stderr,
+                   "[stepcost] sample S=%zu N=%lld chunks=%lld max_context=%lld model %.6g exact %.6g: %.3f%%\n",
+                   batch.seqs.size(), static_cast<long long>(batch.total_tokens()), static_cast<long long>(chunks),
+                   static_cast<long long>(ctx), predicted.time_s, truth.time_s, errs.back() * 100);
+    }
+    if (truth.energy_j > 0)
+      error.energy_max = std::max(error.energy_max, std::abs(predicted.energy_j - truth.energy_j) / truth.energy_j);
+  }
+  std::sort(errs.begin(), errs.end());
+  error.samples = static_cast<int64_t>(errs.size());
+  error.p50 = errs[(errs.size() - 1) / 2];
+  error.max = errs.back();
+  wall_s = seconds_since(te);
+  return error;
+}
+
 }  // namespace
 
 ServeJobResult run_serve_job(const WorkloadSpec& w, const ArchConfig& arch, const ServeJobOptions& o) {
@@ -154,7 +183,8 @@ ServeJobResult run_serve_job(const WorkloadSpec& w, const ArchConfig& arch, cons
 
   CompileCache cache;
   StepRunner runner(arch, o.fusion, cache);
-  ExactStepCost exact(w, runner);
+  if (o.explain) runner.set_explain([&](const std::string& line) { *o.explain << "[recompiles] " << line << "\n"; });
+  ExactStepCost exact(w, runner, o.exact);
   FittedStepCostOptions fo;
   fo.context_step = o.context_step;
   fo.cache_file = o.exact ? "" : o.cost_cache;
@@ -201,33 +231,10 @@ ServeJobResult run_serve_job(const WorkloadSpec& w, const ArchConfig& arch, cons
   r.points_simulated = fitted.simulated();
   r.points_loaded = fitted.loaded();
   r.exact_steps = exact.steps();
+  r.compiles = runner.compiles();
+  r.symbolic = runner.symbolic_counters();
 
-  if (!o.exact && !sampled.samples().empty()) {
-    const auto te = Clock::now();
-    if (o.progress)
-      *o.progress << "serve: " << sampled.samples().size() << " steps simulated exactly for the model's error\n";
-    std::vector<double> errs;
-    for (const auto& [batch, predicted] : sampled.samples()) {
-      serve::StepCost truth = exact.cost(batch);
-      errs.push_back(std::abs(predicted.time_s - truth.time_s) / truth.time_s);
-      if (std::getenv("LPU_STEPCOST_LOG")) {
-        int64_t chunks = 0, ctx = 0;
-        for (const auto& q : batch.seqs) chunks += q.new_tokens > 1, ctx = std::max(ctx, q.context_before);
-        std::fprintf(stderr,
-                     "[stepcost] sample S=%zu N=%lld chunks=%lld max_context=%lld model %.6g exact %.6g: %.3f%%\n",
-                     batch.seqs.size(), static_cast<long long>(batch.total_tokens()), static_cast<long long>(chunks),
-                     static_cast<long long>(ctx), predicted.time_s, truth.time_s, errs.back() * 100);
-      }
-      if (truth.energy_j > 0)
-        r.error.energy_max =
-            std::max(r.error.energy_max, std::abs(predicted.energy_j - truth.energy_j) / truth.energy_j);
-    }
-    std::sort(errs.begin(), errs.end());
-    r.error.samples = static_cast<int64_t>(errs.size());
-    r.error.p50 = errs[(errs.size() - 1) / 2];
-    r.error.max = errs.back();
-    r.error_wall_s = seconds_since(te);
-  }
+  if (!o.exact && !sampled.samples().empty()) r.error = measure_error(sampled.samples(), exact, o, r.error_wall_s);
   if (!o.exact) {
     std::string why;
     if (!fitted.save(&why) && o.progress) *o.progress << "serve: warning: step-cost memo not saved: " << why << "\n";

@@ -11,6 +11,7 @@
 #include <string>
 
 #include "config/arch_config.h"
+#include "generate/symbolic_steps.h"
 #include "serve/capacity.h"
 #include "serve/cluster.h"
 #include "serve/generator.h"
@@ -42,6 +43,9 @@ struct ServeJobOptions {
   bool find_rate = false;      // search the highest rate meeting the SLOs (needs the generator)
   serve::CapacitySearch search;
   std::ostream* progress = nullptr;  // a line per phase
+  // --explain-recompiles: why each exact step's program was compiled rather than instantiated
+  // from a symbolic one (StepRunner::run_in_sequence).
+  std::ostream* explain = nullptr;
 };
 
 struct StepCostError {
@@ -62,6 +66,10 @@ struct ServeJobResult {
   bool exact = false;
   std::string prefill_gpu;  // the GPU prefill pool's config name ("" : LPUs)
   size_t points_simulated = 0, points_loaded = 0, exact_steps = 0;
+  // Compiles of every step program (probes, samples and exact steps), and how the exact steps'
+  // programs came from symbolic ones (--exact).
+  size_t compiles = 0;
+  SymbolicCounters symbolic;
   double wall_s = 0, model_wall_s = 0, error_wall_s = 0;
   // Deterministic: the same inputs give the same bytes. `with_wall` adds "wall": wall times and
   // where the model's points came from (simulated now or the memo), which differ between runs.

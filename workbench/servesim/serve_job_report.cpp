@@ -34,6 +34,14 @@ Json capacity_json(const serve::CapacityResult& c) {
   return Json{{"found", c.found}, {"max_rate", c.max_rate}, {"probes", probes}};
 }
 
+Json programs_json(size_t compiles, const SymbolicCounters& n) {
+  return Json{{"compiles", compiles},
+              {"templates", n.templates},
+              {"instantiated", n.instantiated},
+              {"guard_extensions", n.guard_extensions},
+              {"guard_failures", n.guard_failures}};
+}
+
 std::string ms(double s) { return format_number("%.2f ms", s * 1e3); }
 std::string num(const char* f, double v) { return format_number(f, v); }
 }  // namespace
@@ -45,6 +53,8 @@ nlohmann::ordered_json ServeJobResult::to_json(bool with_wall, bool with_steps) 
   j["arch"] = arch.name;
   j["deployment"] = deployment_json(deployment, cluster.pool.scheduler);
   j["cost_model"] = Json{{"kind", exact ? "exact" : "fitted"}};
+  if (exact)  // deterministic for an exact run (a fitted one's depend on its memo: under "wall")
+    j["cost_model"]["programs"] = programs_json(compiles, symbolic);
   if (!prefill_gpu.empty()) j["prefill_gpu"] = prefill_gpu;
   if (!exact)
     j["step_cost_error"] =
@@ -59,6 +69,7 @@ nlohmann::ordered_json ServeJobResult::to_json(bool with_wall, bool with_steps) 
                    {"error_check_s", error_wall_s},
                    {"points_simulated", points_simulated},
                    {"points_loaded", points_loaded},
+                   {"programs", programs_json(compiles, symbolic)},
                    {"simulated_s_per_wall_s", wall_s > 0 ? result.summary.duration_s / wall_s : 0.0}};
   return j;
 }
@@ -89,7 +100,9 @@ std::string ServeJobResult::summary() const {
                           : std::string("even the lowest rate probed misses the SLOs"))
       << " (" << capacity->probes.size() << " probes)\n";
   if (exact)
-    o << "  step costs: every step compiled and simulated (--exact)\n";
+    o << "  step costs: every step simulated (--exact); programs: " << compiles << " compiles, " << symbolic.templates
+      << " symbolic templates, " << symbolic.instantiated << " steps instantiated from them, "
+      << symbolic.guard_failures << " guard failures\n";
   else
     o << "  step costs: model from " << points_simulated + points_loaded << " simulated points (" << points_loaded
       << " from the memo); error against exact simulation on " << error.samples << " steps: p50 "

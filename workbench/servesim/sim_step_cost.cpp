@@ -7,8 +7,8 @@
 #include <cstdlib>
 #include <fstream>
 #include <iterator>
-#include <tuple>
 #include <nlohmann/json.hpp>
+#include <tuple>
 
 #include "process/proc.h"
 #include "servesim/step_workload.h"
@@ -20,7 +20,8 @@ namespace lpu {
 
 serve::StepCost ExactStepCost::cost(const serve::StepBatch& batch) {
   ++steps_;
-  StepFigures f = runner_.run(step_workload_of(base_, batch));
+  const WorkloadSpec step = step_workload_of(base_, batch);
+  StepFigures f = in_sequence_ ? runner_.run_in_sequence(step) : runner_.run(step);
   return {f.latency_s, f.energy_j};
 }
 
@@ -67,12 +68,11 @@ double lerp(double a, double b, double t) { return a + (b - a) * t; }
 
 std::string step_cost_cache_key(const WorkloadSpec& base, const ArchConfig& arch, const std::string& fusion) {
   const TransformerShape* m = decoder_of(base);
-  return strcat("model=", m ? describe_decoder(*m) : base.model, ";layers=", base.layers,
-                ";dtype=", dtype_name(base.dtype), base.weight_quant.on() ? ";weights=" + quant_str(base.weight_quant) : "",
-                base.moe_parallel == WorkloadSpec::MoeParallel::Expert ? strcat(";moe=expert/", base.expert_capacity)
-                                                                       : "",
-                ";fusion=", fusion, ";arch=", arch_to_json(arch).dump(),
-                ";lpu=", executable_hash());
+  return strcat(
+      "model=", m ? describe_decoder(*m) : base.model, ";layers=", base.layers, ";dtype=", dtype_name(base.dtype),
+      base.weight_quant.on() ? ";weights=" + quant_str(base.weight_quant) : "",
+      base.moe_parallel == WorkloadSpec::MoeParallel::Expert ? strcat(";moe=expert/", base.expert_capacity) : "",
+      ";fusion=", fusion, ";arch=", arch_to_json(arch).dump(), ";lpu=", executable_hash());
 }
 
 const std::vector<int64_t>& FittedStepCost::token_grid() {

@@ -34,13 +34,18 @@ namespace lpu {
 
 class ExactStepCost : public serve::StepCostModel {
  public:
-  ExactStepCost(const WorkloadSpec& base, StepRunner& runner) : base_(base), runner_(runner) {}
+  // `in_sequence`: the steps priced are a run's, one after another (`--exact`), so their programs
+  // are symbolic in the cached contexts (StepRunner::run_in_sequence); else each is compiled
+  // (or taken from the exact cache) alone: the sampled steps of the error check.
+  ExactStepCost(const WorkloadSpec& base, StepRunner& runner, bool in_sequence)
+      : base_(base), runner_(runner), in_sequence_(in_sequence) {}
   serve::StepCost cost(const serve::StepBatch& batch) override;
   size_t steps() const { return steps_; }
 
  private:
   const WorkloadSpec& base_;
   StepRunner& runner_;
+  bool in_sequence_;
   size_t steps_ = 0;
 };
 
