@@ -52,20 +52,21 @@ function(lpu_layer_sources name)
 endfunction()
 
 # The check, before any layer library compiles: again whenever layers.txt, the checker, the
-# manifest or any C++ file under compiler/, sim/, tuner/, workbench/ or apps/ (the client the
-# check covers too) changes (new files are found by the glob).
+# manifest or any C++ file under compiler/, sim/, tuner/, workbench/, apps/ or bindings/ (the
+# clients the check covers too) changes (new files are found by the glob).
 file(GLOB_RECURSE LPU_LAYERED_FILES CONFIGURE_DEPENDS
      ${PROJECT_SOURCE_DIR}/compiler/*.h ${PROJECT_SOURCE_DIR}/compiler/*.cpp
      ${PROJECT_SOURCE_DIR}/sim/*.h ${PROJECT_SOURCE_DIR}/sim/*.cpp
      ${PROJECT_SOURCE_DIR}/tuner/*.h ${PROJECT_SOURCE_DIR}/tuner/*.cpp
      ${PROJECT_SOURCE_DIR}/workbench/*.h ${PROJECT_SOURCE_DIR}/workbench/*.cpp
-     ${PROJECT_SOURCE_DIR}/apps/*.h ${PROJECT_SOURCE_DIR}/apps/*.cpp)
+     ${PROJECT_SOURCE_DIR}/apps/*.h ${PROJECT_SOURCE_DIR}/apps/*.cpp
+     ${PROJECT_SOURCE_DIR}/bindings/*.h ${PROJECT_SOURCE_DIR}/bindings/*.cpp)
 add_custom_command(
   OUTPUT ${PROJECT_BINARY_DIR}/layers.ok
   COMMAND ${LPU_PYTHON3} ${LPU_LAYERS_CHECK} --root ${PROJECT_SOURCE_DIR} --manifest ${LPU_LAYERS_MANIFEST}
           --stamp ${PROJECT_BINARY_DIR}/layers.ok --quiet
   DEPENDS ${LPU_LAYERS_FILE} ${LPU_LAYERS_CHECK} ${LPU_LAYERS_MANIFEST} ${LPU_LAYERED_FILES}
-  COMMENT "Checking every #include of compiler/, sim/, tuner/, workbench/ and apps/ against the layer DAG (layers.txt)"
+  COMMENT "Checking every #include of compiler/, sim/, tuner/, workbench/, apps/ and bindings/ against the layer DAG (layers.txt)"
   VERBATIM)
 add_custom_target(lpu_layers ALL DEPENDS ${PROJECT_BINARY_DIR}/layers.ok)
 

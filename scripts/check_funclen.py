@@ -2,7 +2,7 @@
 """Fails when a C++ function is longer than the limit (100 lines, from the first line of its
 signature to its closing brace), so that long orchestrators get split into named phases.
 
-    scripts/check_funclen.py                 # compiler/ sim/ tuner/ apps/ workbench/, limit 100
+    scripts/check_funclen.py                 # compiler/ sim/ tuner/ apps/ workbench/ bindings/, limit 100
     scripts/check_funclen.py --max 60 PATH... # other limits, other files or directories
     scripts/check_funclen.py --top 20         # also list the 20 longest functions
 
@@ -21,7 +21,7 @@ import subprocess
 import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-DEFAULT_DIRS = ["compiler", "sim", "tuner", "apps", "workbench"]
+DEFAULT_DIRS = ["compiler", "sim", "tuner", "apps", "workbench", "bindings"]
 SUFFIXES = (".h", ".hpp", ".cc", ".cpp")
 MARKER = "funclen: table"
 CONTROL = re.compile(r"^\s*(if|for|while|switch|catch|do|else|return|try)\b")

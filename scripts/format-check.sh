@@ -3,7 +3,7 @@
 # (Debian's clang-format; the list grows as files are touched, since a tree-wide reformat would
 # collide with parallel work), no merge conflict markers, README.md stays a map of at most
 # README_MAX_LINES lines (the details live in docs/), and no function in compiler/, sim/,
-# tuner/, apps/ or workbench/ is over 100 lines (scripts/check_funclen.py). Every check runs;
+# tuner/, apps/, workbench/ or bindings/ is over 100 lines (scripts/check_funclen.py). Every check runs;
 # the exit code is 1 when any failed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -35,7 +35,7 @@ FILES=(compiler/support/json_util.h compiler/support/json_util.cpp compiler/supp
        compiler/isa/encoding.cpp sim/simulator.cpp sim/model/device.h sim/model/device.cpp sim/model/engine.h
        sim/model/engine.cpp sim/config/arch_config.h sim/config/arch_config.cpp tests/test_toy_engine.cpp
        tests/toy/toy_isa.h tests/toy/toy_engine.cpp compiler/loopir/lower.cpp workbench/jobs/jobs.cpp
-       compiler/ref/quantise.h compiler/ref/quantise.cpp tests/test_quantise.cpp)
+       compiler/ref/quantise.h compiler/ref/quantise.cpp tests/test_quantise.cpp bindings/python/*.h bindings/python/*.cpp)
 failed=0
 # A merge that left conflict markers in any tracked file (one reached the README once).
 if git grep -n -E '^(<<<<<<<|>>>>>>>) [^ ]' -- . 2>/dev/null; then

@@ -18,6 +18,8 @@ PACKAGES=(
   # reports and the PyTorch frontend (run with /usr/bin/python3); the Python tests (pytest) and
   # an offline venv for the package (docs/python.md)
   python3 python3-matplotlib python3-numpy python3-torch python3-pytest python3-venv
+  # the Python module `lpu` (pybind11), its DataFrames and the notebooks of examples/ run by CI
+  pybind11-dev python3-dev python3-pandas jupyter-nbconvert python3-ipykernel python3-nbformat
   # a single-node Slurm for the tests of `lpu sweep --backend slurm` (scripts/slurm-local.sh)
   slurmctld slurmd slurm-client munge
   # report pages rendered in a real browser (tests/report_render_test.py)

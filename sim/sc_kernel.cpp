@@ -27,4 +27,9 @@ void fresh_systemc_context() {
   sc_core::sc_report_handler::set_actions(sc_core::SC_INFO, sc_core::SC_DO_NOTHING);
 }
 
+std::unique_lock<std::mutex> systemc_turn() {
+  static std::mutex m;
+  return std::unique_lock<std::mutex>(m);
+}
+
 }  // namespace lpu

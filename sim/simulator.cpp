@@ -382,6 +382,8 @@ SimResult simulate(const Program& prog, const ArchConfig& arch, const SimOptions
       arch.devices > 1 &&
       (opts.others_rotate_device0 || (opts.mirror_symmetric_devices && !opts.functional && opts.vcd_path.empty() &&
                                       rotation_asymmetry(prog, opts.other_devices, arch.devices).empty()));
+  // Held until `top` (every SystemC object of the run) is destroyed, at return.
+  const std::unique_lock<std::mutex> turn = systemc_turn();
   TopLevel top(prog, arch, opts, inputs, mirror);
   top.run();
   SimResult res;

@@ -70,7 +70,7 @@ def case(src, script, name, mutate, message, rc=1, extra=()):
     tmp = tempfile.mkdtemp(prefix="lpu-layers-")
     failed_before = len(FAILED)
     try:
-        copy_tree(src, tmp, ["layers.txt", "compiler", "sim", "tuner", "workbench", "apps"])
+        copy_tree(src, tmp, ["layers.txt", "compiler", "sim", "tuner", "workbench", "apps", "bindings"])
         message = mutate(tmp, message)
         r = checker(script, tmp, *[e.replace("@TMP@", tmp) for e in extra])
         expect(r.returncode == rc, f"{name}: exit status {rc} (got {r.returncode})")
@@ -195,7 +195,7 @@ def build_mode(src, cmake, generator):
         tree, build = os.path.join(tmp, "src"), os.path.join(tmp, "build")
         # workbench/jobs compiles in the op-class table of the reports (reports/op_classes.json).
         copy_tree(src, tree, ["CMakeLists.txt", "cmake", "layers.txt", "scripts/check_layers.py", "compiler", "sim", "tuner",
-                              "workbench", "apps", "reports/op_classes.json"])
+                              "workbench", "apps", "bindings", "reports/op_classes.json"])
         r = run([cmake, "-S", tree, "-B", build, "-G", generator, "-DLPU_BUILD_TESTS=OFF", "-DLPU_WITH_RTL=OFF",
                  "-DCMAKE_BUILD_TYPE=Release"])
         expect(r.returncode == 0, "a copy of the project configures")

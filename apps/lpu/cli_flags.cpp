@@ -1,5 +1,5 @@
 #include "cli.h"
-#include "jobs/cli_support.h"  // split_list
+#include "jobs/cli_support.h"  // break_options
 #include "support/error.h"
 #include "workload/workload.h"
 
@@ -51,13 +51,6 @@ void BreakFlags::add(CLI::App* app) {
                   "test switch: comma-separated core ops to treat as unsupported, e.g. erf,exp");
 }
 
-BreakOptions BreakFlags::get() const {
-  if (on_unsupported != "error" && on_unsupported != "break")
-    throw InputError("--on-unsupported: expected error or break, got '" + on_unsupported + "'");
-  BreakOptions b;
-  b.on_unsupported_break = on_unsupported == "break";
-  for (const auto& op : split_list(unsupported_ops)) b.unsupported_ops.insert(op);
-  return b;
-}
+BreakOptions BreakFlags::get() const { return break_options(on_unsupported, unsupported_ops); }
 
 }  // namespace lpu::cli

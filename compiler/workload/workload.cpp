@@ -492,6 +492,20 @@ WorkloadSpec load_workload_doc(const YamlDoc& doc, const std::string& path) {
 
 WorkloadSpec load_workload_file(const std::string& path) { return load_workload_doc(load_yaml_file(path), path); }
 
+WorkloadSpec load_workload_string(const std::string& yaml, const std::string& source,
+                                  const std::vector<std::string>& overrides) {
+  YamlDoc doc = load_yaml_string(yaml, source);
+  for (const auto& o : overrides) apply_override(doc, o);
+  doc.overrides = overrides;
+  doc.override_prefix = kWorkloadKeyPrefix;
+  // No file: a relative graph path is the working directory's, as on the command line.
+  WorkloadSpec w = load_workload_doc(doc, "");
+  w.file.clear();
+  if (!doc.root["name"])
+    w.name = w.graph.empty() ? w.model : std::filesystem::path(w.graph).stem().string();
+  return w;
+}
+
 std::string workloads_dir() {
   if (std::filesystem::is_directory("workloads")) return "workloads";
   return std::string(LPU_SOURCE_DIR) + "/workloads";

@@ -91,6 +91,12 @@ inline constexpr int64_t kMaxDecoderBatch = 256;
 // Loads and validates a workload YAML file (unknown keys and bad values are InputErrors
 // naming file, line and key).
 WorkloadSpec load_workload_file(const std::string& path);
+// A workload given as YAML text rather than a file (the Python module's dicts, as JSON, which
+// is YAML): the same keys and checks as a file, `overrides` as in resolve_workload below.
+// `source` names it in messages ("SOURCE:LINE: key: ..."); graph paths are relative to the
+// working directory. Its name is its `name` key, else its `model` (or the graph's stem).
+WorkloadSpec load_workload_string(const std::string& yaml, const std::string& source,
+                                  const std::vector<std::string>& overrides = {});
 // Accepts a path to a YAML file or a graph file, or the name of a file in workloads/.
 WorkloadSpec resolve_workload(const std::string& name_or_path);
 // The same with "key=value" assignments applied to the workload's YAML before it is read

@@ -190,6 +190,24 @@ std::string emit_help() {
   return "comma-separated: " + s;
 }
 
+std::vector<std::pair<std::string, std::string>> compile_texts(const CompileRequest& r, std::ostream& notes) {
+  CompilePlan p = plan_compile(r);
+  for (const auto& e : split_list(r.emit)) {  // every name checked before the work starts
+    const Backend* b = find_backend(e);
+    if (!b) throw InputError("--emit: unknown artefact '" + e + "' (" + backend_names() + ")");
+    if (b->binary || b->write) throw InputError("--emit " + e + " writes files: give -o DIR");
+    if (!b->per_device_suffix.empty() && p.ranks.size() > 1)
+      throw InputError(
+          strcat("--emit ", e, " with devices = ", r.arch.devices, " writes one file per device: give -o DIR"));
+  }
+  ArchConfig arch = r.arch;
+  Compilation c = compile_for_emit(r, p, arch, notes);
+  EmitContext ctx{r.workload, c, arch};
+  std::vector<std::pair<std::string, std::string>> out;
+  for (const auto& e : split_list(r.emit)) out.emplace_back(e, find_backend(e)->render(ctx));
+  return out;
+}
+
 int compile_command(const CompileRequest& r, std::ostream& out) {
   CompilePlan p = plan_compile(r);
   ArchConfig arch = r.arch;

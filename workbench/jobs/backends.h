@@ -59,4 +59,10 @@ struct CompileRequest {
 // graphs the back end cannot lower yet), then prints or writes every artefact.
 int compile_command(const CompileRequest& r, std::ostream& out);
 
+// `lpu compile` without files (the Python module): each asked backend's text, by name, in the
+// order asked. Binary backends and those that write their own files need a directory, as
+// --emit without -o does (InputError); so do other devices' programs. What compile_command
+// prints besides (the tuner's choice) goes to `notes`.
+std::vector<std::pair<std::string, std::string>> compile_texts(const CompileRequest& r, std::ostream& notes);
+
 }  // namespace lpu

@@ -90,4 +90,13 @@ std::vector<std::string> split_list(const std::string& s) {
   return out;
 }
 
+BreakOptions break_options(const std::string& on_unsupported, const std::string& unsupported_ops) {
+  if (on_unsupported != "error" && on_unsupported != "break")
+    throw InputError("--on-unsupported: expected error or break, got '" + on_unsupported + "'");
+  BreakOptions b;
+  b.on_unsupported_break = on_unsupported == "break";
+  for (const auto& op : split_list(unsupported_ops)) b.unsupported_ops.insert(op);
+  return b;
+}
+
 }  // namespace lpu

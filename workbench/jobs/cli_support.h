@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include "tuner.h"  // BreakOptions
+
 namespace lpu {
 
 // Writes `text` to `path`, creating its directory (InputError when it cannot).
@@ -17,5 +19,8 @@ void check_output_file(const std::string& flag, const std::string& path);
 void check_output_dir(const std::string& flag, const std::string& path);
 // "a,b,,c" -> {a, b, c}.
 std::vector<std::string> split_list(const std::string& s);
+// --on-unsupported (error | break) and --unsupported-ops (comma-separated core ops), checked
+// (docs/graph-breaks.md).
+BreakOptions break_options(const std::string& on_unsupported, const std::string& unsupported_ops);
 
 }  // namespace lpu

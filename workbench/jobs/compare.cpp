@@ -117,26 +117,34 @@ std::vector<std::string> compare_policy_names(const std::string& policies) {
   return names;
 }
 
-int compare_command(const CompareRequest& r, std::ostream& out) {
+CompareResult run_compare(const CompareRequest& r) {
   const WorkloadSpec& w = r.workload;
-  std::vector<RunOutcome> runs = run_policies(r, compare_policy_names(r.policies));
+  CompareResult c;
+  c.runs = run_policies(r, compare_policy_names(r.policies));
   int64_t tokens = llm_tokens_per_step(w);
   std::vector<std::vector<std::string>> rows;
-  nlohmann::json j = {{"workload", w.name},
-                      {"arch", r.arch.name},
-                      {"arch_overrides", r.arch_overrides},
-                      {"runs", nlohmann::json::array()}};
-  bool all_ok = compare_rows(runs, tokens, rows, j);
-  out << "workload " << w.name << " on " << effective_arch(r.arch, r.arch_overrides) << "\n"
-      << format_table(compare_header(runs, tokens, r.functional), rows);
+  c.json = {{"workload", w.name},
+            {"arch", r.arch.name},
+            {"arch_overrides", r.arch_overrides},
+            {"runs", nlohmann::json::array()}};
+  c.all_ok = compare_rows(c.runs, tokens, rows, c.json);
+  c.table = "workload " + w.name + " on " + effective_arch(r.arch, r.arch_overrides) + "\n" +
+            format_table(compare_header(c.runs, tokens, r.functional), rows);
   // One rule for every policy (the same check), printed once under the table as `run` does.
-  if (r.functional && runs.front().check) out << "functional check: tolerance " << runs.front().check->rule << "\n";
+  if (r.functional && c.runs.front().check)
+    c.table += "functional check: tolerance " + c.runs.front().check->rule + "\n";
+  return c;
+}
+
+int compare_command(const CompareRequest& r, std::ostream& out) {
+  CompareResult c = run_compare(r);
+  out << c.table;
   if (!r.json.empty()) {
-    write_json(r.json, j);
+    write_json(r.json, c.json);
     out << "wrote " << r.json << "\n";
   }
-  if (!r.report.empty() && write_compare_report(j, runs, r.report) != 0) return 2;
-  if (!all_ok) throw CheckFailed("functional check failed");
+  if (!r.report.empty() && write_compare_report(c.json, c.runs, r.report) != 0) return 2;
+  if (!c.all_ok) throw CheckFailed("functional check failed");
   return 0;
 }
 

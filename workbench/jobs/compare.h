@@ -23,6 +23,15 @@ struct CompareRequest {
 
 // The policies of a comma-separated list, each checked against the registry, none twice.
 std::vector<std::string> compare_policy_names(const std::string& policies);
+// The runs of a comparison, without printing or writing anything: the runs, the JSON that
+// `--json` writes, the table, and whether every functional check passed.
+struct CompareResult {
+  std::vector<RunOutcome> runs;
+  nlohmann::json json;
+  std::string table;
+  bool all_ok = true;
+};
+CompareResult run_compare(const CompareRequest& r);
 // Prints the table (and what it wrote) to `out`; the report script's exit status when it
 // fails, else 0. Throws CheckFailed when a functional check failed.
 int compare_command(const CompareRequest& r, std::ostream& out);
