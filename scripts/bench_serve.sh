@@ -2,6 +2,8 @@
 # The serving figures of docs/serving.md ("Results"), from `lpu serve` on lpu-asic:
 #   scripts/bench_serve.sh capacity   LLaMA-2-7B and OPT-1.3B, 1 device and TP 2, chunked prefill on
 #                                     and off: the highest rate with p99 TTFT <= 1 s and p99 TPOT <= 50 ms
+#   scripts/bench_serve.sh capacity-gpu  the same search with an H200 prefill pool (GPU prefill + LPU decode)
+#   (MODELS, TPS and CHUNKS narrow the capacity runs, e.g. MODELS=llama2-7b TPS=2 CHUNKS=off)
 #   scripts/bench_serve.sh speed      the acceptance run: LLaMA-2-7B, 1000 requests at 0.1 req/s, cold and
 #                                     again from the memo: wall against simulated time
 #   scripts/bench_serve.sh disagg     GPU prefill (H200) + LPU decode against LPU-only at the same rate
@@ -14,9 +16,9 @@ REQS=${REQS:-200}
 mkdir -p "$OUT"
 LENS="--prompt uniform:16:512 --output uniform:16:256 --chunk-size 128"
 capacity() {
-  for model in opt-1.3b llama2-7b; do
-    for tp in 1 2; do
-      for chunk in on off; do
+  for model in ${MODELS:-opt-1.3b llama2-7b}; do
+    for tp in ${TPS:-1 2}; do
+      for chunk in ${CHUNKS:-on off}; do
         flag=""; [ "$chunk" = off ] && flag="--no-chunked-prefill"
         name="cap-$model-tp$tp-chunk-$chunk"
         echo "== $name"
@@ -24,6 +26,15 @@ capacity() {
           --cost-cache "$OUT/points-$model-tp$tp.json" --json "$OUT/$name.json" --json-wall | tail -4 || true
       done
     done
+  done
+}
+capacity_gpu() {  # the same search with an H200 prefill pool in front of one LPU decode replica
+  for model in ${MODELS:-opt-1.3b llama2-7b}; do
+    name="cap-$model-tp1-gpu-prefill"
+    echo "== $name"
+    ${LPU:-build/lpu} serve "$model" --arch lpu-asic --requests "$REQS" --seed 1 $LENS --find-rate \
+      --prefill-replicas 1 --prefill-gpu h200 --cost-cache "$OUT/points-$model-tp1.json" --json "$OUT/$name.json" \
+      --json-wall | tail -4 || true
   done
 }
 speed() {
@@ -63,8 +74,9 @@ PY
 }
 case ${1:-table} in
   capacity) capacity; table ;;
+  capacity-gpu) capacity_gpu; table ;;
   speed) speed ;;
   disagg) disagg ;;
   table) table ;;
-  *) echo "usage: $0 capacity|speed|disagg|table" >&2; exit 2 ;;
+  *) echo "usage: $0 capacity|capacity-gpu|speed|disagg|table" >&2; exit 2 ;;
 esac

@@ -77,6 +77,26 @@ def test_generate_equals_cli(lpu):
     assert r == want and len(r.to_frame()) == 4
 
 
+def test_serve_equals_cli(lpu):
+    r = lpumod.serve("tiny-llama", rate=40, requests=20, seed=3, prompt="uniform:4:40", chunked_prefill=False)
+    want = cli_json(lpu, "serve", "tiny-llama", "--rate", "40", "--requests", "20", "--seed", "3", "--prompt",
+                    "uniform:4:40", "--no-chunked-prefill")
+    assert r == want  # byte-identical for a seed: no wall times without --json-wall
+    frame = r.to_frame()
+    assert len(frame) == 20 and "ttft_s" in frame.columns
+
+
+def test_serve_bad_keywords_and_values():
+    with pytest.raises(TypeError, match="unknown keyword 'rates'"):
+        lpumod.serve("tiny-llama", rates=2)
+    with pytest.raises(TypeError, match="requests: expected an int"):
+        lpumod.serve("tiny-llama", requests=2.5)
+    with pytest.raises(lpumod.InputError, match="--slo-ttft-ms"):
+        lpumod.serve("tiny-llama", requests=2, slo_ttft_ms=-1)
+    with pytest.raises(lpumod.InputError, match="router: .random."):
+        lpumod.serve("tiny-llama", requests=2, router="random")
+
+
 def test_compile_texts(lpu):
     texts = lpumod.compile("ln_gelu_add", emit=["schedule", "asm"])
     p = subprocess.run([lpu, "compile", "ln_gelu_add", "--emit", "asm"], cwd=ROOT, check=True, capture_output=True,

@@ -21,8 +21,8 @@ namespace lpu::cli {
 namespace {
 
 struct ServeFlags {
-  std::string workload, json, csv, perfetto, report, arrivals = "poisson", prompt, output, router = "round-robin";
-  double rate = 1;
+  std::string workload, json, csv, perfetto, report;
+  ServeTextOptions text;
   bool no_chunked = false, json_wall = false, explain = false;
   ArchFlags af;
   ServeJobOptions o;
@@ -37,19 +37,8 @@ int serve(ServeFlags& f) {
   ArchConfig arch = f.af.load();
   ServeJobOptions& o = f.o;
   if (f.explain) o.explain = &std::cerr;
-  if (o.trace_file.empty()) {
-    // Default lengths: the chat trace's log-normals (workloads/traces/README.md), clamped so
-    // that a prompt and its output fit the model's positions.
-    const TransformerShape* m = decoder_of(w);
-    const int64_t half = m ? m->max_position / 2 : 2048;
-    o.generator.arrival = serve::parse_arrival_spec(f.arrivals, f.rate, "--arrivals");
-    o.generator.prompt = serve::parse_length_spec(
-        f.prompt.empty() ? strcat("lognormal:1020:0.9:1:", std::min<int64_t>(2048, half)) : f.prompt, "--prompt");
-    o.generator.output = serve::parse_length_spec(
-        f.output.empty() ? strcat("lognormal:129:1.0:1:", std::min<int64_t>(1024, half)) : f.output, "--output");
-  }
+  apply_serve_text(o, w, f.text);
   o.scheduler.chunked_prefill = !f.no_chunked;
-  o.router = serve::parse_router(f.router);
   o.progress = &std::cerr;
   ServeJobResult r = run_serve_job(w, arch, o);
   std::cout << r.summary();
@@ -76,15 +65,15 @@ void add_request_flags(CLI::App* s, ServeFlags& f) {
   s->add_option("--trace-file", f.o.trace_file,
                 "requests from a trace (CSV or JSONL: arrival_s,prompt_tokens,output_tokens; Vidur's and "
                 "SplitwiseSim's headers too), e.g. workloads/traces/chat-1000.csv");
-  s->add_option("--rate", f.rate, "generator: mean arrival rate, requests per second")->capture_default_str();
+  s->add_option("--rate", f.text.rate, "generator: mean arrival rate, requests per second")->capture_default_str();
   s->add_option("--requests", f.o.generator.requests, "generator: requests")->capture_default_str();
   s->add_option("--seed", f.o.generator.seed, "generator: seed")->capture_default_str();
-  s->add_option("--arrivals", f.arrivals, "generator: poisson | gamma:CV")->capture_default_str();
-  s->add_option("--prompt", f.prompt,
+  s->add_option("--arrivals", f.text.arrivals, "generator: poisson | gamma:CV")->capture_default_str();
+  s->add_option("--prompt", f.text.prompt,
                 "generator: prompt lengths: N | uniform:MIN:MAX | zipf:S:MIN:MAX | lognormal:MEDIAN:SIGMA:MIN:MAX | "
                 "empirical:FILE:prompt|output (default: the chat trace's lognormal:1020:0.9, at most 2048 and half "
                 "the model's max_position)");
-  s->add_option("--output", f.output,
+  s->add_option("--output", f.text.output,
                 "generator: output lengths (as --prompt; default: lognormal:129:1.0, at most 1024 and half the "
                 "model's max_position)");
 }
@@ -98,7 +87,7 @@ void add_cluster_flags(CLI::App* s, ServeFlags& f) {
   s->add_option("--block-size", sc.block_size, "tokens per KV-cache block")->capture_default_str();
   s->add_option("--replicas", f.o.replicas, "replicas (the decode pool's when --prefill-replicas is given)")
       ->capture_default_str();
-  s->add_option("--router", f.router, "round-robin | least-outstanding-tokens")->capture_default_str();
+  s->add_option("--router", f.text.router, "round-robin | least-outstanding-tokens")->capture_default_str();
   s->add_option("--prefill-replicas", f.o.prefill_replicas,
                 "disaggregation: a pool of this many prefill replicas hands KV caches to the decode replicas");
   s->add_option("--prefill-gpu", f.o.prefill_gpu,

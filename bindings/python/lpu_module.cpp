@@ -22,6 +22,7 @@
 #include "jobs/run_report.h"
 #include "lpu_convert.h"
 #include "policy_registry.h"
+#include "servesim/serve_job.h"
 #include "support/error.h"
 #include "sweep/sweep_layout.h"
 #include "sweep/sweep_spec.h"
@@ -126,6 +127,62 @@ std::tuple<std::string, std::string> generate(const Common& c, std::optional<int
   return {dump(r.to_json()), r.summary()};
 }
 
+// `lpu serve`'s options, as the package's keywords (python/lpu/__init__.py: serve); their
+// defaults are the library's (ServeJobOptions, ServeTextOptions), as the CLI's are.
+struct ServeArgs {
+  ServeJobOptions o;
+  ServeTextOptions t;
+};
+
+// (json, summary): `lpu serve` (a truncated run returns what it measured: "truncated" says so).
+std::tuple<std::string, std::string> serve(const Common& c, const ServeArgs& a) {
+  pyb::gil_scoped_release release;
+  const Sets s(c.sets);
+  const WorkloadSpec w = load_workload(c.workload, s);
+  const ArchConfig arch = load_arch(c.arch, s, c.tp);
+  ServeJobOptions o = a.o;
+  o.fusion = c.fusion;
+  apply_serve_text(o, w, a.t);
+  const ServeJobResult r = run_serve_job(w, arch, o);
+  return {dump(r.to_json()), r.summary()};
+}
+
+// A keyword of serve: a field of ServeArgs, read and written by name.
+#define LPU_SERVE_ARG(NAME, FIELD) \
+  def_property(                    \
+      NAME, [](const ServeArgs& a) { return a.FIELD; }, [](ServeArgs& a, decltype(a.FIELD) v) { a.FIELD = v; })
+
+void def_serve(pyb::module_& m) {
+  pyb::class_<ServeArgs>(m, "_ServeArgs")
+      .def(pyb::init<>())
+      .LPU_SERVE_ARG("trace_file", o.trace_file)
+      .LPU_SERVE_ARG("rate", t.rate)
+      .LPU_SERVE_ARG("requests", o.generator.requests)
+      .LPU_SERVE_ARG("seed", o.generator.seed)
+      .LPU_SERVE_ARG("arrivals", t.arrivals)
+      .LPU_SERVE_ARG("prompt", t.prompt)
+      .LPU_SERVE_ARG("output", t.output)
+      .LPU_SERVE_ARG("router", t.router)
+      .LPU_SERVE_ARG("max_batched_tokens", o.scheduler.max_num_batched_tokens)
+      .LPU_SERVE_ARG("max_seqs", o.scheduler.max_num_seqs)
+      .LPU_SERVE_ARG("chunked_prefill", o.scheduler.chunked_prefill)
+      .LPU_SERVE_ARG("chunk_size", o.scheduler.chunk_size)
+      .LPU_SERVE_ARG("block_size", o.scheduler.block_size)
+      .LPU_SERVE_ARG("replicas", o.replicas)
+      .LPU_SERVE_ARG("prefill_replicas", o.prefill_replicas)
+      .LPU_SERVE_ARG("prefill_gpu", o.prefill_gpu)
+      .LPU_SERVE_ARG("link_gbps", o.link.bandwidth_gbps)
+      .LPU_SERVE_ARG("link_latency_us", o.link.latency_us)
+      .LPU_SERVE_ARG("slo_ttft_ms", o.slo.ttft_ms)
+      .LPU_SERVE_ARG("slo_tpot_ms", o.slo.tpot_ms)
+      .LPU_SERVE_ARG("exact", o.exact)
+      .LPU_SERVE_ARG("error_samples", o.error_samples)
+      .LPU_SERVE_ARG("cost_cache", o.cost_cache)
+      .LPU_SERVE_ARG("find_rate", o.find_rate);
+  m.def("serve", &serve, "common"_a, "args"_a);
+}
+#undef LPU_SERVE_ARG
+
 // (config as JSON, its description): `lpu check-config ARCH --set ...`.
 std::tuple<std::string, std::string> check_config(const std::string& arch, const std::vector<std::string>& sets) {
   pyb::gil_scoped_release release;
@@ -210,4 +267,5 @@ PYBIND11_MODULE(_lpu, m) {
   m.doc() = "the workbench's jobs in process (the package `lpu` wraps this module: docs/python.md)";
   lpu::pymod::register_errors(m);
   lpu::pymod::def_jobs(m);
+  lpu::pymod::def_serve(m);
 }

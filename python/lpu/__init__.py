@@ -14,7 +14,7 @@ workload YAML's keys; `arch` is a name in configs/ or a path; `overrides` a dict
 the CLI's message; TypeError names an argument of the wrong type. Jobs release the GIL: threads
 compile in parallel, and their simulations take turns (SystemC has one kernel per process)."""
 from . import sweep
-from ._args import common, emit_arg, int_or_none, policies_arg, sets_arg
+from ._args import common, emit_arg, int_or_none, policies_arg, serve_args, sets_arg
 from ._native import load as _load
 from .errors import CheckFailed, InputError, InternalError, LpuError, SimulationStuck
 from .result import Result
@@ -22,7 +22,7 @@ from .result import Result
 _lpu = _load()
 _lpu._set_error_classes(InputError, CheckFailed, SimulationStuck, InternalError)
 
-__all__ = ["run", "compare", "compile", "generate", "check_config", "sweep", "Result", "LpuError", "InputError", "CheckFailed",
+__all__ = ["run", "compare", "compile", "generate", "serve", "check_config", "sweep", "Result", "LpuError", "InputError", "CheckFailed",
            "SimulationStuck", "InternalError", "policies", "default_arch"]
 
 
@@ -74,6 +74,18 @@ def generate(workload, *, arch=None, overrides=None, fusion="greedy", prompt_len
     js, summary = _lpu.generate(c, int_or_none("prompt_len", prompt_len), int_or_none("gen_len", gen_len),
                                 bool(symbolic), bool(regional))
     return Result.from_json(js, summary, kind="generate")
+
+
+def serve(workload, *, arch=None, overrides=None, fusion="greedy", tp=None, **options):
+    """`lpu serve`: many users' requests through a simulated cluster (docs/serving.md). The
+    keywords are the CLI's flags with underscores, e.g. rate=2.0, requests=200, seed=1,
+    prompt="uniform:16:512", trace_file="workloads/traces/chat-1000.csv", chunked_prefill=False,
+    prefill_replicas=1, prefill_gpu="h200", exact=True, find_rate=True; left out, the CLI's
+    defaults. Returns the --json dict (every request, every replica's steps); `.to_frame()` gives
+    one row per request. A run the watchdog truncated returns what it measured ("truncated")."""
+    c = common(_lpu, workload, arch, overrides, fusion, "error", (), tp)
+    js, summary = _lpu.serve(c, serve_args(_lpu, options))
+    return Result.from_json(js, summary, kind="serve")
 
 
 def check_config(arch, *, overrides=None):

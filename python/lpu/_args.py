@@ -119,3 +119,26 @@ def common(native, workload, arch, overrides, fusion, on_unsupported, unsupporte
     tp = tp_arg(tp)
     return native._Common(workload_arg(workload), arch, text_arg("fusion", fusion), sets_arg(overrides),
                           text_arg("on_unsupported", on_unsupported), list_arg("unsupported_ops", unsupported_ops), tp)
+
+
+def serve_args(native, options):
+    """serve's keywords onto the module's options object: an unknown keyword or a value of the
+    wrong type is a TypeError naming it; ranges are the library's to check (InputError)."""
+    args = native._ServeArgs()
+    for key, value in options.items():
+        if key.startswith("_") or not hasattr(args, key):
+            known = sorted(k for k in dir(args) if not k.startswith("_"))
+            raise TypeError("serve: unknown keyword %r (expected one of: %s)" % (key, ", ".join(known)))
+        current = getattr(args, key)
+        if isinstance(current, bool) != isinstance(value, bool) and isinstance(current, bool):
+            raise TypeError("serve: %s: expected a bool, got %s" % (key, _type_name(value)))
+        if isinstance(current, int) and not isinstance(current, bool) and (
+                isinstance(value, bool) or not isinstance(value, numbers.Integral)):
+            raise TypeError("serve: %s: expected an int, got %s" % (key, _type_name(value)))
+        if isinstance(value, os.PathLike):
+            value = os.fspath(value)
+        try:
+            setattr(args, key, value)
+        except TypeError:
+            raise TypeError("serve: %s: expected a %s, got %s" % (key, _type_name(current), _type_name(value))) from None
+    return args

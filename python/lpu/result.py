@@ -41,12 +41,14 @@ class Result(dict):
 
     def rows(self):
         """What to_frame() tabulates: run: the run, flattened as a sweep row; compare: a row per
-        policy; generate: a row per step."""
+        policy; generate: a row per step; serve: a row per request."""
         from . import _lpu
         if self.kind == "compare":
             return [flat(_lpu, r) for r in self["runs"]]
         if self.kind == "generate":
             return list(self["steps"])
+        if self.kind == "serve":
+            return list(self["requests"])
         return [flat(_lpu, self)]
 
     def to_frame(self):

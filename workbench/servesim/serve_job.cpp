@@ -166,6 +166,19 @@ StepCostError measure_error(const std::vector<std::pair<serve::StepBatch, serve:
 
 }  // namespace
 
+void apply_serve_text(ServeJobOptions& o, const WorkloadSpec& w, const ServeTextOptions& t) {
+  if (o.trace_file.empty()) {
+    const TransformerShape* m = decoder_of(w);
+    const int64_t half = m ? m->max_position / 2 : 2048;
+    o.generator.arrival = serve::parse_arrival_spec(t.arrivals, t.rate, "--arrivals");
+    o.generator.prompt = serve::parse_length_spec(
+        t.prompt.empty() ? strcat("lognormal:1020:0.9:1:", std::min<int64_t>(2048, half)) : t.prompt, "--prompt");
+    o.generator.output = serve::parse_length_spec(
+        t.output.empty() ? strcat("lognormal:129:1.0:1:", std::min<int64_t>(1024, half)) : t.output, "--output");
+  }
+  o.router = serve::parse_router(t.router);
+}
+
 ServeJobResult run_serve_job(const WorkloadSpec& w, const ArchConfig& arch, const ServeJobOptions& o) {
   const auto t0 = Clock::now();
   check_options(o);

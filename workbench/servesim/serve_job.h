@@ -77,6 +77,17 @@ struct ServeJobResult {
   std::string summary() const;  // the terminal report
 };
 
+// What `lpu serve`'s text flags say (--arrivals, --rate, --prompt, --output, --router; empty
+// lengths: the defaults), for the CLI and the Python module alike.
+struct ServeTextOptions {
+  std::string arrivals = "poisson", prompt, output, router = "round-robin";
+  double rate = 1;
+};
+// Into `o`: the generator's arrivals and lengths (unless o.trace_file names the requests) and the
+// router. Default lengths: the chat trace's log-normals (workloads/traces/README.md), clamped so
+// that a prompt and its output fit the model's positions. InputError naming the flag.
+void apply_serve_text(ServeJobOptions& o, const WorkloadSpec& w, const ServeTextOptions& t);
+
 // InputError for bad options, requests the model cannot take (longer than its max_position)
 // or that can never fit the KV cache (naming the bytes and devices they would need).
 ServeJobResult run_serve_job(const WorkloadSpec& w, const ArchConfig& arch, const ServeJobOptions& o);
