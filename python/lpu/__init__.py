@@ -13,7 +13,7 @@ workload YAML's keys; `arch` is a name in configs/ or a path; `overrides` a dict
 (and `workload.KEY`s) as `--set` takes them. Bad input raises lpu.InputError (a ValueError) with
 the CLI's message; TypeError names an argument of the wrong type. Jobs release the GIL: threads
 compile in parallel, and their simulations take turns (SystemC has one kernel per process)."""
-from . import sweep
+from . import profile, sweep
 from ._args import common, emit_arg, int_or_none, policies_arg, serve_args, sets_arg
 from ._native import load as _load
 from .errors import CheckFailed, InputError, InternalError, LpuError, SimulationStuck
@@ -22,7 +22,7 @@ from .result import Result
 _lpu = _load()
 _lpu._set_error_classes(InputError, CheckFailed, SimulationStuck, InternalError)
 
-__all__ = ["run", "compare", "compile", "generate", "serve", "check_config", "sweep", "Result", "LpuError", "InputError", "CheckFailed",
+__all__ = ["run", "compare", "compile", "generate", "serve", "check_config", "sweep", "profile", "Result", "LpuError", "InputError", "CheckFailed",
            "SimulationStuck", "InternalError", "policies", "default_arch"]
 
 
