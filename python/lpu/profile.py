@@ -51,6 +51,7 @@ NODE_OPS = (
 )
 OUTSIDE = re.compile(r"^(final_norm|lm_head|embed)")
 LAYER = re.compile(r"^l\d+\.")
+OUTSIDE_OP = "outside_layers"  # op_times_ms's key for the nodes outside the layer
 
 
 def node_op(node):
@@ -80,7 +81,8 @@ def kernel_wall_cycles(run):
 
 
 def op_times_ms(run, unfused=None):
-    """{Vidur op: ms} of one step. A kernel's wall-clock share goes to the ops of its nodes; a fused
+    """{Vidur op: ms} of one step (OUTSIDE_OP: the final norm and the LM head; all of them add up
+    to the step's latency). A kernel's wall-clock share goes to the ops of its nodes; a fused
     kernel covering several ops is split in proportion to those nodes' own cycles in `unfused`
     (the same workload at fusion none, one kernel a node), evenly without it."""
     ms_per_cycle = run["latency_us"] / run["cycles"] / 1e3 if run["cycles"] else 0.0
@@ -95,9 +97,8 @@ def op_times_ms(run, unfused=None):
         if sum(w) <= 0:
             w = [1.0] * len(nodes)
         for n, wn in zip(nodes, w):
-            op = node_op(n)
-            if op is not None:
-                times[op] = times.get(op, 0.0) + share * wn / sum(w) * ms_per_cycle
+            op = node_op(n) or OUTSIDE_OP
+            times[op] = times.get(op, 0.0) + share * wn / sum(w) * ms_per_cycle
     return times
 
 
