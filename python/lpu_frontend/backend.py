@@ -99,6 +99,9 @@ class ManifestRecorder:
         produced = {}  # id(tensor) -> (graph, output index)
         consumed = set()
         graphs = [{"name": g["name"], "file": g["file"], "inputs": [], "outputs": []} for g in self.graphs]
+        # The manifest lists the call's graphs in execution order and refers to them by that
+        # position (after a recompilation the call's graphs are not the first ones compiled).
+        position = {gi: pos for pos, (gi, _, _) in enumerate(self.calls)}
         seen = set()
         for gi, args, results in self.calls:
             if gi in seen:
@@ -114,7 +117,7 @@ class ManifestRecorder:
                 elif id(a) in produced:
                     src = produced[id(a)]
                     consumed.add(src)
-                    entry.update({"from": "graph", "graph": src[0], "output": src[1]})
+                    entry.update({"from": "graph", "graph": position[src[0]], "output": src[1]})
                 elif id(a) in params:
                     entry.update({"from": "parameter", "parameter": params[id(a)]})
                 elif isinstance(a, torch.nn.Parameter):
@@ -129,7 +132,7 @@ class ManifestRecorder:
         for r in final:
             if isinstance(r, torch.Tensor) and id(r) in produced:
                 returned.add(produced[id(r)])
-                outputs.append({"graph": produced[id(r)][0], "output": produced[id(r)][1]})
+                outputs.append({"graph": position[produced[id(r)][0]], "output": produced[id(r)][1]})
             else:
                 outputs.append({"from": "host"})
         for gi, args, results in self.calls:
