@@ -9,12 +9,14 @@ weights, the example inputs and PyTorch's own outputs.
     then:  build/lpu ref out/mlp.json          (reference executor vs PyTorch)
            build/lpu run out/mlp.json --functional
 
-`lpu_backend` is a `torch.compile(backend=...)` backend that exports every graph it is handed.
+`lpu_backend` is a `torch.compile(backend=...)` backend that exports every graph it is handed;
+`simulate(arch=...)` one that also simulates them in process (the module `lpu`) and prints a summary.
 """
 
 from .backend import ManifestRecorder, exported_paths, lpu_backend, make_backend
 from .capture import ExportError
 from .export import FORMAT_VERSION, Exported, export
+from .simulate import Simulate, Summary, graph_break, simulate
 
 __all__ = [
     "export",
@@ -25,4 +27,8 @@ __all__ = [
     "exported_paths",
     "ManifestRecorder",
     "FORMAT_VERSION",
+    "simulate",
+    "Simulate",
+    "Summary",
+    "graph_break",
 ]

@@ -239,6 +239,24 @@ MODELS = {
 }
 
 
+class GPTBlockWithBreak(GPTBlock):
+    """A GPT block with a data-dependent check between attention and MLP (an overflow guard:
+    Python reads a tensor's value), which Dynamo, and the simulate backend's make_fx route, cut
+    into two graphs. Not in MODELS: a single-graph export cannot capture it."""
+
+    def forward(self, x):
+        x = x + self.attn(self.ln1(x))
+        if x.abs().amax().item() > 1e4:
+            x = x.clamp(-1e4, 1e4)
+        return x + self.out(F.gelu(self.fc(self.ln2(x)), approximate="tanh"))
+
+
+# Models with a graph break (docs/frontend.md, "simulate"): for torch.compile, not for export().
+BREAK_MODELS = {
+    "gpt_block_break": seeded(lambda: (GPTBlockWithBreak(16, 2), (torch.randn(2, 5, 16),))),
+}
+
+
 def build(name):
-    model, inputs = MODELS[name]()
+    model, inputs = (MODELS[name] if name in MODELS else BREAK_MODELS[name])()
     return model.eval(), inputs
