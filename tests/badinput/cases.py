@@ -669,6 +669,10 @@ CASES = [
          sweep(SERVE_SWEEP.replace("command: serve", "command: generate"))),
 
     # ---- serve: traces, keys, requests the model or the KV cache cannot take ----
+    Case("serve_requests_1e15", 2, r"requests: at most 10000000 generated requests",
+         ["serve", "tiny-llama", "--requests", "1000000000000000"]),
+    Case("serve_replicas_1e12", 2, r"--replicas / --prefill-replicas: at most 4096",
+         ["serve", "tiny-llama", "--replicas", "1000000000000"]),
     Case("serve_trace_negative_arrival", 2, r"{f}:2: column 1 \(arrival_s\)", ["serve", "tiny-llama", "--trace-file", "{f}"],
          {"f": text("arrival_s,prompt_tokens,output_tokens\n" + "-1,10,10\n", ".csv")}),
     Case("serve_trace_nan_arrival", 2, r"{f}:2: column 1 \(arrival_s\).*nan", ["serve", "tiny-llama", "--trace-file", "{f}"],

@@ -61,6 +61,11 @@ class LengthSampler {
 
 RequestList generate_requests(const GeneratorSpec& spec) {
   if (spec.requests < 1) throw InputError(strcat("requests: expected >= 1, got ", spec.requests));
+  // Every request is held (and simulated) in memory: past this the run would exhaust memory
+  // long before it finished. Ten million is ~500x Azure's published day-long traces.
+  if (spec.requests > kMaxGeneratedRequests)
+    throw InputError(strcat("requests: at most ", kMaxGeneratedRequests, " generated requests, got ", spec.requests,
+                            " (a larger study: a trace file, or several runs)"));
   if (!(spec.arrival.rate > 0) || !std::isfinite(spec.arrival.rate))
     throw InputError(strcat("rate: expected > 0 requests/s, got ", spec.arrival.rate));
   bool gamma = spec.arrival.kind == ArrivalSpec::Kind::Gamma;

@@ -41,6 +41,7 @@ struct GeneratorSpec {
 // InputError on a bad spec (rate <= 0, empty range, ...). Request ids are 0..N-1; the first
 // request arrives one gap after time 0.
 RequestList generate_requests(const GeneratorSpec& spec);
+inline constexpr int64_t kMaxGeneratedRequests = 10'000'000;
 
 // Specs from text, for command lines and sweep files ("what" names the flag in messages):
 //   arrivals: poisson | gamma:CV

@@ -58,6 +58,10 @@ void check_options(const ServeJobOptions& o) {
   positive("--slo-ttft-ms", o.slo.ttft_ms);
   positive("--slo-tpot-ms", o.slo.tpot_ms);
   if (o.replicas < 1) throw InputError(strcat("--replicas: expected >= 1, got ", o.replicas));
+  // Each replica is simulated with its own scheduler state; as for devices, 4096 at most.
+  if (o.replicas > 4096 || o.prefill_replicas > 4096)
+    throw InputError(
+        strcat("--replicas / --prefill-replicas: at most 4096, got ", std::max(o.replicas, o.prefill_replicas)));
   if (o.prefill_replicas < 0) throw InputError(strcat("--prefill-replicas: expected >= 0, got ", o.prefill_replicas));
   if (o.error_samples < 0) throw InputError(strcat("--error-samples: expected >= 0, got ", o.error_samples));
   if (o.context_step < 1) throw InputError(strcat("--context-step: expected >= 1, got ", o.context_step));
