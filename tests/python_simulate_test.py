@@ -125,7 +125,10 @@ def test_dynamo_route():  # pragma: no cover - runs on torch 2.x only
         compiled(torch.randn(3, 5, 16))  # a new shape: Dynamo recompiles
     s = sim.summary()
     assert s.route == "dynamo" and len(s.graphs) >= 4
-    assert s.programs and len(s.programs[0]["graph_breaks"]) >= 1
+    # two calls, each its own program of two graphs (the new shape compiled new ones) and a break
+    assert [len(p["graphs"]) for p in s.programs] == [2, 2]
+    assert all(len(p["graph_breaks"]) == 1 for p in s.programs)
+    assert s.programs[1]["latency_us"] > s.programs[0]["latency_us"]
     assert s.recompiles and all(r["compile"] >= 1 for r in s.recompiles)
     assert all(r["reason"] for r in s.recompiles)
     # sim.compile: the same, with the calls' bounds known
@@ -133,3 +136,23 @@ def test_dynamo_route():  # pragma: no cover - runs on torch 2.x only
     with torch.no_grad():
         sim2.compile(model)(x)
     assert len(sim2.summary().programs) == 1
+
+
+@pytest.mark.skipif(not HAS_DYNAMO, reason="torch.compile needs torch >= 2.0 (Dynamo); Debian's is 1.13")
+def test_dynamo_route_with_automatic_dynamic_shapes():  # pragma: no cover - runs on torch 2.x only
+    """torch.compile's default: after a size changes Dynamo hands the backend a dynamic graph
+    (SymInt sizes and arguments). Each size is simulated as its own program: the backend turns
+    the sizes into guards, so a new size recompiles and a seen one reuses its price."""
+    torch._dynamo.reset()
+    model, _ = zoo().build("gpt_block_break")
+    sim = lpu_frontend.simulate(arch="lpu-asic")
+    compiled = torch.compile(model, backend=sim)
+    with torch.no_grad():
+        for batch in (2, 3, 4, 3):
+            x = torch.randn(batch, 5, 16)
+            assert torch.allclose(compiled(x), model(x), atol=1e-6)
+    s = sim.summary()
+    assert len(s.graphs) == 6 and [len(p["graphs"]) for p in s.programs] == [2, 2, 2]
+    latencies = [p["latency_us"] for p in s.programs]
+    assert latencies == sorted(latencies) and len(set(latencies)) == 3
+    assert all("size mismatch" in r["reason"] for r in s.recompiles)

@@ -21,13 +21,64 @@ exported_paths: List[str] = []  # every graph exported by a backend in this proc
 _counter = itertools.count()
 
 
+class _ScalarsBound(torch.nn.Module):
+    """A Dynamo graph with its scalar inputs fixed: the tensors stay inputs, each int, float or
+    bool (a SymInt where Dynamo made the graph dynamic) becomes the constant this call passed."""
+
+    def __init__(self, gm, example_inputs):
+        super().__init__()
+        self.gm = gm
+        self.scalars = {i: _concrete(a) for i, a in enumerate(example_inputs) if not isinstance(a, torch.Tensor)}
+        self.count = len(example_inputs)
+
+    def forward(self, *tensors):
+        it = iter(tensors)
+        return self.gm(*[self.scalars[i] if i in self.scalars else next(it) for i in range(self.count)])
+
+
+def _concrete(a):
+    """A scalar graph input's value. int() of a SymInt asks Dynamo's shape environment, which
+    records a guard: the compiled graph is then valid for this value only, and another value
+    recompiles (and is simulated) rather than reusing this graph's price."""
+    for kind in (bool, int, float):
+        if isinstance(a, kind) or type(a).__name__ == "Sym" + kind.__name__.capitalize():
+            return kind(a)
+    raise TypeError(f"a graph input of type {type(a).__name__}: tensors, ints, floats and bools are supported")
+
+
+def _specialise_shapes(gm):
+    """Dynamo marks a dimension dynamic once it has seen it change (automatic dynamic shapes);
+    the export traces this call's sizes, so each symbolic size becomes a guard on its value
+    (int() asks the shape environment), and another size recompiles and is simulated anew."""
+    for node in gm.graph.nodes:
+        value = node.meta.get("example_value") if node.op == "placeholder" else None
+        if isinstance(value, torch.Tensor):
+            for d in list(value.shape) + list(value.stride()):
+                if not isinstance(d, int):
+                    int(d)
+
+
+def export_dynamo_graph(gm: torch.fx.GraphModule, example_inputs, path: str, method: str = "make_fx"):
+    """export() of a graph Dynamo handed a backend; returns (Exported, input names per argument:
+    None for a scalar argument, which the export baked in)."""
+    example_inputs = list(example_inputs)
+    _specialise_shapes(gm)
+    tensors = [a for a in example_inputs if isinstance(a, torch.Tensor)]
+    if len(tensors) == len(example_inputs):
+        e = export(gm, tuple(example_inputs), path, method=method)
+        return e, list(e.inputs)
+    e = export(_ScalarsBound(gm, example_inputs), tuple(tensors), path, method=method)
+    names = iter(e.inputs)
+    return e, [next(names) if isinstance(a, torch.Tensor) else None for a in example_inputs]
+
+
 def make_backend(out_dir: str, prefix: str = "graph", method: str = "make_fx") -> Callable:
     """A backend writing <out_dir>/<prefix>_<n>.json. Dynamo graphs are re-traced with make_fx
     by default (their parameters are the graph module's own)."""
 
     def backend(gm: torch.fx.GraphModule, example_inputs):
         path = os.path.join(out_dir, f"{prefix}_{next(_counter)}.json")
-        export(gm, tuple(example_inputs), path, method=method)
+        export_dynamo_graph(gm, example_inputs, path, method=method)
         exported_paths.append(path)
         return gm.forward
 
@@ -72,11 +123,11 @@ class ManifestRecorder:
     def backend(self, gm: torch.fx.GraphModule, example_inputs):
         index = len(self.graphs)
         name = f"graph_{index}"
-        e = export(gm, tuple(example_inputs), os.path.join(self.out_dir, name + ".json"), method=self.method)
+        e, inputs = export_dynamo_graph(gm, example_inputs, os.path.join(self.out_dir, name + ".json"), self.method)
         with open(e.json_path, encoding="utf-8") as f:
             present = {n["name"] for n in json.load(f)["nodes"] if n["kind"] == "placeholder"}
         self.graphs.append({"name": name, "file": name + ".json",
-                            "inputs": [n if n in present else None for n in e.inputs]})
+                            "inputs": [n if n in present else None for n in inputs]})
         forward = gm.forward
 
         def call(*args):

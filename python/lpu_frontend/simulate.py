@@ -98,6 +98,7 @@ class Simulate:
         self._stream_start = 0  # ManifestRecorder.calls not yet split into programs (Dynamo route)
         self._failures_seen = {}
         self._compiles = 0
+        self._frames = {}  # graph index -> the Dynamo frame (code object) it was compiled from
         self.route = "dynamo"
 
     # ---- in process ------------------------------------------------------------------------------
@@ -142,6 +143,7 @@ class Simulate:
         """Dynamo's backend call: export and simulate the graph, hand back its own forward (eager),
         wrapped to record what flows between graphs."""
         compile_index, frame = self._compile_id()
+        self._frames[len(self.rec.graphs)] = frame.split("/")[0] if frame != "?" else None
         if compile_index > 0:
             self.recompiles.append({"compile": compile_index, "frame": frame, "reason": self._guard_failure()})
         return self._add_graph(gm, example_inputs, compile_index)
@@ -172,22 +174,33 @@ class Simulate:
         return reason or "unknown"
 
     def _split_stream(self):
-        """Graph calls Dynamo made since the last look, cut into model calls: a program ends where
-        a graph would run a second time (each graph runs once a call; sim.compile() knows the
-        calls' bounds instead). The inputs and result of a call seen only through torch.compile
-        are unknown: its first graph's arguments stand for the inputs (what is not a parameter or
-        an earlier result reads as a user input) and its last graph's results for the output."""
+        """Graph calls Dynamo made since the last look, cut into model calls: a call begins where
+        a graph of the frame that began the last call runs (the model's forward: after a
+        recompilation its graph is a new one, so a repeated graph alone would not show it), or
+        where a graph would run a second time (each graph runs once a call). sim.compile() knows
+        the calls' bounds instead. The inputs and result of a call seen only through
+        torch.compile are unknown: its first graph's arguments stand for the inputs (what is not
+        a parameter or an earlier result reads as a user input) and its last graph's results for
+        the output."""
         calls = self.rec.calls[self._stream_start:]
         self._stream_start = len(self.rec.calls)
         program = []
         for c in calls + [None]:
-            if c is None or any(c[0] == p[0] for p in program):
+            if c is None or self._begins_call(c[0], program):
                 if program:
                     result = program[-1][2]
                     self._price(program, program[0][1], result if len(result) != 1 else result[0])
                 program = []
             if c is not None:
                 program.append(c)
+
+    def _begins_call(self, graph, program):
+        if not program:
+            return False
+        if any(graph == p[0] for p in program):
+            return True
+        frame = self._frames.get(graph)
+        return frame is not None and frame == self._frames.get(program[0][0])
 
     # ---- any torch ------------------------------------------------------------------------------
     def compile(self, model):

@@ -73,8 +73,10 @@ class BufferWrites(unittest.TestCase):
         self.assertEqual(kinds["q.weight"], "parameter")  # the wrapper's "model." prefix is gone
         self.assertNotIn("length", kinds)  # ignored bookkeeping
         self.assertEqual(len(doc["outputs"]), 2)
-        self.assertEqual(doc["meta"]["buffer_writes"],
-                         [{"output": 1, "buffer": "k_cache", "op": "aten.index_copy", "rows": True, "dim": 1}])
+        # torch 1.13's make_fx keeps index_copy; torch 2.11's export decomposes it to index_put
+        self.assertIn(doc["meta"]["buffer_writes"],
+                      [[{"output": 1, "buffer": "k_cache", "op": "aten.index_copy", "rows": True, "dim": 1}],
+                       [{"output": 1, "buffer": "k_cache", "op": "aten.index_put", "rows": True}]])
         entries = {(t["role"], t["name"]): t for t in doc["tensors"]}
         self.assertEqual(entries[("expected", "output1")]["shape"], [1, 1, 8])  # the rows, not the cache
         with torch.no_grad():
@@ -97,7 +99,9 @@ class BufferWrites(unittest.TestCase):
         lpu_frontend.export(m, (), self.path, kwargs={"x": torch.randn(1, 1, 8), "cache_position": torch.tensor([0])},
                             write_arrays=False)
         doc = json.load(open(self.path))
-        self.assertEqual(m.calls, 1)  # the make_fx trace; no eager run for expected outputs
+        # make_fx's trace calls forward once, torch.export's (torch 2.x) replays it without the
+        # Python side effect; neither runs it eagerly for expected outputs
+        self.assertLessEqual(m.calls, 1)
         last = max(doc["tensors"], key=lambda t: t["offset"])
         n = 1
         for s in last["shape"]:
@@ -152,6 +156,31 @@ class ManifestRecorderTest(unittest.TestCase):
             self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
             # host bytes: the f32 sum read (4 B) + the [4, 16] f32 tensor made on the host (256 B)
             self.assertIn("break graph_0 -> graph_1: dynamo graph break, 260 B over the host link", r.stdout)
+
+    def test_scalar_graph_inputs_are_bound_to_the_call_values(self):
+        """Dynamo hands a backend ints (SymInts in a dynamic graph) beside tensors: the export
+        takes this call's values as constants, and the manifest skips them."""
+
+        class G2(nn.Module):
+            def forward(self, L_x_, s0, scale):
+                return (L_x_.reshape(s0, -1) * scale,)
+
+        with tempfile.TemporaryDirectory() as tmp:
+            rec = lpu_frontend.ManifestRecorder(tmp)
+            g2 = torch.fx.symbolic_trace(G2())
+            x = torch.randn(4, 6)
+            with torch.no_grad():
+                out = rec.run(lambda t: rec.backend(g2, [t, 2, 3.0])(t, 2, 3.0)[0], x)
+            self.assertEqual(tuple(out.shape), (2, 12))
+            man = json.load(open(rec.write()))
+            self.assertEqual([i["from"] for i in man["graphs"][0]["inputs"]], ["input"])
+            graph = json.load(open(os.path.join(tmp, "graph_0.json")))
+            self.assertEqual(sum(n["kind"] == "placeholder" for n in graph["nodes"]), 1)
+            r = subprocess.run([LPU, "run", os.path.join(tmp, "manifest.json"), "--functional"],
+                               capture_output=True, text=True)
+            self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+            with self.assertRaisesRegex(TypeError, "graph input of type str"):
+                rec.backend(g2, [x, "2", 3.0])
 
 
 if __name__ == "__main__":
