@@ -156,7 +156,7 @@ TEST(ServeTrace, PathsThatAreNotFiles) {
     read_trace(dir);
     ADD_FAILURE();
   } catch (const InputError& e) {
-    EXPECT_THAT(e.what(), HasSubstr(dir + ": is a directory"));
+    EXPECT_THAT(e.what(), HasSubstr("trace file " + dir + ": cannot open: it is a directory"));
   }
   std::filesystem::remove(dir);
   std::string fifo = temp_path("fifo");
@@ -165,10 +165,20 @@ TEST(ServeTrace, PathsThatAreNotFiles) {
     read_trace(fifo);  // must not block waiting for a writer
     ADD_FAILURE();
   } catch (const InputError& e) {
-    EXPECT_THAT(e.what(), HasSubstr(fifo + ": not a regular file"));
+    EXPECT_THAT(e.what(), HasSubstr(fifo + ": cannot open: it is a FIFO, not a regular file"));
   }
   std::filesystem::remove(fifo);
   EXPECT_THROW(read_trace(temp_path("missing.csv")), InputError);
+  // Binary data is refused as such before the CSV reader quotes it (a NUL cut its message short).
+  std::string binary = temp_path("binary.csv");
+  std::ofstream(binary, std::ios::binary) << std::string("arrival_s,prompt_tokens,output_tokens\n0,1\0,2\n", 45);
+  try {
+    read_trace(binary);
+    ADD_FAILURE();
+  } catch (const InputError& e) {
+    EXPECT_THAT(e.what(), HasSubstr(binary + ": binary data (a NUL byte on line 2), expected a request trace"));
+  }
+  std::filesystem::remove(binary);
 }
 
 TEST(ServeGenerator, SameSeedSameTraceOtherSeedAnother) {

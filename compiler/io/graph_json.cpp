@@ -172,7 +172,8 @@ class Reader {
       if (s == "-inf") return -INFINITY;
       if (s == "nan") return NAN;
     }
-    fail(where, strcat(what, ": expected a number, bool, string, integer list or {\"float\": \"inf\"|\"-inf\"|\"nan\"}"));
+    fail(where,
+         strcat(what, ": expected a number, bool, string, integer list or {\"float\": \"inf\"|\"-inf\"|\"nan\"}"));
   }
 
  private:
@@ -251,7 +252,8 @@ std::string print_graph_json(const GraphFile& f) {
   for (NodeId o : g.outputs()) outs.push_back(g.node(o).name);
   out += "  \"outputs\": " + compact(outs) + ",\n";
   out += "  \"tensors\": [";
-  for (size_t i = 0; i < f.tensors.size(); ++i) out += (i ? ",\n    " : "\n    ") + compact(entry_to_json(f.tensors[i]));
+  for (size_t i = 0; i < f.tensors.size(); ++i)
+    out += (i ? ",\n    " : "\n    ") + compact(entry_to_json(f.tensors[i]));
   out += f.tensors.empty() ? "]\n" : "\n  ]\n";
   return out + "}\n";
 }
@@ -264,7 +266,9 @@ RawNode read_raw_node(const Reader& r, const ojson& o, size_t i, const std::map<
   if (!o.is_object()) r.fail(where, "must be an object");
   RawNode n;
   n.name = r.str(o, "name", where);
-  if (!is_valid_name(n.name)) r.fail(where, strcat("node name '", name_for_message(n.name), "' must be [A-Za-z0-9_.-]+, at most ", kMaxNameLength, " characters"));
+  if (!is_valid_name(n.name))
+    r.fail(where, strcat("node name '", name_for_message(n.name), "' must be [A-Za-z0-9_.-]+, at most ", kMaxNameLength,
+                         " characters"));
   where = "node %" + n.name;
   if (index.count(n.name)) r.fail(where, "defined twice");
   std::string kind = r.str(o, "kind", where);
@@ -401,7 +405,9 @@ GraphFile parse_graph_json(const std::string& text, const std::string& source) {
     r.fail("version", strcat("file has format version ", version, "; this build reads version ", kGraphFormatVersion));
   GraphFile f;
   std::string gname = r.str(doc, "name", "top level");
-  if (!is_valid_name(gname)) r.fail("name", strcat("graph name '", name_for_message(gname), "' must be [A-Za-z0-9_.-]+, at most ", kMaxNameLength, " characters"));
+  if (!is_valid_name(gname))
+    r.fail("name", strcat("graph name '", name_for_message(gname), "' must be [A-Za-z0-9_.-]+, at most ",
+                          kMaxNameLength, " characters"));
   f.graph.set_name(gname);
   if (doc.contains("meta")) {
     if (!doc["meta"].is_object()) r.fail("meta", "must be an object");
@@ -418,13 +424,14 @@ bool is_graph_file_path(const std::string& path) {
 }
 
 GraphFile load_graph_file(const std::string& path) {
-  std::string text = read_input_file(path, "graph file");
+  std::string ext = std::filesystem::path(path).extension().string();
+  std::string text = read_text_input_file(path, "graph file",
+                                          ext == ".txt" ? "a graph in the text format" : "a JSON graph, an object");
   GraphFile f;
   size_t first = text.find_first_not_of(" \t\r\n");
   bool json = first != std::string::npos && text[first] == '{';
   // The extension promises a format: a file of the other one (or of neither) is refused in
   // those words, not with an error of the other format's parser.
-  std::string ext = std::filesystem::path(path).extension().string();
   if ((ext == ".json" && !json) || (ext == ".txt" && json))
     throw InputError(strcat("graph file ", path, ": expected ",
                             ext == ".json" ? "a JSON graph, an object" : "a graph in the text format",

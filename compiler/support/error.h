@@ -9,9 +9,30 @@
 
 namespace lpu {
 
+// `text` with its control bytes escaped (\x00) but newlines and tabs: an error quoting an
+// input's bytes must print whole (a raw NUL cut the message short where it was printed as a C
+// string) and must not drive the terminal.
+inline std::string escape_control_bytes(const std::string& text) {
+  std::string out;
+  out.reserve(text.size());
+  for (char c : text) {
+    auto u = static_cast<unsigned char>(c);
+    if ((u >= 0x20 && u != 0x7f) || c == '\n' || c == '\t') {
+      out += c;
+    } else {
+      static const char kHex[] = "0123456789abcdef";
+      out += "\\x";
+      out += kHex[u >> 4];
+      out += kHex[u & 15];
+    }
+  }
+  return out;
+}
+
 class InputError : public std::runtime_error {
  public:
-  using std::runtime_error::runtime_error;
+  explicit InputError(const std::string& what) : std::runtime_error(escape_control_bytes(what)) {}
+  explicit InputError(const char* what) : InputError(std::string(what)) {}
 };
 
 class CheckFailed : public std::runtime_error {

@@ -89,6 +89,17 @@ std::string read_input_file(const std::string& path, const std::string& what) {
   return bytes;
 }
 
+std::string read_text_input_file(const std::string& path, const std::string& what, const std::string& expected) {
+  std::string bytes = read_input_file(path, what);
+  if (size_t nul = bytes.find('\0'); nul != std::string::npos) {
+    size_t line =
+        1 + static_cast<size_t>(std::count(bytes.begin(), bytes.begin() + static_cast<std::ptrdiff_t>(nul), '\n'));
+    throw InputError(strcat(what.empty() ? "" : what + " ", path, ": binary data (a NUL byte on line ", line,
+                            "), expected ", expected));
+  }
+  return bytes;
+}
+
 std::string describe_contents(const std::string& bytes) {
   size_t first = bytes.find_first_not_of(" \t\r\n");
   if (first == std::string::npos) return "an empty file";

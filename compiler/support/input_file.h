@@ -23,6 +23,11 @@ std::string not_a_regular_file(const std::string& path);
 // it is a directory"); empty: the message starts with the path.
 std::string read_input_file(const std::string& path, const std::string& what = "");
 
+// read_input_file() for a text format: binary data (a NUL byte, which no text format here
+// holds) is refused as "PATH: binary data (a NUL byte on line L), expected EXPECTED" before a
+// parser quotes it (a NUL cut its message short).
+std::string read_text_input_file(const std::string& path, const std::string& what, const std::string& expected);
+
 // What a file's bytes look like, for "expected X, found Y" when they are not what its name
 // promises: "an empty file", "binary data", "a JSON object", "a JSON list", "a graph in the
 // text format", "text starting 'abc'".

@@ -67,13 +67,12 @@ YamlDoc load_yaml_string(const std::string& text, const std::string& name) {
 }
 
 YamlDoc load_yaml_file(const std::string& path) {
-  return load_yaml_string(read_input_file(path), path);
+  return load_yaml_string(read_text_input_file(path, "", "YAML"), path);
 }
 
 void apply_override(YamlDoc& doc, const std::string& assignment) {
   auto eq = assignment.find('=');
-  if (eq == std::string::npos || eq == 0)
-    throw InputError(strcat("--set ", assignment, ": expected key.path=value"));
+  if (eq == std::string::npos || eq == 0) throw InputError(strcat("--set ", assignment, ": expected key.path=value"));
   std::string path = assignment.substr(0, eq);
   std::string value = assignment.substr(eq + 1);
   YAML::Node v;
@@ -112,7 +111,8 @@ void YamlReader::fail(const YAML::Node& at, const std::string& path, const std::
   // A value that came from --set has no line in the file: name the assignment instead.
   for (auto it = overrides_.rbegin(); it != overrides_.rend(); ++it) {
     std::string key = it->substr(0, it->find('='));
-    if (path == key || path.rfind(key + ".", 0) == 0) throw InputError(strcat(file_, ": --set ", override_prefix_, *it, ": ", path, ": ", msg));
+    if (path == key || path.rfind(key + ".", 0) == 0)
+      throw InputError(strcat(file_, ": --set ", override_prefix_, *it, ": ", path, ": ", msg));
   }
   int line = at.IsDefined() ? at.Mark().line + 1 : 0;
   std::string where = line > 0 ? strcat(file_, ":", line) : strcat(file_, " (from defaults)");

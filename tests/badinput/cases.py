@@ -673,6 +673,18 @@ CASES = [
          ["serve", "tiny-llama", "--requests", "1000000000000000"]),
     Case("serve_replicas_1e12", 2, r"--replicas / --prefill-replicas: at most 4096",
          ["serve", "tiny-llama", "--replicas", "1000000000000"]),
+    # Binary data where a text format is expected: said in those words (a NUL cut the parser's
+    # message short), and control bytes an error quotes are escaped.
+    Case("serve_trace_binary", 2, r"{f}: binary data \(a NUL byte on line 1\), expected a request trace",
+         ["serve", "tiny-llama", "--trace-file", "{f}"], {"f": text(bytes(range(256)), ".csv")}),
+    Case("asm_nul_on_line_2", 2, r"{f}: binary data \(a NUL byte on line 2\), expected assembly text",
+         ["sim", "{f}"], {"f": text(b".program p\nhal\x00t\n", ".s")}),
+    Case("config_nul_byte", 2, r"{f}: binary data \(a NUL byte on line 2\), expected YAML",
+         ["check-config", "{f}"], {"f": text(b"name: x\nclock_ghz: 1\x00\n")}),
+    Case("graph_op_with_escaped_nul", 2, r"{f}: .*fro\\x00b\\x1bnicate",
+         ["run", "{f}"], {"f": text('{"format": "lpu-graph", "version": 1, "name": "g", "nodes": [' + X48 + ','
+                                    ' {"name": "y", "kind": "call", "op": "fro\\u0000b\\u001bnicate", "inputs": ["x"],'
+                                    ' "dtype": "f32", "shape": [4, 8]}], "outputs": ["y"]}', ".json")}),
     Case("serve_trace_negative_arrival", 2, r"{f}:2: column 1 \(arrival_s\)", ["serve", "tiny-llama", "--trace-file", "{f}"],
          {"f": text("arrival_s,prompt_tokens,output_tokens\n" + "-1,10,10\n", ".csv")}),
     Case("serve_trace_nan_arrival", 2, r"{f}:2: column 1 \(arrival_s\).*nan", ["serve", "tiny-llama", "--trace-file", "{f}"],
@@ -685,7 +697,7 @@ CASES = [
          {"f": text('{"arrival_s": 0, "prompt_tokens": 4, "output_tokens": -3}\n', ".jsonl")}),
     Case("serve_trace_past_max_position", 2, r"{f}:2: request 0: .*300 tokens, more than tiny-llama's max_position 256",
          ["serve", "tiny-llama", "--trace-file", "{f}"], {"f": text("arrival_s,prompt_tokens,output_tokens\n" + "1,200,100\n", ".csv")}),
-    Case("serve_trace_directory", 2, r"{d}: is a directory", ["serve", "tiny-llama", "--trace-file", "{d}"], {"d": directory()}),
+    Case("serve_trace_directory", 2, r"trace file {d}: cannot open: it is a directory", ["serve", "tiny-llama", "--trace-file", "{d}"], {"d": directory()}),
     Case("serve_generated_past_max_position", 2, r"request 0 \(generated\).*max_position 4096",
          ["serve", "llama2-7b", "--arch", "lpu-asic", "--prompt", "4090", "--output", "10"]),
     Case("serve_kv_never_fits", 2, r"request 0 .*KV cache \(1599 tokens, .*can never fit .*needs about 2 devices",

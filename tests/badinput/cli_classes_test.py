@@ -17,6 +17,7 @@ Every case must end in the documented exit (2, or 0 where the class is a valid i
 import concurrent.futures
 import json
 import os
+import re
 import shutil
 import stat
 import subprocess
@@ -167,6 +168,9 @@ class Skip(str):
 
 
 # An input that is not a file is refused saying what it is (a case's error line must say so).
+# A message quotes what it found escaped: a raw NUL cut the message short, other control bytes
+# garbled the terminal.
+CONTROL_BYTES = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
 SAYS_WHAT_IT_IS = {"directory": "directory", "fifo": "FIFO", "dev_zero": "device", "dev_null": "device",
                    "missing": "no such"}
 
@@ -268,6 +272,12 @@ def arguments(case, spec_options, sample, case_dir, target_value):
     return args + flags + extra + CONTEXT_ARGS.get(case.option["name"], [])
 
 
+def _without(line, names):
+    for n in names:
+        line = line.replace(n, "").replace(os.path.basename(n), "")
+    return line
+
+
 def run_case(lpu, case, spec_options, sample, workdir):
     d = tempfile.mkdtemp(prefix="case-", dir=workdir)
     target = case.make(d)
@@ -297,8 +307,12 @@ def run_case(lpu, case, spec_options, sample, workdir):
             return "fail", "lpu %s: exit 2 without an 'error: ' line:\n%s" % (shown, tail)
         if not any(n in l for l in errors for n in names):
             return "fail", "lpu %s: the error does not name %s:\n%s" % (shown, " or ".join(names), tail)
+        if CONTROL_BYTES.search(out):
+            return "fail", "lpu %s: the error prints raw control bytes (quote them escaped):\n%r" % (shown, tail)
         says = SAYS_WHAT_IT_IS.get(case.cls) if case.option["kind"] == "input" else None
-        if says and case.option["format"] not in DIRECTORY_FORMATS and not any(says in l for l in errors):
+        if case.cls.startswith("binary") and not any("binary" in _without(l, names) for l in errors):
+            says = "binary"  # said by the message, not by the file's name
+        if says and case.option["format"] not in DIRECTORY_FORMATS and not any(says in _without(l, names) for l in errors):
             return "fail", "lpu %s: the error does not say '%s':\n%s" % (shown, says, tail)
     shutil.rmtree(d, ignore_errors=True)
     return "ok", ""

@@ -112,10 +112,11 @@ std::string format_reference_run(const ReferenceRun& r) {
 }
 
 Program load_program_file(const std::string& path) {
-  std::string bytes = read_input_file(path);
-  return fs::path(path).extension() == ".lpubin"
-             ? decode_program(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size(), path)
-             : parse_program(bytes, path);
+  if (fs::path(path).extension() == ".lpubin") {
+    std::string bytes = read_input_file(path);
+    return decode_program(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size(), path);
+  }
+  return parse_program(read_text_input_file(path, "", "assembly text (a binary program's name ends in .lpubin)"), path);
 }
 
 }  // namespace lpu

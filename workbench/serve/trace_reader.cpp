@@ -220,18 +220,7 @@ RequestList parse_trace_jsonl(const std::string& text, const std::string& source
 namespace {
 RequestList read_file(const std::string& path, bool need_arrival) {
   namespace fs = std::filesystem;
-  std::error_code ec;
-  fs::file_status st = fs::status(path, ec);
-  if (ec || !fs::exists(st)) throw InputError(strcat(path, ": no such trace file"));
-  if (fs::is_directory(st)) throw InputError(strcat(path, ": is a directory, expected a trace file"));
-  // A FIFO or device would block or never end: only regular files are read.
-  if (!fs::is_regular_file(st))
-    throw InputError(strcat(path, ": not a regular file but ", file_type_of(path), ", expected a trace file"));
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw InputError(strcat(path, ": cannot open the trace file"));
-  std::ostringstream buf;
-  buf << in.rdbuf();
-  std::string text = buf.str();
+  std::string text = read_text_input_file(path, "trace file", "a request trace (CSV or JSON Lines)");
   std::string ext = fs::path(path).extension().string();
   size_t first = text.find_first_not_of(" \t\r\n");
   bool jsonl = ext == ".jsonl" || ext == ".ndjson" || (first != std::string::npos && text[first] == '{');
