@@ -45,9 +45,12 @@ double error_pct(const Pair& p) {
 
 }  // namespace
 
-// The acceptance check: >= 5 GEMV shapes x 2 pipeline depths, whole-program cycles within 5%,
+// Every verilated depth (sim/rtl/CMakeLists.txt LPU_RTL_DEPTHS: 4 and each preset's).
+const std::vector<int> kDepths = {4, 8, 10, 12};
+
+// The acceptance check: 6 GEMV shapes x every verilated depth, whole-program cycles within 1%,
 // and the RTL really ran every sxe.gemm (the closed form did not quietly stand in).
-TEST(SxeRtlInDevice, GemvCyclesWithinFivePercentOfApprox) {
+TEST(SxeRtlInDevice, GemvCyclesWithinOnePercentOfApprox) {
   struct Shape {
     int64_t k, n, batch;
   };
@@ -56,7 +59,7 @@ TEST(SxeRtlInDevice, GemvCyclesWithinFivePercentOfApprox) {
   // bounds both models); at 4096 GB/s the larger shapes are bound by the trees, so the RTL's
   // own count decides, while the smallest are bound by the HBM latency.
   for (int bw : {256, 4096})
-  for (int depth : {4, 8})
+  for (int depth : kDepths)
     for (const Shape& s : shapes) {
       Pair p = run_both(gemv(s.k, s.n, DType::f16, s.batch),
                         {"sxe.pipeline_depth=" + std::to_string(depth), "hbm.bandwidth_gbps=" + std::to_string(bw)});
@@ -71,7 +74,7 @@ TEST(SxeRtlInDevice, GemvCyclesWithinFivePercentOfApprox) {
         EXPECT_EQ(p.rtl.sxe_rtl_cycles, p.rtl.sxe_rtl_gemms * static_cast<uint64_t>(beats + depth))
             << what;
       }
-      EXPECT_LT(std::abs(error_pct(p)), 5.0) << what;
+      EXPECT_LT(std::abs(error_pct(p)), 1.0) << what;
       EXPECT_GT(p.rtl.sxe_rtl_gemms, 0u) << what;
       EXPECT_EQ(p.approx.sxe_rtl_gemms, 0u);
       uint64_t sxe_instructions = 0;
@@ -85,12 +88,12 @@ TEST(SxeRtlInDevice, GemvCyclesWithinFivePercentOfApprox) {
 // Low HBM bandwidth: the weight stream throttles the tree, which shows as RTL stall cycles,
 // and both models still agree.
 TEST(SxeRtlInDevice, MemoryBoundGemvStallsTheRtl) {
-  for (int depth : {4, 8}) {
+  for (int depth : kDepths) {
     Pair p = run_both(gemv(512, 256), {"sxe.pipeline_depth=" + std::to_string(depth), "hbm.bandwidth_gbps=16"});
     Pair fast = run_both(gemv(512, 256), {"sxe.pipeline_depth=" + std::to_string(depth)});
     EXPECT_GT(p.rtl.sxe_rtl_stall_cycles, p.rtl.sxe_rtl_cycles / 2) << "depth " << depth;
     EXPECT_GT(p.rtl.cycles, 2 * fast.rtl.cycles);
-    EXPECT_LT(std::abs(error_pct(p)), 5.0) << "depth " << depth << ": approx " << p.approx.cycles << " rtl "
+    EXPECT_LT(std::abs(error_pct(p)), 1.0) << "depth " << depth << ": approx " << p.approx.cycles << " rtl "
                                            << p.rtl.cycles;
   }
 }
@@ -110,12 +113,52 @@ TEST(SxeRtlInDevice, FunctionalRunsMatchTheReference) {
   EXPECT_GT(t.sim.stats.sxe_rtl_gemms, 0u);
 }
 
+// `--set sxe.model=rtl` on every preset as it is (its trees, lanes and pipeline depth): a GEMV
+// and a decode step's worth of gemms, within 1% of the closed form, functional runs exact.
+TEST(SxeRtlInDevice, EveryPresetRunsWithTheRtlTree) {
+  for (const char* preset : {"lpu-small", "lpu-fpga-u55c", "lpu-asic"}) {
+    const std::string file = std::string(LPU_SOURCE_DIR) + "/configs/" + preset + ".yaml";
+    for (const WorkloadSpec& w : {gemv(2048, 512), gemv(777, 300, DType::f16, 3)}) {
+      SimStats a = run_job(w, load_arch_config(file, {"sxe.model=approx"}), "greedy", false).sim.stats;
+      SimStats r = run_job(w, load_arch_config(file, {"sxe.model=rtl"}), "greedy", false).sim.stats;
+      std::string what = strcat(preset, " ", w.params.at("k"), "x", w.params.at("n"), " batch ", w.batch, ": approx ",
+                                a.cycles, " rtl ", r.cycles);
+      EXPECT_GT(r.sxe_rtl_gemms, 0u) << what;
+      EXPECT_LT(std::abs(100.0 * (static_cast<double>(a.cycles) - static_cast<double>(r.cycles)) /
+                         static_cast<double>(r.cycles)),
+                1.0)
+          << what;
+    }
+    RunOutcome f = run_job(gemv(300, 200, DType::f32, 2), load_arch_config(file, {"sxe.model=rtl"}), "greedy", true);
+    ASSERT_TRUE(f.check.has_value());
+    EXPECT_TRUE(f.check->ok) << preset << ": " << f.check->worst;
+  }
+}
+
+// lpu-asic streams 4 gemms at once (sxe.streams): with the RTL tree they stream at once too and
+// take the tree in issue order. A whole OPT-1.3B decode step (2449 gemms, context 1040) within
+// 1% of the closed form; it was 21% off while the RTL forced one stream (and 20% with an
+// unfair lock that let one worker take every gemm).
+TEST(SxeRtlInDevice, GemmsStreamAtOnceThroughTheRtlTree) {
+  const std::string asic = std::string(LPU_SOURCE_DIR) + "/configs/lpu-asic.yaml";
+  WorkloadSpec w = resolve_workload(std::string(LPU_SOURCE_DIR) + "/workloads/opt-1.3b-decode.yaml");
+  SimStats a = run_job(w, load_arch_config(asic, {"sxe.model=approx"}), "greedy", false).sim.stats;
+  SimStats r = run_job(w, load_arch_config(asic, {"sxe.model=rtl"}), "greedy", false).sim.stats;
+  SimStats one = run_job(w, load_arch_config(asic, {"sxe.model=rtl", "sxe.streams=1"}), "greedy", false).sim.stats;
+  EXPECT_EQ(r.sxe_rtl_gemms, 2449u);
+  EXPECT_LT(std::abs(100.0 * (static_cast<double>(a.cycles) - static_cast<double>(r.cycles)) /
+                     static_cast<double>(r.cycles)),
+            1.0)
+      << "approx " << a.cycles << " rtl " << r.cycles;
+  EXPECT_GT(one.cycles, r.cycles + r.cycles / 10) << "one stream is slower by the hidden latencies";
+}
+
 TEST(SxeRtlInDevice, ConfigurationsWithoutAVerilatedTreeAreInputErrors) {
   try {
     run_job(gemv(64, 64), arch({"sxe.model=rtl", "sxe.pipeline_depth=5"}), "greedy", false);
     ADD_FAILURE() << "depth 5 has no verilated variant";
   } catch (const InputError& e) {
-    EXPECT_NE(std::string(e.what()).find("valid: 4, 8"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("valid: 4, 8, 10, 12"), std::string::npos) << e.what();
   }
   EXPECT_THROW(run_job(gemv(64, 64), arch({"sxe.model=rtl", "sxe.lanes=128"}), "greedy", false), InputError);
   // The closed form has no such limits.

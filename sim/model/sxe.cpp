@@ -12,8 +12,7 @@
 namespace lpu::sim {
 
 Sxe::Sxe(sc_core::sc_module_name name, DeviceContext& ctx, Lmu& lmu)
-    : Engine(name, ctx, Unit::Sxe, ctx.arch->sxe.queue_depth,
-             ctx.arch->sxe.model == ArchConfig::Sxe::Model::Rtl ? 1 : ctx.arch->sxe.streams),
+    : Engine(name, ctx, Unit::Sxe, ctx.arch->sxe.queue_depth, ctx.arch->sxe.streams),
       hbm_socket("hbm_socket"),
       lmu_(lmu) {
   if (ctx.arch->sxe.model == ArchConfig::Sxe::Model::Rtl) rtl_ = make_sxe_rtl_unit(ctx);
@@ -100,7 +99,8 @@ double Sxe::execute(const IssueTicket& tk, double start_ps) {
   // Gathered rows share no weights: M GEMVs, one after another through the trees.
   const double mac_cycles = gathered ? static_cast<double>(M) * mac_tree_cycles(K, cols_per_tree, 1, lanes, depth)
                                      : mac_tree_cycles(K, cols_per_tree, M, lanes, depth);
-  double compute_end = rtl_ ? std::max(rtl_end(in, start_ps, hbm_done), compute_start) : compute_start + period * mac_cycles;
+  double compute_end = rtl_ ? rtl_end(in, std::max(start_ps, tk.inputs_ready_ps), hbm_done)
+                            : compute_start + period * mac_cycles;
   trees_free_ps_ = std::max(compute_end - period * depth, hbm_done);
   if (q.on()) {
     dequantised_ += static_cast<double>(blocks) * static_cast<double>(K * N);
@@ -162,19 +162,29 @@ void Sxe::compute(const Instruction& in) {
 // over the cycles from the start to the last weight byte, capped at one beat per cycle. So a memory-bound GEMV stalls the RTL just as the
 // stream throttles the closed form. The HBM latency is part of that average rather than a
 // delay of the first beat (same end time). Returns when the tree delivered its last result.
-double Sxe::rtl_end(const Instruction& in, double start_ps, double hbm_done) {
+// The verilated tree takes the gemm from `earliest_ps` (issue, and the activation ready) or
+// when it is done with the one before: with sxe.streams > 1 several gemms stream at once (other
+// workers of this engine), and their weights wait in the tree's input buffer meanwhile. The
+// beats arrive at the average rate of the rest of the stream (capped at one a cycle).
+double Sxe::rtl_end(const Instruction& in, double earliest_ps, double hbm_done) {
   const auto& cfg = ctx_.arch->sxe;
   const int64_t M = in.rows, K = in.depth;
   const int64_t cols = (in.cols + cfg.mac_trees - 1) / cfg.mac_trees;
   const double period = ctx_.period.to_double();
+  for (const uint64_t ticket = rtl_next_ticket_++; ticket != rtl_serving_;) sc_core::wait(rtl_turn_);
+  const double now = sc_core::sc_time_stamp().to_double();
+  if (earliest_ps > now) sc_core::wait(sc_core::sc_time(earliest_ps - now, sc_core::SC_PS));
+  const double tree_start = std::max(earliest_ps, now);
   double beats = static_cast<double>(M * cols) * std::ceil(static_cast<double>(K) / cfg.lanes);
-  double stream_cycles = (hbm_done - start_ps) / period;
+  double stream_cycles = (hbm_done - tree_start) / period;
   double rate = stream_cycles > 0 ? std::min(1.0, beats / stream_cycles) : 1.0;
   SxeRtlRun r = ctx_.functional ? run_rtl_checked(in, cols, rate) : rtl_->run(M, K, cols, rate, nullptr, nullptr, nullptr);
+  ++rtl_serving_;
+  rtl_turn_.notify(sc_core::SC_ZERO_TIME);
   ++rtl_gemms_;
   rtl_cycles_ += r.cycles;
   rtl_stall_cycles_ += r.stall_cycles;
-  return start_ps + period * static_cast<double>(r.cycles);
+  return tree_start + period * static_cast<double>(r.cycles);
 }
 
 namespace {

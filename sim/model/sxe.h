@@ -6,7 +6,8 @@
 // (sxe_timing.h, full-rate stream) and the stream itself are done, plus the pipeline drain.
 // With sxe.model: rtl the compute part comes from a verilated MAC tree instead (sxe_rtl.h).
 // `sxe.streams` gemms may be in flight at once (their weight streams overlap, so the HBM access
-// latency of one hides behind the stream of the one before); their MAC work runs in order.
+// latency of one hides behind the stream of the one before); their MAC work runs in order
+// (with sxe.model: rtl, one gemm at a time through the verilated tree).
 #pragma once
 #include <memory>
 
@@ -37,6 +38,10 @@ class Sxe : public Engine {
   SxeRtlRun run_rtl_checked(const Instruction& in, int64_t cols, double beats_per_cycle);
   Lmu& lmu_;
   std::unique_ptr<SxeRtlUnit> rtl_;  // sxe.model: rtl only
+  // One verilated tree: the workers' gemms take it in issue order (a ticket lock: sc_mutex
+  // lets the worker that just released it take it again, starving the others).
+  uint64_t rtl_next_ticket_ = 0, rtl_serving_ = 0;
+  sc_core::sc_event rtl_turn_;
   std::vector<uint8_t> staging_;
   double trees_free_ps_ = 0;
   // sxe.model: rtl -- what the verilated tree did, summed over the sxe.gemm instructions.

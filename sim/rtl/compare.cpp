@@ -17,13 +17,13 @@ std::vector<GemvCase> standard_cases() {
       {768, 768, 8, 16, 0, 1},    {2048, 512, 8, 64, 0, 1},  {4096, 256, 32, 64, 0, 1},
   };
   std::vector<GemvCase> cases;
-  for (int depth : {4, 8})
+  for (int depth : rtl_pipeline_depths())
     for (GemvCase c : shapes) {
       c.pipeline_depth = depth;
       cases.push_back(c);
     }
   // Back-pressure: the weight stream delivers fewer beats than the tree takes.
-  for (int depth : {4, 8}) {
+  for (int depth : rtl_pipeline_depths()) {
     cases.push_back({768, 768, 8, 16, depth, 0.5});
     cases.push_back({1000, 100, 8, 16, depth, 0.3});
   }

@@ -28,7 +28,7 @@ print(f"{shape:<11} {depth:>5} {bw:>6} {a['cycles']:>10} {r['cycles']:>10} {err:
       f"{r['sxe_rtl']['stall_cycles']:>10} {wall['approx']:>8.2f}s {wall['rtl']:>8.2f}s")
 PY
 }
-for depth in 4 8; do
+for depth in 4 8 10 12; do
   for shape in "256 256" "1000 100" "768 768" "2048 512" "4096 4096"; do
     run $shape $depth 4096
   done
