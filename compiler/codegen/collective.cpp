@@ -49,7 +49,7 @@ CollectivePlacement place_collectives(const LoopProgram& p, uint64_t lm_base, in
   c.lm_base = lm_base;
   int64_t widest_row = 0;
   for (const auto& n : p.nodes) {
-    if (n.kind != LoopKind::Host || !is_collective_op(n.host_op)) continue;
+    if (n.kind != LoopKind::Collective) continue;
     View v = view_of(p, n);
     for (int64_t r = 0; r < v.a.group; ++r) {
       c.slot_bytes = std::max(c.slot_bytes, align_up(v.rows * v.cols(r) * 4, kLmAlign));

@@ -25,7 +25,7 @@ ColumnSplit analyze_column_split(const LoopProgram& p, const Kernel& k) {
   s.split.assign(n, false);
   for (size_t i = 0; i < n; ++i) {
     const LoopNode& c = node(i);
-    if (c.kind == LoopKind::Host) return refuse(strcat(c.name, " (a host node) runs whole rows"));
+    if (is_opaque(c.kind)) return refuse(strcat(c.name, " (a host or collective node) runs whole rows"));
     if (c.kind == LoopKind::Matmul) {
       if (s.width && c.cols() != s.width)
         return refuse(strcat("its matmuls have different widths (", s.width, " and ", c.cols(), " columns)"));

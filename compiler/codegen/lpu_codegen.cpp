@@ -699,7 +699,7 @@ EmittedTile measure_emitted_tile(const LoopProgram& p, const Kernel& k, const Co
 KernelCost kernel_cost(const LoopProgram& p, const Kernel& k, const CodegenOptions& opts, bool with_traffic,
                        TileAccessCache* cache) {
   KernelCost c;
-  if (p.nodes[static_cast<size_t>(k.nodes.at(0))].kind == LoopKind::Host) {  // a graph break: never fused
+  if (is_opaque(p.nodes[static_cast<size_t>(k.nodes.at(0))].kind)) {  // a graph break or collective: never fused
     c.hbm_bytes = untiled_hbm_bytes(p, k);
     return c;
   }
@@ -742,7 +742,7 @@ namespace {
 KernelTiling tile_kernel(const LoopProgram& p, const Kernel& k, const CodegenOptions& opts,
                          TileAccessCache* cache = nullptr) {
   const LoopNode& first = p.nodes[static_cast<size_t>(k.nodes.at(0))];
-  if (first.kind == LoopKind::Host) return {k.name, 0, 0, 0, 0, 0, 0, 0};
+  if (is_opaque(first.kind)) return {k.name, 0, 0, 0, 0, 0, 0, 0};
   TilePlan plan = plan_tiles(p, k, opts, false, nullptr, cache);
   if (!plan.fits) {
     std::string cols = plan.columns.ok ? strcat("even in column tiles of ", plan.columns.granule, " columns it needs ",
@@ -820,7 +820,7 @@ CodegenResult generate_lpu_program(const LoopProgram& p, const Schedule& s, cons
     prog.kernels.push_back(k.name);
     int id = static_cast<int>(ki);
     const LoopNode& first = p.nodes[static_cast<size_t>(k.nodes.at(0))];
-    if (first.kind == LoopKind::Host && is_collective_op(first.host_op)) {  // over the ESL: codegen/collective.h
+    if (first.kind == LoopKind::Collective) {  // over the ESL: codegen/collective.h
       auto code = emit_collective(p, first, id, collectives_seen++, hbm.at(first.host_inputs.at(0)), hbm.at(first.out()),
                                   collectives);
       prog.code.insert(prog.code.end(), code.begin(), code.end());

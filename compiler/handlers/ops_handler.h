@@ -94,6 +94,9 @@ inline bool node_reduces(const LoopNode& n) {
     case LoopKind::Host:
       throw InputError(strcat("node ", n.name, ": a graph break (op '", n.host_op, "' runs on the host, "
                               "--on-unsupported=break); this handler has no code for it"));
+    case LoopKind::Collective:
+      throw InputError(strcat("node ", n.name, ": a collective (", n.host_op,
+                              " over the ESL, tensor parallelism); this handler has no code for it"));
   }
   throw InputError(strcat("node ", n.name, ": loop kind #", static_cast<int>(n.kind),
                           " is not known to the ops handlers (handlers/ops_handler.h: node_reduces)"));

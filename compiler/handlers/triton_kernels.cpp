@@ -42,7 +42,8 @@ class NodeEmitter {
       case LoopKind::Gather: emit_pointwise(); break;
       case LoopKind::Reduction: emit_reduction(); break;
       case LoopKind::Matmul: emit_matmul(); break;
-      case LoopKind::Host: throw InternalError("triton handler: host node in a Triton kernel");
+      case LoopKind::Host:
+      case LoopKind::Collective: throw InternalError("triton handler: host or collective node in a Triton kernel");
     }
     if (grid) w_.close();
   }
@@ -55,6 +56,7 @@ class NodeEmitter {
       case LoopKind::Matmul: return "matmul";
       case LoopKind::Gather: return "gather";
       case LoopKind::Host: return "host";
+      case LoopKind::Collective: return "collective";
     }
     return "?";
   }

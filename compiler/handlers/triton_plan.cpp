@@ -12,7 +12,7 @@ std::vector<std::string> node_reads(const LoopNode& n) {
   auto add = [&](const std::string& b) {
     if (std::find(out.begin(), out.end(), b) == out.end()) out.push_back(b);
   };
-  if (n.kind == LoopKind::Host) {
+  if (is_opaque(n.kind)) {
     for (const auto& b : n.host_inputs) add(b);
     return out;
   }
@@ -34,7 +34,7 @@ std::vector<Expr> node_loads(const LoopNode& n) {
     idx.body = n.gather_index;
     out = idx.loads();
   }
-  if (n.body && n.kind != LoopKind::Host)
+  if (n.body && !is_opaque(n.kind))
     for (const auto& l : n.loads()) out.push_back(l);
   return out;
 }
@@ -203,7 +203,7 @@ ModulePlan plan_module(const LoopProgram& p, const Schedule& s) {
     bool host = false;
     for (int idx : k.nodes) {
       const LoopNode& n = p.nodes.at(static_cast<size_t>(idx));
-      host = host || n.kind == LoopKind::Host;
+      host = host || is_opaque(n.kind);
       for (const auto& b : node_reads(n)) {
         if (!available.count(b) && !produced.count(b))
           throw InputError(strcat("kernel ", k.name, ", node ", n.name, ": reads ", b,

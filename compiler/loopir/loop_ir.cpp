@@ -6,7 +6,6 @@
 #include <sstream>
 
 #include "graph/attrs_json.h"
-#include "graph/collective.h"
 #include "graph/ops.h"
 #include "support/error.h"
 
@@ -198,9 +197,10 @@ std::string print_loop_node(const LoopNode& n, const std::map<std::string, DType
   if (n.kind == LoopKind::Pointwise) {
     os << n.name << " = pointwise " << ranges(n.ranges, LoopVar::Kind::Output) << " " << dtype_name(n.dtype) << from << "\n";
     os << "  " << target << "[" << n.store_index.str() << "] = " << ex(n.body) << "\n";
-  } else if (n.kind == LoopKind::Host) {
-    os << n.name << " = host " << ranges(n.ranges, LoopVar::Kind::Output) << " " << dtype_name(n.dtype) << from
-       << (is_collective_op(n.host_op) ? "   ; collective over the ESL\n" : "   ; graph break\n");
+  } else if (is_opaque(n.kind)) {
+    os << n.name << (n.kind == LoopKind::Host ? " = host " : " = collective ") << ranges(n.ranges, LoopVar::Kind::Output)
+       << " " << dtype_name(n.dtype) << from
+       << (n.kind == LoopKind::Host ? "   ; graph break\n" : "   ; over the ESL\n");
     os << "  " << target << "[" << n.store_index.str() << "] = " << n.host_op << "(";
     for (size_t i = 0; i < n.host_inputs.size(); ++i) os << (i ? ", " : "") << n.host_inputs[i];
     os << ")";

@@ -37,7 +37,11 @@ struct Buffer {
 // table index is a loaded value, so the access is indirect (dma.gather on the LPU).
 // Host: a graph break. The graph node runs on the host (reference semantics) reading its
 // inputs whole from HBM and writing its output to HBM; nothing fuses with it.
-enum class LoopKind { Pointwise, Reduction, Matmul, Gather, Host };
+// Host: a graph break, computed on the host from whole HBM buffers. Collective: all_reduce or
+// all_gather over the ESL between the ranks of a partitioned graph. Neither has a loop body,
+// and each is a kernel of its own (is_opaque).
+enum class LoopKind { Pointwise, Reduction, Matmul, Gather, Host, Collective };
+inline bool is_opaque(LoopKind k) { return k == LoopKind::Host || k == LoopKind::Collective; }
 
 struct LoopNode {
   std::string name;     // unique node name
@@ -54,8 +58,8 @@ struct LoopNode {
   std::string gather_table;  // Gather: the table buffer ([V, cols], row-major)
   Expr gather_index;         // Gather: load of the row's table index (over row variables)
   DType dtype = DType::f32;
-  // Host: the graph node's op and attributes, and the buffers of its operands in order
-  // (contiguous, materialised by the lowering when the operand was a view or a constant).
+  // Host, Collective: the graph node's op and attributes, and the buffers of its operands in
+  // order (contiguous, materialised by the lowering when the operand was a view or a constant).
   std::string host_op;
   Attrs host_attrs;
   std::vector<std::string> host_inputs;

@@ -194,9 +194,9 @@ class Lowering {
     p_.nodes.push_back(std::move(ln));
   }
 
-  // The category picks the lowering; a node the options send to the host, a host op and a
-  // collective (graph/collective.h: whole buffers in and out, never fused; the code generator
-  // sends it over the ESL, codegen/collective.h) become host nodes.
+  // The category picks the lowering: a collective (graph/collective.h: whole buffers in and out,
+  // never fused; the code generator sends it over the ESL, codegen/collective.h) becomes a
+  // collective node; a node the options send to the host and a host op, a host node.
   void lower_call(const Node& n) {
     const OpInfo* info = find_op(n.op);
     if (!info) throw InputError(strcat("node %", n.name, ": unknown op '", n.op, "'"));
@@ -204,8 +204,8 @@ class Lowering {
     for (NodeId i : n.inputs) in.push_back(&access_.at(core_.node(i).name));
     if (info->category == OpCategory::Constant) return lower_constant(n);
     if (info->view()) return lower_view(n, *in[0]);
-    if (opts_.host_nodes.count(n.name) || info->host() || info->category == OpCategory::Collective)
-      return lower_host(n, in);
+    if (info->category == OpCategory::Collective) return lower_host(n, in, LoopKind::Collective);
+    if (opts_.host_nodes.count(n.name) || info->host()) return lower_host(n, in);
     bool lowered = false;
     switch (info->category) {
       case OpCategory::Pointwise: lowered = lower_pointwise(n, in); break;
@@ -247,11 +247,12 @@ class Lowering {
     }
   }
 
-  // A graph break: the host computes the node from whole HBM buffers. An operand that is a
-  // view or a constant is first copied into a contiguous buffer of its own (on the LPU).
-  void lower_host(const Node& n, const Inputs& in) {
+  // A graph break (the host computes the node from whole HBM buffers) or a collective (the ESL
+  // moves them). An operand that is a view or a constant is first copied into a contiguous
+  // buffer of its own (on the LPU).
+  void lower_host(const Node& n, const Inputs& in, LoopKind kind = LoopKind::Host) {
     LoopNode ln = node_for(n);
-    ln.kind = LoopKind::Host;
+    ln.kind = kind;
     ln.ranges = n.type.shape;
     ln.host_op = n.op;
     ln.host_attrs = n.attrs;

@@ -371,12 +371,15 @@ class ProgramParser {
       n.kind = LoopKind::Gather;
     } else if (kind == "host") {
       n.kind = LoopKind::Host;
+    } else if (kind == "collective") {
+      n.kind = LoopKind::Collective;
     } else if (kind.rfind("reduction.", 0) == 0) {
       n.kind = LoopKind::Reduction;
       if (!parse_reduction_type(kind.substr(10), n.reduction))
         h.fail(strcat("unknown reduction '", kind.substr(10), "'"));
     } else {
-      h.fail(strcat("unknown node kind '", kind, "' (expected pointwise, reduction.TYPE, matmul, gather or host)"));
+      h.fail(strcat("unknown node kind '", kind,
+                    "' (expected pointwise, reduction.TYPE, matmul, gather, host or collective)"));
     }
   }
 
@@ -388,7 +391,7 @@ class ProgramParser {
     n.store_index = b.index();
     b.expect(']');
     b.expect('=');
-    if (n.kind == LoopKind::Host) {
+    if (is_opaque(n.kind)) {
       n.host_op = b.word();
       n.host_inputs = b.name_list_in_parens();
       if (!b.at_end()) {

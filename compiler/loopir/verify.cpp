@@ -4,6 +4,7 @@
 #include <map>
 #include <set>
 
+#include "graph/collective.h"
 #include "loopir/loop_ir.h"
 #include "support/error.h"
 
@@ -62,7 +63,7 @@ class Verifier {
 
   std::vector<std::string> reads(const LoopNode& n) const {
     std::vector<std::string> out;
-    if (n.kind == LoopKind::Host) return n.host_inputs;
+    if (is_opaque(n.kind)) return n.host_inputs;
     for (const Expr& l : n.loads()) out.push_back(l->buffer);
     return out;
   }
@@ -94,7 +95,11 @@ class Verifier {
       fail(strcat("computes ", dtype_name(n.dtype), " into ", n.out(), ", a ", dtype_name(out.type.dtype), " buffer"));
     check_index(n.store_index, out, out_vars_, "stores");
 
-    if (n.kind == LoopKind::Host) {
+    if (n.kind == LoopKind::Collective && !is_collective_op(n.host_op))
+      fail(strcat("a collective node of op '", n.host_op, "' (expected all_reduce or all_gather)"));
+    if (n.kind == LoopKind::Host && is_collective_op(n.host_op))
+      fail(strcat("a host node of op '", n.host_op, "', a collective (write it as a collective node)"));
+    if (is_opaque(n.kind)) {
       if (n.host_op.empty()) fail("a host node without an op");
       for (const auto& b : n.host_inputs) buffer(b, "reads");
       return;

@@ -147,8 +147,9 @@ struct Analysis {
 std::string illegal_reason(const Analysis& a, const std::vector<int>& merged) {
   const LoopProgram& p = a.p;
   for (int i : merged)  // first: a break is the reason, whatever else would also be wrong
-    if (p.nodes[static_cast<size_t>(i)].kind == LoopKind::Host)
-      return strcat("graph break: ", p.nodes[static_cast<size_t>(i)].name, " runs on the host");
+    if (const LoopNode& n = p.nodes[static_cast<size_t>(i)]; is_opaque(n.kind))
+      return n.kind == LoopKind::Host ? strcat("graph break: ", n.name, " runs on the host")
+                                      : strcat("collective: ", n.name, " runs over the ESL");
   int64_t rows = p.nodes[static_cast<size_t>(merged[0])].rows();
   for (int i : merged)
     if (p.nodes[static_cast<size_t>(i)].rows() != rows)
@@ -206,9 +207,9 @@ Kernel make_kernel(const Analysis& a, const std::vector<int>& nodes) {
   std::set<int> self(nodes.begin(), nodes.end());
   for (int m : nodes) {
     const LoopNode& ln = a.p.nodes[static_cast<size_t>(m)];
-    // The host writes its result to HBM itself, so a host node's output always lives there.
+    // The host (or the ESL) writes its result to HBM itself, so such a node's output lives there.
     bool external =
-        a.graph_outputs.count(ln.out()) > 0 || a.writers.at(ln.out()).size() > 1 || ln.kind == LoopKind::Host;
+        a.graph_outputs.count(ln.out()) > 0 || a.writers.at(ln.out()).size() > 1 || is_opaque(ln.kind);
     for (int su : a.succs[static_cast<size_t>(m)])
       if (!self.count(su)) external = true;
     if (external && std::find(k.hbm_outputs.begin(), k.hbm_outputs.end(), ln.out()) == k.hbm_outputs.end())

@@ -25,8 +25,9 @@ void verify_schedule(const LoopProgram& p, const Schedule& s) {
       if (owner[n] >= 0) fail(k, strcat("node ", p.nodes[n].name, " is also in kernel ", s.kernels[owner[n]].name));
       owner[n] = static_cast<int>(ki);
       const LoopNode& node = p.nodes[n];
-      if (node.kind == LoopKind::Host && k.nodes.size() != 1)
-        fail(k, strcat("host node ", node.name, " fused with others"));
+      if (is_opaque(node.kind) && k.nodes.size() != 1)
+        fail(k,
+             strcat(node.kind == LoopKind::Host ? "host node " : "collective node ", node.name, " fused with others"));
       std::vector<std::string> reads = node.host_inputs;
       for (const Expr& l : node.loads()) reads.push_back(l->buffer);
       for (const std::string& b : reads) {
