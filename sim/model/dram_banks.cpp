@@ -110,7 +110,9 @@ void DramBanks::visit(int unit, int bank, int64_t row, uint64_t bursts, bool is_
   } else {
     ++counters_.row_misses;
     double act = std::max({t0, k.next_act, u.refresh_end, u.last_act + t_.rrd, u.faw[u.faw_i] + t_.faw});
-    if (k.row >= 0) act = std::max(act, std::max(k.act + t_.ras, k.data_end) + t_.rp);  // precharge first
+    // Open page: the row stays open until a miss asks for another one (not before the
+    // request: the controller keeps it for hits), tRAS after its activation and after its data.
+    if (k.row >= 0) act = std::max(act, std::max({t0, k.act + t_.ras, k.data_end}) + t_.rp);
     u.faw[u.faw_i] = act;
     u.faw_i = (u.faw_i + 1) & 3;
     u.last_act = act;
