@@ -17,10 +17,15 @@
 //                                              close
 // The address mapping (most significant field first, e.g. RoBaBgCoPcCh) cuts the address into
 // row, bank, bank group, column, pseudo-channel and channel. When its three lowest fields are
-// Co, Pc and Ch (in any order) a run of whole rows walks every unit once per row: such runs are
-// timed a row of all units at a time, with no walk over their bursts.
+// Co, Pc and Ch (in any order) the address space is a sequence of sweeps, each one row of one
+// bank in every unit: a run is cut into sweeps and each unit's share of a sweep is one visit,
+// found by arithmetic, with no walk over bursts. In a long run of whole sweeps a unit streams
+// rows back to back once every bank has had its turn: those rows are counted in one step up to
+// the next refresh (their activations placed just in time), not visited one by one. Other
+// mappings walk the run burst by burst (exact, slower).
 #pragma once
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 #include "config/arch_config.h"
@@ -29,7 +34,8 @@ namespace lpu::sim {
 
 class DramBanks {
  public:
-  explicit DramBanks(const ArchConfig::Memory& m);
+  // fast_forward false visits every row (tests compare the two).
+  explicit DramBanks(const ArchConfig::Memory& m, bool fast_forward = true);
 
   // Times one contiguous run of `len` bytes at `addr` asked for at `start_ps`; returns when its
   // last byte moved on the data bus (ps). busy() then holds each unit's window of this run.
@@ -42,6 +48,7 @@ class DramBanks {
 
   struct Counters {
     uint64_t bursts = 0, row_hits = 0, row_misses = 0, refreshes = 0;
+    uint64_t fast_rows = 0;  // rows the fast path counted (of row_misses)
   };
   const Counters& counters() const { return counters_; }
   int units() const { return static_cast<int>(units_.size()); }
@@ -67,7 +74,19 @@ class DramBanks {
   };
   enum Field { Ro, Ba, Bg, Co, Pc, Ch };
 
-  void visit(int unit, int bank, int64_t row, uint64_t bursts, bool is_write, double t0);
+  struct BankRow {
+    int bank;
+    int64_t row;
+  };
+  // Times one row visit of `bursts` bursts; returns when its data starts.
+  double visit(int unit, int bank, int64_t row, uint64_t bursts, bool is_write, double t0);
+  void walk(uint64_t b, uint64_t hi, bool is_write, double t0);
+  BankRow sweep_target(uint64_t sweep) const;
+  void partial_sweep(uint64_t sweep, uint64_t a, uint64_t e, bool is_write, double t0);
+  void sweep_run(uint64_t first, uint64_t count, bool is_write, double t0);
+  void run_unit(int unit, bool is_write, double t0);
+  bool streams_from(int unit, size_t s, size_t n, bool is_write, double t0) const;
+  void fast_forward(int unit, size_t s, size_t k, bool is_write);
   void refresh(Unit& u, double t);
   void flush(int unit, bool is_write, double t0);
   void set_digits(uint64_t burst_index);
@@ -90,6 +109,12 @@ class DramBanks {
   std::vector<uint64_t> digit_;
   bool row_sweeps_ = false;  // the three lowest fields are Co, Pc, Ch
   uint64_t sweep_bursts_ = 0;
+  uint64_t w_co_ = 1;
+  std::vector<int64_t> unit_offset_;
+  double row_time_ = 0;
+  bool fast_forward_ok_ = false;
+  std::vector<BankRow> seq_;  // the rows of a run of sweeps
+  std::vector<std::pair<size_t, double>> chunks_;
 
   std::vector<Unit> units_;
   std::vector<Bank> banks_;
