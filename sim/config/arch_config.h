@@ -220,5 +220,8 @@ const char* sxe_model_name(ArchConfig::Sxe::Model m);
 const char* memory_model_name(ArchConfig::Memory::Model m);
 // The technologies configs/memory/ describes (file stems, sorted).
 std::vector<std::string> memory_technologies();
+// A technology's preset alone (channels 0: the caller sets how many), validated as a config's
+// memory section would be; an InputError for a name configs/memory/ does not have.
+ArchConfig::Memory load_memory_technology(const std::string& name);
 
 }  // namespace lpu

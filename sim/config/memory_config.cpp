@@ -158,18 +158,10 @@ std::vector<std::string> memory_technologies() {
 
 const char* memory_model_name(Memory::Model m) { return m == Memory::Model::Banks ? "banks" : "bandwidth"; }
 
-void resolve_memory(const YamlReader& r, const YAML::Node& root, ArchConfig& a) {
-  YAML::Node sec = root["memory"];
-  if (!sec || sec.IsNull()) return;
-  std::vector<std::string> keys = preset_keys();
-  keys.erase(keys.begin());  // a config's section names the technology, not the preset's name
-  for (const char* k : {"model", "technology", "channels"}) keys.push_back(k);
-  r.check_keys(sec, "memory", keys);
-  Memory& m = a.memory;
-  const std::string model = r.get_string(sec, "model", "memory", "bandwidth");
-  if (model != "bandwidth" && model != "banks")
-    r.fail(sec["model"], "memory.model", "expected bandwidth or banks, got '" + model + "'");
-  m.model = model == "banks" ? Memory::Model::Banks : Memory::Model::Bandwidth;
+namespace {
+
+// The technology `sec` names, its preset read under the section's overrides.
+void resolve_technology(const YamlReader& r, const YAML::Node& sec, Memory& m) {
   m.technology = r.get_string(sec, "technology", "memory");
   const std::vector<std::string> known = memory_technologies();
   if (std::find(known.begin(), known.end(), m.technology) == known.end()) {
@@ -183,7 +175,34 @@ void resolve_memory(const YamlReader& r, const YAML::Node& root, ArchConfig& a) 
   pr.check_keys(preset.root, "", preset_keys());
   read_timing(r, sec, pr, preset.root, "", m);
   check_shape(r, sec, m);
+}
+
+}  // namespace
+
+void resolve_memory(const YamlReader& r, const YAML::Node& root, ArchConfig& a) {
+  YAML::Node sec = root["memory"];
+  if (!sec || sec.IsNull()) return;
+  std::vector<std::string> keys = preset_keys();
+  keys.erase(keys.begin());  // a config's section names the technology, not the preset's name
+  for (const char* k : {"model", "technology", "channels"}) keys.push_back(k);
+  r.check_keys(sec, "memory", keys);
+  Memory& m = a.memory;
+  const std::string model = r.get_string(sec, "model", "memory", "bandwidth");
+  if (model != "bandwidth" && model != "banks")
+    r.fail(sec["model"], "memory.model", "expected bandwidth or banks, got '" + model + "'");
+  m.model = model == "banks" ? Memory::Model::Banks : Memory::Model::Bandwidth;
+  resolve_technology(r, sec, m);
   resolve_channels(r, sec, a, m);
+}
+
+Memory load_memory_technology(const std::string& name) {
+  YamlDoc doc{"memory", YAML::Node(YAML::NodeType::Map), {}, ""};
+  doc.root["technology"] = name;
+  YamlReader r(doc);
+  Memory m;
+  m.model = Memory::Model::Banks;
+  resolve_technology(r, doc.root, m);
+  return m;
 }
 
 nlohmann::json memory_to_json(const Memory& m) {
