@@ -280,6 +280,11 @@ void DramBanks::fast_forward(int unit, size_t s, size_t k, bool is_write) {
   chunks_.clear();  // (first row, its start) of each stretch between refreshes
   double bus = u.bus_free;
   size_t done = 0, after_refresh = 0;
+  if (bus + static_cast<double>(k) * row_time_ < u.next_refresh) {  // most runs: no refresh falls due
+    chunks_.emplace_back(0, bus);
+    bus += static_cast<double>(k) * row_time_;
+    done = k;
+  }
   while (done < k) {
     if (bus >= u.next_refresh) {
       u.refresh_end = bus + t_.rp + t_.rfc;
