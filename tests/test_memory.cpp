@@ -244,7 +244,7 @@ TEST(MemoryConfig, TechnologiesAreListedAndBadOnesNamed) {
   }
   // A peak that disagrees with hbm.bandwidth_gbps names both.
   try {
-    preset("lpu-asic", {"memory.channels=10"});
+    preset("lpu-asic", {"memory.model=banks", "memory.channels=10"});
     ADD_FAILURE() << "no error";
   } catch (const InputError& e) {
     EXPECT_NE(std::string(e.what()).find("hbm.bandwidth_gbps 3280"), std::string::npos) << e.what();
@@ -254,4 +254,8 @@ TEST(MemoryConfig, TechnologiesAreListedAndBadOnesNamed) {
   EXPECT_DOUBLE_EQ(a.memory.tRCD_ns, 20);
   EXPECT_EQ(a.memory.channels, 64);
   EXPECT_NEAR(a.memory.peak_gbps(), 3276.8, 1e-9);
+  // Under the bandwidth model the section's timing is unused: any bandwidth goes (sweeps of
+  // hbm.bandwidth_gbps on a preset stay valid).
+  EXPECT_NO_THROW(preset("lpu-asic", {"hbm.bandwidth_gbps=82"}));
+  EXPECT_NO_THROW(preset("lpu-asic", {"hbm.bandwidth_gbps=0.5"}));
 }

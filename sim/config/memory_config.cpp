@@ -127,16 +127,33 @@ void check_shape(const YamlReader& r, const YAML::Node& sec, const Memory& m) {
     r.fail(sec, "memory.tRFC_ns", strcat("tRFC_ns ", m.tRFC_ns, " must be shorter than tREFI_ns ", m.tREFI_ns));
 }
 
-// memory.channels, or the count whose peak is nearest hbm.bandwidth_gbps; either way the
-// bank model's peak must be within 5% of the bandwidth model's, so both describe one device.
+// memory.channels, or the count whose peak is nearest hbm.bandwidth_gbps. Under the bank model
+// its peak must be within 5% of the bandwidth model's, so both describe one device; under the
+// bandwidth model the section's timing is unused and any hbm.bandwidth_gbps goes (a sweep of it
+// on a preset stays valid).
 void resolve_channels(const YamlReader& r, const YAML::Node& sec, const ArchConfig& a, Memory& m) {
   const double per = m.channel_gbps();
   if (sec["channels"]) {
     m.channels = static_cast<int>(r.get_int(sec, "channels", "memory"));
     r.check_range(sec, "channels", "memory", m.channels, 1, 65536);
+  } else if (m.model != Memory::Model::Banks) {
+    m.channels = static_cast<int>(std::clamp(std::round(a.hbm.bandwidth_gbps / per), 1.0, 65536.0));
   } else {
-    m.channels = static_cast<int>(std::lround(a.hbm.bandwidth_gbps / per));
+    const double n = std::round(a.hbm.bandwidth_gbps / per);  // before the int: 1e6 GB/s of 1 MT/s x8 is 1e9
+    if (n > 65536)
+      r.fail(sec, "memory.channels",
+             strcat("hbm.bandwidth_gbps ", a.hbm.bandwidth_gbps, " needs ", n, " channels of ", m.technology, " at ",
+                    per, " GB/s each; at most 65536"));
+    m.channels = static_cast<int>(n);
   }
+  if (m.model != Memory::Model::Banks) return;
+  // The model keeps a record per bank: 2^22 of them (128 MiB) at most.
+  const uint64_t banks = static_cast<uint64_t>(m.channels) * static_cast<uint64_t>(m.pseudo_channels) *
+                         static_cast<uint64_t>(m.bank_groups) * static_cast<uint64_t>(m.banks_per_group);
+  if (banks > (uint64_t{1} << 22))
+    r.fail(sec, "memory.channels",
+           strcat(m.channels, " channels x ", m.pseudo_channels, " pseudo-channels x ",
+                  m.bank_groups * m.banks_per_group, " banks = ", banks, " banks; at most 4194304"));
   const double peak = m.peak_gbps();
   if (m.channels < 1 || std::fabs(peak - a.hbm.bandwidth_gbps) > 0.05 * a.hbm.bandwidth_gbps)
     r.fail(sec["channels"] ? sec["channels"] : sec, "memory.channels",
