@@ -35,7 +35,9 @@ FILES=(compiler/support/json_util.h compiler/support/json_util.cpp compiler/supp
        compiler/isa/encoding.cpp sim/simulator.cpp sim/model/device.h sim/model/device.cpp sim/model/engine.h
        sim/model/engine.cpp sim/config/arch_config.h sim/config/arch_config.cpp tests/test_toy_engine.cpp
        tests/toy/toy_isa.h tests/toy/toy_engine.cpp compiler/loopir/lower.cpp workbench/jobs/jobs.cpp
-       compiler/ref/quantise.h compiler/ref/quantise.cpp tests/test_quantise.cpp bindings/python/*.h bindings/python/*.cpp)
+       compiler/ref/quantise.h compiler/ref/quantise.cpp tests/test_quantise.cpp bindings/python/*.h bindings/python/*.cpp
+       sim/model/dram_banks.h sim/model/dram_banks.cpp sim/model/hbm.h sim/model/hbm.cpp sim/config/memory_config.h
+       sim/config/memory_config.cpp sim/config/arch_config.h sim/config/arch_config.cpp tests/test_memory.cpp)
 failed=0
 # A merge that left conflict markers in any tracked file (one reached the README once).
 if git grep -n -E '^(<<<<<<<|>>>>>>>) [^ ]' -- . 2>/dev/null; then

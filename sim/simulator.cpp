@@ -406,6 +406,12 @@ SimResult simulate(const Program& prog, const ArchConfig& arch, const SimOptions
   s.hbm_read_bytes = dev.hbm.counters().read_bytes;
   s.hbm_write_bytes = dev.hbm.counters().write_bytes;
   s.hbm_burst_bytes = dev.hbm.counters().burst_bytes;
+  if (const sim::DramBanks* banks = dev.hbm.banks()) {
+    s.dram_banks = true;
+    s.dram_row_hits = banks->counters().row_hits;
+    s.dram_row_misses = banks->counters().row_misses;
+    s.dram_refreshes = banks->counters().refreshes;
+  }
   double peak_bytes = arch.hbm.bandwidth_gbps * 1e-3 * ctx.finish_ps;  // GB/s * ps
   s.hbm_bandwidth_utilization =
       peak_bytes > 0 ? static_cast<double>(s.hbm_read_bytes + s.hbm_write_bytes) / peak_bytes : 0;
@@ -453,6 +459,13 @@ nlohmann::json stats_to_json(const SimStats& s) {
   j["hbm_write_bytes"] = s.hbm_write_bytes;
   j["hbm_burst_bytes"] = s.hbm_burst_bytes;
   j["hbm_bandwidth_utilization"] = s.hbm_bandwidth_utilization;
+  if (s.dram_banks) {
+    const uint64_t visits = s.dram_row_hits + s.dram_row_misses;
+    j["dram"] = {{"row_hits", s.dram_row_hits},
+                 {"row_misses", s.dram_row_misses},
+                 {"row_hit_rate", visits ? static_cast<double>(s.dram_row_hits) / static_cast<double>(visits) : 0.0},
+                 {"refreshes", s.dram_refreshes}};
+  }
   j["instructions"] = s.instructions;
   j["isu_hazard_stall_cycles"] = s.isu_hazard_stall_cycles;
   j["isu_queue_stall_cycles"] = s.isu_queue_stall_cycles;

@@ -107,6 +107,10 @@ struct SimStats {
   uint64_t hbm_read_bytes = 0, hbm_write_bytes = 0;
   uint64_t hbm_burst_bytes = 0;            // bytes the channels actually moved (burst-rounded)
   double hbm_bandwidth_utilization = 0;    // (read + write) / (peak bandwidth x latency): bytes over peak bytes
+  // Under memory.model: banks (device 0): row buffer hits and misses of its row visits, and
+  // refreshes; `dram` in the JSON, absent under the bandwidth model.
+  bool dram_banks = false;
+  uint64_t dram_row_hits = 0, dram_row_misses = 0, dram_refreshes = 0;
   uint64_t instructions = 0;
   uint64_t isu_hazard_stall_cycles = 0, isu_queue_stall_cycles = 0;
   // Instructions the ISU issued past an older one still waiting in its window (isu.lookahead

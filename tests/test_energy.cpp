@@ -263,7 +263,7 @@ TEST(Energy, BadValuesNameFileLineAndKey) {
 
 // Every preset carries an energy section with every key.
 TEST(Energy, EveryPresetHasEnergies) {
-  for (const char* name : {"lpu-small", "lpu-asic", "lpu-fpga-u55c"}) {
+  for (const char* name : {"lpu-small", "lpu-asic", "lpu-fpga-u55c", "lpu-lpddr"}) {
     ArchConfig a = load_arch_config(resolve_config_path(name));
     EXPECT_TRUE(a.energy.configured) << name;
     EXPECT_EQ(a.energy.vxe_pj_per_op.size(), energy_vxe_classes().size()) << name;

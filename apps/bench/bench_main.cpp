@@ -19,6 +19,7 @@
 #include <cstdio>
 #include <functional>
 #include <iostream>
+#include <random>
 #include <string>
 
 #include "generate/generate.h"
@@ -28,6 +29,7 @@
 #include "policy_registry.h"
 #include "generate/regional.h"
 #include "jobs/roofline.h"
+#include "model/dram_banks.h"
 #include "support/error.h"
 
 using namespace lpu;
@@ -312,15 +314,15 @@ void compile_scaling(const ArchConfig& arch) {
 
 // Achievable HBM bandwidth of the model (its calibration): a stream of DMA loads of one
 // transfer size and access shape, as achieved GB/s and % of the configured peak.
-void hbm(const ArchConfig& base) {
+void hbm_dma(const ArchConfig& a) {
   struct Shape { const char* what; int64_t rows, cols, rs; };  // fp16 elements
   const Shape shapes[] = {{"contiguous 4 KiB", 1, 2048, 0},   {"contiguous 64 KiB", 16, 2048, 2048},
                           {"contiguous 1 MiB", 256, 2048, 2048}, {"rows of 256 B, stride 4 KiB", 256, 128, 2048},
                           {"rows of 64 B, stride 4 KiB", 256, 32, 2048}, {"rows of 16 B, stride 4 KiB", 256, 8, 2048}};
   std::vector<std::vector<std::string>> rows;
   for (int engines : {1, 2, 4}) {
-    ArchConfig a = base;
-    a.dma.engines = engines;
+    ArchConfig e = a;
+    e.dma.engines = engines;
     for (const Shape& s : shapes) {
       int64_t n = 64, bytes_per = s.rows * s.cols * 2, span = std::max(s.rows * s.rs, s.cols) * 2;
       std::string text = strcat(".program hbm\n.buffer src hbm:0x0 f16[", n * span / 2 + s.cols, "] input\n.kernel 0 k\n");
@@ -328,16 +330,71 @@ void hbm(const ArchConfig& base) {
         text += strcat("dma.load f16 [", s.rows, ", ", s.cols, "] lm:0x", std::hex, (i % 2) * bytes_per * 2, std::dec,
                        " <- hbm:0x", std::hex, i * span, std::dec, " [", s.rs, ", 1]\n");
       Program p = parse_program(text + "halt\n");
-      SimStats st = simulate(p, a, {}).stats;
+      SimStats st = simulate(p, e, {}).stats;
       double gbps = static_cast<double>(st.hbm_read_bytes) / (st.latency_us * 1e3);
-      rows.push_back({std::to_string(engines), s.what, fmt("%.1f", gbps), fmt("%.1f%%", 100 * gbps / a.hbm.bandwidth_gbps),
+      rows.push_back({std::to_string(engines), s.what, fmt("%.1f", gbps), fmt("%.1f%%", 100 * gbps / e.hbm.bandwidth_gbps),
                       fmt("%.2f", static_cast<double>(st.hbm_burst_bytes) / static_cast<double>(st.hbm_read_bytes))});
     }
   }
-  std::cout << "HBM calibration on " << base.name << " (peak " << base.hbm.bandwidth_gbps << " GB/s x efficiency "
-            << base.hbm.efficiency << ", " << base.hbm.channels << " channels, " << base.hbm.burst_bytes
-            << " B bursts; 64 DMA loads per point)\n"
-            << format_table({"dma_engines", "access", "achieved_GB/s", "of_peak", "burst_overhead"}, rows);
+  std::cout << "HBM calibration on " << a.name << " (peak " << a.hbm.bandwidth_gbps << " GB/s x efficiency "
+            << a.hbm.efficiency << ", " << a.hbm.channels << " channels, " << a.hbm.burst_bytes
+            << " B bursts; 64 DMA loads per point)\n";
+  if (a.memory.model == ArchConfig::Memory::Model::Banks)
+    std::cout << "  memory.model banks: " << a.memory.technology << ", " << a.memory.channels << " channels x "
+              << a.memory.pseudo_channels << " pseudo-channels, " << a.memory.burst_bytes() << " B bursts, peak "
+              << a.memory.peak_gbps() << " GB/s\n";
+  std::cout << format_table({"dma_engines", "access", "achieved_GB/s", "of_peak", "burst_overhead"}, rows);
+}
+
+// The bank model of each technology alone (no DMA engines in front): 8 channels each, access
+// patterns issued at once (a deep queue), as GB/s and % of the technology's peak.
+void hbm_banks() {
+  struct Pattern {
+    const char* what;
+    uint64_t len, stride, count;
+    int write_every;  // every Nth run a write (0: none)
+    bool random;
+  };
+  const Pattern patterns[] = {{"stream 1 MiB runs", 1 << 20, 1 << 20, 128, 0, false},
+                              {"stream 1 MiB, 1 write in 3", 1 << 20, 1 << 20, 128, 3, false},
+                              {"256 B every 8 KiB", 256, 8 << 10, 1 << 16, 0, false},
+                              {"random 64 B in 1 GiB", 64, 0, 1 << 17, 0, true},
+                              {"random 64 B, 1 write in 3", 64, 0, 1 << 17, 3, true}};
+  std::vector<std::vector<std::string>> rows;
+  for (const std::string& tech : memory_technologies()) {
+    ArchConfig::Memory m = load_memory_technology(tech);
+    m.channels = 8;
+    for (const Pattern& p : patterns) {
+      sim::DramBanks banks(m);
+      std::mt19937_64 rng(28);
+      double done = 0;
+      for (uint64_t i = 0; i < p.count; ++i) {
+        const uint64_t addr = p.random ? (rng() % ((1ull << 30) / 64)) * 64 : i * p.stride;
+        const bool write = p.write_every && i % static_cast<uint64_t>(p.write_every) == 0;
+        done = std::max(done, banks.access(addr, p.len, write, 0));
+      }
+      const double gbps = static_cast<double>(p.len * p.count) / (done * 1e-3);
+      const auto& c = banks.counters();
+      rows.push_back({tech, fmt("%.1f", m.peak_gbps()), p.what, fmt("%.1f", gbps), fmt("%.1f%%", 100 * gbps / m.peak_gbps()),
+                      fmt("%.3f", static_cast<double>(c.row_hits) / static_cast<double>(c.row_hits + c.row_misses))});
+    }
+  }
+  std::cout << "\nBank model by technology (configs/memory/*.yaml; 8 channels each; every access issued at once)\n"
+            << format_table({"technology", "peak_GB/s", "access", "achieved_GB/s", "of_peak", "row_hit_rate"}, rows);
+}
+
+// The calibration on the config's memory model; with a memory section, again on the bank
+// model, then each technology's bank model alone.
+void hbm(const ArchConfig& base) {
+  hbm_dma(base);
+  if (!base.memory.configured()) return;
+  if (base.memory.model != ArchConfig::Memory::Model::Banks) {
+    ArchConfig banked = base;
+    banked.memory.model = ArchConfig::Memory::Model::Banks;
+    std::cout << "\n";
+    hbm_dma(banked);
+  }
+  hbm_banks();
 }
 
 // Every backend of the --emit registry on one decode step (the program compiled once).

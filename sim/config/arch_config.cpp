@@ -4,6 +4,7 @@
 #include <filesystem>
 #include <utility>
 
+#include "config/memory_config.h"
 #include "ops/reduction.h"
 #include "ops/scalar_ops.h"
 #include "support/error.h"
@@ -262,8 +263,8 @@ void resolve_extensions(YamlReader& r, const YAML::Node& root, ArchConfig& a) {
 ArchConfig resolve(YamlDoc& doc) {
   YamlReader r(doc);
   const YAML::Node& root = doc.root;
-  std::vector<std::string> sections = {"name", "clock_ghz", "devices", "hbm",  "dma",    "lmu", "vxe",
-                                       "sxe",  "isu",       "esl",     "host", "energy", "sim"};
+  std::vector<std::string> sections = {"name", "clock_ghz", "devices", "hbm", "memory", "dma",    "lmu",
+                                       "vxe",  "sxe",       "isu",     "esl", "host",   "energy", "sim"};
   for (const ConfigSection& ext : extension_sections()) sections.push_back(ext.name);
   r.check_keys(root, "", sections);
   ArchConfig a;
@@ -274,6 +275,7 @@ ArchConfig resolve(YamlDoc& doc) {
   a.devices = static_cast<int>(r.get_int(root, "devices", ""));
   r.check_range(root, "devices", "", a.devices, 1, 1024);
   resolve_hbm(r, root, a);
+  resolve_memory(r, root, a);
   resolve_dma(r, root, a);
   resolve_lmu(r, root, a);
   resolve_vxe(r, root, a);
@@ -440,6 +442,7 @@ nlohmann::json arch_to_json(const ArchConfig& a) {
               {"capacity_gib", a.hbm.capacity_gib},     {"latency_ns", a.hbm.latency_ns},
               {"burst_bytes", a.hbm.burst_bytes},       {"interleave_bytes", a.hbm.interleave_bytes},
               {"efficiency", a.hbm.efficiency}};
+  if (a.memory.model == ArchConfig::Memory::Model::Banks) j["memory"] = memory_to_json(a.memory);
   j["dma"] = {{"engines", a.dma.engines}, {"setup_cycles", a.dma.setup_cycles}, {"queue_depth", a.dma.queue_depth}};
   j["lmu"] = {{"capacity_kib", a.lmu.capacity_kib},
               {"banks", a.lmu.banks},

@@ -32,6 +32,37 @@ struct ArchConfig {
     double efficiency = 0.9;     // sustained fraction of peak bandwidth (refresh, bank conflicts)
   } hbm;
 
+  // The device memory's timing model (docs/memory.md). `bandwidth` is the model of `hbm`
+  // above (per-channel service at bandwidth x efficiency); `banks` serves every access through
+  // channels, pseudo-channels, bank groups and banks with row buffers, activation windows,
+  // refresh and read/write turnaround, from the timing of a named technology
+  // (configs/memory/TECHNOLOGY.yaml), any key of which the section may override. `hbm` stays
+  // the capacity and the bandwidth model's description under both models.
+  struct Memory {
+    enum class Model { Bandwidth, Banks };
+    enum class PagePolicy { Open, Closed };
+    Model model = Model::Bandwidth;
+    std::string technology;     // empty: the config has no memory section
+    double data_rate_mtps = 0;  // per data pin, MT/s
+    int channel_bits = 0;       // data bus width of one channel
+    int pseudo_channels = 1;    // independent halves of a channel, each with its own banks
+    int bank_groups = 1, banks_per_group = 1;
+    int row_bytes = 0;     // row buffer (page) of one bank of one pseudo-channel
+    int burst_length = 0;  // beats per column access
+    double tRCD_ns = 0, tRP_ns = 0, tCL_ns = 0, tRAS_ns = 0, tRRD_ns = 0, tFAW_ns = 0;
+    double tWTR_ns = 0, tRTW_ns = 0, tREFI_ns = 0, tRFC_ns = 0;
+    PagePolicy page_policy = PagePolicy::Open;
+    std::string address_mapping;  // fields Ro Ba Bg Co Pc Ch, most significant first
+    // Channels of the device: given, or the count whose peak is nearest hbm.bandwidth_gbps
+    // (which it must match within 5%).
+    int channels = 0;
+    bool configured() const { return !technology.empty(); }
+    int pseudo_channel_bits() const { return channel_bits / pseudo_channels; }
+    int burst_bytes() const { return burst_length * pseudo_channel_bits() / 8; }
+    double channel_gbps() const { return data_rate_mtps * 1e-3 * channel_bits / 8; }
+    double peak_gbps() const { return channel_gbps() * channels; }
+  } memory;
+
   struct Dma {
     int engines = 2;        // transfers in flight at once
     int setup_cycles = 16;  // descriptor processing per transfer
@@ -186,5 +217,11 @@ const std::vector<std::string>& energy_vxe_classes();
 // The engines energy is split over, in report order: "hbm", "sxe", "vxe", "lmu", "dma", "esl", "isu".
 const std::vector<std::string>& energy_engines();
 const char* sxe_model_name(ArchConfig::Sxe::Model m);
+const char* memory_model_name(ArchConfig::Memory::Model m);
+// The technologies configs/memory/ describes (file stems, sorted).
+std::vector<std::string> memory_technologies();
+// A technology's preset alone (channels 0: the caller sets how many), validated as a config's
+// memory section would be; an InputError for a name configs/memory/ does not have.
+ArchConfig::Memory load_memory_technology(const std::string& name);
 
 }  // namespace lpu

@@ -8,7 +8,8 @@
 
 namespace lpu::sim {
 
-Hbm::Hbm(sc_core::sc_module_name name, DeviceContext& ctx) : sc_module(name), socket("socket"), sxe_socket("sxe_socket"), ctx_(ctx) {
+Hbm::Hbm(sc_core::sc_module_name name, DeviceContext& ctx)
+    : sc_module(name), socket("socket"), sxe_socket("sxe_socket"), ctx_(ctx) {
   socket.register_b_transport(this, &Hbm::b_transport);
   sxe_socket.register_b_transport(this, &Hbm::b_transport);
   const auto& h = ctx.arch->hbm;
@@ -16,21 +17,36 @@ Hbm::Hbm(sc_core::sc_module_name name, DeviceContext& ctx) : sc_module(name), so
   // GB/s = 1e9 B/s = 1e-3 B/ps.
   per_channel_bytes_per_ps_ = h.bandwidth_gbps * 1e-3 / h.channels * h.efficiency;
   latency_ps_ = h.latency_ns * 1000.0;
+  size_t channels = static_cast<size_t>(h.channels);
+  if (ctx.arch->memory.model == ArchConfig::Memory::Model::Banks) {
+    banks_ = std::make_unique<DramBanks>(ctx.arch->memory);
+    latency_ps_ = std::max(0.0, latency_ps_ - banks_->miss_latency_ps());
+    channels = static_cast<size_t>(banks_->units());
+  }
+  // For the trace: the busy window of each group of channels (8 groups at most).
+  trace_groups_ = std::min<size_t>(channels, 8);
+  per_group_ = (channels + trace_groups_ - 1) / trace_groups_;
 }
 
-void Hbm::b_transport(tlm::tlm_generic_payload& trans, sc_core::sc_time& delay) {
+void Hbm::note_busy(size_t c, double s, double e) {
+  auto& windows = ctx_.hbm_windows;
+  // A window that overlaps or touches the last one joins it: the log keeps only their union
+  // (append_union), and most of a transaction's channel windows overlap.
+  if (!windows.empty() && s <= windows.back().second && windows.back().first <= e) {
+    windows.back().first = std::min(windows.back().first, s);
+    windows.back().second = std::max(windows.back().second, e);
+  } else {
+    windows.emplace_back(s, e);
+  }
+  if (ctx_.record_trace) {
+    size_t g = c / per_group_;
+    g_start_[g] = g_start_[g] < 0 ? s : std::min(g_start_[g], s);
+    g_end_[g] = std::max(g_end_[g], e);
+  }
+}
+
+double Hbm::serve_bandwidth(uint64_t lo, uint64_t hi, double start) {
   const auto& h = ctx_.arch->hbm;
-  uint64_t addr = trans.get_address();
-  uint64_t len = trans.get_data_length();
-  double start = (sc_core::sc_time_stamp() + delay).to_double();
-
-  // Burst-align the run: [first burst start, last burst end).
-  uint64_t burst = static_cast<uint64_t>(h.burst_bytes);
-  uint64_t lo = addr / burst * burst;
-  uint64_t hi = (addr + len + burst - 1) / burst * burst;
-  counters_.burst_bytes += hi - lo;
-  (trans.is_read() ? ctx_.energy.hbm_read_bytes : ctx_.energy.hbm_write_bytes) += hi - lo;
-
   // Bytes per channel: walk interleave granules; whole rounds over all channels at once.
   uint64_t il = static_cast<uint64_t>(h.interleave_bytes);
   uint64_t nch = static_cast<uint64_t>(h.channels);
@@ -55,13 +71,6 @@ void Hbm::b_transport(tlm::tlm_generic_payload& trans, sc_core::sc_time& delay) 
     if (++ch == nch) ch = 0;
   }
   double done = start;
-  // For the trace: the busy window of each group of channels (8 groups at most).
-  size_t groups = std::min<size_t>(nch, 8), per_group = (nch + groups - 1) / groups;
-  if (ctx_.record_trace) {
-    g_start_.assign(groups, -1);
-    g_end_.assign(groups, 0);
-  }
-  auto& windows = ctx_.hbm_windows;
   // Most channels of a transaction get the same bytes (whole rounds): their service time is
   // divided out once (the same operands give the same quotient).
   uint64_t last_bytes = 0;
@@ -76,22 +85,37 @@ void Hbm::b_transport(tlm::tlm_generic_payload& trans, sc_core::sc_time& delay) 
     double e = s + last_ps;
     channel_free_ps_[c] = e;
     done = std::max(done, e);
-    // A window that overlaps or touches the last one joins it: the log keeps only their union
-    // (append_union), and most of a transaction's channel windows overlap.
-    if (!windows.empty() && s <= windows.back().second && windows.back().first <= e) {
-      windows.back().first = std::min(windows.back().first, s);
-      windows.back().second = std::max(windows.back().second, e);
-    } else {
-      windows.emplace_back(s, e);
-    }
-    if (ctx_.record_trace) {
-      size_t g = c / per_group;
-      g_start_[g] = g_start_[g] < 0 ? s : std::min(g_start_[g], s);
-      g_end_[g] = std::max(g_end_[g], e);
-    }
+    note_busy(c, s, e);
   }
+  return done;
+}
+
+double Hbm::serve_banks(uint64_t lo, uint64_t hi, bool is_write, double start) {
+  double done = banks_->access(lo, hi - lo, is_write, start);
+  for (const DramBanks::Busy& b : banks_->busy()) note_busy(static_cast<size_t>(b.unit), b.start_ps, b.end_ps);
+  return done;
+}
+
+void Hbm::b_transport(tlm::tlm_generic_payload& trans, sc_core::sc_time& delay) {
+  const auto& h = ctx_.arch->hbm;
+  uint64_t addr = trans.get_address();
+  uint64_t len = trans.get_data_length();
+  double start = (sc_core::sc_time_stamp() + delay).to_double();
+
+  // Burst-align the run: [first burst start, last burst end).
+  uint64_t burst = banks_ ? banks_->burst_bytes() : static_cast<uint64_t>(h.burst_bytes);
+  uint64_t lo = addr / burst * burst;
+  uint64_t hi = (addr + len + burst - 1) / burst * burst;
+  counters_.burst_bytes += hi - lo;
+  (trans.is_read() ? ctx_.energy.hbm_read_bytes : ctx_.energy.hbm_write_bytes) += hi - lo;
+
+  if (ctx_.record_trace) {
+    g_start_.assign(trace_groups_, -1);
+    g_end_.assign(trace_groups_, 0);
+  }
+  double done = banks_ ? serve_banks(lo, hi, !trans.is_read(), start) : serve_bandwidth(lo, hi, start);
   if (ctx_.record_trace)
-    for (size_t g = 0; g < groups; ++g)
+    for (size_t g = 0; g < trace_groups_; ++g)
       if (g_start_[g] >= 0)
         ctx_.trace.push_back({-1 - static_cast<int>(g), -1, 0, g_start_[g], g_end_[g],
                               strcat(trans.is_read() ? "read " : "write ", len, " B @0x", std::hex, addr)});

@@ -6,10 +6,18 @@
 // channel's previous reservation ends (first come, first served). The transaction completes
 // when its last channel finishes, plus the access latency. Streams that share channels
 // therefore queue behind each other: contention is modelled, not ignored.
+//
+// Under memory.model: banks the timing is the bank model's instead (model/dram_banks.h):
+// each pseudo-channel is a channel here, and the access latency is hbm.latency_ns less the
+// row miss's DRAM time the bank model adds itself (tRCD + tCL): the controller, PHY and
+// interconnect part of the path.
 #pragma once
-#include <tlm>
 #include <tlm_utils/simple_target_socket.h>
 
+#include <memory>
+#include <tlm>
+
+#include "model/dram_banks.h"
 #include "model/sim_context.h"
 
 namespace lpu::sim {
@@ -28,9 +36,17 @@ class Hbm : public sc_core::sc_module {
     uint64_t read_bytes = 0, write_bytes = 0, burst_bytes = 0;
   };
   const Counters& counters() const { return counters_; }
+  // The bank model (memory.model: banks), else null.
+  const DramBanks* banks() const { return banks_.get(); }
 
  private:
   void b_transport(tlm::tlm_generic_payload& trans, sc_core::sc_time& delay);
+  // The timing of one transaction of the burst-aligned run [lo, hi): when its last channel
+  // finishes, before the access latency.
+  double serve_bandwidth(uint64_t lo, uint64_t hi, double start);
+  double serve_banks(uint64_t lo, uint64_t hi, bool is_write, double start);
+  // Notes channel c's busy window [s, e) in the device's HBM windows and the trace's groups.
+  void note_busy(size_t c, double s, double e);
 
   DeviceContext& ctx_;
   std::vector<double> channel_free_ps_;
@@ -38,6 +54,8 @@ class Hbm : public sc_core::sc_module {
   // and (for the trace) each channel group's busy window.
   std::vector<uint64_t> bytes_;
   std::vector<double> g_start_, g_end_;
+  size_t trace_groups_ = 0, per_group_ = 1;
+  std::unique_ptr<DramBanks> banks_;
   double per_channel_bytes_per_ps_;
   double latency_ps_;
   Counters counters_;

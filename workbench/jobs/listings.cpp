@@ -81,6 +81,12 @@ std::string describe_arch_config(const ArchConfig& a) {
       << a.sxe.dequant_cycles << " stage(s)";
   if (a.energy.configured) out << ", " << a.energy.sxe_pj_per_dequant << " pJ/weight";
   out << "\n";
+  if (const auto& m = a.memory; m.configured())
+    out << "  memory: " << memory_model_name(m.model) << " model; " << m.technology << " (" << m.data_rate_mtps
+        << " MT/s): " << m.channels << " channels x " << m.pseudo_channels << " pseudo-channels x "
+        << m.bank_groups * m.banks_per_group << " banks, " << m.row_bytes << " B rows, peak " << m.peak_gbps()
+        << " GB/s, tRCD/tRP/tCL/tRAS " << m.tRCD_ns << "/" << m.tRP_ns << "/" << m.tCL_ns << "/" << m.tRAS_ns
+        << " ns, tREFI/tRFC " << m.tREFI_ns << "/" << m.tRFC_ns << " ns, " << m.address_mapping << "\n";
   if (!a.energy.configured) {
     out << "  energy: not modelled (no energy section)\n";
     return out.str();

@@ -1,0 +1,128 @@
+// The bank-level timing of device memory (memory.model: banks; docs/memory.md): channels,
+// pseudo-channels, bank groups and banks with row buffers, from a technology's timing.
+//
+// Fast by construction: a transaction (one contiguous run) is cut into row visits, one per
+// pseudo-channel ("unit": its own data bus and banks) and row it touches, and each visit is
+// timed analytically from per-bank and per-unit state, never burst by burst with events:
+//   row hit (open page, the bank's open row)   data from max(request, bus) + tCL
+//   row miss                                   precharge when a row is open (after tRAS and
+//                                              its last data), activate (after tRP, tRRD since
+//                                              the unit's last activate, tFAW since its 4th
+//                                              last, a refresh's end), data tRCD + tCL later
+//   the unit's data bus                        first come, first served; bursts back to back;
+//                                              tWTR + tCL after writes before a read, tRTW
+//                                              after reads before a write
+//   refresh                                    every tREFI each unit precharges (tRP) and
+//                                              refreshes (tRFC) after its current visit; rows
+//                                              close
+// The address mapping (most significant field first, e.g. RoBaBgCoPcCh) cuts the address into
+// row, bank, bank group, column, pseudo-channel and channel. When its three lowest fields are
+// Co, Pc and Ch (in any order) the address space is a sequence of sweeps, each one row of one
+// bank in every unit: a run is cut into sweeps and each unit's share of a sweep is one visit,
+// found by arithmetic, with no walk over bursts. In a long run of whole sweeps a unit streams
+// rows back to back once every bank has had its turn: those rows are counted in one step up to
+// the next refresh (their activations placed just in time), not visited one by one. Other
+// mappings walk the run burst by burst (exact, slower).
+#pragma once
+#include <cstdint>
+#include <utility>
+#include <vector>
+
+#include "config/arch_config.h"
+
+namespace lpu::sim {
+
+class DramBanks {
+ public:
+  // fast_forward false visits every row (tests compare the two).
+  explicit DramBanks(const ArchConfig::Memory& m, bool fast_forward = true);
+
+  // Times one contiguous run of `len` bytes at `addr` asked for at `start_ps`; returns when its
+  // last byte moved on the data bus (ps). busy() then holds each unit's window of this run.
+  double access(uint64_t addr, uint64_t len, bool is_write, double start_ps);
+  struct Busy {
+    int unit;
+    double start_ps, end_ps;
+  };
+  const std::vector<Busy>& busy() const { return busy_; }
+
+  struct Counters {
+    uint64_t bursts = 0, row_hits = 0, row_misses = 0, refreshes = 0;
+    uint64_t fast_rows = 0;  // rows the fast path counted (of row_misses)
+  };
+  const Counters& counters() const { return counters_; }
+  int units() const { return static_cast<int>(units_.size()); }
+  uint64_t burst_bytes() const { return burst_bytes_; }
+  // A row miss's DRAM time before its first data: tRCD + tCL.
+  double miss_latency_ps() const { return t_.rcd + t_.cl; }
+
+ private:
+  struct Bank {
+    int64_t row = -1;  // open row, -1 closed
+    double act = -1e300, data_end = 0, next_act = 0;
+  };
+  struct Unit {
+    double bus_free = 0, last_act = -1e300, refresh_end = 0, next_refresh = 0;
+    double faw[4] = {-1e300, -1e300, -1e300, -1e300};
+    int faw_i = 0;
+    bool wrote = false, used = false;
+  };
+  struct Pending {  // the visit being gathered for a unit by the burst walk
+    int64_t row = -1;
+    int bank = -1;
+    uint64_t bursts = 0;
+  };
+  enum Field { Ro, Ba, Bg, Co, Pc, Ch };
+
+  struct BankRow {
+    int bank;
+    int64_t row;
+  };
+  // Times one row visit of `bursts` bursts; returns when its data starts.
+  double visit(int unit, int bank, int64_t row, uint64_t bursts, bool is_write, double t0);
+  void walk(uint64_t b, uint64_t hi, bool is_write, double t0);
+  BankRow sweep_target(uint64_t sweep) const;
+  void partial_sweep(uint64_t sweep, uint64_t a, uint64_t e, bool is_write, double t0);
+  void sweep_run(uint64_t first, uint64_t count, bool is_write, double t0);
+  void run_unit(int unit, bool is_write, double t0);
+  bool streams_from(int unit, size_t s, size_t n, bool is_write, double t0) const;
+  void fast_forward(int unit, size_t s, size_t k, bool is_write);
+  void refresh(Unit& u, double t);
+  void flush(int unit, bool is_write, double t0);
+  void set_digits(uint64_t burst_index);
+  void step_digits(size_t from);
+  int unit_of() const { return digit_[field_pos_[Ch]] * pcs_ + digit_[field_pos_[Pc]]; }
+  int bank_of() const { return digit_[field_pos_[Bg]] * banks_per_group_ + digit_[field_pos_[Ba]]; }
+  int64_t row_of() const { return static_cast<int64_t>(digit_[field_pos_[Ro]]); }
+
+  struct Timing {  // ps
+    double rcd, rp, cl, ras, rrd, faw, wtr, rtw, refi, rfc, burst;
+  } t_;
+  bool open_page_;
+  uint64_t burst_bytes_;
+  int pcs_, banks_per_group_, banks_per_unit_;
+  uint64_t row_bursts_;
+  // The mapping, least significant field first: its field and count (the row's is unbounded).
+  std::vector<Field> order_;
+  std::vector<uint64_t> radix_;
+  size_t field_pos_[6] = {};
+  std::vector<uint64_t> digit_;
+  bool row_sweeps_ = false;  // the three lowest fields are Co, Pc, Ch
+  uint64_t sweep_bursts_ = 0;
+  uint64_t w_co_ = 1;
+  std::vector<int64_t> unit_offset_;
+  double row_time_ = 0;
+  bool fast_forward_ok_ = false;
+  std::vector<BankRow> seq_;  // the rows of a run of sweeps
+  std::vector<std::pair<size_t, double>> chunks_;
+
+  std::vector<Unit> units_;
+  std::vector<Bank> banks_;
+  std::vector<Pending> pending_;
+  std::vector<int> touched_;  // units with a pending visit
+  std::vector<double> first_, last_;
+  std::vector<Busy> busy_;
+  Counters counters_;
+};
+
+}  // namespace lpu::sim
