@@ -24,6 +24,14 @@ constexpr int64_t kMaxYamlNodes = 1'000'000;
 // "billion laughs") is small in memory but expands exponentially for every walk over it: the
 // walk counts the nodes it expands and refuses the document past kMaxYamlNodes, before any
 // reader walks it.
+// The path of a child for messages, kept short: a self-referential alias (`a: &x [*x]`) nests
+// without end, and a path growing with the depth made the bounded walk quadratic (a hang).
+std::string child_path(const std::string& path, const std::string& step) {
+  constexpr size_t kMaxPathChars = 256;
+  if (path.size() >= kMaxPathChars) return path.back() == '.' ? path : path + "...";
+  return path + step;
+}
+
 void check_keys_unique(const YAML::Node& root, const std::string& file) {
   std::vector<std::pair<YAML::Node, std::string>> todo{{root, ""}};
   int64_t expanded = 0;
@@ -35,7 +43,7 @@ void check_keys_unique(const YAML::Node& root, const std::string& file) {
                               ": the document expands to more than ", kMaxYamlNodes,
                               " nodes (aliases nesting aliases?); no workbench file needs that many"));
     if (n.IsSequence()) {
-      for (size_t i = 0; i < n.size(); ++i) todo.push_back({n[i], strcat(path, "[", i, "]")});
+      for (size_t i = 0; i < n.size(); ++i) todo.push_back({n[i], child_path(path, strcat("[", i, "]"))});
     } else if (n.IsMap()) {
       std::map<std::string, int> seen;  // key -> line
       for (auto it = n.begin(); it != n.end(); ++it) {
@@ -47,7 +55,7 @@ void check_keys_unique(const YAML::Node& root, const std::string& file) {
         if (auto [at, fresh] = seen.emplace(k, line); !fresh)
           throw InputError(strcat(file, ":", line, ": ", join_path(path, k), ": duplicate key (first given on line ",
                                   at->second, ")"));
-        todo.push_back({it->second, join_path(path, k)});
+        todo.push_back({it->second, path.size() >= 256 ? child_path(path, "") : join_path(path, k)});
       }
     }
   }

@@ -730,6 +730,8 @@ CASES = [
          ["serve", "tiny-llama", "--trace-file", "{f}"], {"f": text(bytes(range(256)), ".csv")}),
     Case("asm_nul_on_line_2", 2, r"{f}: binary data \(a NUL byte on line 2\), expected assembly text",
          ["sim", "{f}"], {"f": text(b".program p\nhal\x00t\n", ".s")}),
+    Case("config_self_referential_alias", 2, r"{f}:\d+: memory.*expands to more than 1000000 nodes", ["check-config", "{f}"],
+         {"f": text("memory: &a [*a]\n")}),
     Case("config_nul_byte", 2, r"{f}: binary data \(a NUL byte on line 2\), expected YAML",
          ["check-config", "{f}"], {"f": text(b"name: x\nclock_ghz: 1\x00\n")}),
     Case("graph_op_with_escaped_nul", 2, r"{f}: .*fro\\x00b\\x1bnicate",
