@@ -2,6 +2,7 @@
 
 #include "codegen/collective.h"
 #include "codegen/tile_footprint.h"
+#include "driver/compile_cache.h"
 
 #include "graph/ops.h"
 #include "passes/passes.h"
@@ -56,12 +57,17 @@ Compilation compile_graph(const Graph& g, const CompileOptions& opts) {
   // The access analyses of this loop IR, shared by every kernel the scheduler sizes and the
   // final tiling (codegen/tile_footprint.h).
   TileAccessCache access;
-  if (opts.cost_model)
+  // The cost model memoised by kernel content without names (compile_cache.h): a decoder's
+  // layers ask for the same kernels' costs, each computed once.
+  KernelCostMemo memo;
+  if (opts.cost_model) {
     so.kernel_cost = opts.cost_model(lp, cg);
-  else
-    so.kernel_cost = [&lp, &cg, &access](const Kernel& k, bool with_traffic) {
-      return kernel_cost(lp, k, cg, with_traffic, &access);
+  } else {
+    memo.prepare(lp, &access);
+    so.kernel_cost = [&lp, &cg, &memo](const Kernel& k, bool with_traffic) {
+      return memo.cost(lp, k, cg, with_traffic);
     };
+  }
   c.schedule = schedule_program(c.loop_ir, so);
   try {  // the kernels must be what codegen and the handlers rely on; if not, it is our bug
     verify_schedule(c.loop_ir, c.schedule);

@@ -1,10 +1,17 @@
 #include "driver/compile_cache.h"
 
 #include <algorithm>
+#include <cstdlib>
+#include <functional>
+#include <map>
 #include <set>
+#include <unordered_map>
 
 #include "codegen/lpu_codegen.h"
+#include "graph/attrs_json.h"
+#include "ops/scalar_ops.h"
 #include "support/error.h"
+#include "support/units.h"
 
 namespace lpu {
 
@@ -29,52 +36,141 @@ int64_t KernelCostMemo::intern(const std::string& s) {
   return it->second.first;
 }
 
-void KernelCostMemo::prepare(const LoopProgram& p) {
+namespace {
+
+// Node n's content without its names: everything print_loop_node shows (kind, loop ranges,
+// dtypes, the store index, the body with every load's index) with its buffers under local
+// names $0, $1, ... in the order they appear (output, the body's loads, the gather index, the
+// table, host inputs). `bufs` receives the real names in that order. The same text for the
+// same node in every layer; written directly, not printed, since every node is keyed.
+std::string anonymous_key(const LoopNode& n, std::vector<std::string>& bufs) {
+  // std::to_string and appends, not strcat (an ostringstream a call): this runs on every node.
+  std::map<std::string, size_t> local;
+  std::string k;
+  auto name = [&](const std::string& b) {
+    auto [it, fresh] = local.try_emplace(b, local.size());
+    if (fresh) bufs.push_back(b);
+    k += '$';
+    k += std::to_string(it->second);
+  };
+  auto ints = [&](const std::vector<int64_t>& v) {
+    k += '[';
+    for (int64_t x : v) (k += std::to_string(x)) += ',';
+    k += ']';
+  };
+  std::function<void(const Expr&)> expr = [&](const Expr& e) {
+    if (!e) return k.append("-"), void();
+    ((((k += '(') += std::to_string(static_cast<int>(e->kind))) += ':') += dtype_name(e->dtype)) += ':';
+    switch (e->kind) {
+      case ExprKind::Load:
+        name(e->buffer);
+        ((k += '[') += e->index.str()) += ']';
+        break;
+      case ExprKind::Constant: k += format_number("%a", e->value); break;
+      case ExprKind::IndexExpr: k += e->index.str(); break;
+      case ExprKind::Call: k += scalar_op_name(e->op); break;
+      case ExprKind::Cast: break;
+    }
+    for (const auto& arg : e->args) expr(arg);
+    k += ')';
+  };
+  (((((k += std::to_string(static_cast<int>(n.kind))) += ' ') += std::to_string(static_cast<int>(n.reduction))) +=
+    ' ') += dtype_name(n.dtype)) += ' ';
+  ints(n.ranges);
+  ints(n.reduction_ranges);
+  k += ' ';
+  name(n.out());
+  ((k += '[') += n.store_index.str()) += "]=";
+  expr(n.body);
+  expr(n.gather_index);
+  if (!n.gather_table.empty()) {
+    k += " table ";
+    name(n.gather_table);
+  }
+  if (is_opaque(n.kind)) {
+    (((k += ' ') += n.host_op) += ' ') += attrs_to_json(n.host_attrs);
+    for (const auto& h : n.host_inputs) {
+      k += ',';
+      name(h);
+    }
+  }
+  return k;
+}
+
+bool same_cost(const KernelCost& a, const KernelCost& b) {
+  return a.hbm_bytes == b.hbm_bytes && a.lmu_bytes == b.lmu_bytes && a.tile_rows == b.tile_rows && a.fits == b.fits &&
+         a.col_tiled == b.col_tiled && a.no_columns.empty() == b.no_columns.empty();
+}
+
+}  // namespace
+
+void KernelCostMemo::prepare(const LoopProgram& p, TileAccessCache* access) {
   // Keep what the previous compile used (epoch_), drop the rest, then start this compile.
   std::erase_if(ids_, [&](const auto& e) { return e.second.second < epoch_; });
   std::erase_if(memo_, [&](const auto& e) { return e.second.second < epoch_; });
   ++epoch_;
-  access_ = std::make_unique<TileAccessCache>();
+  own_access_ = access ? nullptr : std::make_unique<TileAccessCache>();
+  access_ = access ? access : own_access_.get();
   node_ids_.clear();
+  node_buffers_.clear();
+  // Each buffer's properties once, as the id of their text (a weight is read by one node, an
+  // activation by a few: building the text per use cost as much as the nodes' own).
+  std::unordered_map<std::string, int64_t> buffer_ids;
+  auto buffer_id = [&](const std::string& name) {
+    auto [it, fresh] = buffer_ids.try_emplace(name, -1);
+    if (!fresh) return it->second;
+    auto b = p.buffers.find(name);
+    if (b == p.buffers.end()) return it->second = intern("buffer ?");
+    std::string k = strcat("buffer ", dtype_name(b->second.type.dtype), " ", b->second.offset, " ",
+                           static_cast<int>(b->second.role), " [");
+    for (auto d : b->second.type.shape) k += strcat(d, ",");
+    k += "] [";
+    for (auto st : b->second.strides) k += strcat(st, ",");
+    k += "]";
+    if (b->second.quant.on()) k += " " + quant_str(b->second.quant);  // packed weights stream fewer bytes
+    return it->second = intern(k);
+  };
   for (const LoopNode& n : p.nodes) {
-    std::string key = print_loop_node(n) + "|" + n.origin;
-    std::set<std::string> touched = {n.out()};
-    for (const Expr& e : n.loads()) touched.insert(e->buffer);
-    if (!n.gather_table.empty()) touched.insert(n.gather_table);
-    touched.insert(n.host_inputs.begin(), n.host_inputs.end());
-    for (const auto& name : touched) {
-      auto it = p.buffers.find(name);
-      if (it == p.buffers.end()) {
-        key += "|" + name + " ?";
-        continue;
-      }
-      const Buffer& b = it->second;
-      key += strcat("|", name, " ", dtype_name(b.type.dtype), " ", b.offset, " ", static_cast<int>(b.role), " [");
-      for (auto d : b.type.shape) key += strcat(d, ",");
-      key += "] [";
-      for (auto st : b.strides) key += strcat(st, ",");
-      key += "]";
-      if (b.quant.on()) key += " " + quant_str(b.quant);  // packed weights stream fewer bytes
-    }
+    std::vector<std::string> bufs;
+    std::string key = anonymous_key(n, bufs);
+    for (const auto& name : bufs) (key += '|') += std::to_string(buffer_id(name));
     node_ids_.push_back(intern(key));
+    node_buffers_.push_back(std::move(bufs));
   }
 }
 
 KernelCost KernelCostMemo::cost(const LoopProgram& p, const Kernel& k, const CodegenOptions& cg, bool with_traffic) {
   if (node_ids_.size() != p.nodes.size()) throw InternalError("KernelCostMemo: program not prepared");
-  std::vector<int64_t> key = {with_traffic ? 1 : 0, k.rows, intern("kernel:" + k.name),
+  // The kernel's content without its names: each node's anonymous text, and which of the
+  // kernel's buffers each of its local names is (numbered by first use in the kernel).
+  std::vector<int64_t> key = {with_traffic ? 1 : 0, k.rows, static_cast<int64_t>(k.nodes.size()),
                               static_cast<int64_t>(k.hbm_outputs.size())};
-  for (const auto& o : k.hbm_outputs) key.push_back(intern("out:" + o));
-  for (int i : k.nodes) key.push_back(node_ids_.at(static_cast<size_t>(i)));
+  std::map<std::string, int64_t> local;
+  auto id = [&](const std::string& b) {
+    return local.try_emplace(b, static_cast<int64_t>(local.size())).first->second;
+  };
+  for (int i : k.nodes) {
+    key.push_back(node_ids_.at(static_cast<size_t>(i)));
+    for (const auto& b : node_buffers_[static_cast<size_t>(i)]) key.push_back(id(b));
+  }
+  for (const auto& o : k.hbm_outputs) key.push_back(id(o));
   auto it = memo_.find(key);
-  if (it != memo_.end()) {
+  // A result that explains itself (why no column tiling) names nodes: computed again.
+  if (it != memo_.end() && it->second.first.no_columns.empty()) {
     ++hits_;
     it->second.second = epoch_;
+    if (check_hits_) {
+      KernelCost fresh = kernel_cost(p, k, cg, with_traffic, access_);
+      if (!same_cost(fresh, it->second.first))
+        throw InternalError(strcat("KernelCostMemo: kernel ", k.name, " costs ", fresh.hbm_bytes, " bytes, ",
+                                   fresh.lmu_bytes, " of local memory, but the memo says ", it->second.first.hbm_bytes,
+                                   ", ", it->second.first.lmu_bytes));
+    }
     return it->second.first;
   }
   ++misses_;
-  KernelCost c = kernel_cost(p, k, cg, with_traffic, access_.get());
-  memo_.emplace(std::move(key), std::make_pair(c, epoch_));
+  KernelCost c = kernel_cost(p, k, cg, with_traffic, access_);
+  memo_.insert_or_assign(std::move(key), std::make_pair(c, epoch_));
   return c;
 }
 

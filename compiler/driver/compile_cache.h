@@ -3,10 +3,12 @@
 // context (isa/program_template.h). Compiler data only: what runs the programs lives above.
 #pragma once
 #include <cstdint>
+#include <cstdlib>
 #include <map>
 #include <memory>
 #include <optional>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "codegen/tile_footprint.h"
@@ -15,18 +17,22 @@
 
 namespace lpu {
 
-// The fusion cost model (codegen kernel_cost) memoised across compiles by the candidate
-// kernel's whole content: its fields, every loop node as printed, and every buffer its nodes
-// touch (name, type, strides, offset, role). kernel_cost reads nothing else of the program
-// (no addresses: codegen/lpu_codegen.cpp), so a hit returns what it would compute. Decode
-// steps at different contexts share every kernel outside attention, which is most of the
-// scheduler's work; within one compile the scheduler already caches per group.
+// The fusion cost model (codegen kernel_cost) memoised by the candidate kernel's content
+// without its names: every loop node's content under local names ($0, $1, ... for its
+// buffers; anonymous_key in compile_cache.cpp), every buffer it touches (type, strides, offset, role, packing) and which of the
+// kernel's buffers each local name is. kernel_cost reads nothing else of the program (no
+// addresses, no names but in the no-columns explanation, which is computed again), so a hit
+// returns what it would compute: the 32 layers of a decoder share their kernels' costs within
+// one compile, and decode steps at different contexts share every kernel outside attention.
+// LPU_CHECK_COST_MEMO=1 in the environment computes every hit again and fails on a difference.
 class KernelCostMemo {
  public:
-  // Before scheduling `p`: gives each of its loop nodes the id of its content (the node as
-  // printed, its origin, the buffers it touches), the same id in every program, so that a
-  // lookup is a vector compare instead of printing the kernel for every call.
-  void prepare(const LoopProgram& p);
+  // Before scheduling `p`: gives each of its loop nodes the id of its content without names
+  // (and of the buffers it touches), the same id in every layer and program, so that a lookup
+  // is a vector compare instead of printing the kernel for every call.
+  // `access`: the access analyses to use and fill (compile_graph shares its own with the final
+  // tiling); none: the memo keeps its own for this program.
+  void prepare(const LoopProgram& p, TileAccessCache* access = nullptr);
   KernelCost cost(const LoopProgram& p, const Kernel& k, const CodegenOptions& cg, bool with_traffic);
   size_t hits() const { return hits_; }
   size_t misses() const { return misses_; }
@@ -40,10 +46,13 @@ class KernelCostMemo {
   // and kept they would grow the memo by ~1000 entries a step. Ids are never reused.
   uint64_t epoch_ = 0;
   int64_t next_id_ = 0;
-  std::map<std::string, std::pair<int64_t, uint64_t>> ids_;
-  std::vector<int64_t> node_ids_;  // of the program prepared last
+  std::unordered_map<std::string, std::pair<int64_t, uint64_t>> ids_;
+  std::vector<int64_t> node_ids_;                       // of the program prepared last
+  std::vector<std::vector<std::string>> node_buffers_;  // each node's buffers, in local-name order
+  bool check_hits_ = std::getenv("LPU_CHECK_COST_MEMO") != nullptr;
   std::map<std::vector<int64_t>, std::pair<KernelCost, uint64_t>> memo_;
-  std::unique_ptr<TileAccessCache> access_;  // the access analyses of the program prepared last
+  std::unique_ptr<TileAccessCache> own_access_;  // the access analyses of the program prepared last,
+  TileAccessCache* access_ = nullptr;            // or the caller's (prepare)
 };
 
 // compile_graph with its cost model replaced by `memo` (CompileOptions::cost_model): the same

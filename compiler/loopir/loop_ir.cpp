@@ -44,8 +44,26 @@ std::vector<int64_t> LoopNode::col_sizes() const {
   return {ranges.back()};
 }
 
-int64_t LoopNode::rows() const { return numel(row_sizes()); }
-int64_t LoopNode::cols() const { return numel(col_sizes()); }
+namespace {
+// numel of v[begin, end) without copying it: rows() and cols() run in the scheduler's inner
+// loops. An overflow goes through numel for its usual error.
+int64_t product(const std::vector<int64_t>& v, size_t begin, size_t end) {
+  int64_t p = 1;
+  for (size_t i = begin; i < end; ++i)
+    if (__builtin_mul_overflow(p, v[i], &p))
+      return numel(Shape(v.begin() + static_cast<long>(begin), v.begin() + static_cast<long>(end)));
+  return p;
+}
+}  // namespace
+
+int64_t LoopNode::rows() const {
+  size_t n = kind != LoopKind::Reduction && !ranges.empty() ? ranges.size() - 1 : ranges.size();
+  return product(ranges, 0, n);
+}
+int64_t LoopNode::cols() const {
+  if (kind == LoopKind::Reduction) return product(reduction_ranges, 0, reduction_ranges.size());
+  return ranges.empty() ? 1 : ranges.back();
+}
 int64_t LoopNode::out_cols() const { return kind == LoopKind::Reduction ? 1 : cols(); }
 
 std::vector<Expr> LoopNode::loads() const {
@@ -94,7 +112,10 @@ bool flattened_stride(const Index& idx, const std::vector<std::string>& vars, co
 
 int64_t AccessPattern::row_offset(int64_t row) const {
   if (row_affine) return base + row_stride * row;
-  std::map<std::string, int64_t> env;
+  // The tile-footprint analysis asks this per tile and row: one map per thread whose keys (the
+  // row variables i0, i1, ...) stay between calls, so no call allocates. Every variable of
+  // row_part is a row variable (analyze_access), each set here before it is read.
+  thread_local std::map<std::string, int64_t> env;
   for (size_t k = row_vars.size(); k-- > 0;) {
     env[row_vars[k]] = row % row_sizes[k];
     row /= row_sizes[k];

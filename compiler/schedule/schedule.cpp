@@ -7,6 +7,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 #include <numeric>
+#include <optional>
 #include <queue>
 #include <set>
 #include <sstream>
@@ -56,7 +57,7 @@ struct Groups {
   std::vector<int> parent;
   std::vector<std::vector<int>> list;  // members, valid at representatives
   std::vector<int> version;
-  explicit Groups(size_t n) : parent(n), list(n), version(n, 0) {
+  explicit Groups(size_t n) : parent(n), list(n), version(n, 0), out_edges(n, {-1, {}}) {
     std::iota(parent.begin(), parent.end(), 0);
     for (size_t i = 0; i < n; ++i) list[i] = {static_cast<int>(i)};
   }
@@ -84,6 +85,46 @@ struct Groups {
     ++version[static_cast<size_t>(a)];
   }
   const std::vector<int>& members(int g) { return list[static_cast<size_t>(find(g))]; }
+
+  // The edges (member, successor) leaving group g, members ascending and each member's
+  // successors in order: the cycle search walks these on every candidate, and a large group's
+  // internal edges would be most of its walk. Kept per representative until g changes.
+  const std::vector<std::pair<int, int>>& edges_out(int g, const std::vector<std::vector<int>>& succs) {
+    g = find(g);
+    auto& [ver, edges] = out_edges[static_cast<size_t>(g)];
+    if (ver != version[static_cast<size_t>(g)]) {
+      edges.clear();
+      for (int v : list[static_cast<size_t>(g)])
+        for (int s : succs[static_cast<size_t>(v)])
+          if (find(s) != g) edges.emplace_back(v, s);
+      ver = version[static_cast<size_t>(g)];
+    }
+    return edges;
+  }
+
+ private:
+  std::vector<std::pair<int, std::vector<std::pair<int, int>>>> out_edges;  // version, edges
+};
+
+// A set of node indices emptied in O(1) (a stamp per node), for the membership tests the
+// fusion search makes on every candidate; a std::set there cost a third of a large compile.
+struct NodeSet {
+  std::vector<unsigned> mark;
+  unsigned stamp = 1;
+  explicit NodeSet(size_t n) : mark(n, 0) {}
+  void clear() {
+    if (++stamp == 0) {  // wrapped: forget every old mark
+      std::fill(mark.begin(), mark.end(), 0);
+      stamp = 1;
+    }
+  }
+  bool count(int i) const { return mark[static_cast<size_t>(i)] == stamp; }
+  bool insert(int i) {  // true when i was not in the set
+    unsigned& m = mark[static_cast<size_t>(i)];
+    if (m == stamp) return false;
+    m = stamp;
+    return true;
+  }
 };
 
 struct Analysis {
@@ -94,45 +135,63 @@ struct Analysis {
   std::set<std::string> graph_outputs;
   bool topological = true;               // every node after its producers
   std::vector<std::vector<Expr>> loads;  // LoopNode::loads() of each node, once
+  // Per node, per load: the nodes writing the loaded buffer (nullptr for a graph input), so
+  // judging a candidate looks no buffer name up.
+  std::vector<std::vector<const std::vector<int>*>> load_writers;
+  std::vector<size_t> out_writers;  // per node: how many nodes write its output buffer
   // Access patterns depend on one node and one load only, not on the group being judged:
   // computed once, on first use (illegal_reason asks for them on every candidate).
-  mutable std::map<int, AccessPattern> store_patterns;
-  mutable std::map<std::pair<int, const ExprNode*>, AccessPattern> read_patterns;
+  mutable std::vector<std::optional<AccessPattern>> store_patterns;              // per node
+  mutable std::vector<std::vector<std::optional<AccessPattern>>> read_patterns;  // per node, per load
+  mutable std::vector<std::vector<std::optional<std::string>>> load_problems;    // per node, per load
+  const std::string& load_problem(int i, size_t j) const;
+  // Scratch sets of the candidate being judged (one judgement at a time).
+  mutable NodeSet members, visited;
 
   const AccessPattern& store_pattern(int i) const {
-    auto it = store_patterns.find(i);
-    if (it == store_patterns.end()) {
+    auto& slot = store_patterns[static_cast<size_t>(i)];
+    if (!slot) {
       const LoopNode& n = p.nodes[static_cast<size_t>(i)];
-      it = store_patterns.emplace(i, analyze_access(n, n.store_index)).first;
+      slot = analyze_access(n, n.store_index);
     }
-    return it->second;
+    return *slot;
   }
-  const AccessPattern& read_pattern(int i, const Expr& l) const {
-    auto key = std::make_pair(i, l.get());
-    auto it = read_patterns.find(key);
-    if (it == read_patterns.end()) {
+  const AccessPattern& read_pattern(int i, size_t load) const {
+    auto& slot = read_patterns[static_cast<size_t>(i)][load];
+    if (!slot) {
       const LoopNode& c = p.nodes[static_cast<size_t>(i)];
-      AccessPattern ap = c.kind == LoopKind::Matmul
-                             ? analyze_access(c, l->index, {LoopVar::reduction(0).name()}, c.reduction_ranges)
-                             : analyze_access(c, l->index);
-      it = read_patterns.emplace(key, std::move(ap)).first;
+      const Expr& l = loads[static_cast<size_t>(i)][load];
+      slot = c.kind == LoopKind::Matmul
+                 ? analyze_access(c, l->index, {LoopVar::reduction(0).name()}, c.reduction_ranges)
+                 : analyze_access(c, l->index);
     }
-    return it->second;
+    return *slot;
   }
 
-  explicit Analysis(const LoopProgram& prog) : p(prog), graph_outputs(prog.outputs.begin(), prog.outputs.end()) {
+  explicit Analysis(const LoopProgram& prog)
+      : p(prog),
+        graph_outputs(prog.outputs.begin(), prog.outputs.end()),
+        members(prog.nodes.size()),
+        visited(prog.nodes.size()) {
     size_t n = p.nodes.size();
     preds.resize(n);
     succs.resize(n);
     reads.resize(n);
     loads.resize(n);
+    load_writers.resize(n);
+    out_writers.resize(n);
+    store_patterns.resize(n);
+    read_patterns.resize(n);
     for (size_t i = 0; i < n; ++i) loads[i] = p.nodes[i].loads();
     for (size_t i = 0; i < n; ++i) writers[p.nodes[i].out()].push_back(static_cast<int>(i));
     for (size_t i = 0; i < n; ++i) {
+      out_writers[i] = writers[p.nodes[i].out()].size();
+      read_patterns[i].resize(loads[i].size());
+      load_problems.push_back(std::vector<std::optional<std::string>>(loads[i].size()));
       for (const auto& l : loads[i]) {
-        if (!reads[i].insert(l->buffer).second) continue;
         auto it = writers.find(l->buffer);
-        if (it == writers.end()) continue;
+        load_writers[i].push_back(it == writers.end() ? nullptr : &it->second);
+        if (!reads[i].insert(l->buffer).second || it == writers.end()) continue;
         for (int w : it->second) {
           preds[i].push_back(w);
           succs[static_cast<size_t>(w)].push_back(static_cast<int>(i));
@@ -142,6 +201,47 @@ struct Analysis {
     }
   }
 };
+
+// Why node i's load j, whose producer is in the same kernel, keeps the two from running as
+// one row-tiled kernel, or "": it depends on the node, the load and its producer only.
+std::string load_problem_uncached(const Analysis& a, int i, size_t j) {
+  const LoopProgram& p = a.p;
+  const LoopNode& c = p.nodes[static_cast<size_t>(i)];
+  const Expr& l = a.loads[static_cast<size_t>(i)][j];
+  const std::vector<int>* ws = a.load_writers[static_cast<size_t>(i)][j];
+  if (ws->size() > 1)
+    return strcat("concatenation: ", l->buffer, " is written by ", ws->size(), " nodes and is read from HBM");
+  const LoopNode& prod = p.nodes[static_cast<size_t>((*ws)[0])];
+  const AccessPattern& sp = a.store_pattern((*ws)[0]);
+  // With a single row the row stride is irrelevant (size-1 variables are folded away).
+  bool one_row = prod.rows() == 1;
+  if (!sp.ok || !sp.row_affine || sp.base != 0 || (sp.col_split && sp.col_split < prod.out_cols()) ||
+      (!one_row && sp.row_stride != prod.out_cols()) || (prod.out_cols() > 1 && sp.col_stride != 1))
+    return strcat("index mismatch: ", prod.name, " is not stored row by row (", prod.store_index.str(), ")");
+  int64_t width = c.cols();
+  if (c.kind == LoopKind::Matmul) {
+    if (l.get() == c.body->args[1].get() || l->buffer == c.body->args[1]->buffer)
+      return strcat("matrix-engine operand: ", c.name, " streams ", prod.name, " as its B operand from HBM");
+    width = c.reduction_ranges[0];
+  }
+  const AccessPattern& rp = a.read_pattern(i, j);
+  if (!rp.ok) return strcat("index mismatch: ", c.name, " reads ", prod.name, ": ", rp.why_not);
+  if (rp.col_split && rp.col_split < width)
+    return strcat("index mismatch: ", c.name, " reads ", prod.name, "[", l->index.str(), "] in ", width / rp.col_split,
+                  " column blocks, not as the row ", prod.name, " computes");
+  int64_t last = rp.base + rp.col_stride * (width - 1);
+  if (!rp.row_affine || (!one_row && rp.row_stride != prod.out_cols()) || rp.base < 0 || last < 0 ||
+      last >= prod.out_cols())
+    return strcat("index mismatch: ", c.name, " reads ", prod.name, "[", l->index.str(), "], not the row ", prod.name,
+                  " computes");
+  return "";
+}
+
+const std::string& Analysis::load_problem(int i, size_t j) const {
+  auto& slot = load_problems[static_cast<size_t>(i)][j];
+  if (!slot) slot = load_problem_uncached(*this, i, j);
+  return *slot;
+}
 
 // Why the nodes of `merged` cannot run as one row-tiled kernel, or "" when they can.
 std::string illegal_reason(const Analysis& a, const std::vector<int>& merged) {
@@ -158,41 +258,18 @@ std::string illegal_reason(const Analysis& a, const std::vector<int>& merged) {
   for (int i : merged)
     if (p.nodes[static_cast<size_t>(i)].kind == LoopKind::Gather)
       return strcat("gather: ", p.nodes[static_cast<size_t>(i)].name, " reads its table indirectly and runs alone");
-  std::set<int> in(merged.begin(), merged.end());
+  NodeSet& in = a.members;
+  in.clear();
+  for (int i : merged) in.insert(i);
   for (int i : merged) {
-    const LoopNode& c = p.nodes[static_cast<size_t>(i)];
-    for (const auto& l : a.loads[static_cast<size_t>(i)]) {
-      auto it = a.writers.find(l->buffer);
-      if (it == a.writers.end()) continue;
+    const auto& loads = a.loads[static_cast<size_t>(i)];
+    for (size_t j = 0; j < loads.size(); ++j) {
+      const std::vector<int>* ws = a.load_writers[static_cast<size_t>(i)][j];
+      if (!ws) continue;
       bool inside = false;
-      for (int w : it->second) inside |= in.count(w) > 0;
+      for (int w : *ws) inside |= in.count(w);
       if (!inside) continue;
-      if (it->second.size() > 1)
-        return strcat("concatenation: ", l->buffer, " is written by ", it->second.size(),
-                      " nodes and is read from HBM");
-      const LoopNode& prod = p.nodes[static_cast<size_t>(it->second[0])];
-      const AccessPattern& sp = a.store_pattern(it->second[0]);
-      // With a single row the row stride is irrelevant (size-1 variables are folded away).
-      bool one_row = prod.rows() == 1;
-      if (!sp.ok || !sp.row_affine || sp.base != 0 || (sp.col_split && sp.col_split < prod.out_cols()) ||
-          (!one_row && sp.row_stride != prod.out_cols()) || (prod.out_cols() > 1 && sp.col_stride != 1))
-        return strcat("index mismatch: ", prod.name, " is not stored row by row (", prod.store_index.str(), ")");
-      int64_t width = c.cols();
-      if (c.kind == LoopKind::Matmul) {
-        if (l.get() == c.body->args[1].get() || l->buffer == c.body->args[1]->buffer)
-          return strcat("matrix-engine operand: ", c.name, " streams ", prod.name, " as its B operand from HBM");
-        width = c.reduction_ranges[0];
-      }
-      const AccessPattern& rp = a.read_pattern(i, l);
-      if (!rp.ok) return strcat("index mismatch: ", c.name, " reads ", prod.name, ": ", rp.why_not);
-      if (rp.col_split && rp.col_split < width)
-        return strcat("index mismatch: ", c.name, " reads ", prod.name, "[", l->index.str(), "] in ",
-                      width / rp.col_split, " column blocks, not as the row ", prod.name, " computes");
-      int64_t last = rp.base + rp.col_stride * (width - 1);
-      if (!rp.row_affine || (!one_row && rp.row_stride != prod.out_cols()) || rp.base < 0 || last < 0 ||
-          last >= prod.out_cols())
-        return strcat("index mismatch: ", c.name, " reads ", prod.name, "[", l->index.str(), "], not the row ",
-                      prod.name, " computes");
+      if (const std::string& why = a.load_problem(i, j); !why.empty()) return why;
     }
   }
   return "";
@@ -204,12 +281,14 @@ Kernel make_kernel(const Analysis& a, const std::vector<int>& nodes) {
   k.nodes = nodes;
   const LoopNode& first = a.p.nodes[static_cast<size_t>(nodes[0])];
   k.rows = first.rows();
-  std::set<int> self(nodes.begin(), nodes.end());
+  NodeSet& self = a.members;
+  self.clear();
+  for (int m : nodes) self.insert(m);
   for (int m : nodes) {
     const LoopNode& ln = a.p.nodes[static_cast<size_t>(m)];
     // The host (or the ESL) writes its result to HBM itself, so such a node's output lives there.
     bool external =
-        a.graph_outputs.count(ln.out()) > 0 || a.writers.at(ln.out()).size() > 1 || is_opaque(ln.kind);
+        a.out_writers[static_cast<size_t>(m)] > 1 || is_opaque(ln.kind) || a.graph_outputs.count(ln.out()) > 0;
     for (int su : a.succs[static_cast<size_t>(m)])
       if (!self.count(su)) external = true;
     if (external && std::find(k.hbm_outputs.begin(), k.hbm_outputs.end(), ln.out()) == k.hbm_outputs.end())
@@ -293,23 +372,24 @@ std::vector<Candidate> fusion_candidates(const Analysis& a) {
 // its smallest member, so a group whose first member comes after the merged group's last one
 // never leads back into it: the search stops there.
 std::string cycle_reason(const Analysis& a, Groups& groups, const std::vector<int>& merged) {
-  std::set<int> in(merged.begin(), merged.end());
+  NodeSet& in = a.members;
+  in.clear();
+  for (int m : merged) in.insert(m);
   int last = merged.back();
   std::vector<int> stack;  // groups to visit
-  std::set<int> seen;
+  NodeSet& seen = a.visited;
+  seen.clear();
   for (int m : merged)
     for (int s : a.succs[static_cast<size_t>(m)])
       if (!in.count(s)) stack.push_back(groups.find(s));
   while (!stack.empty()) {
     int g = stack.back();
     stack.pop_back();
-    if ((a.topological && g > last) || !seen.insert(g).second) continue;
-    for (int v : groups.members(g))
-      for (int s : a.succs[static_cast<size_t>(v)]) {
-        if (in.count(s)) return strcat("would create a cycle through ", a.p.nodes[static_cast<size_t>(v)].name);
-        int gs = groups.find(s);
-        if (gs != g) stack.push_back(gs);
-      }
+    if ((a.topological && g > last) || !seen.insert(g)) continue;
+    for (auto [v, s] : groups.edges_out(g, a.succs)) {
+      if (in.count(s)) return strcat("would create a cycle through ", a.p.nodes[static_cast<size_t>(v)].name);
+      stack.push_back(groups.find(s));
+    }
   }
   return "";
 }
