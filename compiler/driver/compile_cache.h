@@ -19,12 +19,12 @@ namespace lpu {
 
 // The fusion cost model (codegen kernel_cost) memoised by the candidate kernel's content
 // without its names: every loop node's content under local names ($0, $1, ... for its
-// buffers; anonymous_key in compile_cache.cpp), every buffer it touches (type, strides, offset, role, packing) and which of the
-// kernel's buffers each local name is. kernel_cost reads nothing else of the program (no
-// addresses, no names but in the no-columns explanation, which is computed again), so a hit
-// returns what it would compute: the 32 layers of a decoder share their kernels' costs within
-// one compile, and decode steps at different contexts share every kernel outside attention.
-// LPU_CHECK_COST_MEMO=1 in the environment computes every hit again and fails on a difference.
+// buffers; anonymous_key in compile_cache.cpp), every buffer it touches (type, strides, offset, role, packing) and
+// which of the kernel's buffers each local name is. kernel_cost reads nothing else of the program (no addresses, no
+// names but in the no-columns explanation, which is computed again), so a hit returns what it would compute: the 32
+// layers of a decoder share their kernels' costs within one compile, and decode steps at different contexts share every
+// kernel outside attention. LPU_CHECK_COST_MEMO=1 in the environment computes every hit again and fails on a
+// difference.
 class KernelCostMemo {
  public:
   // Before scheduling `p`: gives each of its loop nodes the id of its content without names
