@@ -10,6 +10,7 @@
 #include "codegen/gathered_weights.h"
 #include "codegen/tile_footprint.h"
 #include "codegen/tile_plan.h"
+#include "codegen/tile_skew.h"
 #include "handlers/ops_handler.h"
 #include "graph/attrs_json.h"
 #include "graph/collective.h"
@@ -242,6 +243,10 @@ class LpuAsmHandler final : public OpsHandler<VReg> {
         rows = std::max(rows, v.rows);
         cols = std::max(cols, v.cols);
       }
+    if (args.size() == 2 && divides_by_row_value(op, args[1].imm, args[1].cols, cols)) {
+      VReg r = call(ScalarOp::reciprocal, {args[1]}, DType::f32);
+      return call(ScalarOp::mul, {args[0], r}, DType::f32);
+    }
     VReg dst = k_.alloc(rows, cols);
     Instruction in;
     in.opcode = Opcode::VxeOp;
@@ -683,6 +688,30 @@ std::vector<Instruction> fold_tiles(const std::vector<std::vector<Instruction>>&
   return out;
 }
 
+namespace {
+// A kernel's tiles in emission order: skewed by a stage (tile_skew.h) where that applies,
+// folded into loops when opts.fold_loops (the skew's prologue and epilogue steps outside the
+// loop, its steady steps folded like tiles).
+std::vector<Instruction> order_tiles(std::vector<std::vector<Instruction>> tiles, int64_t nbuf, int id,
+                                     const CodegenOptions& opts) {
+  const size_t count = tiles.size();
+  std::vector<std::vector<Instruction>> steps = opts.skew_tiles ? skew_tiles(tiles, nbuf) : std::move(tiles);
+  std::vector<Instruction> body;
+  if (opts.fold_loops && steps.size() > count) {
+    body = steps.front();
+    std::vector<std::vector<Instruction>> steady(steps.begin() + 1, steps.end() - 1);
+    std::vector<Instruction> folded = fold_tiles(steady, static_cast<size_t>(nbuf), id);
+    body.insert(body.end(), folded.begin(), folded.end());
+    body.insert(body.end(), steps.back().begin(), steps.back().end());
+  } else if (opts.fold_loops) {
+    body = fold_tiles(steps, static_cast<size_t>(nbuf), id);
+  } else {
+    for (const auto& t : steps) body.insert(body.end(), t.begin(), t.end());
+  }
+  return body;
+}
+}  // namespace
+
 EmittedTile measure_emitted_tile(const LoopProgram& p, const Kernel& k, const ColumnSplit* columns, int64_t r0,
                                  int64_t rows, int64_t c0, int64_t cw) {
   static const std::map<std::string, uint64_t> no_addresses;  // addresses do not change sizes
@@ -852,21 +881,22 @@ CodegenResult generate_lpu_program(const LoopProgram& p, const Schedule& s, cons
     std::vector<std::vector<Instruction>> tile_code;
     int64_t tiles = 0;
     uint64_t region0 = static_cast<uint64_t>(align_up(hoisted, kLmAlign));
+    // Double-buffered regions start at fixed halves of the local memory above the hoisted
+    // operands, not at multiples of the tile's size: a tile's size grows with the context in
+    // steps of the allocation granule, and an address that follows it would not be affine in
+    // the context (generate's symbolic programs, isa/program_template.h, need it to be).
+    const int64_t region_stride =
+        nbuf > 1 ? std::max(tb, (opts.lmu_bytes - static_cast<int64_t>(region0)) / nbuf / kLmAlign * kLmAlign) : tb;
     // Row tiles in order, each as its column tiles left to right (one tile without column tiling).
     for (int64_t r0 = 0; r0 < k.rows; r0 += rows)
       for (int64_t j = 0; j < plan.col_tiles; ++j, ++tiles) {
-        uint64_t base = region0 + static_cast<uint64_t>((tiles % nbuf) * tb);
+        uint64_t base = region0 + static_cast<uint64_t>((tiles % nbuf) * region_stride);
         auto [c0, cw] = column_window(plan, j);
         tile_code.emplace_back();
         e.emit_tile(r0, std::min(rows, k.rows - r0), c0, cw, base, static_cast<uint64_t>(tb), tile_code.back());
       }
     prog.code.insert(prog.code.end(), e.hoisted_code.begin(), e.hoisted_code.end());
-    std::vector<Instruction> body;
-    if (opts.fold_loops) {
-      body = fold_tiles(tile_code, static_cast<size_t>(nbuf), id);
-    } else {
-      for (const auto& t : tile_code) body.insert(body.end(), t.begin(), t.end());
-    }
+    std::vector<Instruction> body = order_tiles(std::move(tile_code), nbuf, id, opts);
     prog.code.insert(prog.code.end(), body.begin(), body.end());
     res.tiling.push_back({k.name, rows, tiles, hoisted, tb, plan.col_tiled ? plan.cols : 0, plan.col_tiles, nbuf});
   }

@@ -24,6 +24,9 @@ struct CodegenOptions {
   // Fold a kernel's repeating tiles into `loop N ... endloop` with per-iteration HBM address
   // steps (the same execution, a program a fraction of the size).
   bool fold_loops = true;
+  // Emit double-buffered tiles skewed by a stage, so the vector engine takes the next tile's
+  // work before this tile's epilogue waits for the matrix engine (codegen/tile_skew.h).
+  bool skew_tiles = true;
   // Local memory above lmu_bytes reserved for the collectives' receive area (the driver sets
   // it, codegen/collective.h; 0 without collectives).
   int64_t collective_lmu_bytes = 0;

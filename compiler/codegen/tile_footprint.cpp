@@ -41,6 +41,7 @@ struct Step {
 enum class OpKind : uint8_t { Imm, Load, Call, Reduce, Matmul, Gather, NodeEnd };
 struct Op {
   OpKind kind = OpKind::Imm;
+  ScalarOp sop = ScalarOp::add;       // Call
   std::array<int, 3> in{-1, -1, -1};  // operand ops (Call: its arguments; Reduce, NodeEnd: the
                                       // value; Matmul: the A operand; Gather: the indices)
   int load = -1;                      // Load: index into Impl::loads
@@ -174,6 +175,7 @@ struct TileAccessCache::Impl {
   // kept as its error, thrown where the walk would meet it.
   struct TraceOp {
     OpKind kind = OpKind::Imm;
+    ScalarOp sop = ScalarOp::add;       // Call
     std::array<int, 3> in{-1, -1, -1};  // earlier ops of the trace
     const ExprNode* load = nullptr;
     std::string error;  // an index used as a value
@@ -358,7 +360,7 @@ class TraceHandler final : public OpsHandler<int> {
     return push(std::move(op));
   }
   int to_dtype(int x, DType) override { return x; }  // the LMU computes in fp32
-  int call(ScalarOp, const std::vector<int>& args, DType) override {
+  int call(ScalarOp sop, const std::vector<int>& args, DType) override {
     if (args.size() > 3) throw InternalError("codegen: a scalar op of more than 3 operands in " + n_.name);
     bool all_imm = std::all_of(args.begin(), args.end(), [&](int a) {
       const auto& op = t_.ops[static_cast<size_t>(a)];
@@ -367,6 +369,7 @@ class TraceHandler final : public OpsHandler<int> {
     if (all_imm) return push({});  // constant folding
     TileAccessCache::Impl::TraceOp op;
     op.kind = OpKind::Call;
+    op.sop = sop;
     std::copy(args.begin(), args.end(), op.in.begin());
     return push(std::move(op));
   }
@@ -410,6 +413,7 @@ int TileFootprintAnalysis::Impl::record_body(const LoopNode& n) {
     }
     Op op;
     op.kind = top.kind;
+    op.sop = top.sop;
     op.node = &n;
     for (size_t j = 0; j < 3; ++j)
       if (top.in[j] >= 0) op.in[j] = at[static_cast<size_t>(top.in[j])];
@@ -539,6 +543,13 @@ void TileFootprintAnalysis::Impl::replay(int64_t tile_r0, int64_t tile_rows, int
             r = std::max(r, in(j).rows);
             c = std::max(c, in(j).cols);
           }
+        if (op.in[1] >= 0 && op.in[2] < 0 && divides_by_row_value(op.sop, in(1).imm, in(1).cols, c)) {
+          FVal recip = alloc(in(1).rows, 1);  // the emitter's reciprocal, then the multiply
+          step(body, recip.vid, {in(1)});
+          out = alloc(r, c);
+          step(body, out.vid, {in(0), recip});
+          break;
+        }
         out = alloc(r, c);
         Step s;
         s.def = out.vid;

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <map>
 #include <numeric>
+#include <set>
+#include <string>
 
 namespace lpu {
 
@@ -82,6 +84,38 @@ bool plan_columns(TilePlan& t, TileMeasure& m, const Kernel& k, const CodegenOpt
   return true;
 }
 
+// Whether a matrix-engine result feeds vector work in the kernel: its tiles then pipeline
+// (codegen/tile_skew.h) only when there are several of them.
+bool feeds_vector_work(const LoopProgram& p, const Kernel& k) {
+  std::set<std::string> matmul_out;
+  for (int i : k.nodes)
+    if (const LoopNode& n = p.nodes[static_cast<size_t>(i)]; n.kind == LoopKind::Matmul) matmul_out.insert(n.out());
+  if (matmul_out.empty()) return false;
+  for (int i : k.nodes) {
+    const LoopNode& n = p.nodes[static_cast<size_t>(i)];
+    if (n.kind == LoopKind::Matmul) continue;
+    for (const auto& l : n.loads())
+      if (matmul_out.count(l->buffer)) return true;
+  }
+  return false;
+}
+
+// Rule 1 for a pipelined kernel of several rows: tiles of about 1/kPipelineTiles of its rows, so
+// the vector engine works on one tile while the matrix engine streams the next, where that
+// moves no more HBM bytes (rows that share a weight stream, a prefill's tokens, keep their tile).
+// A tile holds a multiple of 16 rows: 16 fp32 rows make the 64-byte allocation granule, so its
+// registers' sizes, and the addresses after them, stay affine in the context (a decode step's
+// rows x context scores), which generate's symbolic programs need (isa/program_template.h).
+int64_t pipelined_rows(const LoopProgram& p, const Kernel& k, TileFootprintAnalysis& fa, int64_t rows, int64_t nbuf) {
+  constexpr int64_t kPipelineTiles = 4;
+  constexpr int64_t kGranuleRows = kLmAlign / 4;
+  if (nbuf < 2 || rows < 2 * kGranuleRows || !feeds_vector_work(p, k)) return rows;
+  const int64_t target = std::max(kGranuleRows, k.rows / kPipelineTiles / kGranuleRows * kGranuleRows);
+  if (target >= rows) return rows;
+  auto bytes = [&](int64_t r) { return fa.hbm_bytes(0, r, 0, 0) * ((k.rows + r - 1) / r); };
+  return bytes(target) <= bytes(rows) ? target : rows;
+}
+
 }  // namespace
 
 TilePlan plan_tiles(const LoopProgram& p, const Kernel& k, const CodegenOptions& opts, bool size_only,
@@ -131,6 +165,7 @@ TilePlan plan_tiles(const LoopProgram& p, const Kernel& k, const CodegenOptions&
     }
     rows = lo;
   }
+  rows = pipelined_rows(p, k, whole.fa, rows, nbuf);
   t.rows = rows;
   t.tile_bytes = align_up(whole(rows, 0), kLmAlign);
   return t;

@@ -33,6 +33,14 @@ inline uint64_t lm_register_bytes(int64_t rows, int64_t cols) {
   return static_cast<uint64_t>(align_up(rows * cols * kElem, kLmAlign));
 }
 
+// A division by a per-row value (a softmax's normalisation: [rows, cols] / [rows, 1]) runs as
+// one reciprocal per row and a multiply, since the vector engine divides at the divide class's
+// initiation interval (vxe.ops) and multiplies at the ALU's. The emitter and the tile-footprint
+// analysis both apply it: the reciprocal is a [rows, 1] register of its own.
+inline bool divides_by_row_value(ScalarOp op, bool divisor_immediate, int64_t divisor_cols, int64_t cols) {
+  return op == ScalarOp::div && !divisor_immediate && divisor_cols == 1 && cols > 1;
+}
+
 struct TilePlan {
   bool fits = false;          // some tiling fits local memory
   bool configured = false;    // ... with the configured buffering (rules 1 and 3)

@@ -19,7 +19,7 @@ std::string step_cache_key(const WorkloadSpec& s, const CompileOptions& co, cons
   for (const auto& r : s.ragged) k += strcat(";seq=", r.context, "+", r.tokens);
   k += strcat(";fusion=", co.fusion, ";lmu_fraction=", co.fusion_lmu_fraction, ";lmu_bytes=", co.codegen.lmu_bytes,
               ";double_buffer=", co.codegen.double_buffer, ";hbm_alignment=", co.codegen.hbm_alignment,
-              ";max_tile_rows=", co.codegen.max_tile_rows, ";fold_loops=", co.codegen.fold_loops,
+              ";max_tile_rows=", co.codegen.max_tile_rows, ";fold_loops=", co.codegen.fold_loops, ";skew_tiles=", co.codegen.skew_tiles,
               ";break=", co.break_on_unsupported);
   for (const auto& op : co.unsupported_ops) k += ";unsupported=" + op;
   if (co.fusion == "search") k += ";arch=" + arch_to_json(arch).dump();
