@@ -17,7 +17,11 @@ constants: the ones the exporter folded (parameters with `constant = true` and n
 which constant folding would turn into `full`) and the constant tensors torch.export lifted into
 inputs (`..._lifted_tensor_N`, here the mask's fill value). The check removes exactly those inputs' bytes (read
 from both graphs' types, each listed) and requires the rest (weights, KV cache, the token's
-hidden state, logits, cache writes) to be identical; latency must agree within 5 %.
+hidden state, logits, cache writes) to be identical; latency must agree within 5 %, once the
+HF step's own position work is taken out: the kernels that read nothing from HBM but position
+inputs (they compute the rotary tables and the mask the built-in takes as inputs; each listed
+with its cycles). On the tiny fixture that kernel is 9 % of the step (0.885 of 10.03 us on
+lpu-small): once the built-in's attention ran as one kernel (issue 28) it no longer hid it.
 """
 
 import json
@@ -27,26 +31,10 @@ import subprocess
 import sys
 import tempfile
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "scripts"))
+from hf_positions import position_inputs, position_work_us  # noqa: E402  (shared with coverage_matrix.py)
+
 ROTARY_BUILTIN = ("rope_cos", "rope_sin")
-
-
-def position_inputs(path, names):
-    """(bytes, [names]) of the inputs that carry positions: named ones, plus folded constants."""
-    size = {"f32": 4, "f16": 2, "bf16": 2, "i64": 8, "i32": 4, "bool": 1}
-    total, found = 0, []
-    for n in json.load(open(path))["nodes"]:
-        if n["kind"] not in ("placeholder", "parameter"):
-            continue
-        attrs = n.get("attrs", {})
-        folded = attrs.get("constant") is True and "splat" not in attrs
-        folded = folded or "_lifted_tensor_" in n["name"]
-        if folded or any(n["name"] == x or n["name"].endswith("." + x) for x in names):
-            k = 1
-            for s in n["shape"]:
-                k *= s
-            total += k * size[n["dtype"]]
-            found.append(n["name"])
-    return total, found
 
 
 DTYPE_BYTES = {"f32": 4, "f16": 2, "bf16": 2, "i64": 8, "i32": 4, "bool": 1}
@@ -97,6 +85,9 @@ def main(argv):
     rot_a, names_a = position_inputs(hf_graph, ("inv_freq", "cache_position"))
     ca, cb = a["compulsory_hbm_bytes"], b["compulsory_hbm_bytes"]
     la, lb = a["latency_us"], b["latency_us"]
+    # The HF step's position work: kernels computing from positions only.
+    position_us, pos_kernels = position_work_us(hf_graph, a)
+    la_own = la - position_us
     print(f"{'':24}{'HF graph':>14}{'built-in':>14}")
     print(f"{'compulsory HBM bytes':24}{ca:>14}{cb:>14}")
     print(f"{'  of which positions':24}{rot_a:>14}{rot_b:>14}")
@@ -104,14 +95,16 @@ def main(argv):
     print(f"{'HBM written bytes':24}{a['hbm_write_bytes']:>14}{b['hbm_write_bytes']:>14}")
     print(f"{'kernels':24}{a['num_kernels']:>14}{b['num_kernels']:>14}")
     print(f"{'latency_us':24}{la:>14.3f}{lb:>14.3f}   ({100 * (la - lb) / lb:+.2f} %)")
+    print(f"{'  without position work':24}{la_own:>14.3f}{lb:>14.3f}   ({100 * (la_own - lb) / lb:+.2f} %)")
+    print("position work, HF graph:", ", ".join(f"{k['name']} ({k['cycles']} cycles)" for k in pos_kernels) or "-")
     print("position inputs, HF graph:", ", ".join(names_a) or "-")
     print("position inputs, built-in:", ", ".join(names_b) or "-")
     ok = True
     if what != "latency" and ca - rot_a != cb - rot_b:
         print(f"FAIL: compulsory bytes without the position inputs differ: {ca - rot_a} vs {cb - rot_b}")
         ok = False
-    if what != "bytes" and abs(la - lb) > 0.05 * lb:
-        print("FAIL: latency differs by more than 5 %")
+    if what != "bytes" and abs(la_own - lb) > 0.05 * lb:
+        print("FAIL: latency without the HF step's position work differs by more than 5 %")
         ok = False
     return 0 if ok else 1
 

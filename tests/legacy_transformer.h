@@ -131,27 +131,41 @@ inline Graph build_legacy(const LegacyShape& m, const WorkloadSpec& w) {
     outputs.push_back(kh);  // the cache append: new keys/values written once
     outputs.push_back(vh);
     NodeId qs = b.call("mul", {qh, b.scalar(scale)}, {}, p + "q_scaled");
+    // Updated with the builder (issue 28): a cache attends in two parts sharing the row's
+    // maximum and sum, normalised after the values.
+    const Attrs row{{"dims", std::vector<int64_t>{-1}}, {"keepdim", true}};
     NodeId s_new =
         b.call("matmul", {qs, b.permute(share_kv(kh, T, p + "k_new"), {0, 2, 1}, p + "kT_new")}, {}, p + "scores_new");
     if (mask >= 0) s_new = b.call("add", {s_new, mask}, {}, p + "masked");
-    NodeId scores = s_new, k_cache = -1, v_cache = -1;
+    NodeId attn = -1;
     if (C > 0) {
-      k_cache = b.input(p + "k_cache", {Hkv, C, hd});
-      v_cache = b.input(p + "v_cache", {Hkv, C, hd});
+      NodeId k_cache = b.input(p + "k_cache", {Hkv, C, hd});
+      NodeId v_cache = b.input(p + "v_cache", {Hkv, C, hd});
       NodeId s_old = b.call("matmul", {qs, b.permute(share_kv(k_cache, C, p + "k_cache"), {0, 2, 1}, p + "kT_cache")},
                             {}, p + "scores_cache");
-      scores = b.call("cat", {s_old, s_new}, {{"dim", int64_t{2}}}, p + "scores");
+      NodeId v_old = share_kv(v_cache, C, p + "v_cache");
+      NodeId v_new = share_kv(vh, T, p + "v_new");
+      NodeId mx = b.call(
+          "maximum",
+          {b.call("amax", {s_old}, row, p + "probs_max_cache"), b.call("amax", {s_new}, row, p + "probs_max_new")}, {},
+          p + "probs_max");
+      auto weights = [&](NodeId scores, const std::string& part) {
+        return b.call("exp", {b.call("sub", {scores, mx}, {}, p + "probs_shifted_" + part)}, {},
+                      p + "probs_exp_" + part);
+      };
+      NodeId e_old = weights(s_old, "cache"), e_new = weights(s_new, "new");
+      NodeId sum = b.call(
+          "add", {b.call("sum", {e_old}, row, p + "probs_sum_cache"), b.call("sum", {e_new}, row, p + "probs_sum_new")},
+          {}, p + "probs_sum");
+      NodeId weighted = b.call("add",
+                               {b.call("matmul", {e_old, v_old}, {}, p + "attn_cache"),
+                                b.call("matmul", {e_new, v_new}, {}, p + "attn_new")},
+                               {}, p + "attn_unnormalised");
+      attn = b.call("div", {weighted, sum}, {}, p + "attn");
+    } else {
+      NodeId probs = b.call("softmax", {s_new}, {{"dim", int64_t{-1}}}, p + "probs");
+      attn = b.call("matmul", {probs, share_kv(vh, T, p + "v_new")}, {}, p + "attn_new");
     }
-    NodeId probs = b.call("softmax", {scores}, {{"dim", int64_t{-1}}}, p + "probs");
-    NodeId attn =
-        b.call("matmul", {C > 0 ? b.slice(probs, 2, C, C + T, p + "p_new") : probs, share_kv(vh, T, p + "v_new")}, {},
-               p + "attn_new");
-    if (C > 0)
-      attn = b.call("add",
-                    {b.call("matmul", {b.slice(probs, 2, 0, C, p + "p_cache"), share_kv(v_cache, C, p + "v_cache")}, {},
-                            p + "attn_cache"),
-                     attn},
-                    {}, p + "attn");
     NodeId merged = b.reshape(b.permute(attn, {1, 0, 2}, p + "attn_tokens"), {T, d}, p + "attn_merged");
     x = b.call("add", {x, b.linear(merged, p + "o_proj", d, d, m.bias)}, {}, p + "attn_residual");
 

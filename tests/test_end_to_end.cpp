@@ -148,9 +148,10 @@ TEST(EndToEnd, FoldedLoopsRunLikeUnrolledTiles) {
   }
 }
 
-// Tiles skewed by a stage (codegen/tile_skew.h): the cut falls at the first vector instruction
-// reading a matrix-engine result, and the steps interleave A(t + 1) before B(t).
-TEST(EndToEnd, SkewCutsAtTheFirstReaderOfAMatrixResult) {
+// Tiles skewed into stages (codegen/tile_skew.h): a cut at each instruction off the matrix
+// engine that waits on a matrix instruction of its stage (reads its result, or overwrites what
+// it reads), and stage s of tile t in step t + s.
+TEST(EndToEnd, SkewCutsWhereTheVectorEngineWaitsOnTheMatrixEngine) {
   Program p = parse_program(
       ".program cut\n.buffer w hbm:0x0 f16[64, 64] weight\n.buffer x hbm:0x2000 f32[1, 64] input\n.kernel 0 k\n"
       "dma.load f32 [1, 64] lm:0x0 <- hbm:0x2000 [0, 1]\n"
@@ -158,25 +159,43 @@ TEST(EndToEnd, SkewCutsAtTheFirstReaderOfAMatrixResult) {
       "sxe.gemm f16 [1, 64, 64] lm:0x200 <- lm:0x100 [64, 1], hbm:0x0 [64, 1]\n"
       "vxe.mul [1, 64] lm:0x300 <- lm:0x0 [64, 1], #3\n"
       "vxe.add [1, 64] lm:0x400 <- lm:0x200 [64, 1], lm:0x300 [64, 1]\n"
-      "dma.store f32 [1, 64] hbm:0x2000 [0, 1] <- lm:0x400\nhalt\n");
+      "sxe.gemm f16 [1, 64, 64] lm:0x500 <- lm:0x400 [64, 1], hbm:0x0 [64, 1]\n"
+      "vxe.mul [1, 64] lm:0x400 <- lm:0x0 [64, 1], #4\n"
+      "dma.store f32 [1, 64] hbm:0x2000 [0, 1] <- lm:0x500\nhalt\n");
   std::vector<Instruction> tile(p.code.begin(), p.code.end() - 1);
-  EXPECT_EQ(matrix_result_cut(tile), 4u);  // the vxe.add, not the independent vxe.mul before it
-  EXPECT_EQ(matrix_result_cut(std::vector<Instruction>(tile.begin(), tile.begin() + 2)), 2u);  // no gemm: no cut
-  std::vector<std::vector<Instruction>> tiles(3, tile);
-  for (size_t t = 0; t < tiles.size(); ++t)
-    for (auto& in : tiles[t]) in.token = static_cast<int64_t>(t);  // marks the tile
-  auto steps = skew_tiles(tiles, 2);
-  ASSERT_EQ(steps.size(), 4u);
+  // The vxe.add reads the first gemm's result (not the independent vxe.mul before it); the last
+  // vxe.mul overwrites what the second gemm reads.
+  EXPECT_EQ(matrix_stage_cuts(tile), (std::vector<size_t>{4, 6}));
+  EXPECT_EQ(matrix_stage_cuts(tile, 1), (std::vector<size_t>{4}));
+  EXPECT_TRUE(matrix_stage_cuts(std::vector<Instruction>(tile.begin(), tile.begin() + 2)).empty());  // no gemm
+  auto marked = [&](size_t n) {
+    std::vector<std::vector<Instruction>> tiles(n, tile);
+    for (size_t t = 0; t < n; ++t)
+      for (auto& in : tiles[t]) in.token = static_cast<int64_t>(t);  // marks the tile
+    return tiles;
+  };
   auto tiles_of = [](const std::vector<Instruction>& step) {
     std::string s;
     for (const auto& in : step) s += std::to_string(in.token);
     return s;
   };
-  EXPECT_EQ(tiles_of(steps[0]), "0000");    // A(0)
-  EXPECT_EQ(tiles_of(steps[1]), "111100");  // A(1), B(0)
-  EXPECT_EQ(tiles_of(steps[2]), "222211");  // A(2), B(1)
-  EXPECT_EQ(tiles_of(steps[3]), "22");      // B(2)
-  EXPECT_EQ(skew_tiles(tiles, 1).size(), 3u);  // single-buffered: tile t + 1 would overwrite tile t
+  // Two tiles of three stages (A: 4 instructions, B: 2, C: 2): A(0) | A(1) B(0) | B(1) C(0) | C(1).
+  SkewedTiles two = skew_tiles(marked(2), 2);
+  ASSERT_EQ(two.steps.size(), 4u);
+  EXPECT_EQ(tiles_of(two.steps[0]), "0000");
+  EXPECT_EQ(tiles_of(two.steps[1]), "111100");
+  EXPECT_EQ(tiles_of(two.steps[2]), "1100");
+  EXPECT_EQ(tiles_of(two.steps[3]), "11");
+  EXPECT_EQ(two.prologue + two.epilogue, 4u);  // no steady step
+  // Three tiles, two buffers: tile 2 reuses tile 0's region, so C(0) opens the step A(2) is in.
+  SkewedTiles three = skew_tiles(marked(3), 2);
+  ASSERT_EQ(three.steps.size(), 5u);
+  EXPECT_EQ(tiles_of(three.steps[2]), "00" "2222" "11");
+  EXPECT_EQ(tiles_of(three.steps[3]), "22" "11");
+  EXPECT_EQ(tiles_of(three.steps[4]), "22");
+  EXPECT_EQ(three.prologue, 2u);
+  EXPECT_EQ(three.epilogue, 2u);
+  EXPECT_EQ(skew_tiles(marked(3), 1).steps.size(), 3u);  // single-buffered: the tiles as they are
 }
 
 // A decode step's attention tiles run skewed exactly like tiles in order: the same outputs, the

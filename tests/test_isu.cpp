@@ -149,8 +149,8 @@ TEST(SxeStreams, ConsecutiveGemmStreamsHideTheLatency) {
 }
 
 // Decode attention on lpu-asic (the preset has the decoupled ISU and SXE streams): the
-// attention class of an OPT-1.3B layer at context 1040 reaches at least 30% of its roofline
-// (14.8% with the in-order ISU and one stream: docs/rooflines.md).
+// attention class of an OPT-1.3B layer at context 1040 reaches at least 60% of its roofline
+// (63.2%; 23.4% with the in-order ISU and one stream: docs/rooflines.md).
 TEST(SxeStreams, DecodeAttentionNearerItsRoofline) {
   WorkloadSpec w = resolve_workload(std::string(LPU_SOURCE_DIR) + "/workloads/opt-1.3b-decode.yaml");
   w.layers = 1;
@@ -163,8 +163,8 @@ TEST(SxeStreams, DecodeAttentionNearerItsRoofline) {
   };
   double before = attention(arch("lpu-asic", {"sxe.streams=1", "isu.lookahead=1"}));
   double after = attention(arch("lpu-asic"));
-  EXPECT_LT(before, 0.2);
-  EXPECT_GT(after, 0.3) << "before " << before;
+  EXPECT_LT(before, 0.3) << "after " << after;
+  EXPECT_GT(after, 0.6) << "before " << before;
 }
 
 // One table routes every opcode: names round-trip, codes are distinct, and each opcode has

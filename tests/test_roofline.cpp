@@ -167,7 +167,7 @@ TEST(Roofline, BreakdownOffChangesNothingElse) {
   off.kernel_breakdown = false;
   SimStats s = simulate(o.comp.code.program, o.arch, off).stats;
   ASSERT_EQ(s.kernels.size(), o.sim.stats.kernels.size());
-  ASSERT_GT(s.kernels.size(), 3u);
+  ASSERT_GE(s.kernels.size(), 3u);  // an OPT-1.3B layer: norm and projections, attention, the rest
   for (size_t k = 0; k < s.kernels.size(); ++k) {
     EXPECT_EQ(sum(s.kernels[k].breakdown), 0u);
     EXPECT_GT(sum(o.sim.stats.kernels[k].breakdown), 0u);

@@ -689,25 +689,32 @@ std::vector<Instruction> fold_tiles(const std::vector<std::vector<Instruction>>&
 }
 
 namespace {
-// A kernel's tiles in emission order: skewed by a stage (tile_skew.h) where that applies,
+// A kernel's tiles in emission order: skewed into stages (tile_skew.h) where that applies,
 // folded into loops when opts.fold_loops (the skew's prologue and epilogue steps outside the
 // loop, its steady steps folded like tiles).
 std::vector<Instruction> order_tiles(std::vector<std::vector<Instruction>> tiles, int64_t nbuf, int id,
                                      const CodegenOptions& opts) {
-  const size_t count = tiles.size();
-  std::vector<std::vector<Instruction>> steps = opts.skew_tiles ? skew_tiles(tiles, nbuf) : std::move(tiles);
-  std::vector<Instruction> body;
-  if (opts.fold_loops && steps.size() > count) {
-    body = steps.front();
-    std::vector<std::vector<Instruction>> steady(steps.begin() + 1, steps.end() - 1);
-    std::vector<Instruction> folded = fold_tiles(steady, static_cast<size_t>(nbuf), id);
-    body.insert(body.end(), folded.begin(), folded.end());
-    body.insert(body.end(), steps.back().begin(), steps.back().end());
-  } else if (opts.fold_loops) {
-    body = fold_tiles(steps, static_cast<size_t>(nbuf), id);
+  SkewedTiles sk;
+  if (opts.skew_tiles) {
+    sk = skew_tiles(std::move(tiles), nbuf);
   } else {
-    for (const auto& t : steps) body.insert(body.end(), t.begin(), t.end());
+    sk.steps = std::move(tiles);
   }
+  std::vector<Instruction> body;
+  auto emit = [&](size_t from, size_t to) {
+    for (size_t i = from; i < to; ++i) body.insert(body.end(), sk.steps[i].begin(), sk.steps[i].end());
+  };
+  const size_t steady_end = sk.steps.size() - sk.epilogue;
+  if (!opts.fold_loops) {
+    emit(0, sk.steps.size());
+    return body;
+  }
+  emit(0, sk.prologue);
+  std::vector<std::vector<Instruction>> steady(sk.steps.begin() + static_cast<std::ptrdiff_t>(sk.prologue),
+                                               sk.steps.begin() + static_cast<std::ptrdiff_t>(steady_end));
+  std::vector<Instruction> folded = fold_tiles(steady, static_cast<size_t>(nbuf), id);
+  body.insert(body.end(), folded.begin(), folded.end());
+  emit(steady_end, sk.steps.size());
   return body;
 }
 }  // namespace

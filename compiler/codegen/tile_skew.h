@@ -1,19 +1,22 @@
-// Software pipelining of a kernel's tiles by one stage (the emission order, nothing else).
+// Software pipelining of a kernel's tiles (the emission order, nothing else).
 //
 // Engines take their instructions in program order (the ISU's rule), so a tile that streams
-// with the matrix engine and then hands the result to the vector engine (a decode attention
-// tile: scores or probabilities @ V, then the epilogue adding the new value) makes the next
-// tile's vector work wait behind this tile's epilogue, which waits for the stream: the two
-// engines take turns instead of overlapping. Each tile is cut where its first instruction
-// off the matrix engine reads a matrix-engine result (stage A before the cut, B from it on),
-// and the tiles are emitted A(0), A(1), B(0), A(2), B(1), ..., B(T-1): tile t+1's vector work
-// comes before tile t's epilogue on the vector engine's queue.
+// with the matrix engine and hands the result to the vector engine makes the next tile's
+// vector work wait behind this tile's. A decode attention tile does it twice: K streams into
+// scores, the vector engine's softmax, V streams, the vector engine's epilogue. Each tile is
+// cut into stages at every instruction off the matrix engine that must wait for a matrix
+// instruction of its stage (it reads the result, or overwrites an operand the stream still
+// reads); stage s of tile t is emitted in step t + s, a step's stages in ascending order:
+// A(0) | A(1) B(0) | B(1) C(0) | C(1) for two tiles of three stages, so the vector engine
+// takes tile 1's softmax before tile 0's epilogue, and the matrix engine streams K(1) while
+// the softmax of tile 0 runs.
 //
-// Why the order stays correct: within a tile nothing moves (so its register allocation holds);
-// consecutive tiles use the two halves of double-buffered local memory, so A(t+1) and B(t)
-// touch different registers; tile t+2 (tile t's half) comes after all of tile t; a kernel's
-// tiles read no HBM that another of its tiles writes (in-kernel values stay in local memory).
-// Single-buffered kernels, or tiles without such a cut, keep the plain order.
+// Why the order stays correct: within a tile nothing moves (its register allocation holds);
+// tiles that are not `buffers` apart use different regions of local memory, and where a step
+// starts tile t while a stage of tile t - buffers (its region) is still to come, that stage
+// goes first in the step (two cuts at most, so it is that tile's last); a kernel's tiles read
+// no HBM that another of its tiles writes (in-kernel values stay in local memory).
+// Single-buffered kernels, or tiles without a cut, keep the plain order.
 #pragma once
 #include <vector>
 
@@ -21,13 +24,17 @@
 
 namespace lpu {
 
-// Where tile `code` is cut: the index of its first instruction that is not the matrix engine's
-// and reads local memory a matrix-engine instruction before it writes; code.size() when none.
-size_t matrix_result_cut(const std::vector<Instruction>& code);
+// Where tile `code` is cut into stages: the index of each stage's first instruction after the
+// first (ascending; at most `max_cuts`), empty when no instruction waits on the matrix engine.
+std::vector<size_t> matrix_stage_cuts(const std::vector<Instruction>& code, size_t max_cuts = 2);
 
-// The steps of the skewed order: step 0 = A(0), step t = A(t) + B(t-1), step T = B(T-1).
-// Returns the tiles unchanged as steps when `buffers` < 2, there are fewer than 2 tiles, or no
-// tile has a cut.
-std::vector<std::vector<Instruction>> skew_tiles(const std::vector<std::vector<Instruction>>& tiles, int64_t buffers);
+// The tiles in skewed order, as steps: steps [prologue, steps.size() - epilogue) are the steady
+// ones (every stage present, the same structure; they may fold into a loop), the rest are
+// emitted as they are. Unskewed: the tiles themselves, all steady.
+struct SkewedTiles {
+  std::vector<std::vector<Instruction>> steps;
+  size_t prologue = 0, epilogue = 0;
+};
+SkewedTiles skew_tiles(std::vector<std::vector<Instruction>> tiles, int64_t buffers);
 
 }  // namespace lpu

@@ -4,6 +4,7 @@
 // operands of a cat.
 #include <algorithm>
 #include <functional>
+#include <numeric>
 #include <optional>
 
 #include "graph/ops.h"
@@ -109,6 +110,24 @@ Graph outer_product_matmuls(const Graph& g) {
                            // [..., M, 1] x [..., 1, N]: one product per element, broadcast like the batch.
                            return out.add_call("mul", in, {}, n.name);
                          });
+}
+
+Graph dot_product_matmuls(const Graph& g) {
+  return rewrite_matmuls(
+      g, "dot_product_matmuls", [&](const Node& n, const std::vector<NodeId>& in, Graph& out) -> std::optional<NodeId> {
+        const TensorType& a = g.node(n.inputs[0]).type;
+        const TensorType& b = g.node(n.inputs[1]).type;
+        if (a.rank() < 2 || b.rank() < 2 || a.shape[a.rank() - 2] != 1 || b.shape.back() != 1 || a.shape.back() < 2 ||
+            gathered_weight(g, n.inputs[0]) || gathered_weight(g, n.inputs[1]))
+          return std::nullopt;
+        // [..., 1, K] x [..., K, 1]: B's column as a row, broadcast like the batch.
+        std::vector<int64_t> swap(b.rank());
+        std::iota(swap.begin(), swap.end(), int64_t{0});
+        std::swap(swap[b.rank() - 2], swap[b.rank() - 1]);
+        NodeId bt = out.add_call("permute", {in[1]}, {{"dims", swap}}, n.name + "_bT");
+        NodeId prod = out.add_call("mul", {in[0], bt}, {}, n.name + "_products");
+        return out.add_call("sum", {prod}, {{"dims", std::vector<int64_t>{-1}}, {"keepdim", true}}, n.name);
+      });
 }
 
 Graph gathered_weights_as_b(const Graph& g) {

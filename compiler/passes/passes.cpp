@@ -88,6 +88,7 @@ std::vector<Pass> default_passes() {
           {"cse", eliminate_common_subexpressions},
           {"split_row_selects", split_row_selects},
           {"outer_product_matmuls", outer_product_matmuls},
+          {"dot_product_matmuls", dot_product_matmuls},
           {"gathered_weights_as_b", gathered_weights_as_b},
           {"dce_before_layouts", eliminate_dead_code},
           {"simplify_unit_dims", simplify_unit_dims},

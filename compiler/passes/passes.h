@@ -43,6 +43,11 @@ Graph split_row_selects(const Graph& g);
 // Small-tensor layouts (layouts.cpp), so that cheap ops run inside the kernels that use them:
 // a matmul with K = 1 ([..., M, 1] x [..., 1, N]) is a broadcast mul (one product per element).
 Graph outer_product_matmuls(const Graph& g);
+// A matmul of one row by one column ([..., 1, K] x [..., K, 1]: a decode step's score against
+// its own new key) is a dot product: sum(mul(a, b^T), -1) runs on the vector engine in the
+// kernel of its users, where the matrix engine would stream one column per row with the HBM
+// latency each time.
+Graph dot_product_matmuls(const Graph& g);
 // Gathered weights on the A side (HuggingFace's batched_mm experts: W[ids] @ x, [R, M, K] x
 // [R, K, 1]) move to the B side, (x^T W[ids]^T)^T, so the matrix engine streams them straight
 // from the table (sxe.gemm_gather) instead of the gather writing them to HBM to be read back.
@@ -72,7 +77,8 @@ struct Pass {
 };
 
 // The default normalisation pipeline: verify, decompose, split_reductions, drop_empty_tensors,
-// fold_constants, cse, split_row_selects, outer_product_matmuls, gathered_weights_as_b, dce,
+// fold_constants, cse, split_row_selects, outer_product_matmuls, dot_product_matmuls,
+// gathered_weights_as_b, dce,
 // simplify_unit_dims,
 // pointwise_into_cat, cse (what the rewrites duplicated), dce.
 // run_passes verifies the graph before the first pass and after each one.

@@ -450,28 +450,54 @@ class DecoderBuilder {
     NodeId s_new =
         b_.call("matmul", {qs, transposed(share_kv(kh, T, p + "k_new"), p + "kT_new")}, {}, p + "scores_new");
     if (s.mask >= 0) s_new = b_.call("add", {s_new, s.mask}, {}, p + "masked");
-    NodeId scores = s_new, k_cache = -1, v_cache = -1;
+    NodeId attn = -1;
     if (C > 0) {
-      k_cache = b_.input(p + "k_cache", batched({Hkvl_, C, hd_}));
-      v_cache = b_.input(p + "v_cache", batched({Hkvl_, C, hd_}));
+      NodeId k_cache = b_.input(p + "k_cache", batched({Hkvl_, C, hd_}));
+      NodeId v_cache = b_.input(p + "v_cache", batched({Hkvl_, C, hd_}));
       NodeId s_old = b_.call("matmul", {qs, transposed(share_kv(k_cache, C, p + "k_cache"), p + "kT_cache")}, {},
                              p + "scores_cache");
-      scores = b_.call("cat", {s_old, s_new}, {{"dim", last}}, p + "scores");
+      if (s.alibi >= 0) {  // the bias is [H, T, C + T], one for the whole batch
+        s_old = b_.call("add", {s_old, b_.slice(s.alibi, 2, 0, C, p + "alibi_cache")}, {}, p + "alibi_scores_cache");
+        s_new = b_.call("add", {s_new, b_.slice(s.alibi, 2, C, C + T, p + "alibi_new")}, {}, p + "alibi_scores_new");
+      }
+      NodeId v_old = share_kv(v_cache, C, p + "v_cache");  // in this order: the graph's node order
+      NodeId v_new = share_kv(vh, T, p + "v_new");
+      attn = cached_softmax_v(p, s_old, s_new, v_old, v_new);
+    } else {
+      if (s.alibi >= 0) s_new = b_.call("add", {s_new, s.alibi}, {}, p + "alibi_scores");
+      NodeId probs = b_.call("softmax", {s_new}, {{"dim", int64_t{-1}}}, p + "probs");
+      attn = b_.call("matmul", {probs, share_kv(vh, T, p + "v_new")}, {}, p + "attn_new");
     }
-    if (s.alibi >= 0) scores = b_.call("add", {scores, s.alibi}, {}, p + "alibi_scores");
-    NodeId probs = b_.call("softmax", {scores}, {{"dim", int64_t{-1}}}, p + "probs");
-    NodeId attn =
-        b_.call("matmul", {C > 0 ? b_.slice(probs, last, C, C + T, p + "p_new") : probs, share_kv(vh, T, p + "v_new")},
-                {}, p + "attn_new");
-    if (C > 0)
-      attn =
-          b_.call("add",
-                  {b_.call("matmul", {b_.slice(probs, last, 0, C, p + "p_cache"), share_kv(v_cache, C, p + "v_cache")},
-                           {}, p + "attn_cache"),
-                   attn},
-                  {}, p + "attn");
     return b_.reshape(b_.permute(attn, batched_perm({1, 0, 2}), p + "attn_tokens"), {B_ * T, q_width},
                       p + "attn_merged");
+  }
+
+  // softmax([s_old, s_new]) @ [v_old; v_new] without concatenating the cached and the new
+  // scores: the two parts share the row's maximum and sum, and the weighted values are
+  // normalised once at the end ([T, hd] divided by the sum instead of [T, C + T]
+  // probabilities). The same value as the concatenated form (exp(x - m) / sum, distributed
+  // over the matmul), in ops that fuse: the matrix engine streams K and V of the cache through
+  // one kernel with the vector work between them, and the new key and value fold in as a
+  // second part rather than a copy of every cached score (docs/scheduling.md, "Decode attention").
+  NodeId cached_softmax_v(const std::string& p, NodeId s_old, NodeId s_new, NodeId v_old, NodeId v_new) {
+    const Attrs row{{"dims", std::vector<int64_t>{-1}}, {"keepdim", true}};
+    NodeId m = b_.call(
+        "maximum",
+        {b_.call("amax", {s_old}, row, p + "probs_max_cache"), b_.call("amax", {s_new}, row, p + "probs_max_new")}, {},
+        p + "probs_max");
+    auto weights = [&](NodeId scores, const std::string& part) {
+      return b_.call("exp", {b_.call("sub", {scores, m}, {}, p + "probs_shifted_" + part)}, {},
+                     p + "probs_exp_" + part);
+    };
+    NodeId e_old = weights(s_old, "cache"), e_new = weights(s_new, "new");
+    NodeId sum = b_.call(
+        "add", {b_.call("sum", {e_old}, row, p + "probs_sum_cache"), b_.call("sum", {e_new}, row, p + "probs_sum_new")},
+        {}, p + "probs_sum");
+    NodeId weighted = b_.call("add",
+                              {b_.call("matmul", {e_old, v_old}, {}, p + "attn_cache"),
+                               b_.call("matmul", {e_new, v_new}, {}, p + "attn_new")},
+                              {}, p + "attn_unnormalised");
+    return b_.call("div", {weighted, sum}, {}, p + "attn");
   }
 
   // A ragged step's inputs beyond the hidden rows and rope tables, sequence by sequence: the

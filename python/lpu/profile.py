@@ -42,7 +42,7 @@ NODE_OPS = (
     (r"(q|k|v|qkv)_proj", "attn_pre_proj"),
     (r"[qk]_rope", "attn_rope"),
     (r"(k|v)_heads", "attn_kv_cache_save"),
-    (r"q_scaled|scores|masked|alibi|probs|attn_new$|attn_cache$|attn$", "attn"),
+    (r"q_scaled|scores|masked|alibi|probs|attn_new$|attn_cache$|attn_unnormalised$|attn$", "attn"),
     (r"o_proj", "attn_post_proj"),
     (r"(attn|ffn)_residual$", "add"),
     (r"gate_proj|up_proj|fc1", "mlp_up_proj"),
