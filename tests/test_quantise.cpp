@@ -199,25 +199,31 @@ TEST(Quantise, PackedDecodersMatchAReferenceThatDequantises) {
 }
 
 // What packing buys a bandwidth-bound decode step: LLaMA-2-7B, int4 in groups of 128, on
-// lpu-asic (whose trees take 4 int4 weights per lane: bandwidth-matched as in f16).
+// lpu-asic (whose trees take 4 int4 weights per lane: bandwidth-matched as in f16), at context
+// 1024 and at the workload file's 2048 (0.308x and 0.333x; 0.373x at 2048 before issue 28's
+// attention kernel, the f16 KV cache streaming at half its roofline).
 TEST(Quantise, Int4HalvesAndMoreTheLlamaDecodeStep) {
   const ArchConfig asic = load_arch_config(std::string(LPU_SOURCE_DIR) + "/configs/lpu-asic.yaml");
-  RunOutcome f16 = run_job(resolve_workload("llama2-7b", {"context=1024"}), asic, "greedy", false);
-  RunOutcome q4 = run_job(resolve_workload("llama2-7b", {"context=1024", "weight_dtype=int4"}), asic, "greedy", false);
-  auto weight_bytes = [](const Program& p) {
-    int64_t b = 0;
-    for (const auto& d : p.buffers) b += d.role == BufferRole::Weight ? d.bytes() : 0;
-    return static_cast<double>(b);
-  };
-  const double wr = weight_bytes(q4.comp.code.program) / weight_bytes(f16.comp.code.program);
-  // Every weight of the step is a linear one (the decode step starts from the hidden rows): 4
-  // bits a weight and an f16 scale per 128 = 4.125 / 16 of f16.
-  EXPECT_NEAR(wr, 4.125 / 16, 0.002);
-  const double tr = static_cast<double>(q4.sim.stats.cycles) / static_cast<double>(f16.sim.stats.cycles);
-  EXPECT_LE(tr, 0.35);
-  EXPECT_GT(tr, 0.2);  // the KV cache (f16) and the embedding row are not packed
-  // The lower bound moves with the packing: still near it.
-  EXPECT_LT(static_cast<double>(q4.sim.stats.hbm_read_bytes), 1.02 * static_cast<double>(q4.comp.compulsory_hbm_bytes));
+  for (const char* context : {"context=1024", "context=2048"}) {
+    RunOutcome f16 = run_job(resolve_workload("llama2-7b", {context}), asic, "greedy", false);
+    RunOutcome q4 = run_job(resolve_workload("llama2-7b", {context, "weight_dtype=int4"}), asic, "greedy", false);
+    auto weight_bytes = [](const Program& p) {
+      int64_t b = 0;
+      for (const auto& d : p.buffers) b += d.role == BufferRole::Weight ? d.bytes() : 0;
+      return static_cast<double>(b);
+    };
+    const double wr = weight_bytes(q4.comp.code.program) / weight_bytes(f16.comp.code.program);
+    // Every weight of the step is a linear one (the decode step starts from the hidden rows): 4
+    // bits a weight and an f16 scale per 128 = 4.125 / 16 of f16.
+    EXPECT_NEAR(wr, 4.125 / 16, 0.002) << context;
+    const double tr = static_cast<double>(q4.sim.stats.cycles) / static_cast<double>(f16.sim.stats.cycles);
+    EXPECT_LE(tr, 0.35) << context;
+    EXPECT_GT(tr, 0.2) << context;  // the KV cache (f16) and the embedding row are not packed
+    // The lower bound moves with the packing: still near it.
+    EXPECT_LT(static_cast<double>(q4.sim.stats.hbm_read_bytes),
+              1.02 * static_cast<double>(q4.comp.compulsory_hbm_bytes))
+        << context;
+  }
 }
 
 }  // namespace
