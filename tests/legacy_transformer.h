@@ -82,6 +82,29 @@ class LegacyBuilder {
   DType dt_;
 };
 
+// Updated with the builder (issue 28): a cache attends in two parts sharing the row's maximum
+// and sum, normalised after the values.
+inline NodeId cached_softmax_v(LegacyBuilder& b, const std::string& p, NodeId s_old, NodeId s_new, NodeId v_old,
+                               NodeId v_new) {
+  const Attrs row{{"dims", std::vector<int64_t>{-1}}, {"keepdim", true}};
+  NodeId mx =
+      b.call("maximum",
+             {b.call("amax", {s_old}, row, p + "probs_max_cache"), b.call("amax", {s_new}, row, p + "probs_max_new")},
+             {}, p + "probs_max");
+  auto weights = [&](NodeId scores, const std::string& part) {
+    return b.call("exp", {b.call("sub", {scores, mx}, {}, p + "probs_shifted_" + part)}, {}, p + "probs_exp_" + part);
+  };
+  NodeId e_old = weights(s_old, "cache"), e_new = weights(s_new, "new");
+  NodeId sum = b.call(
+      "add", {b.call("sum", {e_old}, row, p + "probs_sum_cache"), b.call("sum", {e_new}, row, p + "probs_sum_new")}, {},
+      p + "probs_sum");
+  NodeId weighted = b.call(
+      "add",
+      {b.call("matmul", {e_old, v_old}, {}, p + "attn_cache"), b.call("matmul", {e_new, v_new}, {}, p + "attn_new")},
+      {}, p + "attn_unnormalised");
+  return b.call("div", {weighted, sum}, {}, p + "attn");
+}
+
 inline Graph build_legacy(const LegacyShape& m, const WorkloadSpec& w) {
   Graph g(w.name);
   LegacyBuilder b(g, w.dtype);
@@ -131,9 +154,6 @@ inline Graph build_legacy(const LegacyShape& m, const WorkloadSpec& w) {
     outputs.push_back(kh);  // the cache append: new keys/values written once
     outputs.push_back(vh);
     NodeId qs = b.call("mul", {qh, b.scalar(scale)}, {}, p + "q_scaled");
-    // Updated with the builder (issue 28): a cache attends in two parts sharing the row's
-    // maximum and sum, normalised after the values.
-    const Attrs row{{"dims", std::vector<int64_t>{-1}}, {"keepdim", true}};
     NodeId s_new =
         b.call("matmul", {qs, b.permute(share_kv(kh, T, p + "k_new"), {0, 2, 1}, p + "kT_new")}, {}, p + "scores_new");
     if (mask >= 0) s_new = b.call("add", {s_new, mask}, {}, p + "masked");
@@ -145,23 +165,7 @@ inline Graph build_legacy(const LegacyShape& m, const WorkloadSpec& w) {
                             {}, p + "scores_cache");
       NodeId v_old = share_kv(v_cache, C, p + "v_cache");
       NodeId v_new = share_kv(vh, T, p + "v_new");
-      NodeId mx = b.call(
-          "maximum",
-          {b.call("amax", {s_old}, row, p + "probs_max_cache"), b.call("amax", {s_new}, row, p + "probs_max_new")}, {},
-          p + "probs_max");
-      auto weights = [&](NodeId scores, const std::string& part) {
-        return b.call("exp", {b.call("sub", {scores, mx}, {}, p + "probs_shifted_" + part)}, {},
-                      p + "probs_exp_" + part);
-      };
-      NodeId e_old = weights(s_old, "cache"), e_new = weights(s_new, "new");
-      NodeId sum = b.call(
-          "add", {b.call("sum", {e_old}, row, p + "probs_sum_cache"), b.call("sum", {e_new}, row, p + "probs_sum_new")},
-          {}, p + "probs_sum");
-      NodeId weighted = b.call("add",
-                               {b.call("matmul", {e_old, v_old}, {}, p + "attn_cache"),
-                                b.call("matmul", {e_new, v_new}, {}, p + "attn_new")},
-                               {}, p + "attn_unnormalised");
-      attn = b.call("div", {weighted, sum}, {}, p + "attn");
+      attn = cached_softmax_v(b, p, s_old, s_new, v_old, v_new);
     } else {
       NodeId probs = b.call("softmax", {s_new}, {{"dim", int64_t{-1}}}, p + "probs");
       attn = b.call("matmul", {probs, share_kv(vh, T, p + "v_new")}, {}, p + "attn_new");
