@@ -472,6 +472,9 @@ nlohmann::json stats_to_json(const SimStats& s) {
   if (s.isu_out_of_order_issues) j["isu_out_of_order_issues"] = s.isu_out_of_order_issues;
   if (s.sxe_rtl_gemms)
     j["sxe_rtl"] = {{"gemms", s.sxe_rtl_gemms}, {"cycles", s.sxe_rtl_cycles}, {"stall_cycles", s.sxe_rtl_stall_cycles}};
+  if (s.vxe_rtl_instructions)
+    j["vxe_rtl"] = {
+        {"instructions", s.vxe_rtl_instructions}, {"cycles", s.vxe_rtl_cycles}, {"elements", s.vxe_rtl_elements}};
   nlohmann::json eng = nlohmann::json::object();
   for (const auto& e : s.engines)
     eng[e.name] = {{"busy_cycles", e.busy_cycles},     {"stalled_cycles", e.stalled_cycles},

@@ -119,6 +119,9 @@ struct SimStats {
   // sxe.model: rtl only (JSON "sxe_rtl" when non-zero): sxe.gemm instructions the verilated
   // tree ran, its cycles and its stall cycles (weight stream slower than the tree), summed.
   uint64_t sxe_rtl_gemms = 0, sxe_rtl_cycles = 0, sxe_rtl_stall_cycles = 0;
+  // vxe.model: rtl only (JSON "vxe_rtl" when non-zero): exp / div / reciprocal instructions the
+  // verilated special-function pipelines ran, their cycles and elements, summed.
+  uint64_t vxe_rtl_instructions = 0, vxe_rtl_cycles = 0, vxe_rtl_elements = 0;
   std::vector<EngineStats> engines;
   std::vector<KernelStats> kernels;
   std::vector<GraphBreakStats> graph_breaks;  // in execution order

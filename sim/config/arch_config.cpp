@@ -142,11 +142,18 @@ void resolve_lmu(YamlReader& r, const YAML::Node& root, ArchConfig& a) {
 }
 
 void resolve_vxe(YamlReader& r, const YAML::Node& root, ArchConfig& a) {
-  YAML::Node vxe = section(r, root, "vxe", {"lanes", "queue_depth", "ops"}, true);
+  YAML::Node vxe = section(r, root, "vxe", {"lanes", "queue_depth", "ops", "model"}, true);
   a.vxe.lanes = static_cast<int>(r.get_int(vxe, "lanes", "vxe"));
   r.check_range(vxe, "lanes", "vxe", a.vxe.lanes, 1, 1 << 16);
   a.vxe.queue_depth = static_cast<int>(r.get_int(vxe, "queue_depth", "vxe", a.vxe.queue_depth));
   r.check_range(vxe, "queue_depth", "vxe", a.vxe.queue_depth, 1, 4096);
+  std::string model = r.get_string(vxe, "model", "vxe", "approx");
+  if (model == "approx")
+    a.vxe.model = ArchConfig::Vxe::Model::Approx;
+  else if (model == "rtl")
+    a.vxe.model = ArchConfig::Vxe::Model::Rtl;
+  else
+    r.fail(vxe["model"], "vxe.model", "expected approx or rtl, got '" + model + "'");
   a.vxe.ops = default_vxe_ops();
   if (YAML::Node ops = vxe["ops"]) {
     std::vector<std::string> names;
@@ -451,6 +458,7 @@ nlohmann::json arch_to_json(const ArchConfig& a) {
   nlohmann::json ops;
   for (const auto& [k, t] : a.vxe.ops) ops[k] = {{"latency", t.latency}, {"ii", t.ii}};
   j["vxe"] = {{"lanes", a.vxe.lanes}, {"queue_depth", a.vxe.queue_depth}, {"ops", ops}};
+  if (a.vxe.model == ArchConfig::Vxe::Model::Rtl) j["vxe"]["model"] = "rtl";  // absent: approx (JSON unchanged)
   j["sxe"] = {{"mac_trees", a.sxe.mac_trees},     {"lanes", a.sxe.lanes},     {"pipeline_depth", a.sxe.pipeline_depth},
               {"queue_depth", a.sxe.queue_depth}, {"streams", a.sxe.streams}, {"model", sxe_model_name(a.sxe.model)}};
   // The packed-weight keys only when set (configs without them keep the JSON, and the sweep

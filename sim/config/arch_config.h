@@ -81,6 +81,11 @@ struct ArchConfig {
     int queue_depth = 8;
     std::map<std::string, VxeOpTiming> ops;  // by op name (add, exp, rsum, mov, ...)
     VxeOpTiming timing(const std::string& op) const;
+    // Timing of exp, div and reciprocal: the closed form, or the Verilator RTL of the
+    // special-function pipeline inside the device simulation (sim/model/vxe_rtl.h; builds with
+    // LPU_WITH_RTL only).
+    enum class Model { Approx, Rtl };
+    Model model = Model::Approx;
   } vxe;
 
   struct Sxe {
