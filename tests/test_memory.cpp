@@ -173,6 +173,55 @@ TEST(MemoryBanks, FastForwardAgreesWithAVisitPerRow) {
   }
 }
 
+// A run timed unit by unit (one pass, units in the same state timed once) against sweep by
+// sweep over all units: the same results bit for bit (time, each unit's window, counters), on
+// a mix of runs that keeps units in step (whole sweeps, runs a multiple of a column of every
+// unit) and runs that split them (any byte, a few bursts, writes), with and without the fast path.
+TEST(MemoryBanks, UnitByUnitMatchesSweepBySweepExactly) {
+  for (const auto& tech : kTechnologies) {
+    for (const bool fast_forward : {true, false}) {
+      const ArchConfig a = bank_arch(tech, 4);
+      sim::DramBanks by_unit(a.memory, fast_forward), by_sweep(a.memory, fast_forward, false);
+      const uint64_t column = static_cast<uint64_t>(by_unit.units()) * by_unit.burst_bytes();
+      std::mt19937_64 rng(11);
+      double t = 0;
+      uint64_t last_addr = 0, last_len = 64;
+      for (int i = 0; i < 3000; ++i) {
+        // Runs of whole columns (units stay in step), now and then a few bytes of the last run
+        // (their row hits read the banks the run left), then a mix with runs that split units.
+        const uint64_t kind = i < 1000 ? 2 + rng() % 3 / 2 : rng() % 4;
+        const uint64_t len = kind == 0 ? 64 + rng() % 4096 : kind == 3 ? 64 : (1 + rng() % 64) * column;
+        const uint64_t addr = kind == 1   ? rng() % (1ull << 32)
+                              : kind == 3 ? last_addr + rng() % last_len / 64 * 64
+                                          : (rng() % 4096) * column;
+        if (kind != 3) {
+          last_addr = addr;
+          last_len = len;
+        }
+        const bool write = rng() % 7 == 0;
+        t += (rng() % 3 == 0) ? static_cast<double>(rng() % 200000) : 0;
+        const double x = by_unit.access(addr, len, write, t), y = by_sweep.access(addr, len, write, t);
+        ASSERT_EQ(x, y) << tech << " run " << i;
+        ASSERT_EQ(by_unit.busy().size(), by_sweep.busy().size()) << tech << " run " << i;
+        for (size_t k = 0; k < by_unit.busy().size(); ++k) {
+          const auto &p = by_unit.busy()[k], &q = by_sweep.busy()[k];
+          ASSERT_TRUE(p.unit == q.unit && p.start_ps == q.start_ps && p.end_ps == q.end_ps) << tech << " run " << i;
+        }
+      }
+      const auto &c = by_unit.counters(), &d = by_sweep.counters();
+      EXPECT_EQ(c.bursts, d.bursts) << tech;
+      EXPECT_EQ(c.row_hits, d.row_hits) << tech;
+      EXPECT_EQ(c.row_misses, d.row_misses) << tech;
+      EXPECT_EQ(c.refreshes, d.refreshes) << tech;
+      EXPECT_EQ(c.fast_rows, d.fast_rows) << tech;
+      std::printf("%-8s fast path %d: %llu of %d x 3000 unit runs took a copy\n", tech.c_str(), fast_forward,
+                  static_cast<unsigned long long>(c.copied), by_unit.units());
+      EXPECT_GT(c.copied, 250u * static_cast<uint64_t>(by_unit.units() - 1)) << tech;  // timed once
+      EXPECT_EQ(d.copied, 0u) << tech;
+    }
+  }
+}
+
 namespace {
 WorkloadSpec decode_step(const std::string& name) {
   return resolve_workload(std::string(LPU_SOURCE_DIR) + "/workloads/" + name + ".yaml");

@@ -2,13 +2,15 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstddef>
+#include <cstring>
 #include <limits>
 
 #include "support/error.h"
 
 namespace lpu::sim {
 
-DramBanks::DramBanks(const ArchConfig::Memory& m, bool fast_forward) {
+DramBanks::DramBanks(const ArchConfig::Memory& m, bool fast_forward, bool by_unit) : by_unit_(by_unit) {
   const double ns = 1000.0;  // ps
   t_ = {m.tRCD_ns * ns,
         m.tRP_ns * ns,
@@ -76,6 +78,8 @@ DramBanks::DramBanks(const ArchConfig::Memory& m, bool fast_forward) {
   banks_.assign(units_.size() * static_cast<size_t>(banks_per_unit_), Bank{});
   pending_.assign(units_.size(), Pending{});
   first_.assign(units_.size(), -1);
+  visited_.assign((units_.size() + 63) / 64, 0);
+  state_.assign(units_.size(), 0);
   last_.assign(units_.size(), 0);
 }
 
@@ -120,7 +124,8 @@ void DramBanks::refresh(Unit& u, double t) {
 
 double DramBanks::visit(int unit, int bank, int64_t row, uint64_t bursts, bool is_write, double t0) {
   Unit& u = units_[static_cast<size_t>(unit)];
-  refresh(u, t0);
+  changed(unit);
+  if (refresh_due(u, t0)) refresh(u, t0);
   Bank& k = banks_[static_cast<size_t>(unit) * static_cast<size_t>(banks_per_unit_) + static_cast<size_t>(bank)];
   double ready;  // when the bank can put data on the bus
   if (k.row == row) {
@@ -153,7 +158,7 @@ double DramBanks::visit(int unit, int bank, int64_t row, uint64_t bursts, bool i
   }
   counters_.bursts += bursts;
   const auto i = static_cast<size_t>(unit);
-  if (first_[i] < 0) first_[i] = start;
+  if (first_[i] < 0) note_first(i, start);
   last_[i] = end;
   return start;
 }
@@ -202,16 +207,112 @@ DramBanks::BankRow DramBanks::sweep_target(uint64_t sweep) const {
 
 // Bursts [a, e) of one sweep: each unit's lie in one row of one bank, a run of its columns.
 void DramBanks::partial_sweep(uint64_t sweep, uint64_t a, uint64_t e, bool is_write, double t0) {
-  const BankRow target = sweep_target(sweep);
-  const auto cols = static_cast<int64_t>(row_bursts_), w = static_cast<int64_t>(w_co_);
-  auto columns_below = [&](int64_t bound, int64_t off) {  // columns c with c * w + off < bound
-    return bound <= off ? 0 : std::min(cols, (bound - off + w - 1) / w);
-  };
+  const Part part{sweep_target(sweep), a, e};
   for (int u = 0; u < units(); ++u) {
-    const int64_t off = unit_offset_[static_cast<size_t>(u)];
-    const int64_t n = columns_below(static_cast<int64_t>(e), off) - columns_below(static_cast<int64_t>(a), off);
-    if (n > 0) visit(u, target.bank, target.row, static_cast<uint64_t>(n), is_write, t0);
+    const uint64_t n = columns(u, part);
+    if (n > 0) visit(u, part.at.bank, part.at.row, n, is_write, t0);
   }
+}
+
+uint64_t DramBanks::columns(int unit, const Part& p) const {
+  const auto cols = static_cast<int64_t>(row_bursts_), w = static_cast<int64_t>(w_co_);
+  const int64_t off = unit_offset_[static_cast<size_t>(unit)];
+  auto below = [&](uint64_t bound) {  // columns c with c * w + off < bound
+    const auto b = static_cast<int64_t>(bound);
+    return b <= off ? 0 : std::min(cols, (b - off + w - 1) / w);
+  };
+  return static_cast<uint64_t>(below(p.e) - below(p.a));
+}
+
+// A run [b, hi) of at least a burst per unit, unit by unit: each unit's columns of the partial
+// sweep before the whole ones, its rows of the whole sweeps, its columns of the partial sweep
+// after them. access()'s loop times the same visits sweep by sweep over all units; a unit's
+// timing depends only on its own visits, in order, so the results are the same, with one pass
+// over the units instead of three.
+void DramBanks::by_unit_run(uint64_t b, uint64_t hi, bool is_write, double t0) {
+  const uint64_t sb = sweep_bursts_;
+  const uint64_t first = (b + sb - 1) / sb, end = hi / sb;  // whole sweeps [first, end)
+  Part head, tail;
+  if (first > end) {  // within one sweep
+    head = {sweep_target(end), b % sb, hi % sb};
+  } else {
+    if (b % sb) head = {sweep_target(first - 1), b % sb, sb};
+    if (hi % sb) tail = {sweep_target(end), 0, hi % sb};
+  }
+  seq_.clear();
+  for (uint64_t s = first; s < end; ++s) seq_.push_back(sweep_target(s));
+  groups_.clear();
+  for (int u = 0; u < units(); ++u) {
+    const uint64_t head_n = head.e > head.a ? columns(u, head) : 0;
+    const uint64_t tail_n = tail.e > tail.a ? columns(u, tail) : 0;
+    if (const Group* same = same_group(u, head_n, tail_n)) {
+      copy_unit(*same, u);
+      continue;
+    }
+    // Timed: kept as a group, with the state it started from.
+    const auto p = static_cast<size_t>(banks_per_unit_), from = static_cast<size_t>(u) * p;
+    const size_t g = groups_.size();
+    if (saved_units_.size() <= g) {
+      saved_units_.resize(g + 1);
+      saved_banks_.resize((g + 1) * p);
+    }
+    saved_units_[g] = units_[static_cast<size_t>(u)];
+    std::copy_n(&banks_[from], p, &saved_banks_[g * p]);
+    const uint64_t state = state_[static_cast<size_t>(u)];
+    const Counters before = counters_;
+    unit_run(u, head, head_n, tail, tail_n, is_write, t0);
+    const Counters& c = counters_;
+    groups_.push_back({state,
+                       head_n,
+                       tail_n,
+                       u,
+                       {c.bursts - before.bursts, c.row_hits - before.row_hits, c.row_misses - before.row_misses,
+                        c.refreshes - before.refreshes, c.fast_rows - before.fast_rows}});
+  }
+}
+
+// A group of this run whose unit started in unit u's state and got the same columns, or null.
+// The same state_ says so at once; else the state is compared bit for bit (units that went
+// their own ways often come back into step: a stream rewrites a unit's state from its bus).
+// Only the last few groups are looked at (a few states per run in a decode step).
+const DramBanks::Group* DramBanks::same_group(int u, uint64_t head_n, uint64_t tail_n) const {
+  const auto p = static_cast<size_t>(banks_per_unit_), i = static_cast<size_t>(u);
+  const size_t n = groups_.size(), look = 8;
+  for (size_t g = n; g > 0 && g + look > n; --g) {
+    const Group& x = groups_[g - 1];
+    if (x.head_n != head_n || x.tail_n != tail_n) continue;
+    if (x.state == state_[i]) return &x;
+    // Unit's fields end at `used` (then padding); banks have none.
+    if (std::memcmp(&units_[i], &saved_units_[g - 1], offsetof(Unit, used) + sizeof(bool)) == 0 &&
+        std::memcmp(&banks_[i * p], &saved_banks_[(g - 1) * p], p * sizeof(Bank)) == 0)
+      return &x;
+  }
+  return nullptr;
+}
+
+void DramBanks::unit_run(int unit, const Part& head, uint64_t head_n, const Part& tail, uint64_t tail_n, bool is_write,
+                         double t0) {
+  if (head_n) visit(unit, head.at.bank, head.at.row, head_n, is_write, t0);
+  run_unit(unit, is_write, t0);
+  if (tail_n) visit(unit, tail.at.bank, tail.at.row, tail_n, is_write, t0);
+}
+
+// Unit `to` in the state g.unit had: it ends in the state g.unit's visits left, with its data
+// window and counts.
+void DramBanks::copy_unit(const Group& g, int to) {
+  const auto from = static_cast<size_t>(g.unit), dst = static_cast<size_t>(to);
+  const auto p = static_cast<size_t>(banks_per_unit_);
+  units_[dst] = units_[from];
+  std::copy_n(&banks_[from * p], p, &banks_[dst * p]);
+  state_[dst] = state_[from];
+  note_first(dst, first_[from]);
+  last_[dst] = last_[from];
+  counters_.bursts += g.added.bursts;
+  counters_.row_hits += g.added.row_hits;
+  counters_.row_misses += g.added.row_misses;
+  counters_.refreshes += g.added.refreshes;
+  counters_.fast_rows += g.added.fast_rows;
+  ++counters_.copied;
 }
 
 // `count` whole sweeps from `first`: unit by unit (units are independent), each through its
@@ -257,8 +358,12 @@ bool DramBanks::streams_from(int unit, size_t s, size_t n, bool is_write, double
   if ((u.used && u.wrote != is_write) || b0 < t0) return false;  // a turnaround, or an idle bus
   if (b0 >= u.next_refresh) return true;                         // a refresh first: every bank closes
   const Bank* banks = &banks_[static_cast<size_t>(unit) * static_cast<size_t>(banks_per_unit_)];
-  const auto before_refresh = static_cast<size_t>(std::ceil((u.next_refresh - b0) / row_time_));
-  const size_t check = std::min({n, static_cast<size_t>(banks_per_unit_), before_refresh});
+  size_t check = std::min(n, static_cast<size_t>(banks_per_unit_));
+  // Only rows before the refresh: the division only where the refresh may come first (room
+  // more than check + 1 rows leaves check rows whatever the quotient's rounding).
+  const double room = u.next_refresh - b0;
+  if (room <= static_cast<double>(check + 1) * row_time_)
+    check = std::min(check, static_cast<size_t>(std::ceil(room / row_time_)));
   for (size_t i = 0; i < check; ++i) {
     const double act = b0 + static_cast<double>(i) * row_time_ - t_.rcd - t_.cl;
     const Bank& k = banks[seq_[s + i].bank];
@@ -277,6 +382,7 @@ bool DramBanks::streams_from(int unit, size_t s, size_t n, bool is_write, double
 // tRCD + tCL, as a visit would. The banks keep the last rows' state.
 void DramBanks::fast_forward(int unit, size_t s, size_t k, bool is_write) {
   Unit& u = units_[static_cast<size_t>(unit)];
+  changed(unit);
   chunks_.clear();  // (first row, its start) of each stretch between refreshes
   double bus = u.bus_free;
   size_t done = 0, after_refresh = 0;
@@ -321,7 +427,7 @@ void DramBanks::fast_forward(int unit, size_t s, size_t k, bool is_write) {
     }
   }
   const auto i = static_cast<size_t>(unit);
-  if (first_[i] < 0) first_[i] = chunks_.front().second;
+  if (first_[i] < 0) note_first(i, chunks_.front().second);
   u.bus_free = bus;
   u.wrote = is_write;
   u.used = true;
@@ -335,6 +441,10 @@ double DramBanks::access(uint64_t addr, uint64_t len, bool is_write, double t0) 
   busy_.clear();
   uint64_t b = addr / burst_bytes_;
   const uint64_t hi = (addr + len + burst_bytes_ - 1) / burst_bytes_;
+  if (row_sweeps_ && by_unit_ && hi - b >= static_cast<uint64_t>(units())) {  // else a walk is cheaper
+    by_unit_run(b, hi, is_write, t0);
+    b = hi;
+  }
   while (row_sweeps_ && b < hi) {
     const uint64_t sweep = b / sweep_bursts_, base = sweep * sweep_bursts_;
     const uint64_t a = b - base, e = std::min(hi - base, sweep_bursts_);
@@ -352,11 +462,14 @@ double DramBanks::access(uint64_t addr, uint64_t len, bool is_write, double t0) 
   }
   if (b < hi) walk(b, hi, is_write, t0);
   double done = t0;
-  for (size_t u = 0; u < units_.size(); ++u) {
-    if (first_[u] < 0) continue;
-    busy_.push_back({static_cast<int>(u), first_[u], last_[u]});
-    done = std::max(done, last_[u]);
-    first_[u] = -1;
+  for (size_t w = 0; w < visited_.size(); ++w) {  // the units visited, in order
+    for (uint64_t bits = visited_[w]; bits; bits &= bits - 1) {
+      const size_t u = w * 64 + static_cast<size_t>(__builtin_ctzll(bits));
+      busy_.push_back({static_cast<int>(u), first_[u], last_[u]});
+      done = std::max(done, last_[u]);
+      first_[u] = -1;
+    }
+    visited_[w] = 0;
   }
   return done;
 }

@@ -21,9 +21,14 @@
 // bank in every unit: a run is cut into sweeps and each unit's share of a sweep is one visit,
 // found by arithmetic, with no walk over bursts. In a long run of whole sweeps a unit streams
 // rows back to back once every bank has had its turn: those rows are counted in one step up to
-// the next refresh (their activations placed just in time), not visited one by one. Other
+// the next refresh (their activations placed just in time), not visited one by one. A run
+// that holds a whole sweep is timed unit by unit (units are independent): each unit's first
+// partial row, its rows of the whole sweeps and its last partial row in one go; units whose
+// state is the same (bit for bit: the decode step's weight streams keep most units in step)
+// and that get the same columns are timed once, the others take a copy of the result. Other
 // mappings walk the run burst by burst (exact, slower).
 #pragma once
+#include <algorithm>
 #include <cstdint>
 #include <utility>
 #include <vector>
@@ -34,8 +39,9 @@ namespace lpu::sim {
 
 class DramBanks {
  public:
-  // fast_forward false visits every row (tests compare the two).
-  explicit DramBanks(const ArchConfig::Memory& m, bool fast_forward = true);
+  // fast_forward false visits every row; by_unit false times a run sweep by sweep over all
+  // units (tests compare each with the default).
+  explicit DramBanks(const ArchConfig::Memory& m, bool fast_forward = true, bool by_unit = true);
 
   // Times one contiguous run of `len` bytes at `addr` asked for at `start_ps`; returns when its
   // last byte moved on the data bus (ps). busy() then holds each unit's window of this run.
@@ -49,6 +55,7 @@ class DramBanks {
   struct Counters {
     uint64_t bursts = 0, row_hits = 0, row_misses = 0, refreshes = 0;
     uint64_t fast_rows = 0;  // rows the fast path counted (of row_misses)
+    uint64_t copied = 0;     // units that took a copy of another's results (by_unit_run)
   };
   const Counters& counters() const { return counters_; }
   int units() const { return static_cast<int>(units_.size()); }
@@ -81,13 +88,37 @@ class DramBanks {
   // Times one row visit of `bursts` bursts; returns when its data starts.
   double visit(int unit, int bank, int64_t row, uint64_t bursts, bool is_write, double t0);
   void walk(uint64_t b, uint64_t hi, bool is_write, double t0);
+  // A unit's columns [a, e) of one sweep's row (a partial sweep): the row, and the burst
+  // indices within the sweep (e == a: none).
+  struct Part {
+    BankRow at{-1, -1};
+    uint64_t a = 0, e = 0;
+  };
   BankRow sweep_target(uint64_t sweep) const;
+  uint64_t columns(int unit, const Part& p) const;
+  void by_unit_run(uint64_t b, uint64_t hi, bool is_write, double t0);
+  // Units timed once for a run of by_unit_run(): the state they had (state_ before), the
+  // columns they got, the unit timed, and what its visits added to the counters.
+  struct Group {
+    uint64_t state, head_n, tail_n;
+    int unit;
+    Counters added;
+  };
+  void unit_run(int unit, const Part& head, uint64_t head_n, const Part& tail, uint64_t tail_n, bool is_write,
+                double t0);
+  const Group* same_group(int unit, uint64_t head_n, uint64_t tail_n) const;
+  void copy_unit(const Group& g, int to);
+  // A unit's state (Unit, banks) changed on its own: no other unit is known to share it.
+  void changed(int unit) { state_[static_cast<size_t>(unit)] = next_state_++; }
+  void place_rows(int unit, size_t s, size_t from, size_t k, size_t after_refresh);
   void partial_sweep(uint64_t sweep, uint64_t a, uint64_t e, bool is_write, double t0);
   void sweep_run(uint64_t first, uint64_t count, bool is_write, double t0);
   void run_unit(int unit, bool is_write, double t0);
   bool streams_from(int unit, size_t s, size_t n, bool is_write, double t0) const;
   void fast_forward(int unit, size_t s, size_t k, bool is_write);
   void refresh(Unit& u, double t);
+  // Whether refresh(u, t) has anything to do (most visits: no; spares the call).
+  static bool refresh_due(const Unit& u, double t) { return std::max(t, u.bus_free) >= u.next_refresh; }
   void flush(int unit, bool is_write, double t0);
   void set_digits(uint64_t burst_index);
   void step_digits(size_t from);
@@ -112,7 +143,7 @@ class DramBanks {
   uint64_t w_co_ = 1;
   std::vector<int64_t> unit_offset_;
   double row_time_ = 0;
-  bool fast_forward_ok_ = false;
+  bool fast_forward_ok_ = false, by_unit_ = true;
   std::vector<BankRow> seq_;  // the rows of a run of sweeps
   std::vector<std::pair<size_t, double>> chunks_;
 
@@ -121,6 +152,19 @@ class DramBanks {
   std::vector<Pending> pending_;
   std::vector<int> touched_;  // units with a pending visit
   std::vector<double> first_, last_;
+  std::vector<uint64_t> visited_;  // a bit per unit with a visit in this access
+  // Units with the same state_ have the same Unit and banks, bit for bit: all at the start;
+  // a visit or a fast forward gives its unit a new one; by_unit_run() gives a group's copies
+  // that of the unit timed.
+  std::vector<uint64_t> state_;
+  uint64_t next_state_ = 1;
+  std::vector<Group> groups_;
+  std::vector<Unit> saved_units_;  // each group's state before its visits
+  std::vector<Bank> saved_banks_;
+  void note_first(size_t unit, double start) {
+    first_[unit] = start;
+    visited_[unit / 64] |= uint64_t{1} << (unit % 64);
+  }
   std::vector<Busy> busy_;
   Counters counters_;
 };
