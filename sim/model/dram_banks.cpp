@@ -120,6 +120,7 @@ void DramBanks::refresh(Unit& u, double t) {
   }
   const size_t first = static_cast<size_t>(&u - units_.data()) * static_cast<size_t>(banks_per_unit_);
   for (size_t k = first; k < first + static_cast<size_t>(banks_per_unit_); ++k) banks_[k].row = -1;
+  dirty_ = ~uint64_t{0};
 }
 
 double DramBanks::visit(int unit, int bank, int64_t row, uint64_t bursts, bool is_write, double t0) {
@@ -127,6 +128,7 @@ double DramBanks::visit(int unit, int bank, int64_t row, uint64_t bursts, bool i
   changed(unit);
   if (refresh_due(u, t0)) refresh(u, t0);
   Bank& k = banks_[static_cast<size_t>(unit) * static_cast<size_t>(banks_per_unit_) + static_cast<size_t>(bank)];
+  dirty(bank);
   double ready;  // when the bank can put data on the bus
   if (k.row == row) {
     ++counters_.row_hits;
@@ -214,16 +216,6 @@ void DramBanks::partial_sweep(uint64_t sweep, uint64_t a, uint64_t e, bool is_wr
   }
 }
 
-uint64_t DramBanks::columns(int unit, const Part& p) const {
-  const auto cols = static_cast<int64_t>(row_bursts_), w = static_cast<int64_t>(w_co_);
-  const int64_t off = unit_offset_[static_cast<size_t>(unit)];
-  auto below = [&](uint64_t bound) {  // columns c with c * w + off < bound
-    const auto b = static_cast<int64_t>(bound);
-    return b <= off ? 0 : std::min(cols, (b - off + w - 1) / w);
-  };
-  return static_cast<uint64_t>(below(p.e) - below(p.a));
-}
-
 // A run [b, hi) of at least a burst per unit, unit by unit: each unit's columns of the partial
 // sweep before the whole ones, its rows of the whole sweeps, its columns of the partial sweep
 // after them. access()'s loop times the same visits sweep by sweep over all units; a unit's
@@ -247,6 +239,7 @@ void DramBanks::by_unit_run(uint64_t b, uint64_t hi, bool is_write, double t0) {
     const uint64_t tail_n = tail.e > tail.a ? columns(u, tail) : 0;
     if (const Group* same = same_group(u, head_n, tail_n)) {
       copy_unit(*same, u);
+      last_group_ = static_cast<size_t>(same - groups_.data());
       continue;
     }
     // Timed: kept as a group, with the state it started from.
@@ -260,14 +253,17 @@ void DramBanks::by_unit_run(uint64_t b, uint64_t hi, bool is_write, double t0) {
     std::copy_n(&banks_[from], p, &saved_banks_[g * p]);
     const uint64_t state = state_[static_cast<size_t>(u)];
     const Counters before = counters_;
+    dirty_ = 0;
     unit_run(u, head, head_n, tail, tail_n, is_write, t0);
     const Counters& c = counters_;
     groups_.push_back({state,
                        head_n,
                        tail_n,
                        u,
+                       dirty_,
                        {c.bursts - before.bursts, c.row_hits - before.row_hits, c.row_misses - before.row_misses,
                         c.refreshes - before.refreshes, c.fast_rows - before.fast_rows}});
+    last_group_ = groups_.size() - 1;
   }
 }
 
@@ -277,11 +273,18 @@ void DramBanks::by_unit_run(uint64_t b, uint64_t hi, bool is_write, double t0) {
 // Only the last few groups are looked at (a few states per run in a decode step).
 const DramBanks::Group* DramBanks::same_group(int u, uint64_t head_n, uint64_t tail_n) const {
   const auto p = static_cast<size_t>(banks_per_unit_), i = static_cast<size_t>(u);
-  const size_t n = groups_.size(), look = 8;
-  for (size_t g = n; g > 0 && g + look > n; --g) {
+  const size_t n = groups_.size(), look = 8, oldest = n > look ? n - look : 0;
+  if (last_group_ < n) {  // most often the previous unit's group
+    const Group& x = groups_[last_group_];
+    if (x.state == state_[i] && x.head_n == head_n && x.tail_n == tail_n) return &x;
+  }
+  for (size_t g = n; g > oldest; --g) {  // the same state_ first (cheap)
+    const Group& x = groups_[g - 1];
+    if (x.state == state_[i] && x.head_n == head_n && x.tail_n == tail_n) return &x;
+  }
+  for (size_t g = n; g > oldest; --g) {
     const Group& x = groups_[g - 1];
     if (x.head_n != head_n || x.tail_n != tail_n) continue;
-    if (x.state == state_[i]) return &x;
     // Unit's fields end at `used` (then padding); banks have none.
     if (std::memcmp(&units_[i], &saved_units_[g - 1], offsetof(Unit, used) + sizeof(bool)) == 0 &&
         std::memcmp(&banks_[i * p], &saved_banks_[(g - 1) * p], p * sizeof(Bank)) == 0)
@@ -303,7 +306,14 @@ void DramBanks::copy_unit(const Group& g, int to) {
   const auto from = static_cast<size_t>(g.unit), dst = static_cast<size_t>(to);
   const auto p = static_cast<size_t>(banks_per_unit_);
   units_[dst] = units_[from];
-  std::copy_n(&banks_[from * p], p, &banks_[dst * p]);
+  if (g.dirty == ~uint64_t{0}) {
+    std::copy_n(&banks_[from * p], p, &banks_[dst * p]);
+  } else {  // the other banks are the same already
+    for (uint64_t bits = g.dirty; bits; bits &= bits - 1) {
+      const auto k = static_cast<size_t>(__builtin_ctzll(bits));
+      banks_[dst * p + k] = banks_[from * p + k];
+    }
+  }
   state_[dst] = state_[from];
   note_first(dst, first_[from]);
   last_[dst] = last_[from];
@@ -416,6 +426,7 @@ void DramBanks::fast_forward(int unit, size_t s, size_t k, bool is_write) {
   for (size_t i = from; i < k; ++i) {
     const double start = start_of(i), end = start + row_time_;
     Bank& bk = banks[seq_[s + i].bank];
+    dirty(seq_[s + i].bank);
     bk.act = start - t_.rcd - t_.cl;
     bk.row = open_page_ && i >= after_refresh ? seq_[s + i].row : -1;
     bk.data_end = end;

@@ -95,13 +95,22 @@ class DramBanks {
     uint64_t a = 0, e = 0;
   };
   BankRow sweep_target(uint64_t sweep) const;
-  uint64_t columns(int unit, const Part& p) const;
+  uint64_t columns(int unit, const Part& p) const {
+    const auto cols = static_cast<int64_t>(row_bursts_), w = static_cast<int64_t>(w_co_);
+    const int64_t off = unit_offset_[static_cast<size_t>(unit)];
+    auto below = [&](uint64_t bound) {  // columns c with c * w + off < bound
+      const auto b = static_cast<int64_t>(bound);
+      return b <= off ? 0 : std::min(cols, (b - off + w - 1) / w);
+    };
+    return static_cast<uint64_t>(below(p.e) - below(p.a));
+  }
   void by_unit_run(uint64_t b, uint64_t hi, bool is_write, double t0);
   // Units timed once for a run of by_unit_run(): the state they had (state_ before), the
   // columns they got, the unit timed, and what its visits added to the counters.
   struct Group {
     uint64_t state, head_n, tail_n;
     int unit;
+    uint64_t dirty;  // the banks its visits changed (dirty_)
     Counters added;
   };
   void unit_run(int unit, const Part& head, uint64_t head_n, const Part& tail, uint64_t tail_n, bool is_write,
@@ -110,6 +119,10 @@ class DramBanks {
   void copy_unit(const Group& g, int to);
   // A unit's state (Unit, banks) changed on its own: no other unit is known to share it.
   void changed(int unit) { state_[static_cast<size_t>(unit)] = next_state_++; }
+  // A bit per bank (of a unit) changed since by_unit_run() cleared it: a copy need only take
+  // those. All ones for more than 64 banks.
+  uint64_t dirty_ = 0;
+  void dirty(int bank) { dirty_ |= bank < 64 ? uint64_t{1} << bank : ~uint64_t{0}; }
   void place_rows(int unit, size_t s, size_t from, size_t k, size_t after_refresh);
   void partial_sweep(uint64_t sweep, uint64_t a, uint64_t e, bool is_write, double t0);
   void sweep_run(uint64_t first, uint64_t count, bool is_write, double t0);
@@ -159,6 +172,7 @@ class DramBanks {
   std::vector<uint64_t> state_;
   uint64_t next_state_ = 1;
   std::vector<Group> groups_;
+  size_t last_group_ = 0;          // the group the last unit copied
   std::vector<Unit> saved_units_;  // each group's state before its visits
   std::vector<Bank> saved_banks_;
   void note_first(size_t unit, double start) {

@@ -92,7 +92,15 @@ double Hbm::serve_bandwidth(uint64_t lo, uint64_t hi, double start) {
 
 double Hbm::serve_banks(uint64_t lo, uint64_t hi, bool is_write, double start) {
   double done = banks_->access(lo, hi - lo, is_write, start);
-  for (const DramBanks::Busy& b : banks_->busy()) note_busy(static_cast<size_t>(b.unit), b.start_ps, b.end_ps);
+  // Without a trace, a window the same as the last one noted changes nothing (the last window
+  // of the log already holds it): units in step have the same windows.
+  double s = -1, e = -1;
+  for (const DramBanks::Busy& b : banks_->busy()) {
+    if (!ctx_.record_trace && b.start_ps == s && b.end_ps == e) continue;
+    note_busy(static_cast<size_t>(b.unit), b.start_ps, b.end_ps);
+    s = b.start_ps;
+    e = b.end_ps;
+  }
   return done;
 }
 
