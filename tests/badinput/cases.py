@@ -649,6 +649,8 @@ CASES = [
     Case("sweep_timeout_nan", 2, r"--timeout: .*nan", ["sweep", "{f}", "-o", "{tmp}/out", "--timeout", "nan"], sweep(SWEEP)),
     Case("sweep_timeout_inf", 2, r"--timeout: .*inf", ["sweep", "{f}", "-o", "{tmp}/out", "--timeout", "inf"], sweep(SWEEP)),
     Case("sweep_json_empty", 2, r"--json: .*empty", ["sweep", "{f}", "-o", "{tmp}/out", "--json", ""], sweep(SWEEP)),
+    Case("flags_json_dash_run", 2, r"--json -: writing to standard output is not supported", ["run", "ln_gelu_add", "--json", "-"]),
+    Case("flags_json_dash_sim", 2, r"--json -: writing to standard output", ["sim", "{f}", "--json", "-"], {"f": text(".program p\n.kernel 0 k\nhalt\n", ".s")}),
     Case("sweep_jobs_zero", 2, r"-j: expected >= 1, got 0", ["sweep", "{f}", "-j", "0", "-o", "{tmp}/out"], sweep(SWEEP)),
     Case("sweep_jobs_text", 2, r"-j", ["sweep", "{f}", "-j", "many", "-o", "{tmp}/out"], sweep(SWEEP)),
     Case("sweep_duplicate_key", 2, r"{f}:\d+: fusion: duplicate key", ["sweep", "{f}", "-o", "{tmp}/out"],

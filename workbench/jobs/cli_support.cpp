@@ -60,6 +60,12 @@ void write_json(const std::string& path, const nlohmann::json& j) { write_file(p
 
 void check_output_file(const std::string& flag, const std::string& path) {
   if (path.empty()) return;  // not asked for (an explicitly empty path is caught at parse time)
+  // "-" reads as "standard output" to a Unix user, but it would be a file named "-" here, and
+  // the text report already goes to standard output.
+  if (path == "-")
+    throw InputError(strcat(flag,
+                            " -: writing to standard output is not supported (the text report goes there); give a ",
+                            "file path, or /dev/stdout to mix the two"));
   fs::path p(path);
   std::error_code ec;
   if (fs::is_directory(p, ec)) throw InputError(strcat(flag, " ", path, ": cannot write: it is a directory"));
