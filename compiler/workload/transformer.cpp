@@ -657,15 +657,14 @@ class DecoderBuilder {
     return absorbed_ ? mla_absorbed(p, s) : mla_naive(p, r, s);
   }
 
-  // Scores over the cached tokens then the new ones (the mask on the new ones), softmax, and
-  // the probabilities split back: {probs over the cache (-1 without one), probs over the new}.
-  std::pair<NodeId, NodeId> mla_softmax(const std::string& p, const MlaSeq& s, NodeId s_old, NodeId s_new) {
-    const int64_t last = o_ + 2;
+  // Attention over the cached tokens then the new ones (the mask on the new ones): probs @ values.
+  // With a cache, the split softmax of cached_softmax_v (no concatenated scores, so the layer's
+  // scores, softmax and weighted sum fuse into one kernel, as in ordinary attention).
+  NodeId mla_attend(const std::string& p, const MlaSeq& s, NodeId s_old, NodeId s_new, NodeId v_old, NodeId v_new,
+                    const char* new_name) {
     if (s.mask >= 0) s_new = add(s_new, s.mask, p + "masked");
-    if (s_old < 0) return {-1, b_.call("softmax", {s_new}, {{"dim", int64_t{-1}}}, p + "probs")};
-    NodeId probs = b_.call("softmax", {b_.call("cat", {s_old, s_new}, {{"dim", last}}, p + "scores")},
-                           {{"dim", int64_t{-1}}}, p + "probs");
-    return {b_.slice(probs, last, 0, s.C, p + "p_cache"), b_.slice(probs, last, s.C, s.C + s.T, p + "p_new")};
+    if (s_old >= 0) return cached_softmax_v(p, s_old, s_new, v_old, v_new);
+    return matmul(b_.call("softmax", {s_new}, {{"dim", int64_t{-1}}}, p + "probs"), v_new, p + new_name);
   }
 
   // Absorbed: the query already through each head's key up-projection (W_uk, MlaRows), scores
@@ -683,13 +682,13 @@ class DecoderBuilder {
                          p + what + "_pe_scores");
       return add(a, rp, p + "scores_" + what);
     };
-    NodeId s_old = s.lat_cache >= 0 ? scores(s.lat_cache, s.pe_cache, s.C, "cache") : NodeId{-1};
-    auto [p_old, p_new] = mla_softmax(p, s, s_old, scores(s.latent, s.k_pe, s.T, "new"));
-    NodeId o_lat = matmul(p_new, every_head(s.latent, s.T, L, p + "new_latent_v"), p + "o_latent_new");
-    if (p_old >= 0)
-      o_lat = add(matmul(p_old, every_head(s.lat_cache, s.C, L, p + "cache_latent_v"), p + "o_latent_cache"), o_lat,
-                  p + "o_latent");
-    return o_lat;
+    NodeId s_old = -1, v_old = -1;
+    if (s.lat_cache >= 0) {
+      s_old = scores(s.lat_cache, s.pe_cache, s.C, "cache");
+      v_old = every_head(s.lat_cache, s.C, L, p + "cache_latent_v");
+    }
+    NodeId s_new = scores(s.latent, s.k_pe, s.T, "new");
+    return mla_attend(p, s, s_old, s_new, v_old, every_head(s.latent, s.T, L, p + "new_latent_v"), "o_latent_new");
   }
 
   // Naive: every token's keys and values expanded from its latent (kv_b_proj over the cached and
@@ -719,9 +718,8 @@ class DecoderBuilder {
       s_old = matmul(q, transposed(k_old, p + "kT_cache"), p + "scores_cache");
       v_old = vo;
     }
-    auto [p_old, p_new] = mla_softmax(p, s, s_old, matmul(q, transposed(k_new, p + "kT_new"), p + "scores_new"));
-    NodeId attn = matmul(p_new, v_new, p + "attn_new");
-    if (p_old >= 0) attn = add(matmul(p_old, v_old, p + "attn_cache"), attn, p + "attn");
+    NodeId attn = mla_attend(p, s, s_old, matmul(q, transposed(k_new, p + "kT_new"), p + "scores_new"), v_old, v_new,
+                             "attn_new");
     const int64_t rows = (o_ ? B_ : 1) * s.T;
     return b_.reshape(b_.permute(attn, batched_perm({1, 0, 2}), p + "attn_tokens"), {rows, Hl_ * vd},
                       p + "attn_merged");
