@@ -7,6 +7,7 @@
 #pragma once
 #include <map>
 #include <string>
+#include <unordered_map>
 #include <variant>
 #include <vector>
 
@@ -90,8 +91,10 @@ class Graph {
 
   std::string name_;
   std::vector<Node> nodes_;
-  std::map<std::string, NodeId> by_name_;
-  std::map<std::string, int> name_counts_;
+  // Hashed: every node a pass copies asks for its name twice (unique_name, push), and a
+  // compile's passes rebuild a decoder's graph about fifteen times. Neither map is ever iterated.
+  std::unordered_map<std::string, NodeId> by_name_;
+  std::unordered_map<std::string, int> name_counts_;
 };
 
 // Text form:  %name: f32[4, 8] = op(%a, %b) {key = value}
