@@ -80,8 +80,9 @@ Graph drop_empty_tensors(const Graph& g) {
 }
 
 std::vector<Pass> default_passes() {
-  return {{"verify", verify_graph},
-          {"decompose", decompose},
+  // No verify pass first: run_passes verifies its input (a verify pass there checked the same
+  // graph twice more and copied it).
+  return {{"decompose", decompose},
           {"split_reductions", split_reductions},
           {"drop_empty_tensors", drop_empty_tensors},
           {"fold_constants", fold_constants},
@@ -99,10 +100,14 @@ std::vector<Pass> default_passes() {
 
 Graph run_passes(const Graph& g, const std::vector<Pass>& passes,
                  const std::function<void(const std::string&, const Graph&)>& after_pass) {
-  Graph cur = g;
-  cur.verify();
+  g.verify();
+  if (passes.empty()) return g;
+  // Each pass reads the previous one's graph (the input, not a copy of it, for the first).
+  Graph cur;
+  const Graph* in = &g;
   for (const auto& p : passes) {
-    cur = p.run(cur);
+    cur = p.run(*in);
+    in = &cur;
     cur.verify();
     if (after_pass) after_pass(p.name, cur);
   }

@@ -76,7 +76,7 @@ struct Pass {
   std::function<Graph(const Graph&)> run;
 };
 
-// The default normalisation pipeline: verify, decompose, split_reductions, drop_empty_tensors,
+// The default normalisation pipeline: decompose, split_reductions, drop_empty_tensors,
 // fold_constants, cse, split_row_selects, outer_product_matmuls, dot_product_matmuls,
 // gathered_weights_as_b, dce,
 // simplify_unit_dims,
