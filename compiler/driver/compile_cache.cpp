@@ -113,6 +113,7 @@ void KernelCostMemo::prepare(const LoopProgram& p, TileAccessCache* access) {
   access_ = access ? access : own_access_.get();
   node_ids_.clear();
   node_buffers_.clear();
+  buffer_numbers_.clear();
   // Each buffer's properties once, as the id of their text (a weight is read by one node, an
   // activation by a few: building the text per use cost as much as the nodes' own).
   std::unordered_map<std::string, int64_t> buffer_ids;
@@ -135,8 +136,20 @@ void KernelCostMemo::prepare(const LoopProgram& p, TileAccessCache* access) {
     std::string key = anonymous_key(n, bufs);
     for (const auto& name : bufs) (key += '|') += std::to_string(buffer_id(name));
     node_ids_.push_back(intern(key));
-    node_buffers_.push_back(std::move(bufs));
+    std::vector<int> numbers;
+    numbers.reserve(bufs.size());
+    for (const auto& name : bufs) numbers.push_back(buffer_number(name));
+    node_buffers_.push_back(std::move(numbers));
   }
+}
+
+int KernelCostMemo::buffer_number(const std::string& name) {
+  auto [it, fresh] = buffer_numbers_.try_emplace(name, static_cast<int>(buffer_numbers_.size()));
+  if (fresh && local_stamp_.size() < buffer_numbers_.size()) {
+    local_stamp_.resize(buffer_numbers_.size(), 0);
+    local_id_.resize(buffer_numbers_.size(), 0);
+  }
+  return it->second;
 }
 
 KernelCost KernelCostMemo::cost(const LoopProgram& p, const Kernel& k, const CodegenOptions& cg, bool with_traffic) {
@@ -145,15 +158,22 @@ KernelCost KernelCostMemo::cost(const LoopProgram& p, const Kernel& k, const Cod
   // kernel's buffers each of its local names is (numbered by first use in the kernel).
   std::vector<int64_t> key = {with_traffic ? 1 : 0, k.rows, static_cast<int64_t>(k.nodes.size()),
                               static_cast<int64_t>(k.hbm_outputs.size())};
-  std::map<std::string, int64_t> local;
-  auto id = [&](const std::string& b) {
-    return local.try_emplace(b, static_cast<int64_t>(local.size())).first->second;
+  // Local names numbered by first use in the kernel: a buffer's stamp says it has one already.
+  ++stamp_;
+  int64_t locals = 0;
+  auto id = [&](int b) {
+    auto ub = static_cast<size_t>(b);
+    if (local_stamp_[ub] != stamp_) {
+      local_stamp_[ub] = stamp_;
+      local_id_[ub] = locals++;
+    }
+    return local_id_[ub];
   };
   for (int i : k.nodes) {
     key.push_back(node_ids_.at(static_cast<size_t>(i)));
-    for (const auto& b : node_buffers_[static_cast<size_t>(i)]) key.push_back(id(b));
+    for (int b : node_buffers_[static_cast<size_t>(i)]) key.push_back(id(b));
   }
-  for (const auto& o : k.hbm_outputs) key.push_back(id(o));
+  for (const auto& o : k.hbm_outputs) key.push_back(id(buffer_number(o)));
   auto it = memo_.find(key);
   // A result that explains itself (why no column tiling) names nodes: computed again.
   if (it != memo_.end() && it->second.first.no_columns.empty()) {

@@ -47,8 +47,16 @@ class KernelCostMemo {
   uint64_t epoch_ = 0;
   int64_t next_id_ = 0;
   std::unordered_map<std::string, std::pair<int64_t, uint64_t>> ids_;
-  std::vector<int64_t> node_ids_;                       // of the program prepared last
-  std::vector<std::vector<std::string>> node_buffers_;  // each node's buffers, in local-name order
+  std::vector<int64_t> node_ids_;  // of the program prepared last
+  // Each node's buffers in local-name order, as numbers within the program prepared last
+  // (buffer_numbers_), so that a lookup numbers a kernel's buffers without comparing names.
+  std::vector<std::vector<int>> node_buffers_;
+  std::unordered_map<std::string, int> buffer_numbers_;
+  int buffer_number(const std::string& name);
+  // Scratch of cost(): per buffer number, the kernel (stamp) that last numbered it and its local id.
+  std::vector<uint64_t> local_stamp_;
+  std::vector<int64_t> local_id_;
+  uint64_t stamp_ = 0;
   bool check_hits_ = std::getenv("LPU_CHECK_COST_MEMO") != nullptr;
   std::map<std::vector<int64_t>, std::pair<KernelCost, uint64_t>> memo_;
   std::unique_ptr<TileAccessCache> own_access_;  // the access analyses of the program prepared last,
