@@ -139,14 +139,17 @@ struct Analysis {
   // judging a candidate looks no buffer name up.
   std::vector<std::vector<const std::vector<int>*>> load_writers;
   std::vector<size_t> out_writers;  // per node: how many nodes write its output buffer
+  std::vector<int64_t> rows;        // LoopNode::rows() of each node: every candidate compares them
   // Access patterns depend on one node and one load only, not on the group being judged:
   // computed once, on first use (illegal_reason asks for them on every candidate).
   mutable std::vector<std::optional<AccessPattern>> store_patterns;              // per node
   mutable std::vector<std::vector<std::optional<AccessPattern>>> read_patterns;  // per node, per load
   mutable std::vector<std::vector<std::optional<std::string>>> load_problems;    // per node, per load
   const std::string& load_problem(int i, size_t j) const;
-  // Scratch sets of the candidate being judged (one judgement at a time).
+  // Scratch of the candidate being judged (one judgement at a time): its member and visited
+  // sets, and the cycle search's stack, kept so that judging allocates nothing.
   mutable NodeSet members, visited;
+  mutable std::vector<int> stack;
 
   const AccessPattern& store_pattern(int i) const {
     auto& slot = store_patterns[static_cast<size_t>(i)];
@@ -182,7 +185,11 @@ struct Analysis {
     out_writers.resize(n);
     store_patterns.resize(n);
     read_patterns.resize(n);
-    for (size_t i = 0; i < n; ++i) loads[i] = p.nodes[i].loads();
+    rows.resize(n);
+    for (size_t i = 0; i < n; ++i) {
+      loads[i] = p.nodes[i].loads();
+      rows[i] = p.nodes[i].rows();
+    }
     for (size_t i = 0; i < n; ++i) writers[p.nodes[i].out()].push_back(static_cast<int>(i));
     for (size_t i = 0; i < n; ++i) {
       out_writers[i] = writers[p.nodes[i].out()].size();
@@ -250,11 +257,11 @@ std::string illegal_reason(const Analysis& a, const std::vector<int>& merged) {
     if (const LoopNode& n = p.nodes[static_cast<size_t>(i)]; is_opaque(n.kind))
       return n.kind == LoopKind::Host ? strcat("graph break: ", n.name, " runs on the host")
                                       : strcat("collective: ", n.name, " runs over the ESL");
-  int64_t rows = p.nodes[static_cast<size_t>(merged[0])].rows();
+  int64_t rows = a.rows[static_cast<size_t>(merged[0])];
   for (int i : merged)
-    if (p.nodes[static_cast<size_t>(i)].rows() != rows)
+    if (a.rows[static_cast<size_t>(i)] != rows)
       return strcat("different iteration space: ", p.nodes[static_cast<size_t>(merged[0])].name, " has ", rows,
-                    " rows, ", p.nodes[static_cast<size_t>(i)].name, " has ", p.nodes[static_cast<size_t>(i)].rows());
+                    " rows, ", p.nodes[static_cast<size_t>(i)].name, " has ", a.rows[static_cast<size_t>(i)]);
   for (int i : merged)
     if (p.nodes[static_cast<size_t>(i)].kind == LoopKind::Gather)
       return strcat("gather: ", p.nodes[static_cast<size_t>(i)].name, " reads its table indirectly and runs alone");
@@ -280,7 +287,7 @@ Kernel make_kernel(const Analysis& a, const std::vector<int>& nodes) {
   Kernel k;
   k.nodes = nodes;
   const LoopNode& first = a.p.nodes[static_cast<size_t>(nodes[0])];
-  k.rows = first.rows();
+  k.rows = a.rows[static_cast<size_t>(nodes[0])];
   NodeSet& self = a.members;
   self.clear();
   for (int m : nodes) self.insert(m);
@@ -371,24 +378,29 @@ std::vector<Candidate> fusion_candidates(const Analysis& a) {
 // no node-level path shows). Nodes are in topological order and a group's representative is
 // its smallest member, so a group whose first member comes after the merged group's last one
 // never leads back into it: the search stops there.
+// A group past the last member, or one visited already, would be popped and skipped: it is not
+// pushed at all, which visits the same groups in the same order (and so finds the same edge).
 std::string cycle_reason(const Analysis& a, Groups& groups, const std::vector<int>& merged) {
   NodeSet& in = a.members;
   in.clear();
   for (int m : merged) in.insert(m);
   int last = merged.back();
-  std::vector<int> stack;  // groups to visit
+  std::vector<int>& stack = a.stack;  // groups to visit
+  stack.clear();
   NodeSet& seen = a.visited;
   seen.clear();
+  auto unvisited = [&](int g) { return !(a.topological && g > last) && !seen.count(g); };
   for (int m : merged)
     for (int s : a.succs[static_cast<size_t>(m)])
-      if (!in.count(s)) stack.push_back(groups.find(s));
+      if (!in.count(s))
+        if (int g = groups.find(s); unvisited(g)) stack.push_back(g);
   while (!stack.empty()) {
     int g = stack.back();
     stack.pop_back();
-    if ((a.topological && g > last) || !seen.insert(g)) continue;
+    if (!seen.insert(g)) continue;  // pushed twice before its first visit
     for (auto [v, s] : groups.edges_out(g, a.succs)) {
       if (in.count(s)) return strcat("would create a cycle through ", a.p.nodes[static_cast<size_t>(v)].name);
-      stack.push_back(groups.find(s));
+      if (int h = groups.find(s); unvisited(h)) stack.push_back(h);
     }
   }
   return "";
@@ -443,6 +455,7 @@ class GreedyFusion {
   // The groups (and their versions) each candidate was last rejected for: every rejection
   // depends only on the members of the two groups, so it stands until one of them changes.
   std::vector<std::array<int, 4>> judged_;
+  std::vector<int> merged_;  // the members of the pair being judged (kept: no allocation a candidate)
 
   KernelCost cost_of(const std::vector<int>& nodes, bool with_traffic) const {
     Kernel k = make_kernel(a_, nodes);
@@ -494,9 +507,9 @@ class GreedyFusion {
     if (why.empty() && opts_.max_kernel_nodes > 0 &&
         mx.size() + my.size() > static_cast<size_t>(opts_.max_kernel_nodes))
       why = strcat("kernel size limit: ", mx.size() + my.size(), " loop nodes, at most ", opts_.max_kernel_nodes);
-    std::vector<int> merged;
+    std::vector<int>& merged = merged_;
+    merged.clear();
     if (why.empty()) {
-      merged.reserve(mx.size() + my.size());
       std::merge(mx.begin(), mx.end(), my.begin(), my.end(), std::back_inserter(merged));
       why = illegal_reason(a_, merged);
     }
