@@ -57,7 +57,7 @@ void policies(const ArchConfig& arch) {
       const auto& s = o.sim.stats;
       rows.push_back({w.name, p.name, std::to_string(o.comp.schedule.kernels.size()),
                       fmt("%.4f", static_cast<double>(s.hbm_read_bytes + s.hbm_write_bytes) / 1e9),
-                      fmt("%.3f", o.to_json()["traffic_ratio"].get<double>()), std::to_string(s.cycles),
+                      fmt("%.3f", o.traffic_ratio()), std::to_string(s.cycles),
                       // Of the HBM floor (compulsory bytes at peak bandwidth over the step's time), not
                       // bytes moved over time: that fell when fusion removed bytes and read like a loss.
                       fmt("%.3f", s.latency_us / 1000),

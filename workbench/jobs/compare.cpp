@@ -71,7 +71,7 @@ bool compare_rows(const std::vector<RunOutcome>& runs, int64_t tokens, std::vect
     }
     // Traffic over compulsory rather than bandwidth utilisation: fusion moves fewer bytes in
     // less time, so utilisation can fall when fusion helps and read like a regression.
-    row.push_back(fmt("%.3f", r.to_json()["traffic_ratio"].get<double>()));
+    row.push_back(fmt("%.3f", r.traffic_ratio()));
     row.push_back(fmt("%.2fx", base / static_cast<double>(std::max<uint64_t>(s.cycles, 1))));
     if (r.check) {
       row.push_back(fmt("%.2g", r.check->max_abs_error) + (r.check->ok ? " ok" : " FAIL"));

@@ -257,15 +257,18 @@ nlohmann::json work_to_json(const Program& p) {
 }
 }  // namespace
 
+double RunOutcome::traffic_ratio() const {
+  return comp.compulsory_hbm_bytes ? static_cast<double>(sim.stats.hbm_read_bytes + sim.stats.hbm_write_bytes) /
+                                         static_cast<double>(comp.compulsory_hbm_bytes)
+                                   : 0.0;
+}
+
 nlohmann::json RunOutcome::to_json() const {
   nlohmann::json j = stats_to_json(sim.stats);
   j["fusion"] = fusion;
   j["num_kernels"] = comp.schedule.kernels.size();
   j["compulsory_hbm_bytes"] = comp.compulsory_hbm_bytes;
-  j["traffic_ratio"] = comp.compulsory_hbm_bytes
-                           ? static_cast<double>(sim.stats.hbm_read_bytes + sim.stats.hbm_write_bytes) /
-                                 static_cast<double>(comp.compulsory_hbm_bytes)
-                           : 0.0;
+  j["traffic_ratio"] = traffic_ratio();
   nlohmann::json wl = {
       {"name", workload.name},       {"file", workload.file},       {"model", workload.model},
       {"graph", workload.graph},     {"phase", workload.phase},     {"batch", workload.batch},

@@ -40,6 +40,9 @@ struct RunOutcome {
   std::optional<SearchReport> search;  // a tuner policy (search, search-isu): what it tried
 
   nlohmann::json to_json() const;
+  // HBM bytes moved over the compulsory ones (0 without any): the JSON's traffic_ratio, which a
+  // report row needs without building the whole JSON (its kernel classes cost 4% of a run).
+  double traffic_ratio() const;
 };
 
 // `fusion` is any policy of the registry (policy_registry.h). A tuner policy may change the

@@ -115,7 +115,7 @@ std::string format_run(const RunOutcome& o, const std::vector<std::string>& sets
       {"HBM read", format_bytes(static_cast<double>(s.hbm_read_bytes))},
       {"HBM written", format_bytes(static_cast<double>(s.hbm_write_bytes))},
       {"compulsory HBM", format_bytes(static_cast<double>(o.comp.compulsory_hbm_bytes))},
-      {"traffic / compulsory", fmt("%.3f", o.to_json()["traffic_ratio"].get<double>())},
+      {"traffic / compulsory", fmt("%.3f", o.traffic_ratio())},
       {"search", o.search ? search_summary(*o.search) : std::string("-")},
       {"HBM bandwidth utilisation",
        format_percent(s.hbm_bandwidth_utilization) + " of " + format_bandwidth(o.arch.hbm.bandwidth_gbps * 1e9)},
