@@ -35,9 +35,18 @@ const Table& table() {
 std::string classify(const std::string& node) {
   const Table& t = table();
   std::string name = std::regex_replace(node, t.layer_prefix, "", std::regex_constants::format_first_only);
-  for (const auto& [cls, re] : t.rules)
-    if (std::regex_search(name, re)) return cls;
-  return "other";
+  // The rules see the name without its layer prefix, which every layer shares: they run once
+  // per such name (per thread, bounded) instead of once per layer.
+  thread_local std::unordered_map<std::string, std::string> by_name;
+  if (auto it = by_name.find(name); it != by_name.end()) return it->second;
+  if (by_name.size() > 100000) by_name.clear();
+  std::string cls = "other";
+  for (const auto& [c, re] : t.rules)
+    if (std::regex_search(name, re)) {
+      cls = c;
+      break;
+    }
+  return by_name[name] = cls;
 }
 }  // namespace
 
