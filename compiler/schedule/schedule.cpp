@@ -456,6 +456,8 @@ class GreedyFusion {
   // depends only on the members of the two groups, so it stands until one of them changes.
   std::vector<std::array<int, 4>> judged_;
   std::vector<int> merged_;  // the members of the pair being judged (kept: no allocation a candidate)
+  // Pairs of groups found illegal or cyclic since the last merge, with the reason.
+  std::map<std::pair<int, int>, std::string> rejected_pairs_;
 
   KernelCost cost_of(const std::vector<int>& nodes, bool with_traffic) const {
     Kernel k = make_kernel(a_, nodes);
@@ -494,6 +496,7 @@ class GreedyFusion {
       return false;
     }
     groups_.merge(gx, gy);
+    rejected_pairs_.clear();
     d.fused = true;
     d.reason = "";
     return true;
@@ -507,15 +510,19 @@ class GreedyFusion {
     if (why.empty() && opts_.max_kernel_nodes > 0 &&
         mx.size() + my.size() > static_cast<size_t>(opts_.max_kernel_nodes))
       why = strcat("kernel size limit: ", mx.size() + my.size(), " loop nodes, at most ", opts_.max_kernel_nodes);
+    if (!why.empty()) return why;
+    // Legality and cycles depend on the two groups and, for a cycle, on every other group: a
+    // verdict on the pair stands until the next merge, and many candidates pair the same two
+    // groups (every layer's RoPE nodes read the same cos and sin tables).
+    std::pair<int, int> pair = std::minmax(gx, gy);
+    if (auto it = rejected_pairs_.find(pair); it != rejected_pairs_.end()) return it->second;
     std::vector<int>& merged = merged_;
     merged.clear();
-    if (why.empty()) {
-      std::merge(mx.begin(), mx.end(), my.begin(), my.end(), std::back_inserter(merged));
-      why = illegal_reason(a_, merged);
-    }
+    std::merge(mx.begin(), mx.end(), my.begin(), my.end(), std::back_inserter(merged));
+    why = illegal_reason(a_, merged);
     if (why.empty()) why = cycle_reason(a_, groups_, merged);
-    if (why.empty()) why = cost_reason(merged, gx, gy, d);
-    return why;
+    if (!why.empty()) return rejected_pairs_.emplace(pair, why).first->second;
+    return cost_reason(merged, gx, gy, d);
   }
 
   // Traffic can grow only through a matmul: its B block streams from HBM once per tile, so
