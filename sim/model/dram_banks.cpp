@@ -73,14 +73,44 @@ DramBanks::DramBanks(const ArchConfig::Memory& m, bool fast_forward, bool by_uni
   const double p = banks_per_unit_;
   fast_forward_ok_ = fast_forward && (p - 1) * row_time_ >= t_.rp + t_.rcd + t_.cl && p * row_time_ >= t_.ras + t_.rp &&
                      row_time_ >= t_.rrd && 4 * row_time_ >= t_.faw;
-  units_.assign(static_cast<size_t>(m.channels) * static_cast<size_t>(pcs_), Unit{});
-  for (auto& u : units_) u.next_refresh = t_.refi;
-  banks_.assign(units_.size() * static_cast<size_t>(banks_per_unit_), Bank{});
-  pending_.assign(units_.size(), Pending{});
-  first_.assign(units_.size(), -1);
-  visited_.assign((units_.size() + 63) / 64, 0);
-  state_.assign(units_.size(), 0);
-  last_.assign(units_.size(), 0);
+  const size_t n = static_cast<size_t>(m.channels) * static_cast<size_t>(pcs_);
+  sid_.assign(n, 0);  // all in one state: slot 0
+  refs_.assign(1, static_cast<uint32_t>(n));
+  pool_units_.assign(1, Unit{});
+  pool_units_[0].next_refresh = t_.refi;
+  pool_banks_.assign(bank_count(), Bank{});
+  move_run_.assign(1, 0);
+  first_move_.assign(1, npos);
+  pending_.assign(n, Pending{});
+  first_.assign(n, -1);
+  visited_.assign((n + 63) / 64, 0);
+  last_.assign(n, 0);
+}
+
+uint32_t DramBanks::new_slot(uint32_t copy_of) {
+  uint32_t r;
+  if (!free_.empty()) {
+    r = free_.back();
+    free_.pop_back();
+  } else {
+    r = static_cast<uint32_t>(pool_units_.size());
+    pool_units_.emplace_back();
+    pool_banks_.resize(pool_banks_.size() + bank_count());
+    refs_.push_back(0);
+    move_run_.push_back(0);
+    first_move_.push_back(npos);
+  }
+  pool_units_[r] = pool_units_[copy_of];
+  std::copy_n(&pool_banks_[copy_of * bank_count()], bank_count(), &pool_banks_[r * bank_count()]);
+  refs_[r] = 1;
+  return r;
+}
+
+// A unit about to change leaves the slot it shares for a copy of its own.
+void DramBanks::own_copy(int unit) {
+  uint32_t& sid = sid_[static_cast<size_t>(unit)];
+  --refs_[sid];
+  sid = new_slot(sid);
 }
 
 void DramBanks::set_digits(uint64_t b) {
@@ -104,7 +134,7 @@ void DramBanks::step_digits(size_t from) {
 
 // Refreshes due by the time the unit would next use its bus. Those due while it sat idle for
 // longer than an interval fit in the idle time (they close the rows and cost nothing else).
-void DramBanks::refresh(Unit& u, double t) {
+void DramBanks::refresh(Unit& u, Bank* banks, double t) {
   const double now = std::max(t, u.bus_free);
   if (now < u.next_refresh) return;
   const double idle = now - u.next_refresh;
@@ -118,17 +148,15 @@ void DramBanks::refresh(Unit& u, double t) {
     u.next_refresh += t_.refi;
     ++counters_.refreshes;
   }
-  const size_t first = static_cast<size_t>(&u - units_.data()) * static_cast<size_t>(banks_per_unit_);
-  for (size_t k = first; k < first + static_cast<size_t>(banks_per_unit_); ++k) banks_[k].row = -1;
-  dirty_ = ~uint64_t{0};
+  for (size_t k = 0; k < bank_count(); ++k) banks[k].row = -1;
 }
 
 double DramBanks::visit(int unit, int bank, int64_t row, uint64_t bursts, bool is_write, double t0) {
-  Unit& u = units_[static_cast<size_t>(unit)];
-  changed(unit);
-  if (refresh_due(u, t0)) refresh(u, t0);
-  Bank& k = banks_[static_cast<size_t>(unit) * static_cast<size_t>(banks_per_unit_) + static_cast<size_t>(bank)];
-  dirty(bank);
+  own(unit);
+  Unit& u = state(unit);
+  Bank* const banks = banks_of(unit);
+  if (refresh_due(u, t0)) refresh(u, banks, t0);
+  Bank& k = banks[bank];
   double ready;  // when the bank can put data on the bus
   if (k.row == row) {
     ++counters_.row_hits;
@@ -233,64 +261,106 @@ void DramBanks::by_unit_run(uint64_t b, uint64_t hi, bool is_write, double t0) {
   }
   seq_.clear();
   for (uint64_t s = first; s < end; ++s) seq_.push_back(sweep_target(s));
-  groups_.clear();
+  moves_.clear();
+  ++run_;
+  size_t last = npos;  // the move the last unit took: most often the next one's too
   for (int u = 0; u < units(); ++u) {
     const uint64_t head_n = head.e > head.a ? columns(u, head) : 0;
     const uint64_t tail_n = tail.e > tail.a ? columns(u, tail) : 0;
-    if (const Group* same = same_group(u, head_n, tail_n)) {
-      copy_unit(*same, u);
-      last_group_ = static_cast<size_t>(same - groups_.data());
+    const uint32_t from = sid_[static_cast<size_t>(u)];
+    size_t m = last;
+    if (m == npos || moves_[m].from != from || moves_[m].head_n != head_n || moves_[m].tail_n != tail_n)
+      m = find_move(from, head_n, tail_n);
+    if (m == npos) {
+      last = timed_move(u, head, head_n, tail, tail_n, is_write, t0);
       continue;
     }
-    // Timed: kept as a group, with the state it started from.
-    const auto p = static_cast<size_t>(banks_per_unit_), from = static_cast<size_t>(u) * p;
-    const size_t g = groups_.size();
-    if (saved_units_.size() <= g) {
-      saved_units_.resize(g + 1);
-      saved_banks_.resize((g + 1) * p);
-    }
-    saved_units_[g] = units_[static_cast<size_t>(u)];
-    std::copy_n(&banks_[from], p, &saved_banks_[g * p]);
-    const uint64_t state = state_[static_cast<size_t>(u)];
-    const Counters before = counters_;
-    dirty_ = 0;
-    unit_run(u, head, head_n, tail, tail_n, is_write, t0);
-    const Counters& c = counters_;
-    groups_.push_back({state,
-                       head_n,
-                       tail_n,
-                       u,
-                       dirty_,
-                       {c.bursts - before.bursts, c.row_hits - before.row_hits, c.row_misses - before.row_misses,
-                        c.refreshes - before.refreshes, c.fast_rows - before.fast_rows}});
-    last_group_ = groups_.size() - 1;
+    // In the state the move's unit was in, with the same columns: its results, without a copy.
+    Move& x = moves_[m];
+    const auto i = static_cast<size_t>(u), t = static_cast<size_t>(x.unit);
+    sid_[i] = x.to;
+    ++x.joined;
+    if (first_[t] >= 0) note_first(i, first_[t]);
+    last_[i] = last_[t];
+    last = m;
   }
+  settle_moves();
 }
 
-// A group of this run whose unit started in unit u's state and got the same columns, or null.
-// The same state_ says so at once; else the state is compared bit for bit (units that went
-// their own ways often come back into step: a stream rewrites a unit's state from its bus).
-// Only the last few groups are looked at (a few states per run in a decode step).
-const DramBanks::Group* DramBanks::same_group(int u, uint64_t head_n, uint64_t tail_n) const {
-  const auto p = static_cast<size_t>(banks_per_unit_), i = static_cast<size_t>(u);
-  const size_t n = groups_.size(), look = 8, oldest = n > look ? n - look : 0;
-  if (last_group_ < n) {  // most often the previous unit's group
-    const Group& x = groups_[last_group_];
-    if (x.state == state_[i] && x.head_n == head_n && x.tail_n == tail_n) return &x;
+// A move of this run for units that start in slot `from` and get these columns, or npos. One
+// from the same slot, else one from a slot whose state is the same bit for bit (units that
+// went their own ways often come back into step: a stream rewrites a unit's state from its
+// bus); only the last few moves are compared (a few states per run in a decode step).
+size_t DramBanks::find_move(uint32_t from, uint64_t head_n, uint64_t tail_n) {
+  if (move_run_[from] == run_)
+    for (size_t m = first_move_[from]; m != npos; m = moves_[m].next)
+      if (moves_[m].head_n == head_n && moves_[m].tail_n == tail_n) return m;
+  const size_t n = moves_.size(), look = 8, oldest = n > look ? n - look : 0;
+  for (size_t m = n; m > oldest; --m) {
+    const Move& x = moves_[m - 1];
+    if (x.timed && x.head_n == head_n && x.tail_n == tail_n && same_state(from, x.from)) {
+      Move y = x;
+      y.from = from;
+      y.timed = false;
+      y.joined = 0;
+      return add_move(y);
+    }
   }
-  for (size_t g = n; g > oldest; --g) {  // the same state_ first (cheap)
-    const Group& x = groups_[g - 1];
-    if (x.state == state_[i] && x.head_n == head_n && x.tail_n == tail_n) return &x;
+  return npos;
+}
+
+// Whether two slots hold the same state bit for bit. Before a run's end no slot a move left
+// has changed: a move's timing changes the new slot only.
+bool DramBanks::same_state(uint32_t a, uint32_t b) const {
+  const size_t p = bank_count();
+  // Unit's fields end at `used` (then padding); banks have none.
+  return std::memcmp(&pool_units_[a], &pool_units_[b], offsetof(Unit, used) + sizeof(bool)) == 0 &&
+         std::memcmp(&pool_banks_[a * p], &pool_banks_[b * p], p * sizeof(Bank)) == 0;
+}
+
+// The move's index; it is listed under its slot for find_move().
+size_t DramBanks::add_move(const Move& m) {
+  moves_.push_back(m);
+  Move& x = moves_.back();
+  if (move_run_[x.from] != run_) {
+    move_run_[x.from] = run_;
+    x.next = npos;
+  } else {
+    x.next = first_move_[x.from];
   }
-  for (size_t g = n; g > oldest; --g) {
-    const Group& x = groups_[g - 1];
-    if (x.head_n != head_n || x.tail_n != tail_n) continue;
-    // Unit's fields end at `used` (then padding); banks have none.
-    if (std::memcmp(&units_[i], &saved_units_[g - 1], offsetof(Unit, used) + sizeof(bool)) == 0 &&
-        std::memcmp(&banks_[i * p], &saved_banks_[(g - 1) * p], p * sizeof(Bank)) == 0)
-      return &x;
+  first_move_[x.from] = moves_.size() - 1;
+  return moves_.size() - 1;
+}
+
+// The unit leaves its slot for a copy (the slot keeps the state for the units still to come)
+// and is timed; what its visits add to the counters is kept for the units that join it.
+size_t DramBanks::timed_move(int unit, const Part& head, uint64_t head_n, const Part& tail, uint64_t tail_n,
+                             bool is_write, double t0) {
+  const auto i = static_cast<size_t>(unit);
+  const uint32_t from = sid_[i];
+  sid_[i] = new_slot(from);  // refs_[from] is settled at the run's end
+  const Counters before = counters_;
+  unit_run(unit, head, head_n, tail, tail_n, is_write, t0);
+  const Counters& c = counters_;
+  const Counters added{c.bursts - before.bursts,       c.row_hits - before.row_hits,   c.row_misses - before.row_misses,
+                       c.refreshes - before.refreshes, c.fast_rows - before.fast_rows, 0};
+  return add_move({from, sid_[i], head_n, tail_n, unit, true, 0, added, npos});
+}
+
+// The run's end: the slots' unit counts, the joined units' counters (those of the unit timed,
+// once per unit: integers, so in any order), the slots no unit is left in back to the pool.
+void DramBanks::settle_moves() {
+  for (const Move& m : moves_) {
+    refs_[m.to] += static_cast<uint32_t>(m.joined);
+    refs_[m.from] -= static_cast<uint32_t>(m.joined + (m.timed ? 1 : 0));
+    if (refs_[m.from] == 0) free_.push_back(m.from);
+    counters_.bursts += m.added.bursts * m.joined;
+    counters_.row_hits += m.added.row_hits * m.joined;
+    counters_.row_misses += m.added.row_misses * m.joined;
+    counters_.refreshes += m.added.refreshes * m.joined;
+    counters_.fast_rows += m.added.fast_rows * m.joined;
+    counters_.copied += m.joined;
   }
-  return nullptr;
 }
 
 void DramBanks::unit_run(int unit, const Part& head, uint64_t head_n, const Part& tail, uint64_t tail_n, bool is_write,
@@ -298,31 +368,6 @@ void DramBanks::unit_run(int unit, const Part& head, uint64_t head_n, const Part
   if (head_n) visit(unit, head.at.bank, head.at.row, head_n, is_write, t0);
   run_unit(unit, is_write, t0);
   if (tail_n) visit(unit, tail.at.bank, tail.at.row, tail_n, is_write, t0);
-}
-
-// Unit `to` in the state g.unit had: it ends in the state g.unit's visits left, with its data
-// window and counts.
-void DramBanks::copy_unit(const Group& g, int to) {
-  const auto from = static_cast<size_t>(g.unit), dst = static_cast<size_t>(to);
-  const auto p = static_cast<size_t>(banks_per_unit_);
-  units_[dst] = units_[from];
-  if (g.dirty == ~uint64_t{0}) {
-    std::copy_n(&banks_[from * p], p, &banks_[dst * p]);
-  } else {  // the other banks are the same already
-    for (uint64_t bits = g.dirty; bits; bits &= bits - 1) {
-      const auto k = static_cast<size_t>(__builtin_ctzll(bits));
-      banks_[dst * p + k] = banks_[from * p + k];
-    }
-  }
-  state_[dst] = state_[from];
-  note_first(dst, first_[from]);
-  last_[dst] = last_[from];
-  counters_.bursts += g.added.bursts;
-  counters_.row_hits += g.added.row_hits;
-  counters_.row_misses += g.added.row_misses;
-  counters_.refreshes += g.added.refreshes;
-  counters_.fast_rows += g.added.fast_rows;
-  ++counters_.copied;
 }
 
 // `count` whole sweeps from `first`: unit by unit (units are independent), each through its
@@ -336,7 +381,8 @@ void DramBanks::sweep_run(uint64_t first, uint64_t count, bool is_write, double 
 // A unit's rows of a run of sweeps: visited one by one until streams_from() finds that every
 // later row starts as soon as the bus is free; the rest of the run is then counted in one step.
 void DramBanks::run_unit(int unit, bool is_write, double t0) {
-  Unit& u = units_[static_cast<size_t>(unit)];
+  own(unit);  // before the reference: visits then change the unit's own slot
+  const Unit& u = state(unit);
   const size_t n = seq_.size();
   size_t streak = 0;  // rows in a row that started when the bus was free
   for (size_t s = 0; s < n; ++s) {
@@ -363,11 +409,11 @@ void DramBanks::run_unit(int unit, bool is_write, double t0) {
 // first one streams). An activation earlier than just in time only helps, so the timing of
 // the data is what a visit per row gives.
 bool DramBanks::streams_from(int unit, size_t s, size_t n, bool is_write, double t0) const {
-  const Unit& u = units_[static_cast<size_t>(unit)];
+  const Unit& u = state(unit);
   const double b0 = u.bus_free;
   if ((u.used && u.wrote != is_write) || b0 < t0) return false;  // a turnaround, or an idle bus
   if (b0 >= u.next_refresh) return true;                         // a refresh first: every bank closes
-  const Bank* banks = &banks_[static_cast<size_t>(unit) * static_cast<size_t>(banks_per_unit_)];
+  const Bank* banks = banks_of(unit);
   size_t check = std::min(n, static_cast<size_t>(banks_per_unit_));
   // Only rows before the refresh: the division only where the refresh may come first (room
   // more than check + 1 rows leaves check rows whatever the quotient's rounding).
@@ -391,8 +437,8 @@ bool DramBanks::streams_from(int unit, size_t s, size_t n, bool is_write, double
 // first row that would start after its time: the bus then waits tRP + tRFC and the next row's
 // tRCD + tCL, as a visit would. The banks keep the last rows' state.
 void DramBanks::fast_forward(int unit, size_t s, size_t k, bool is_write) {
-  Unit& u = units_[static_cast<size_t>(unit)];
-  changed(unit);
+  own(unit);
+  Unit& u = state(unit);
   chunks_.clear();  // (first row, its start) of each stretch between refreshes
   double bus = u.bus_free;
   size_t done = 0, after_refresh = 0;
@@ -421,12 +467,11 @@ void DramBanks::fast_forward(int unit, size_t s, size_t k, bool is_write) {
     while (chunks_[c].first > i) --c;
     return chunks_[c].second + static_cast<double>(i - chunks_[c].first) * row_time_;
   };
-  Bank* banks = &banks_[static_cast<size_t>(unit) * static_cast<size_t>(banks_per_unit_)];
+  Bank* banks = banks_of(unit);
   const size_t from = k > static_cast<size_t>(banks_per_unit_) ? k - static_cast<size_t>(banks_per_unit_) : 0;
   for (size_t i = from; i < k; ++i) {
     const double start = start_of(i), end = start + row_time_;
     Bank& bk = banks[seq_[s + i].bank];
-    dirty(seq_[s + i].bank);
     bk.act = start - t_.rcd - t_.cl;
     bk.row = open_page_ && i >= after_refresh ? seq_[s + i].row : -1;
     bk.data_end = end;

@@ -23,10 +23,10 @@
 // rows back to back once every bank has had its turn: those rows are counted in one step up to
 // the next refresh (their activations placed just in time), not visited one by one. A run
 // that holds a whole sweep is timed unit by unit (units are independent): each unit's first
-// partial row, its rows of the whole sweeps and its last partial row in one go; units whose
-// state is the same (bit for bit: the decode step's weight streams keep most units in step)
-// and that get the same columns are timed once, the others take a copy of the result. Other
-// mappings walk the run burst by burst (exact, slower).
+// partial row, its rows of the whole sweeps and its last partial row in one go. Units in the
+// same state (bit for bit: the decode step's weight streams keep most units in step) share one
+// copy of it; those of them that get the same columns are timed once and go on sharing the
+// result. Other mappings walk the run burst by burst (exact, slower).
 #pragma once
 #include <algorithm>
 #include <cstdint>
@@ -58,7 +58,7 @@ class DramBanks {
     uint64_t copied = 0;     // units that took a copy of another's results (by_unit_run)
   };
   const Counters& counters() const { return counters_; }
-  int units() const { return static_cast<int>(units_.size()); }
+  int units() const { return static_cast<int>(sid_.size()); }
   uint64_t burst_bytes() const { return burst_bytes_; }
   // A row miss's DRAM time before its first data: tRCD + tCL.
   double miss_latency_ps() const { return t_.rcd + t_.cl; }
@@ -105,31 +105,58 @@ class DramBanks {
     return static_cast<uint64_t>(below(p.e) - below(p.a));
   }
   void by_unit_run(uint64_t b, uint64_t hi, bool is_write, double t0);
-  // Units timed once for a run of by_unit_run(): the state they had (state_ before), the
-  // columns they got, the unit timed, and what its visits added to the counters.
-  struct Group {
-    uint64_t state, head_n, tail_n;
+  // What by_unit_run() did to the units that started a run in slot `from` and got the same
+  // columns: they end in slot `to`, all but one (the unit timed, `unit`) without being timed
+  // (`joined`: each took the unit's window and what its visits added to the counters). A move
+  // not `timed` sends its units to another move's slot: their state was the same bit for bit.
+  struct Move {
+    uint32_t from, to;
+    uint64_t head_n, tail_n;
     int unit;
-    uint64_t dirty;  // the banks its visits changed (dirty_)
+    bool timed;
+    uint64_t joined;
     Counters added;
+    size_t next;  // the next move from the same slot in this run, or npos
   };
+  static constexpr size_t npos = ~size_t{0};
+  size_t find_move(uint32_t from, uint64_t head_n, uint64_t tail_n);
+  size_t timed_move(int unit, const Part& head, uint64_t head_n, const Part& tail, uint64_t tail_n, bool is_write,
+                    double t0);
+  size_t add_move(const Move& m);
+  void settle_moves();
   void unit_run(int unit, const Part& head, uint64_t head_n, const Part& tail, uint64_t tail_n, bool is_write,
                 double t0);
-  const Group* same_group(int unit, uint64_t head_n, uint64_t tail_n) const;
-  void copy_unit(const Group& g, int to);
-  // A unit's state (Unit, banks) changed on its own: no other unit is known to share it.
-  void changed(int unit) { state_[static_cast<size_t>(unit)] = next_state_++; }
-  // A bit per bank (of a unit) changed since by_unit_run() cleared it: a copy need only take
-  // those. All ones for more than 64 banks.
-  uint64_t dirty_ = 0;
-  void dirty(int bank) { dirty_ |= bank < 64 ? uint64_t{1} << bank : ~uint64_t{0}; }
+  bool same_state(uint32_t a, uint32_t b) const;
+  std::vector<Move> moves_;
+  std::vector<uint64_t> move_run_;  // per slot: the run (run_) whose moves first_move_ holds
+  std::vector<size_t> first_move_;
+  uint64_t run_ = 0;
+
+  // Each unit's state (its Unit and banks) lives in a slot of a pool that the units in the
+  // same state share (all at the start; a weight stream keeps them in step): sid_ is a unit's
+  // slot, refs_ the units in a slot. Whatever changes a unit's state first gives it a slot of
+  // its own (own(): a copy when shared); by_unit_run() moves a slot's units that stay in step
+  // to one new slot together, so only one of them is timed and none is copied.
+  std::vector<uint32_t> sid_, refs_, free_;
+  std::vector<Unit> pool_units_;
+  std::vector<Bank> pool_banks_;
+  Unit& state(int unit) { return pool_units_[sid_[static_cast<size_t>(unit)]]; }
+  const Unit& state(int unit) const { return pool_units_[sid_[static_cast<size_t>(unit)]]; }
+  Bank* banks_of(int unit) { return &pool_banks_[sid_[static_cast<size_t>(unit)] * bank_count()]; }
+  const Bank* banks_of(int unit) const { return &pool_banks_[sid_[static_cast<size_t>(unit)] * bank_count()]; }
+  size_t bank_count() const { return static_cast<size_t>(banks_per_unit_); }
+  uint32_t new_slot(uint32_t copy_of);  // a slot (refs 1) holding a copy of another's state
+  void own(int unit) {
+    if (refs_[sid_[static_cast<size_t>(unit)]] > 1) own_copy(unit);
+  }
+  void own_copy(int unit);
   void place_rows(int unit, size_t s, size_t from, size_t k, size_t after_refresh);
   void partial_sweep(uint64_t sweep, uint64_t a, uint64_t e, bool is_write, double t0);
   void sweep_run(uint64_t first, uint64_t count, bool is_write, double t0);
   void run_unit(int unit, bool is_write, double t0);
   bool streams_from(int unit, size_t s, size_t n, bool is_write, double t0) const;
   void fast_forward(int unit, size_t s, size_t k, bool is_write);
-  void refresh(Unit& u, double t);
+  void refresh(Unit& u, Bank* banks, double t);
   // Whether refresh(u, t) has anything to do (most visits: no; spares the call).
   static bool refresh_due(const Unit& u, double t) { return std::max(t, u.bus_free) >= u.next_refresh; }
   void flush(int unit, bool is_write, double t0);
@@ -160,21 +187,10 @@ class DramBanks {
   std::vector<BankRow> seq_;  // the rows of a run of sweeps
   std::vector<std::pair<size_t, double>> chunks_;
 
-  std::vector<Unit> units_;
-  std::vector<Bank> banks_;
   std::vector<Pending> pending_;
   std::vector<int> touched_;  // units with a pending visit
   std::vector<double> first_, last_;
   std::vector<uint64_t> visited_;  // a bit per unit with a visit in this access
-  // Units with the same state_ have the same Unit and banks, bit for bit: all at the start;
-  // a visit or a fast forward gives its unit a new one; by_unit_run() gives a group's copies
-  // that of the unit timed.
-  std::vector<uint64_t> state_;
-  uint64_t next_state_ = 1;
-  std::vector<Group> groups_;
-  size_t last_group_ = 0;          // the group the last unit copied
-  std::vector<Unit> saved_units_;  // each group's state before its visits
-  std::vector<Bank> saved_banks_;
   void note_first(size_t unit, double start) {
     first_[unit] = start;
     visited_[unit / 64] |= uint64_t{1} << (unit % 64);
