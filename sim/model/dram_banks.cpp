@@ -69,6 +69,8 @@ DramBanks::DramBanks(const ArchConfig::Memory& m, bool fast_forward, bool by_uni
   // Rows streamed back to back hide their banks' precharge and activation behind the other
   // banks' rows when a bank's turn comes round late enough (tRP + tRCD + tCL, tRAS + tRP) and
   // rows are long enough for the activation windows (tRRD, tFAW / 4).
+  offsets_below_w_ = std::all_of(unit_offset_.begin(), unit_offset_.end(),
+                                 [&](int64_t off) { return static_cast<uint64_t>(off) < w_co_; });
   row_time_ = static_cast<double>(row_bursts_) * t_.burst;
   const double p = banks_per_unit_;
   fast_forward_ok_ = fast_forward && (p - 1) * row_time_ >= t_.rp + t_.rcd + t_.cl && p * row_time_ >= t_.ras + t_.rp &&
@@ -235,6 +237,32 @@ DramBanks::BankRow DramBanks::sweep_target(uint64_t sweep) const {
   return {static_cast<int>(d[Bg]) * banks_per_group_ + static_cast<int>(d[Ba]), static_cast<int64_t>(d[Ro])};
 }
 
+// seq_: the targets of sweeps [first, end): sweep_target()'s digits, stepped from one sweep to
+// the next instead of divided out for each.
+void DramBanks::sweep_targets(uint64_t first, uint64_t end) {
+  seq_.clear();
+  if (first >= end) return;
+  uint64_t d[6] = {};  // the digit of the field at each position of order_ (3 and up)
+  uint64_t sweep = first;
+  for (size_t i = 3; i < order_.size(); ++i) {
+    if (radix_[i] == std::numeric_limits<uint64_t>::max()) {
+      d[i] = sweep;
+      sweep = 0;
+    } else {
+      d[i] = sweep % radix_[i];
+      sweep /= radix_[i];
+    }
+  }
+  const size_t ro = field_pos_[Ro], bg = field_pos_[Bg], ba = field_pos_[Ba];
+  for (uint64_t s = first; s < end; ++s) {
+    seq_.push_back({static_cast<int>(d[bg]) * banks_per_group_ + static_cast<int>(d[ba]), static_cast<int64_t>(d[ro])});
+    for (size_t i = 3; i < order_.size(); ++i) {  // the row's radix is unbounded: it never wraps
+      if (++d[i] < radix_[i]) break;
+      d[i] = 0;
+    }
+  }
+}
+
 // Bursts [a, e) of one sweep: each unit's lie in one row of one bank, a run of its columns.
 void DramBanks::partial_sweep(uint64_t sweep, uint64_t a, uint64_t e, bool is_write, double t0) {
   const Part part{sweep_target(sweep), a, e};
@@ -259,20 +287,38 @@ void DramBanks::by_unit_run(uint64_t b, uint64_t hi, bool is_write, double t0) {
     if (b % sb) head = {sweep_target(first - 1), b % sb, sb};
     if (hi % sb) tail = {sweep_target(end), 0, hi % sb};
   }
-  seq_.clear();
-  for (uint64_t s = first; s < end; ++s) seq_.push_back(sweep_target(s));
+  sweep_targets(first, end);
   moves_.clear();
   ++run_;
-  size_t last = npos;  // the move the last unit took: most often the next one's too
-  for (int u = 0; u < units(); ++u) {
-    const uint64_t head_n = head.e > head.a ? columns(u, head) : 0;
-    const uint64_t tail_n = tail.e > tail.a ? columns(u, tail) : 0;
+  const bool has_head = head.e > head.a, has_tail = tail.e > tail.a;
+  const Cut cut = cut_columns(head, tail);
+  auto fits = [&](size_t m, uint32_t from, uint64_t head_n, uint64_t tail_n) {
+    return m != npos && moves_[m].from == from && moves_[m].head_n == head_n && moves_[m].tail_n == tail_n;
+  };
+  // The move the last unit with the same column key took: most often the next one's too (units
+  // with other columns come in between: a head or tail cuts through each channel's pseudo-channels).
+  size_t last[16];
+  std::fill_n(last, 16, npos);
+  const int n = units();
+  for (int u = 0; u < n; ++u) {
+    size_t key = 0;
+    uint64_t head_n, tail_n;
+    if (offsets_below_w_) {
+      key = column_key(u, cut);
+      head_n = columns_[key][0];
+      tail_n = columns_[key][1];
+    } else {
+      head_n = has_head ? columns(u, head) : 0;
+      tail_n = has_tail ? columns(u, tail) : 0;
+    }
     const uint32_t from = sid_[static_cast<size_t>(u)];
-    size_t m = last;
-    if (m == npos || moves_[m].from != from || moves_[m].head_n != head_n || moves_[m].tail_n != tail_n)
-      m = find_move(from, head_n, tail_n);
+    size_t m = last[key];
+    if (!fits(m, from, head_n, tail_n)) {
+      m = move_run_[from] == run_ ? first_move_[from] : npos;  // the slot's latest move, else another
+      if (!fits(m, from, head_n, tail_n)) m = find_move(from, head_n, tail_n);
+    }
     if (m == npos) {
-      last = timed_move(u, head, head_n, tail, tail_n, is_write, t0);
+      last[key] = timed_move(u, head, head_n, tail, tail_n, is_write, t0);
       continue;
     }
     // In the state the move's unit was in, with the same columns: its results, without a copy.
@@ -282,9 +328,21 @@ void DramBanks::by_unit_run(uint64_t b, uint64_t hi, bool is_write, double t0) {
     ++x.joined;
     if (first_[t] >= 0) note_first(i, first_[t]);
     last_[i] = last_[t];
-    last = m;
+    last[key] = m;
   }
   settle_moves();
+}
+
+// The remainders of the head's and tail's bounds, and columns_ for each key (those of keys no
+// unit has are never asked for). An empty part (a = e = 0) gives no columns.
+DramBanks::Cut DramBanks::cut_columns(const Part& head, const Part& tail) {
+  const uint64_t w = w_co_, cols = row_bursts_;
+  for (size_t key = 0; key < 16; ++key) {
+    auto below = [&](uint64_t bound, size_t bit) { return std::min(cols, bound / w + ((key >> bit) & 1)); };
+    columns_[key][0] = below(head.e, 1) - below(head.a, 0);
+    columns_[key][1] = below(tail.e, 3) - below(tail.a, 2);
+  }
+  return {head.a % w, head.e % w, tail.a % w, tail.e % w};
 }
 
 // A move of this run for units that start in slot `from` and get these columns, or npos. One
@@ -373,8 +431,7 @@ void DramBanks::unit_run(int unit, const Part& head, uint64_t head_n, const Part
 // `count` whole sweeps from `first`: unit by unit (units are independent), each through its
 // rows in address order.
 void DramBanks::sweep_run(uint64_t first, uint64_t count, bool is_write, double t0) {
-  seq_.clear();
-  for (uint64_t s = 0; s < count; ++s) seq_.push_back(sweep_target(first + s));
+  sweep_targets(first, first + count);
   for (int u = 0; u < units(); ++u) run_unit(u, is_write, t0);
 }
 

@@ -104,6 +104,21 @@ class DramBanks {
     };
     return static_cast<uint64_t>(below(p.e) - below(p.a));
   }
+  // by_unit_run()'s columns for every unit without a division per unit. With a part's bounds
+  // as q * w_co_ + r and every unit's offset below w_co_ (Co above Pc and Ch), a unit at offset
+  // off has min(cols, q + (off < r)) columns below a bound: its columns of the head and the
+  // tail follow from four comparisons, a key of four bits (1, 2: off below the head's a, e;
+  // 4, 8: the tail's), and columns_[key] holds them (head, tail).
+  struct Cut {
+    uint64_t ra, re, ta, te;  // the remainders r of the head's a, e and the tail's a, e
+  };
+  Cut cut_columns(const Part& head, const Part& tail);
+  size_t column_key(int unit, const Cut& c) const {
+    const auto off = static_cast<uint64_t>(unit_offset_[static_cast<size_t>(unit)]);
+    return size_t{off < c.ra} | size_t{off < c.re} << 1 | size_t{off < c.ta} << 2 | size_t{off < c.te} << 3;
+  }
+  uint64_t columns_[16][2] = {};
+  void sweep_targets(uint64_t first, uint64_t end);
   void by_unit_run(uint64_t b, uint64_t hi, bool is_write, double t0);
   // What by_unit_run() did to the units that started a run in slot `from` and got the same
   // columns: they end in slot `to`, all but one (the unit timed, `unit`) without being timed
@@ -182,6 +197,7 @@ class DramBanks {
   uint64_t sweep_bursts_ = 0;
   uint64_t w_co_ = 1;
   std::vector<int64_t> unit_offset_;
+  bool offsets_below_w_ = false;
   double row_time_ = 0;
   bool fast_forward_ok_ = false, by_unit_ = true;
   std::vector<BankRow> seq_;  // the rows of a run of sweeps
