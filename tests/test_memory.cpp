@@ -173,51 +173,77 @@ TEST(MemoryBanks, FastForwardAgreesWithAVisitPerRow) {
   }
 }
 
-// A run timed unit by unit (one pass, units in the same state timed once) against sweep by
-// sweep over all units: the same results bit for bit (time, each unit's window, counters), on
-// a mix of runs that keeps units in step (whole sweeps, runs a multiple of a column of every
-// unit) and runs that split them (any byte, a few bursts, writes), with and without the fast path.
+namespace {
+// The distinct windows of busy(), sorted: all their union (the HBM's busy log) depends on.
+std::vector<std::pair<double, double>> distinct_windows(const sim::DramBanks& banks) {
+  std::vector<std::pair<double, double>> w;
+  for (const auto& b : banks.busy()) w.emplace_back(b.start_ps, b.end_ps);
+  std::sort(w.begin(), w.end());
+  w.erase(std::unique(w.begin(), w.end()), w.end());
+  return w;
+}
+}  // namespace
+
+// A run timed unit by unit (one pass, units in the same state sharing one and timed once)
+// against sweep by sweep over all units: the same results bit for bit (time, each unit's
+// window, counters), on a mix of runs that keeps units in step (whole sweeps, runs a multiple
+// of a column of every unit) and runs that split them (any byte, a few bursts, writes), with
+// and without the fast path, on the presets' mapping (Co above Pc and Ch: columns found by
+// comparison) and two others (a division per unit). Asked for only the windows' union
+// (each_unit false), the distinct windows are the same.
 TEST(MemoryBanks, UnitByUnitMatchesSweepBySweepExactly) {
   for (const auto& tech : kTechnologies) {
-    for (const bool fast_forward : {true, false}) {
-      const ArchConfig a = bank_arch(tech, 4);
-      sim::DramBanks by_unit(a.memory, fast_forward), by_sweep(a.memory, fast_forward, false);
-      const uint64_t column = static_cast<uint64_t>(by_unit.units()) * by_unit.burst_bytes();
-      std::mt19937_64 rng(11);
-      double t = 0;
-      uint64_t last_addr = 0, last_len = 64;
-      for (int i = 0; i < 3000; ++i) {
-        // Runs of whole columns (units stay in step), now and then a few bytes of the last run
-        // (their row hits read the banks the run left), then a mix with runs that split units.
-        const uint64_t kind = i < 1000 ? 2 + rng() % 3 / 2 : rng() % 4;
-        const uint64_t len = kind == 0 ? 64 + rng() % 4096 : kind == 3 ? 64 : (1 + rng() % 64) * column;
-        const uint64_t addr = kind == 1   ? rng() % (1ull << 32)
-                              : kind == 3 ? last_addr + rng() % last_len / 64 * 64
-                                          : (rng() % 4096) * column;
-        if (kind != 3) {
-          last_addr = addr;
-          last_len = len;
+    for (const std::string mapping : {"RoBaBgCoPcCh", "RoBaBgPcChCo", "RoBaBgPcCoCh"}) {
+      for (const bool fast_forward : {true, false}) {
+        const ArchConfig a = bank_arch(tech, 4, {"memory.address_mapping=" + mapping});
+        sim::DramBanks by_unit(a.memory, fast_forward), by_sweep(a.memory, fast_forward, false);
+        sim::DramBanks grouped(a.memory, fast_forward);
+        const uint64_t column = static_cast<uint64_t>(by_unit.units()) * by_unit.burst_bytes();
+        std::mt19937_64 rng(11);
+        double t = 0;
+        uint64_t last_addr = 0, last_len = 64;
+        for (int i = 0; i < 3000; ++i) {
+          // Runs of whole columns (units stay in step), now and then a few bytes of the last run
+          // (their row hits read the banks the run left), then a mix with runs that split units.
+          const uint64_t kind = i < 1000 ? 2 + rng() % 3 / 2 : rng() % 4;
+          const uint64_t len = kind == 0 ? 64 + rng() % 4096 : kind == 3 ? 64 : (1 + rng() % 64) * column;
+          const uint64_t addr = kind == 1   ? rng() % (1ull << 32)
+                                : kind == 3 ? last_addr + rng() % last_len / 64 * 64
+                                            : (rng() % 4096) * column;
+          if (kind != 3) {
+            last_addr = addr;
+            last_len = len;
+          }
+          const bool write = rng() % 7 == 0;
+          t += (rng() % 3 == 0) ? static_cast<double>(rng() % 200000) : 0;
+          const double x = by_unit.access(addr, len, write, t), y = by_sweep.access(addr, len, write, t);
+          ASSERT_EQ(x, y) << tech << " " << mapping << " run " << i;
+          ASSERT_EQ(by_unit.busy().size(), by_sweep.busy().size()) << tech << " " << mapping << " run " << i;
+          for (size_t k = 0; k < by_unit.busy().size(); ++k) {
+            const auto &p = by_unit.busy()[k], &q = by_sweep.busy()[k];
+            ASSERT_TRUE(p.unit == q.unit && p.start_ps == q.start_ps && p.end_ps == q.end_ps)
+                << tech << " " << mapping << " run " << i;
+          }
+          ASSERT_EQ(grouped.access(addr, len, write, t, false), y) << tech << " " << mapping << " run " << i;
+          ASSERT_EQ(distinct_windows(grouped), distinct_windows(by_sweep)) << tech << " " << mapping << " run " << i;
         }
-        const bool write = rng() % 7 == 0;
-        t += (rng() % 3 == 0) ? static_cast<double>(rng() % 200000) : 0;
-        const double x = by_unit.access(addr, len, write, t), y = by_sweep.access(addr, len, write, t);
-        ASSERT_EQ(x, y) << tech << " run " << i;
-        ASSERT_EQ(by_unit.busy().size(), by_sweep.busy().size()) << tech << " run " << i;
-        for (size_t k = 0; k < by_unit.busy().size(); ++k) {
-          const auto &p = by_unit.busy()[k], &q = by_sweep.busy()[k];
-          ASSERT_TRUE(p.unit == q.unit && p.start_ps == q.start_ps && p.end_ps == q.end_ps) << tech << " run " << i;
+        for (const sim::DramBanks* b : {&by_unit, &grouped}) {
+          const auto &c = b->counters(), &d = by_sweep.counters();
+          EXPECT_EQ(c.bursts, d.bursts) << tech << " " << mapping;
+          EXPECT_EQ(c.row_hits, d.row_hits) << tech << " " << mapping;
+          EXPECT_EQ(c.row_misses, d.row_misses) << tech << " " << mapping;
+          EXPECT_EQ(c.refreshes, d.refreshes) << tech << " " << mapping;
+          EXPECT_EQ(c.fast_rows, d.fast_rows) << tech << " " << mapping;
+          EXPECT_EQ(c.copied, by_unit.counters().copied) << tech << " " << mapping;
         }
+        const uint64_t copied = by_unit.counters().copied;
+        std::printf("%-8s %s fast path %d: %llu of %d x 3000 unit runs took another's results\n", tech.c_str(),
+                    mapping.c_str(), fast_forward, static_cast<unsigned long long>(copied), by_unit.units());
+        if (mapping == "RoBaBgCoPcCh") {  // timed once
+          EXPECT_GT(copied, 250u * static_cast<uint64_t>(by_unit.units() - 1)) << tech;
+        }
+        EXPECT_EQ(by_sweep.counters().copied, 0u) << tech;
       }
-      const auto &c = by_unit.counters(), &d = by_sweep.counters();
-      EXPECT_EQ(c.bursts, d.bursts) << tech;
-      EXPECT_EQ(c.row_hits, d.row_hits) << tech;
-      EXPECT_EQ(c.row_misses, d.row_misses) << tech;
-      EXPECT_EQ(c.refreshes, d.refreshes) << tech;
-      EXPECT_EQ(c.fast_rows, d.fast_rows) << tech;
-      std::printf("%-8s fast path %d: %llu of %d x 3000 unit runs took a copy\n", tech.c_str(), fast_forward,
-                  static_cast<unsigned long long>(c.copied), by_unit.units());
-      EXPECT_GT(c.copied, 250u * static_cast<uint64_t>(by_unit.units() - 1)) << tech;  // timed once
-      EXPECT_EQ(d.copied, 0u) << tech;
     }
   }
 }

@@ -321,14 +321,16 @@ void DramBanks::by_unit_run(uint64_t b, uint64_t hi, bool is_write, double t0) {
       last[key] = timed_move(u, head, head_n, tail, tail_n, is_write, t0);
       continue;
     }
-    // In the state the move's unit was in, with the same columns: its results, without a copy.
+    // In the state the move's unit was in, with the same columns: its results, without a copy;
+    // its window too (the same as the timed unit's) when each unit's is asked for.
     Move& x = moves_[m];
     const auto i = static_cast<size_t>(u), t = static_cast<size_t>(x.unit);
     sid_[i] = x.to;
     ++x.joined;
+    last[key] = m;
+    if (!each_unit_) continue;
     if (first_[t] >= 0) note_first(i, first_[t]);
     last_[i] = last_[t];
-    last[key] = m;
   }
   settle_moves();
 }
@@ -550,8 +552,9 @@ void DramBanks::fast_forward(int unit, size_t s, size_t k, bool is_write) {
   counters_.bursts += k * row_bursts_;
 }
 
-double DramBanks::access(uint64_t addr, uint64_t len, bool is_write, double t0) {
+double DramBanks::access(uint64_t addr, uint64_t len, bool is_write, double t0, bool each_unit) {
   busy_.clear();
+  each_unit_ = each_unit;
   uint64_t b = addr / burst_bytes_;
   const uint64_t hi = (addr + len + burst_bytes_ - 1) / burst_bytes_;
   if (row_sweeps_ && by_unit_ && hi - b >= static_cast<uint64_t>(units())) {  // else a walk is cheaper

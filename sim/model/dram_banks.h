@@ -44,8 +44,11 @@ class DramBanks {
   explicit DramBanks(const ArchConfig::Memory& m, bool fast_forward = true, bool by_unit = true);
 
   // Times one contiguous run of `len` bytes at `addr` asked for at `start_ps`; returns when its
-  // last byte moved on the data bus (ps). busy() then holds each unit's window of this run.
-  double access(uint64_t addr, uint64_t len, bool is_write, double start_ps);
+  // last byte moved on the data bus (ps). busy() then holds each unit's window of this run, in
+  // unit order; with each_unit false, only enough of them for their union (units in step have
+  // the same window: by_unit_run() gives only the unit it timed), which spares a pass over the
+  // units that took another's results.
+  double access(uint64_t addr, uint64_t len, bool is_write, double start_ps, bool each_unit = true);
   struct Busy {
     int unit;
     double start_ps, end_ps;
@@ -199,7 +202,7 @@ class DramBanks {
   std::vector<int64_t> unit_offset_;
   bool offsets_below_w_ = false;
   double row_time_ = 0;
-  bool fast_forward_ok_ = false, by_unit_ = true;
+  bool fast_forward_ok_ = false, by_unit_ = true, each_unit_ = true;
   std::vector<BankRow> seq_;  // the rows of a run of sweeps
   std::vector<std::pair<size_t, double>> chunks_;
 

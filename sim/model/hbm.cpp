@@ -91,7 +91,9 @@ double Hbm::serve_bandwidth(uint64_t lo, uint64_t hi, double start) {
 }
 
 double Hbm::serve_banks(uint64_t lo, uint64_t hi, bool is_write, double start) {
-  double done = banks_->access(lo, hi - lo, is_write, start);
+  // Without a trace only the union of the units' windows matters (append_union() sorts and
+  // merges the log): the bank model may leave out units whose window another unit has.
+  double done = banks_->access(lo, hi - lo, is_write, start, ctx_.record_trace);
   // Without a trace, a window the same as the last one noted changes nothing (the last window
   // of the log already holds it): units in step have the same windows.
   double s = -1, e = -1;
