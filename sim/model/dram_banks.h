@@ -58,7 +58,7 @@ class DramBanks {
   struct Counters {
     uint64_t bursts = 0, row_hits = 0, row_misses = 0, refreshes = 0;
     uint64_t fast_rows = 0;  // rows the fast path counted (of row_misses)
-    uint64_t copied = 0;     // units that took a copy of another's results (by_unit_run)
+    uint64_t copied = 0;     // units that took another's results untimed (by_unit_run)
   };
   const Counters& counters() const { return counters_; }
   int units() const { return static_cast<int>(sid_.size()); }
