@@ -1,11 +1,11 @@
 // make_vxe_rtl_unit() with Verilator (compiled into lpu_sim when LPU_WITH_RTL): one verilated
-// special-function pipeline inside the device simulation (see model/vxe_rtl.h). Clocked like
-// the MAC tree's unit (sxe_rtl_unit.cpp): a thread toggles the clock at the configured period
-// only while an instruction is in flight, after two reset edges of a 2 ps clock at time 0.
+// special-function pipeline inside the device simulation (see model/vxe_rtl.h), on a gated
+// clock (gated_clock.h) like the MAC tree's unit (sxe_rtl_unit.cpp).
 #include <cmath>
 #include <string>
 #include <systemc>
 
+#include "gated_clock.h"
 #include "model/vxe_rtl.h"
 #include "rtl_variants.h"  // generated: LPU_SFU_MAX_LANES, LPU_SFU_VARIANTS(X), the model headers
 #include "sfu_port.h"
@@ -19,21 +19,8 @@ namespace {
 template <class Model>
 class Unit : public sc_core::sc_module, public VxeRtlUnit {
  public:
-  SC_HAS_PROCESS(Unit);
-
   Unit(sc_core::sc_module_name name, const DeviceContext& ctx, rtl::SfuFunc func, int lanes, int latency, int ii)
-      : sc_core::sc_module(name),
-        high_(ctx.period / 2),
-        low_(ctx.period - high_),
-        func_(func),
-        lanes_(lanes),
-        latency_(latency),
-        ii_(ii) {
-    SC_THREAD(clock);
-    SC_METHOD(on_edge);
-    sensitive << clk_.posedge_event();
-    dont_initialize();
-  }
+      : sc_core::sc_module(name), clock_("clock", ctx.period), func_(func), lanes_(lanes), latency_(latency), ii_(ii) {}
 
   uint64_t run(int64_t elements, const std::vector<int16_t>* a, const std::vector<int16_t>* b,
                const std::string& what) override {
@@ -46,14 +33,16 @@ class Unit : public sc_core::sc_module, public VxeRtlUnit {
     job_.max_cycles = 2 * (beats * static_cast<uint64_t>(ii_) + static_cast<uint64_t>(latency_)) + 100;
     if (a) y_.assign(static_cast<size_t>(elements), 0);
     pipe_.assign(job_);
-    pending_ = true;
-    start_.notify(sc_core::SC_ZERO_TIME);
-    sc_core::wait(done_);
+    const uint64_t cycles = clock_.run([this](uint64_t) { pipe_.drive(); },
+                                       [this](uint64_t c) {
+                                         pipe_.edge(job_.a ? &y_ : nullptr);
+                                         return pipe_.done() || c + 1 >= job_.max_cycles;
+                                       });
     if (!pipe_.done())
       throw InternalError(strcat("vxe.model rtl: ", elements, " operands: the RTL took ", pipe_.taken, " of ",
-                                 pipe_.beats, " beats and delivered ", pipe_.results, " in ", cycle_ + 1, " cycles"));
+                                 pipe_.beats, " beats and delivered ", pipe_.results, " in ", cycles, " cycles"));
     if (a) check(*a, b, what);
-    return cycle_ + 1;
+    return cycles;
   }
 
  private:
@@ -69,56 +58,12 @@ class Unit : public sc_core::sc_module, public VxeRtlUnit {
     }
   }
 
-  void clock() {
-    const sc_core::sc_time reset_half(1, sc_core::SC_PS);
-    for (int e = 0; e < 2; ++e) {
-      clk_.write(true);
-      wait(reset_half);
-      clk_.write(false);
-      wait(reset_half);
-    }
-    rst_.write(false);
-    for (;;) {
-      while (!pending_) wait(start_);
-      pending_ = false;
-      running_ = true;
-      cycle_ = 0;
-      pipe_.drive();
-      while (running_) {  // edge c at high + c * period after the start ends cycle c
-        wait(high_);
-        clk_.write(true);
-        wait(low_);
-        clk_.write(false);
-      }
-    }
-  }
-
-  void on_edge() {
-    if (!running_) return;  // reset edges
-    pipe_.edge(job_.a ? &y_ : nullptr);
-    if (pipe_.done() || cycle_ + 1 >= job_.max_cycles) {
-      running_ = false;
-      done_.notify(sc_core::SC_ZERO_TIME);
-      return;
-    }
-    ++cycle_;
-    pipe_.drive();
-  }
-
-  // The two halves of a cycle add up to the period exactly, though it may not be a whole number
-  // of time units (0.22 GHz: 4545 ps rounded): the last edge then never passes start + cycles x
-  // period, the end the VXE reports, as a clock of two rounded halves could.
-  sc_core::sc_time high_, low_;
+  GatedClock clock_;
   rtl::SfuFunc func_;
   int lanes_, latency_, ii_;
-  sc_core::sc_signal<bool> clk_{"clk", false};
-  sc_core::sc_signal<bool> rst_{"rst", true};
-  rtl::SfuPipe<Model, LPU_SFU_MAX_LANES> pipe_{"pipe", clk_, rst_};
+  rtl::SfuPipe<Model, LPU_SFU_MAX_LANES> pipe_{"pipe", clock_.clk, clock_.rst};
   rtl::SfuJob job_;
   std::vector<uint32_t> y_;  // results of a run with operands
-  sc_core::sc_event start_, done_;
-  bool pending_ = false, running_ = false;
-  uint64_t cycle_ = 0;
 };
 
 std::string built_variants() {
