@@ -694,6 +694,8 @@ namespace {
 // loop, its steady steps folded like tiles).
 std::vector<Instruction> order_tiles(std::vector<std::vector<Instruction>> tiles, int64_t nbuf, int id,
                                      const CodegenOptions& opts) {
+  if (opts.interleave_rows)
+    for (auto& tile : tiles) tile = interleave_row_groups(tile);
   SkewedTiles sk;
   if (opts.skew_tiles) {
     sk = skew_tiles(std::move(tiles), nbuf);

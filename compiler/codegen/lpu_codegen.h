@@ -27,6 +27,9 @@ struct CodegenOptions {
   // Emit double-buffered tiles skewed by a stage, so the vector engine takes the next tile's
   // work before this tile's epilogue waits for the matrix engine (codegen/tile_skew.h).
   bool skew_tiles = true;
+  // Cut a tile's vector work between two matrix stages into row groups, so the second stage
+  // starts after the first group (codegen/tile_skew.h: interleave_row_groups).
+  bool interleave_rows = true;
   // Local memory above lmu_bytes reserved for the collectives' receive area (the driver sets
   // it, codegen/collective.h; 0 without collectives).
   int64_t collective_lmu_bytes = 0;

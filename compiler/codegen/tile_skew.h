@@ -1,4 +1,4 @@
-// Software pipelining of a kernel's tiles (the emission order, nothing else).
+// Software pipelining of a kernel's tiles: the emission order, and vector work cut into row groups.
 //
 // Engines take their instructions in program order (the ISU's rule), so a tile that streams
 // with the matrix engine and hands the result to the vector engine makes the next tile's
@@ -27,6 +27,17 @@ namespace lpu {
 // Where tile `code` is cut into stages: the index of each stage's first instruction after the
 // first (ascending; at most `max_cuts`), empty when no instruction waits on the matrix engine.
 std::vector<size_t> matrix_stage_cuts(const std::vector<Instruction>& code, size_t max_cuts = 2);
+
+// A tile's vector work between its two matrix stages (a decode attention's softmax between the
+// K and V streams) cut into row groups and emitted group by group, as far as local-memory
+// dependencies allow. The matrix stage after it reads the result a few rows at a time (one
+// head's V stream each), so it starts after the first group instead of after all rows, and the
+// vector engine's softmax overlaps the V streams even within one tile (OPT-30B's 56 heads are one
+// tile on lpu-asic). A run is cut only where the first matrix instruction after it does not wait
+// for the last group; every piece pays the vector pipeline's latency again. Emission order and
+// instruction count change, what each element computes does not (vector ops are row-local).
+// Tiles with fewer than two cuts are returned as they are.
+std::vector<Instruction> interleave_row_groups(const std::vector<Instruction>& code);
 
 // The tiles in skewed order, as steps: steps [prologue, steps.size() - epilogue) are the steady
 // ones (every stage present, the same structure; they may fold into a loop), the rest are
