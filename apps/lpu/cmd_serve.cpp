@@ -32,6 +32,7 @@ int serve(ServeFlags& f) {
   check_output_file("--json", f.json);
   check_output_file("--csv", f.csv);
   check_output_file("--perfetto", f.perfetto);
+  check_output_file("--cost-cache", f.o.cost_cache);
   check_output_dir("--report", f.report);
   WorkloadSpec w = resolve_workload(f.workload, f.af.workload_sets());
   ArchConfig arch = f.af.load();

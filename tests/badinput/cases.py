@@ -759,6 +759,13 @@ CASES = [
          ["serve", "opt-1.3b", "--set", "hbm.capacity_gib=3.1", "--prompt", "1500", "--output", "100"]),
     Case("serve_weights_leave_no_kv", 2, r"opt-1.3b on lpu-small x 1 device.*no room for the KV cache.*devices would hold it",
          ["serve", "opt-1.3b", "--set", "hbm.capacity_gib=2.5"]),
+    # --cost-cache names the memo serve replaces: a file that is not one is the user's, untouched.
+    Case("serve_cost_cache_foreign_text", 2, r"--cost-cache {f}: exists and is not a step-cost memo.*refusing to overwrite",
+         ["serve", "tiny-llama", "--requests", "3", "--cost-cache", "{f}"], {"f": text("root:x:0:0:root:/root:/bin/bash\n", "")},
+         check=lambda paths: None if open(paths["f"]).read() == "root:x:0:0:root:/root:/bin/bash\n" else "the file was changed"),
+    Case("serve_cost_cache_foreign_json", 2, r"--cost-cache {f}: exists and is not a step-cost memo",
+         ["serve", "tiny-llama", "--requests", "3", "--cost-cache", "{f}"], {"f": text('{"points": [1, 2]}\n', ".json")},
+         check=lambda paths: None if open(paths["f"]).read() == '{"points": [1, 2]}\n' else "the file was changed"),
     Case("serve_rate_zero", 2, r"--rate: expected a number > 0, got 0", ["serve", "tiny-llama", "--rate", "0"]),
     Case("serve_rate_nan", 2, r"--rate: expected a number > 0, got nan", ["serve", "tiny-llama", "--rate", "nan"]),
     Case("serve_rate_negative", 2, r"--rate: expected a number > 0, got -2", ["serve", "tiny-llama", "--rate", "-2"]),

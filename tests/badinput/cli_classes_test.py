@@ -70,9 +70,9 @@ FORMATS = {
     "gpu-config": (".yaml", YAML_CONTENTS),
     "cost-cache": (".json", [("json_list", "list.json", JSON_LIST), ("binary_json", "binary.json", BINARY)]),
 }
-# A cache that does not exist yet is made; one that does not hold a memo is ignored and rewritten
-# (docs/serving.md).
-INPUT_EXITS = {("cost-cache", "missing"): {0}, ("cost-cache", "json_list"): {0}, ("cost-cache", "binary_json"): {0}}
+# A cache that does not exist yet is made; a file there that does not hold a memo is the user's:
+# refused, never rewritten (docs/serving.md).
+INPUT_EXITS = {("cost-cache", "missing"): {0}}
 # Directories are what these formats may hold: their directory class is an empty one.
 DIRECTORY_FORMATS = {"report-input", "results-dir"}
 

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <nlohmann/json.hpp>
@@ -17,6 +18,7 @@
 #include "workload/transformer.h"
 
 namespace lpu {
+namespace fs = std::filesystem;
 
 serve::StepCost ExactStepCost::cost(const serve::StepBatch& batch) {
   ++steps_;
@@ -103,11 +105,20 @@ FittedStepCost::FittedStepCost(const WorkloadSpec& base, StepRunner& runner, std
   // root, `--cost-cache /dev/null` made /dev/null a regular file) or would block the read.
   if (std::string what = not_a_regular_file(o_.cache_file); !what.empty())
     throw InputError(strcat("--cost-cache ", o_.cache_file, ": ", what, " (the memo is a JSON file)"));
-  std::ifstream in(o_.cache_file);
+  std::ifstream in(o_.cache_file, std::ios::binary);
   if (!in) return;  // no memo yet
-  nlohmann::json j = nlohmann::json::parse(in, nullptr, false);
-  // A memo of another model, architecture or build (or a damaged file) is ignored: rewritten by save().
-  if (!j.is_object() || j.value("key", "") != key_ || !j.contains("points") || !j["points"].is_object()) return;
+  const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  if (bytes.empty()) return;  // an empty file: a new memo
+  nlohmann::json j = nlohmann::json::parse(bytes, nullptr, false);
+  // save() replaces the file: one that is not a memo (a mistyped path to some other file) is the
+  // user's, and must not be overwritten. A memo of another model, architecture or build is
+  // ignored and rewritten.
+  if (!j.is_object() || !j.contains("key") || !j["key"].is_string() || !j.contains("points") ||
+      !j["points"].is_object())
+    throw InputError(strcat("--cost-cache ", o_.cache_file, ": exists and is not a step-cost memo (expected a JSON ",
+                            "object with \"key\" and \"points\", as serve writes; found ", describe_contents(bytes),
+                            "): refusing to overwrite it: give a new path, or remove the file"));
+  if (j["key"].get<std::string>() != key_) return;
   for (const auto& [k, v] : j["points"].items()) {
     if (!v.is_array() || v.size() != 2 || !v[0].is_number() || !v[1].is_number()) continue;
     points_[k] = {v[0].get<double>(), v[1].get<double>()};
@@ -123,6 +134,10 @@ bool FittedStepCost::save(std::string* error) const {
   for (const auto& [k, p] : points_) pts[k] = {p.time_s, p.energy_j};
   j["points"] = std::move(pts);
   const std::string tmp = o_.cache_file + ".tmp";
+  if (const fs::path dir = fs::path(o_.cache_file).parent_path(); !dir.empty()) {
+    std::error_code ec;
+    fs::create_directories(dir, ec);  // as the other output files are written (a failure shows below)
+  }
   {
     std::ofstream out(tmp);
     out << j.dump() << "\n";
