@@ -195,6 +195,11 @@ TEST(LoopIrText, ParseErrorsNameTheLine) {
               HasSubstr("t.loopir:10: load of unknown buffer 'z'"));
   EXPECT_THAT(parse_error(std::string(t).replace(t.find("[i0 < 4, i1"), 8, "[i0 < 4, j1")),
               HasSubstr("t.loopir:9: expected loop variable i1, got 'j1'"));
+  // An index names loop variables only (LoopVar): anything else stops the parse at the name.
+  EXPECT_THAT(parse_error(std::string(t).replace(t.find("load(w, i1)"), 11, "load(w, x1)")),
+              HasSubstr("t.loopir:10: 'x1' is not a loop variable (i0, i1, ... or r0, r1, ...) (at column 57)"));
+  EXPECT_THAT(parse_error(std::string(t).replace(t.find("+ i1] ="), 7, "+ i01] =")),
+              HasSubstr("t.loopir:10: 'i01' is not a loop variable (i0, i1, ... or r0, r1, ...) (at column 12)"));
   EXPECT_THAT(parse_error(std::string(t).replace(t.find("f32[4, 8] input"), 3, "f33")),
               HasSubstr("t.loopir:3: unknown dtype 'f33'"));
   EXPECT_THAT(parse_error(std::string(t).replace(t.find(" weight"), 7, " wieght")),

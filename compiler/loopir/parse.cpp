@@ -14,7 +14,8 @@
 //   gather    TABLE[EXPR, iLAST]                           host    OP(NAME, ...) [ATTRS-JSON]
 // EXPR is load(NAME, INDEX) | index(INDEX) | to_DTYPE(EXPR) | OP(EXPR, ...) | NUMBER, each
 // optionally followed by :DTYPE where it differs from implied_dtype (loopir/expr.h). INDEX is
-// an integer sum of terms [C*]ATOM and a constant, ATOM a variable or (INDEX)//D or (INDEX)%D.
+// an integer sum of terms [C*]ATOM and a constant, ATOM a loop variable (a LoopVar's name: any
+// other identifier fails here, at its column) or (INDEX)//D or (INDEX)%D.
 // Every subexpression becomes a node of its own, as the lowering builds them: it shares no
 // node between operands (two equal loads are two nodes), which the round-trip test checks.
 #include <charconv>
@@ -63,7 +64,7 @@ class LoopLine : public LineCursor {
     if (accept(']')) return out;
     do {
       std::string v = ident();
-      if (LoopVar want{kind, out.size()}; v != want.name())
+      if (LoopVar want{kind, out.size()}, got; !LoopVar::parse(v, got) || got != want)
         fail(strcat("expected loop variable ", want.name(), ", got '", v, "'"));
       expect('<');
       int64_t n = integer();
@@ -71,6 +72,19 @@ class LoopLine : public LineCursor {
       out.push_back(n);
     } while (accept(','));
     expect(']');
+    return out;
+  }
+
+  // A loop variable (i0, r1, ...): an error points at the name.
+  LoopVar loop_var() {
+    skip_ws();
+    size_t at = pos_;
+    std::string v = ident();
+    LoopVar out;
+    if (!LoopVar::parse(v, out)) {
+      pos_ = at;
+      fail(strcat("'", v, "' is not a loop variable (i0, i1, ... or r0, r1, ...)"));
+    }
     return out;
   }
 
@@ -176,7 +190,7 @@ class LoopLine : public LineCursor {
       if (d < 1) fail(strcat("a divisor must be at least 1, got ", d));
       return div ? inner.floordiv(d) : inner.mod(d);
     }
-    return Index::var(ident());
+    return Index::var(loop_var());
   }
 
   // inf / nan / -inf are numbers; an op name is followed by '('.
@@ -419,11 +433,10 @@ class ProgramParser {
     b.expect('[');
     n.gather_index = b.expr();
     b.expect(',');
-    std::string last = b.ident();
-    if (n.ranges.empty() || last != n.column_var().name())
+    if (LoopVar last; !LoopVar::parse(b.ident(), last) || n.ranges.empty() || last != n.column_var())
       b.fail(strcat("expected the last loop variable ", n.column_var().name()));
     b.expect(']');
-    n.body = make_load(n.gather_table, Index::var(last), it->second.type.dtype);
+    n.body = make_load(n.gather_table, Index::var(n.column_var()), it->second.type.dtype);
   }
 };
 
