@@ -46,7 +46,8 @@ LoopProgram index_program() {
   p.name = "indices";
   p.buffers["x"] = buffer("x", {12}, BufferRole::Input);
   p.inputs = {"x"};
-  Index i0 = Index::var("i0"), i1 = Index::var("i1"), r0 = Index::var("r0"), r1 = Index::var("r1");
+  Index i0 = Index::var(LoopVar::output(0)), i1 = Index::var(LoopVar::output(1)), r0 = Index::var(LoopVar::reduction(0)),
+        r1 = Index::var(LoopVar::reduction(1));
   auto c = [](int64_t v) { return Index::constant(v); };
   auto f32 = DType::f32;
   LoopNode y;
@@ -147,7 +148,7 @@ TEST(CppSource, GoldenNodeWithCse) {
   p.buffers["y"] = testprog::buffer("y", {4}, BufferRole::Output);
   p.inputs = {"x"};
   p.outputs = {"y"};
-  Index i0 = Index::var("i0");
+  Index i0 = Index::var(LoopVar::output(0));
   auto x = [&] { return make_load("x", i0, DType::f32); };
   LoopNode y;
   y.name = y.origin = "y";
@@ -188,7 +189,7 @@ TEST(CppSource, UnknownNodeKindIsAnError) {
 
 TEST(CppSource, IndexOutsideTheNodesLoopsIsAnError) {
   LoopProgram p = testprog::reductions(2, 3);
-  p.nodes[0].body = make_load("x", Index::var("i1"), DType::f32);
+  p.nodes[0].body = make_load("x", Index::var(LoopVar::output(1)), DType::f32);
   EXPECT_THROW(emit_cpp_source(p, schedule(p, "none")), InputError);
 }
 
@@ -276,8 +277,8 @@ TEST(Counting, ConstantOperandsFold) {
   y.ranges = {5};
   auto f32 = DType::f32;
   Expr six = make_call(ScalarOp::mul, {make_constant(2, f32), make_constant(3, f32)}, f32);
-  y.body = make_call(ScalarOp::add, {make_cast(make_load("x", Index::var("i0"), f32), f32), six}, f32);
-  y.store_index = Index::var("i0");
+  y.body = make_call(ScalarOp::add, {make_cast(make_load("x", Index::var(LoopVar::output(0)), f32), f32), six}, f32);
+  y.store_index = Index::var(LoopVar::output(0));
   p.nodes = {y};
   auto ks = count_kernels(p, schedule(p, "none"));
   EXPECT_EQ(ks[0].ops.at("alu"), 5);

@@ -259,10 +259,15 @@ TEST(LoopVar, NamesRoundTripAndNothingElseParses) {
   LoopVar v;
   for (const char* bad : {"", "i", "r", "x0", "i01", "i-1", "r0x", "ii0", "i99999999999"})
     EXPECT_FALSE(LoopVar::parse(bad, v)) << bad;
-  EXPECT_EQ(loop_var_names(LoopVar::Kind::Reduction, 3), (std::vector<std::string>{"r0", "r1", "r2"}));
+  EXPECT_EQ(loop_vars(LoopVar::Kind::Reduction, 3),
+            (std::vector<LoopVar>{LoopVar::reduction(0), LoopVar::reduction(1), LoopVar::reduction(2)}));
+  // Maps key by variable: outputs before reductions, each kind by dim (i2 before i10).
+  EXPECT_LT(LoopVar::output(2), LoopVar::output(10));
+  EXPECT_LT(LoopVar::output(10), LoopVar::reduction(0));
   LoopNode n;
   n.ranges = {4, 8};
   n.reduction_ranges = {16};
   EXPECT_EQ(n.column_var(), LoopVar::output(1));
-  EXPECT_EQ(n.var_ranges(), (std::map<std::string, int64_t>{{"i0", 4}, {"i1", 8}, {"r0", 16}}));
+  EXPECT_EQ(n.var_ranges(), (std::map<LoopVar, int64_t>{
+                                {LoopVar::output(0), 4}, {LoopVar::output(1), 8}, {LoopVar::reduction(0), 16}}));
 }

@@ -25,7 +25,7 @@ inline LoopNode reduction_node(const std::string& name, ReductionType t, int64_t
   n.reduction_ranges = {cols};
   n.reduction = t;
   n.body = std::move(body);
-  n.store_index = Index::var("i0");
+  n.store_index = Index::var(LoopVar::output(0));
   return n;
 }
 
@@ -35,7 +35,7 @@ inline LoopProgram reductions(int64_t rows, int64_t cols) {
   p.name = "reductions";
   p.buffers["x"] = buffer("x", {rows, cols}, BufferRole::Input);
   p.inputs = {"x"};
-  Index xi = Index::var("i0") * cols + Index::var("r0");
+  Index xi = Index::var(LoopVar::output(0)) * cols + Index::var(LoopVar::reduction(0));
   auto x = [&] { return make_load("x", xi, DType::f32); };
   Expr affine = make_call(ScalarOp::add,
                           {make_call(ScalarOp::mul, {x(), make_constant(2, DType::f32)}, DType::f32),

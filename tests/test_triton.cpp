@@ -176,15 +176,16 @@ TEST(TritonSource, MatmulWithRowsUsesTlDot) {
 // Floor division and modulo: plain // and % only where the operand is provably non-negative.
 TEST(TritonSource, IndexPrintingKeepsFloorSemantics) {
   triton::Scope sc;
-  sc.var = {{"i0", "i0"}, {"i1", "i1"}};
-  sc.range = {{"i0", 12}, {"i1", 4}};
-  Index i0 = Index::var("i0"), i1 = Index::var("i1");
+  const LoopVar v0 = LoopVar::output(0), v1 = LoopVar::output(1);
+  sc.var = {{v0, "i0"}, {v1, "i1"}};
+  sc.range = {{v0, 12}, {v1, 4}};
+  Index i0 = Index::var(v0), i1 = Index::var(v1);
   EXPECT_EQ(triton::index_py(i0 * 4 + i1, sc, "n", "t"), "4*i0 + i1");
   EXPECT_EQ(triton::index_py((i0 + Index::constant(3)).floordiv(4), sc, "n", "t"), "((i0 + 3) // 4)");
   EXPECT_EQ(triton::index_py((i1 * 2 - i0).floordiv(4), sc, "n", "t"), "_lpu_floordiv(-i0 + 2*i1, 4)");
   EXPECT_EQ(triton::index_py((Index::constant(0) - i0).mod(4) * 3, sc, "n", "t"), "3*_lpu_mod(-i0, 4)");
   EXPECT_EQ(triton::index_py(i1.mod(3), sc, "n", "t"), "((i1) % 3)");
-  EXPECT_THROW(triton::index_py(Index::var("r0"), sc, "n", "t"), InputError);
+  EXPECT_THROW(triton::index_py(Index::var(LoopVar::reduction(0)), sc, "n", "t"), InputError);
 }
 
 // Every scalar op of LPU_SCALAR_OPS has a Triton spelling (the handler's switch is exhaustive;

@@ -9,7 +9,7 @@ namespace {
 // B's row base and its strides along K and N, as the emitter reads B (lpu_codegen.cpp, matmul()).
 bool b_strides(const LoopNode& mm, Index& b_row, int64_t& ks, int64_t& ns) {
   const Expr& b = mm.body->args.at(1);
-  const std::string kvar = LoopVar::reduction(0).name(), nvar = mm.column_var().name();
+  const LoopVar kvar = LoopVar::reduction(0), nvar = mm.column_var();
   b_row = b->index.substitute({{kvar, Index::constant(0)}, {nvar, Index::constant(0)}});
   Index cols = b->index - b_row;
   for (const auto& v : cols.variables())
@@ -94,7 +94,7 @@ std::optional<GatheredWeights> gathered_weights(const LoopProgram& p, const Loop
   for (size_t k = 0; k < mvars.size(); ++k) flat = flat * msizes[k] + Index::var(mvars[k]);
   const auto gvars = g.row_vars();
   const auto gsizes = g.row_sizes();
-  std::map<std::string, Index> env;
+  std::map<LoopVar, Index> env;
   int64_t stride = 1;
   for (size_t k = gvars.size(); k-- > 0;) {
     env[gvars[k]] = flat.floordiv(stride).mod(gsizes[k]);

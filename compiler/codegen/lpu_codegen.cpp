@@ -126,9 +126,9 @@ class KernelEmitter {
     bool split = split_.count(&node) > 0;
     return load(node, e, node.col_vars(), node.col_sizes(), split, split ? c0_ : 0, split ? cw_ : node.cols());
   }
-  // Loads with the given column variables (a Matmul's A operand uses {"r0"}, {K}), in a window
+  // Loads with the given column variables (a Matmul's A operand uses {r0}, {K}), in a window
   // of columns [c0, c0 + cw) when `window` (a split node under column tiling).
-  VReg load(const LoopNode& node, const ExprNode& e, const std::vector<std::string>& cols,
+  VReg load(const LoopNode& node, const ExprNode& e, const std::vector<LoopVar>& cols,
             const std::vector<int64_t>& col_sizes, bool window = false, int64_t c0 = 0, int64_t cw = 0);
   // The columns of its result a node computes in this tile: all of its row unless it is split.
   int64_t col0(const LoopNode& n) const { return split_.count(&n) ? c0_ : 0; }
@@ -284,7 +284,7 @@ class LpuAsmHandler final : public OpsHandler<VReg> {
   const LoopNode& n_;
 };
 
-VReg KernelEmitter::load(const LoopNode& node, const ExprNode& e, const std::vector<std::string>& cols,
+VReg KernelEmitter::load(const LoopNode& node, const ExprNode& e, const std::vector<LoopVar>& cols,
                          const std::vector<int64_t>& col_sizes, bool window, int64_t c0, int64_t cw) {
   AccessPattern ap = analyze_access(node, e.index, cols, col_sizes);
   if (!ap.ok)
@@ -408,12 +408,12 @@ VReg KernelEmitter::matmul(const LoopNode& node) {
     throw InternalError("codegen: matmul body is not mul(load, load) in " + node.name);
   // Under column tiling N is the tile's window of columns [c0, c0 + N): B's columns of the tile only.
   int64_t K = node.reduction_ranges.at(0), N = col_width(node), c0 = col0(node);
-  const std::string kvar = LoopVar::reduction(0).name();
+  const LoopVar kvar = LoopVar::reduction(0);
   VReg a = load(node, *a_load, {kvar}, {K});
   if (a.imm || a.cols != K) throw InputError(strcat("node ", node.name, ": matmul A operand must vary along K"));
   if (const auto& gw = gathered(node)) return matmul_gathered(node, *gw, a, K, N, c0);
   // B streams from HBM: element (k, n) of row rho's matrix at b_base(rho) + ks*k + ns*n.
-  std::string nvar = node.column_var().name();
+  const LoopVar nvar = node.column_var();
   const Index& bi = b_load->index;
   Index b_row = bi.substitute({{kvar, Index::constant(0)}, {nvar, Index::constant(0)}});
   Index b_cols = bi - b_row;

@@ -129,7 +129,7 @@ struct TileAccessCache::Impl {
     if (auto it = loads.find(key); it != loads.end()) return it->second;
     AccessInfo a;
     std::vector<int64_t> col_sizes = matmul_a ? std::vector<int64_t>{node.reduction_ranges.at(0)} : node.col_sizes();
-    a.ap = matmul_a ? analyze_access(node, e.index, {LoopVar::reduction(0).name()}, col_sizes)
+    a.ap = matmul_a ? analyze_access(node, e.index, {LoopVar::reduction(0)}, col_sizes)
                     : analyze_access(node, e.index, node.col_vars(), col_sizes);
     a.width = numel(col_sizes);
     if (a.ap.ok) {
@@ -153,7 +153,7 @@ struct TileAccessCache::Impl {
   const MatmulAccess& matmul(const LoopProgram& p, const LoopNode& node, const ExprNode& b_load) {
     if (auto it = matmuls.find(&node); it != matmuls.end()) return it->second;
     MatmulAccess m;
-    const std::string kvar = LoopVar::reduction(0).name(), nvar = node.column_var().name();
+    const LoopVar kvar = LoopVar::reduction(0), nvar = node.column_var();
     const Index& bi = b_load.index;
     Index b_row = bi.substitute({{kvar, Index::constant(0)}, {nvar, Index::constant(0)}});
     Index b_cols = bi - b_row;

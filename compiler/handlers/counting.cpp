@@ -53,7 +53,7 @@ int64_t pattern_elements(const LoopNode& n, const Index& index) {
   for (const auto& v : index.variables()) {
     auto it = ranges.find(v);
     if (it == ranges.end())
-      throw InputError(strcat("node ", n.name, ": index ", index.str(), " uses ", v, ", not a loop variable of the node"));
+      throw InputError(strcat("node ", n.name, ": index ", index.str(), " uses ", v.name(), ", not a loop variable of the node"));
     e *= it->second;
   }
   return e;
@@ -66,7 +66,7 @@ std::string pattern_key(const LoopNode& n, const ExprNode& load) {
     return strcat(load.buffer, "@", ap.base, ",", ap.row_stride, ",", ap.col_stride, ",", ap.row_stride ? n.rows() : 1, "x",
                   ap.col_stride ? n.cols() : 1);
   std::string sizes;
-  for (const auto& v : load.index.variables()) sizes += strcat(" ", v, "<", pattern_elements(n, Index::var(v)));
+  for (const auto& v : load.index.variables()) sizes += strcat(" ", v.name(), "<", pattern_elements(n, Index::var(v)));
   return strcat(load.buffer, "[", load.index.str(), "]", sizes);
 }
 

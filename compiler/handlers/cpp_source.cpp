@@ -49,7 +49,7 @@ std::string index_cpp(const Index& idx);
 
 std::string atom_cpp(const IndexAtom& a) {
   switch (a.kind) {
-    case IndexAtom::Var: return a.var;
+    case IndexAtom::Var: return a.var.name();
     case IndexAtom::FloorDiv: return strcat("lpu_floordiv(", index_cpp(*a.arg), ", ", a.divisor, ")");
     case IndexAtom::Mod: return strcat("lpu_mod(", index_cpp(*a.arg), ", ", a.divisor, ")");
   }
@@ -263,7 +263,7 @@ class CppSourceHandler final : public OpsHandler<std::string> {
   std::string checked_index(const Index& idx, const std::string& what) const {
     for (const auto& v : idx.variables())
       if (!vars_.count(v))
-        throw InputError(strcat("node ", n_.name, ": ", what, " index ", idx.str(), " uses ", v,
+        throw InputError(strcat("node ", n_.name, ": ", what, " index ", idx.str(), " uses ", v.name(),
                                 ", which is not a loop variable of the node"));
     return index_cpp(idx);
   }
@@ -280,7 +280,7 @@ class CppSourceHandler final : public OpsHandler<std::string> {
   const LoopNode& n_;
   const std::map<std::string, std::string>& buf_vars_;
   Writer& w_;
-  std::set<std::string> vars_;
+  std::set<LoopVar> vars_;
   std::map<std::string, std::string> cse_;
   int next_tmp_ = 0;
 };

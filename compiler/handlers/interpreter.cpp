@@ -19,11 +19,11 @@ class InterpreterHandler final : public OpsHandler<Array> {
  public:
   InterpreterHandler(const LoopNode& n, const std::map<std::string, Tensor>& buffers) : node_(n), buffers_(buffers) {
     for (size_t i = 0; i < n.ranges.size(); ++i) {
-      vars_.push_back(LoopVar::output(i).name());
+      vars_.push_back(LoopVar::output(i));
       sizes_.push_back(n.ranges[i]);
     }
     for (size_t i = 0; i < n.reduction_ranges.size(); ++i) {
-      vars_.push_back(LoopVar::reduction(i).name());
+      vars_.push_back(LoopVar::reduction(i));
       sizes_.push_back(n.reduction_ranges[i]);
     }
     size_ = numel(sizes_);
@@ -36,7 +36,7 @@ class InterpreterHandler final : public OpsHandler<Array> {
     std::vector<int64_t> coef;
     bool affine = idx.is_affine();
     for (auto& v : vars_) coef.push_back(idx.coefficient(v));
-    std::map<std::string, int64_t> env;
+    std::map<LoopVar, int64_t> env;
     for (int64_t lin = 0; lin < size_; ++lin) {
       if (affine) {
         int64_t o = idx.constant_part();
@@ -101,7 +101,7 @@ class InterpreterHandler final : public OpsHandler<Array> {
  private:
   const LoopNode& node_;
   const std::map<std::string, Tensor>& buffers_;
-  std::vector<std::string> vars_;
+  std::vector<LoopVar> vars_;
   std::vector<int64_t> sizes_;
   int64_t size_ = 1;
 };

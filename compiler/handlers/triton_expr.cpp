@@ -77,7 +77,7 @@ std::string atom_py(const IndexAtom& a, const Scope& sc, const std::string& node
       auto it = sc.var.find(a.var);
       if (it == sc.var.end())
         throw InputError(
-            strcat("node ", node, ": ", what, " uses ", a.var, ", which is not a loop variable of the node"));
+            strcat("node ", node, ": ", what, " uses ", a.var.name(), ", which is not a loop variable of the node"));
       return it->second;
     }
     case IndexAtom::FloorDiv:

@@ -49,9 +49,9 @@ class PyWriter {
 // expression, the mask that guards it ("" for none: a row variable is always in range), and
 // its range (Index::bounds proves div/mod operands non-negative with it).
 struct Scope {
-  std::map<std::string, std::string> var;
-  std::map<std::string, std::string> mask;
-  std::map<std::string, int64_t> range;
+  std::map<LoopVar, std::string> var;
+  std::map<LoopVar, std::string> mask;
+  std::map<LoopVar, int64_t> range;
 };
 
 // An index as int64 Python arithmetic over the scope's variables. Throws InputError (naming

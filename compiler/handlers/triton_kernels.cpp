@@ -68,7 +68,7 @@ class NodeEmitter {
     std::vector<std::string> lines(rv.size());
     int64_t stride = 1;
     for (size_t k = rv.size(); k-- > 0;) {
-      std::string name = pre_ + rv[k], e;
+      std::string name = pre_ + rv[k].name(), e;
       if (rs[k] == 1) {
         e = rowv + " * 0";
       } else {
@@ -84,12 +84,12 @@ class NodeEmitter {
   }
 
   // Binds variables decomposed from a flat column `flat` (row-major over `sizes`).
-  void bind_cols(const std::vector<std::string>& vars, const std::vector<int64_t>& sizes, const std::string& flat,
+  void bind_cols(const std::vector<LoopVar>& vars, const std::vector<int64_t>& sizes, const std::string& flat,
                  const std::string& mask, const std::string& suffix) {
     int64_t stride = 1;
     std::vector<std::string> lines(vars.size());
     for (size_t k = vars.size(); k-- > 0;) {
-      std::string name = pre_ + vars[k] + suffix, e;
+      std::string name = pre_ + vars[k].name() + suffix, e;
       if (vars.size() == 1) {
         e = flat;
       } else if (sizes[k] == 1) {
@@ -145,7 +145,7 @@ class NodeEmitter {
     std::string idx = evaluate(n_.gather_index, h_, memo);
     if (h_.is_literal(idx)) idx = h_.temp("tl.full([], " + idx + ", tl.float32)");
     std::string row = h_.temp(idx + ".to(tl.int64)");
-    std::string cv = n_.column_var().name();
+    const LoopVar cv = n_.column_var();
     return h_.raw_load(
         strcat(h_.ptr(n_.gather_table), " + (", row, " * ", n_.ranges.back(), " + ", h_.scope.var.at(cv), ")"),
         h_.scope.mask.at(cv));
@@ -160,16 +160,12 @@ class NodeEmitter {
     int64_t c = n_.ranges.back();
     int64_t block = split ? block_ : std::min<int64_t>(next_pow2(c), 1024);
     open_cols("c", c, block, split);
-    bind_cols({n_.column_var().name()}, {c}, pre_ + "cx", pre_ + "cm", "");
+    bind_cols({n_.column_var()}, {c}, pre_ + "cx", pre_ + "cm", "");
     store(value(), true);
     close_cols(split);
   }
 
-  std::vector<std::string> rvars() const {
-    std::vector<std::string> v;
-    for (size_t i = 0; i < n_.reduction_ranges.size(); ++i) v.push_back(LoopVar::reduction(i).name());
-    return v;
-  }
+  std::vector<LoopVar> rvars() const { return loop_vars(LoopVar::Kind::Reduction, n_.reduction_ranges.size()); }
 
   void emit_reduction() {
     int64_t r = numel(n_.reduction_ranges);
@@ -241,7 +237,7 @@ class NodeEmitter {
     int64_t n = n_.ranges.back(), k = numel(n_.reduction_ranges);
     int64_t bn = split ? block_ : std::min<int64_t>(next_pow2(n), 64);
     int64_t bk = std::min<int64_t>(next_pow2(k), 64);
-    std::string cv = n_.column_var().name();
+    const LoopVar cv = n_.column_var();
     open_cols("c", n, bn, split);
     std::string acc = pre_ + "acc";
     w_.line(strcat(acc, " = tl.zeros([", bk, ", ", bn, "], dtype=tl.float32)"));
@@ -294,17 +290,16 @@ void emit_dot(const LoopProgram& p, const LoopNode& n, const std::map<std::strin
   int64_t stride = 1;
   std::vector<std::string> lines(nd - 2);  // batch dims from the program's batch index
   for (size_t i = nd - 2; i-- > 0;) {
-    std::string v = LoopVar::output(i).name();
+    const LoopVar v = LoopVar::output(i);
     std::string e = stride == 1 ? "bt" : strcat("(bt // ", stride, ")");
     if (i > 0) e = strcat("(", e, " % ", n.ranges[i], ")");
-    lines[i] = v + " = " + e;
+    lines[i] = v.name() + " = " + e;
     stride *= n.ranges[i];
-    h.scope.var[v] = v;
+    h.scope.var[v] = v.name();
     h.scope.range[v] = n.ranges[i];
   }
   for (const auto& l : lines) w.line(l);
-  std::string mv = LoopVar::output(nd - 2).name(), nv = LoopVar::output(nd - 1).name(),
-              kv = LoopVar::reduction(0).name();
+  const LoopVar mv = LoopVar::output(nd - 2), nv = LoopVar::output(nd - 1), kv = LoopVar::reduction(0);
   w.line(strcat("om = mb * ", bm, " + tl.arange(0, ", bm, ").to(tl.int64)"));
   w.line(strcat("mm = om < ", m));
   w.line(strcat("on = pid1 * ", bn, " + tl.arange(0, ", bn, ").to(tl.int64)"));

@@ -100,7 +100,7 @@ AccessPattern load_pattern(const LoopNode& c, const Index& idx, int64_t& cols) {
       return bad;
     }
     cols = numel(c.reduction_ranges);
-    return analyze_access(c, idx, {LoopVar::reduction(0).name()}, {cols});
+    return analyze_access(c, idx, {LoopVar::reduction(0)}, {cols});
   }
   return analyze_access(c, idx);
 }
@@ -119,8 +119,8 @@ std::string local_read_problem(const LoopNode& c, const Expr& l, const std::vect
   if (rp.col_split) return strcat("node ", c.name, ": load of ", l->buffer, " has two-level columns");
   int64_t cs = ccols == 1 ? 0 : rp.col_stride;
   if (cs != 0 && cs != 1) return strcat("node ", c.name, ": load of ", l->buffer, " is strided");
-  for (const auto& r : l->index.variables())
-    if (LoopVar v; LoopVar::parse(r, v) && v.kind == LoopVar::Kind::Reduction) exact = false;
+  for (const LoopVar& v : l->index.variables())
+    if (v.kind == LoopVar::Kind::Reduction) exact = false;
   std::vector<std::pair<const LoopNode*, AccessPattern>> wp;
   for (const LoopNode* wn : ws) {
     AccessPattern sp = analyze_access(*wn, wn->store_index);

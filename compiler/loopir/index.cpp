@@ -14,7 +14,7 @@ int64_t mod_i(int64_t a, int64_t b) { return ((a % b) + b) % b; }
 
 std::string IndexAtom::str() const {
   switch (kind) {
-    case Var: return var;
+    case Var: return var.name();
     case FloorDiv: return "(" + arg->str() + ")//" + std::to_string(divisor);
     case Mod: return "(" + arg->str() + ")%" + std::to_string(divisor);
   }
@@ -36,17 +36,17 @@ bool LoopVar::parse(const std::string& name, LoopVar& out) {
   return true;
 }
 
-std::vector<std::string> loop_var_names(LoopVar::Kind kind, size_t n) {
-  std::vector<std::string> v;
-  for (size_t d = 0; d < n; ++d) v.push_back(LoopVar{kind, d}.name());
+std::vector<LoopVar> loop_vars(LoopVar::Kind kind, size_t n) {
+  std::vector<LoopVar> v;
+  for (size_t d = 0; d < n; ++d) v.push_back({kind, d});
   return v;
 }
 
-Index Index::var(const std::string& name) {
+Index Index::var(const LoopVar& v) {
   Index i;
   IndexAtom a;
   a.kind = IndexAtom::Var;
-  a.var = name;
+  a.var = v;
   i.add_term(1, a);
   return i;
 }
@@ -123,7 +123,7 @@ Index Index::mod(int64_t d) const {
   return r;
 }
 
-bool Index::bounds(const std::map<std::string, int64_t>& ranges, int64_t& lo, int64_t& hi) const {
+bool Index::bounds(const std::map<LoopVar, int64_t>& ranges, int64_t& lo, int64_t& hi) const {
   lo = hi = constant_;
   for (const auto& [key, t] : terms_) {
     int64_t alo, ahi;
@@ -151,7 +151,7 @@ bool Index::bounds(const std::map<std::string, int64_t>& ranges, int64_t& lo, in
   return true;
 }
 
-Index Index::simplify(const std::map<std::string, int64_t>& ranges) const {
+Index Index::simplify(const std::map<LoopVar, int64_t>& ranges) const {
   Index r = constant(constant_);
   for (const auto& [key, t] : terms_) {
     const IndexAtom& a = t.second;
@@ -228,8 +228,8 @@ Index Index::simplify(const std::map<std::string, int64_t>& ranges) const {
   return r;
 }
 
-int64_t Index::coefficient(const std::string& var) const {
-  auto it = terms_.find(var);
+int64_t Index::coefficient(const LoopVar& v) const {
+  auto it = terms_.find(v.name());  // a variable's atom text is its name
   return it == terms_.end() ? 0 : it->second.first;
 }
 
@@ -237,8 +237,8 @@ bool Index::is_affine() const {
   return std::all_of(terms_.begin(), terms_.end(), [](auto& kv) { return kv.second.second.kind == IndexAtom::Var; });
 }
 
-std::vector<std::string> Index::variables() const {
-  std::set<std::string> vs;
+std::vector<LoopVar> Index::variables() const {
+  std::set<LoopVar> vs;
   for (const auto& [key, t] : terms_) {
     if (t.second.kind == IndexAtom::Var)
       vs.insert(t.second.var);
@@ -248,12 +248,12 @@ std::vector<std::string> Index::variables() const {
   return {vs.begin(), vs.end()};
 }
 
-bool Index::depends_on(const std::string& var) const {
+bool Index::depends_on(const LoopVar& v) const {
   auto vs = variables();
-  return std::find(vs.begin(), vs.end(), var) != vs.end();
+  return std::find(vs.begin(), vs.end(), v) != vs.end();
 }
 
-Index Index::substitute(const std::map<std::string, Index>& env) const {
+Index Index::substitute(const std::map<LoopVar, Index>& env) const {
   Index r = constant(constant_);
   for (const auto& [key, t] : terms_) {
     const IndexAtom& a = t.second;
@@ -270,14 +270,14 @@ Index Index::substitute(const std::map<std::string, Index>& env) const {
   return r;
 }
 
-int64_t Index::evaluate(const std::map<std::string, int64_t>& env) const {
+int64_t Index::evaluate(const std::map<LoopVar, int64_t>& env) const {
   int64_t r = constant_;
   for (const auto& [key, t] : terms_) {
     const IndexAtom& a = t.second;
     int64_t v;
     if (a.kind == IndexAtom::Var) {
       auto it = env.find(a.var);
-      if (it == env.end()) throw InternalError("index variable " + a.var + " unbound");
+      if (it == env.end()) throw InternalError("index variable " + a.var.name() + " unbound");
       v = it->second;
     } else {
       int64_t inner = a.arg->evaluate(env);

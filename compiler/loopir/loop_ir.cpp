@@ -11,11 +11,9 @@
 
 namespace lpu {
 
-std::vector<std::string> LoopNode::row_vars() const {
-  std::vector<std::string> v;
+std::vector<LoopVar> LoopNode::row_vars() const {
   size_t n = kind != LoopKind::Reduction && !ranges.empty() ? ranges.size() - 1 : ranges.size();
-  for (size_t i = 0; i < n; ++i) v.push_back(LoopVar::output(i).name());
-  return v;
+  return loop_vars(LoopVar::Kind::Output, n);
 }
 
 std::vector<int64_t> LoopNode::row_sizes() const {
@@ -23,18 +21,16 @@ std::vector<int64_t> LoopNode::row_sizes() const {
   return {ranges.begin(), ranges.begin() + static_cast<long>(n)};
 }
 
-std::vector<std::string> LoopNode::col_vars() const {
-  if (kind == LoopKind::Reduction) {
-    return loop_var_names(LoopVar::Kind::Reduction, reduction_ranges.size());
-  }
+std::vector<LoopVar> LoopNode::col_vars() const {
+  if (kind == LoopKind::Reduction) return loop_vars(LoopVar::Kind::Reduction, reduction_ranges.size());
   if (ranges.empty()) return {};
-  return {LoopVar::output(ranges.size() - 1).name()};
+  return {column_var()};
 }
 
-std::map<std::string, int64_t> LoopNode::var_ranges() const {
-  std::map<std::string, int64_t> r;
-  for (size_t i = 0; i < ranges.size(); ++i) r[LoopVar::output(i).name()] = ranges[i];
-  for (size_t i = 0; i < reduction_ranges.size(); ++i) r[LoopVar::reduction(i).name()] = reduction_ranges[i];
+std::map<LoopVar, int64_t> LoopNode::var_ranges() const {
+  std::map<LoopVar, int64_t> r;
+  for (size_t i = 0; i < ranges.size(); ++i) r[LoopVar::output(i)] = ranges[i];
+  for (size_t i = 0; i < reduction_ranges.size(); ++i) r[LoopVar::reduction(i)] = reduction_ranges[i];
   return r;
 }
 
@@ -89,7 +85,7 @@ std::vector<Expr> LoopNode::loads() const {
 
 namespace {
 // Coefficients of `vars` (sizes `sizes`) must be s * (row-major flattening weights).
-bool flattened_stride(const Index& idx, const std::vector<std::string>& vars, const std::vector<int64_t>& sizes,
+bool flattened_stride(const Index& idx, const std::vector<LoopVar>& vars, const std::vector<int64_t>& sizes,
                       int64_t& stride) {
   stride = 0;
   bool have = false;
@@ -115,7 +111,7 @@ int64_t AccessPattern::row_offset(int64_t row) const {
   // The tile-footprint analysis asks this per tile and row: one map per thread whose keys (the
   // row variables i0, i1, ...) stay between calls, so no call allocates. Every variable of
   // row_part is a row variable (analyze_access), each set here before it is read.
-  thread_local std::map<std::string, int64_t> env;
+  thread_local std::map<LoopVar, int64_t> env;
   for (size_t k = row_vars.size(); k-- > 0;) {
     env[row_vars[k]] = row % row_sizes[k];
     row /= row_sizes[k];
@@ -127,25 +123,25 @@ AccessPattern analyze_access(const LoopNode& node, const Index& index) {
   return analyze_access(node, index, node.col_vars(), node.col_sizes());
 }
 
-AccessPattern analyze_access(const LoopNode& node, const Index& index, const std::vector<std::string>& cv,
+AccessPattern analyze_access(const LoopNode& node, const Index& index, const std::vector<LoopVar>& cv,
                              const std::vector<int64_t>& col_sizes) {
   AccessPattern p;
   p.row_vars = node.row_vars();
   p.row_sizes = node.row_sizes();
-  std::set<std::string> rows(p.row_vars.begin(), p.row_vars.end()), cols(cv.begin(), cv.end());
+  std::set<LoopVar> rows(p.row_vars.begin(), p.row_vars.end()), cols(cv.begin(), cv.end());
   for (const auto& v : index.variables())
     if (!rows.count(v) && !cols.count(v)) {
-      p.why_not = "index " + index.str() + " uses variable " + v + ", which is neither a row nor a column here";
+      p.why_not = "index " + index.str() + " uses variable " + v.name() + ", which is neither a row nor a column here";
       return p;
     }
   // Columns must enter as plain terms (no floordiv/mod around a column variable).
-  std::map<std::string, Index> zero_cols;
+  std::map<LoopVar, Index> zero_cols;
   for (const auto& c : cv) zero_cols[c] = Index::constant(0);
   p.row_part = index.substitute(zero_cols);
   Index col_part = index - p.row_part;
   if (!col_part.is_affine()) {
     // v = D*(v//D) + v%D: a*v + b*(v//D) + e*(v%D) is two strided levels over one column var.
-    std::vector<std::string> live;
+    std::vector<LoopVar> live;
     for (size_t k = 0; k < cv.size(); ++k)
       if (col_sizes[k] != 1) live.push_back(cv[k]);
     Index v = live.size() == 1 ? Index::var(live[0]) : Index();
@@ -153,10 +149,10 @@ AccessPattern analyze_access(const LoopNode& node, const Index& index, const std
     // Find the divisor from the text of a floordiv/mod atom of v.
     std::string t = col_part.str();
     if (live.size() == 1) {
-      std::string pat = "(" + live[0] + ")//";
+      std::string pat = "(" + live[0].name() + ")//";
       auto at = t.find(pat);
       if (at == std::string::npos) {
-        pat = "(" + live[0] + ")%";
+        pat = "(" + live[0].name() + ")%";
         at = t.find(pat);
       }
       if (at != std::string::npos) D = std::stoll(t.substr(at + pat.size()));

@@ -67,13 +67,13 @@ struct LoopNode {
   // Row/column view used by fusion legality and by tiling on the LPU: rows are the
   // flattened output dims except the innermost pointwise dim; columns are the innermost
   // pointwise dim, or the flattened reduction dims of a reduction.
-  std::vector<std::string> row_vars() const;
+  std::vector<LoopVar> row_vars() const;
   std::vector<int64_t> row_sizes() const;
-  std::vector<std::string> col_vars() const;
+  std::vector<LoopVar> col_vars() const;
   std::vector<int64_t> col_sizes() const;
-  // Every loop variable's name and range (output dims, then reduction dims): what Index::simplify
+  // Every loop variable and its range (output dims, then reduction dims): what Index::simplify
   // and Index::bounds take.
-  std::map<std::string, int64_t> var_ranges() const;
+  std::map<LoopVar, int64_t> var_ranges() const;
   // The innermost output variable (the column of a pointwise/matmul/gather node).
   LoopVar column_var() const { return LoopVar::output(ranges.empty() ? 0 : ranges.size() - 1); }
   int64_t rows() const;
@@ -98,13 +98,13 @@ struct AccessPattern {
   int64_t base = 0;
   int64_t row_stride = 0;
   Index row_part;                       // the index with column variables at 0
-  std::vector<std::string> row_vars;
+  std::vector<LoopVar> row_vars;
   std::vector<int64_t> row_sizes;
   int64_t row_offset(int64_t row) const;  // row_part at a flattened row
 };
-// Columns are the node's column variables; for a Matmul's A operand pass {"r0"}, {K}.
+// Columns are the node's column variables; for a Matmul's A operand pass {r0}, {K}.
 AccessPattern analyze_access(const LoopNode& node, const Index& index);
-AccessPattern analyze_access(const LoopNode& node, const Index& index, const std::vector<std::string>& col_vars,
+AccessPattern analyze_access(const LoopNode& node, const Index& index, const std::vector<LoopVar>& col_vars,
                              const std::vector<int64_t>& col_sizes);
 
 struct LoopProgram {

@@ -20,7 +20,7 @@ std::vector<int64_t> contiguous_strides_of(const Shape& s) {
   return st;
 }
 
-Index contiguous_index(const Shape& shape, const std::vector<std::string>& vars) {
+Index contiguous_index(const Shape& shape, const std::vector<LoopVar>& vars) {
   auto st = contiguous_strides_of(shape);
   Index idx;
   for (size_t d = 0; d < shape.size(); ++d)
@@ -31,14 +31,14 @@ Index contiguous_index(const Shape& shape, const std::vector<std::string>& vars)
 using Idx = std::vector<Index>;
 
 // One plain index per variable: i0, i1, ... as written.
-Idx identity_idx(const std::vector<std::string>& vars) {
+Idx identity_idx(const std::vector<LoopVar>& vars) {
   Idx idx;
   for (const auto& v : vars) idx.push_back(Index::var(v));
   return idx;
 }
 
 // Per-dim indices that broadcast a value of shape `s` into an iteration over `vars` (shape `out`).
-Idx broadcast_idx(const Shape& s, const Shape& out, const std::vector<std::string>& vars) {
+Idx broadcast_idx(const Shape& s, const Shape& out, const std::vector<LoopVar>& vars) {
   Idx idx(s.size());
   size_t off = out.size() - s.size();
   for (size_t d = 0; d < s.size(); ++d) idx[d] = s[d] == 1 ? Index::constant(0) : Index::var(vars[off + d]);
@@ -173,7 +173,7 @@ class Lowering {
   }
 
   // A load of value `a` at per-dim indices `idx`, simplified with the node's variable ranges.
-  static Expr load(const ValueAccess& a, const Idx& idx, const std::map<std::string, int64_t>& ranges) {
+  static Expr load(const ValueAccess& a, const Idx& idx, const std::map<LoopVar, int64_t>& ranges) {
     if (a.constant) return make_constant(a.value, a.dtype);
     return make_load(a.buffer, a.index(idx).simplify(ranges), a.dtype);
   }
@@ -256,7 +256,7 @@ class Lowering {
     ln.ranges = n.type.shape;
     ln.host_op = n.op;
     ln.host_attrs = n.attrs;
-    auto vars = loop_var_names(LoopVar::Kind::Output, ln.ranges.size());
+    auto vars = loop_vars(LoopVar::Kind::Output, ln.ranges.size());
     ln.store_index = contiguous_index(n.type.shape, vars).simplify(ln.var_ranges());
     for (size_t j = 0; j < in.size(); ++j) ln.host_inputs.push_back(host_operand(n, j, *in[j]));
     finish(std::move(ln), n);
@@ -266,7 +266,7 @@ class Lowering {
   std::string host_operand(const Node& n, size_t j, const ValueAccess& a) {
     LoopNode c;
     c.ranges = a.shape;
-    auto cv = loop_var_names(LoopVar::Kind::Output, c.ranges.size());
+    auto cv = loop_vars(LoopVar::Kind::Output, c.ranges.size());
     auto rng = c.var_ranges();
     Idx idx = identity_idx(cv);
     Index contiguous = contiguous_index(a.shape, cv).simplify(rng);
@@ -291,7 +291,7 @@ class Lowering {
     LoopNode ln = node_for(n);
     ln.kind = LoopKind::Pointwise;
     ln.ranges = n.type.shape;
-    auto vars = loop_var_names(LoopVar::Kind::Output, ln.ranges.size());
+    auto vars = loop_vars(LoopVar::Kind::Output, ln.ranges.size());
     auto rng = ln.var_ranges();
     std::vector<Expr> args;
     for (const ValueAccess* a : in) args.push_back(load(*a, broadcast_idx(a->shape, ln.ranges, vars), rng));
@@ -318,14 +318,14 @@ class Lowering {
     std::set<int64_t> red(dims.begin(), dims.end());
     Idx idx(x.shape.size());
     Shape kept;
-    std::vector<std::string> kept_vars;
+    std::vector<LoopVar> kept_vars;
     size_t ni = 0, nr = 0;
     for (size_t d = 0; d < x.shape.size(); ++d) {
       if (red.count(static_cast<int64_t>(d))) {
         idx[d] = Index::var(LoopVar::reduction(nr++));
         ln.reduction_ranges.push_back(x.shape[d]);
       } else {
-        std::string v = LoopVar::output(ni++).name();
+        LoopVar v = LoopVar::output(ni++);
         idx[d] = Index::var(v);
         ln.ranges.push_back(x.shape[d]);
         kept.push_back(x.shape[d]);
@@ -348,10 +348,10 @@ class Lowering {
     bool vec = A.shape.size() == 1;
     if (vec) ln.ranges.insert(ln.ranges.begin(), 1);  // [N] -> [1, N]: one row
     ln.reduction_ranges = {A.shape.back()};
-    auto vars = loop_var_names(LoopVar::Kind::Output, ln.ranges.size());
+    auto vars = loop_vars(LoopVar::Kind::Output, ln.ranges.size());
     size_t r = ln.ranges.size();
     Shape batch(ln.ranges.begin(), ln.ranges.end() - 2);
-    std::vector<std::string> bvars(vars.begin(), vars.end() - 2);
+    std::vector<LoopVar> bvars(vars.begin(), vars.end() - 2);
     Idx ai, bi;
     if (vec) {
       ai = {Index::var(LoopVar::reduction(0))};
@@ -379,15 +379,16 @@ class Lowering {
       throw InputError(strcat("node %", n.name, ": embedding of a constant table or index is not supported"));
     // The table must be a plain row-major buffer: views of it would need a gather through them.
     // (a reshape of a contiguous buffer to [V, D], as MoE expert slabs are, counts: simplified
-    // over the table's ranges its index is the plain one).
-    const std::map<std::string, int64_t> tr{{"a", W.shape[0]}, {"b", W.shape[1]}};
-    if (!p_.buffers.count(W.buffer) || W.index({Index::var("a"), Index::var("b")}).simplify(tr).str() !=
-                                           (Index::var("a") * W.shape[1] + Index::var("b")).simplify(tr).str())
+    // over the table's ranges its index is the plain one). The table's row and column are
+    // scratch variables: any two distinct ones do.
+    const Index row = Index::var(LoopVar::output(0)), col = Index::var(LoopVar::output(1));
+    const std::map<LoopVar, int64_t> tr{{LoopVar::output(0), W.shape[0]}, {LoopVar::output(1), W.shape[1]}};
+    if (!p_.buffers.count(W.buffer) || W.index({row, col}).simplify(tr) != (row * W.shape[1] + col).simplify(tr))
       throw InputError(strcat("node %", n.name, ": embedding table must be a contiguous [V, D] buffer"));
     LoopNode ln = node_for(n);
     ln.kind = LoopKind::Gather;
     ln.ranges = n.type.shape;
-    auto vars = loop_var_names(LoopVar::Kind::Output, ln.ranges.size());
+    auto vars = loop_vars(LoopVar::Kind::Output, ln.ranges.size());
     auto rng = ln.var_ranges();
     Idx ii;
     for (size_t d = 0; d + 1 < vars.size(); ++d) ii.push_back(Index::var(vars[d]));
@@ -411,7 +412,7 @@ class Lowering {
       w.name = strcat(n.name, "_part", j);
       w.kind = LoopKind::Pointwise;
       w.ranges = in[j]->shape;
-      auto vars = loop_var_names(LoopVar::Kind::Output, w.ranges.size());
+      auto vars = loop_vars(LoopVar::Kind::Output, w.ranges.size());
       auto rng = w.var_ranges();
       Idx idx = identity_idx(vars);
       w.body = load(*in[j], idx, rng);
@@ -442,7 +443,7 @@ class Lowering {
       c.dtype = on.type.dtype;
       c.kind = LoopKind::Pointwise;
       c.ranges = on.type.shape;
-      auto vars = loop_var_names(LoopVar::Kind::Output, c.ranges.size());
+      auto vars = loop_vars(LoopVar::Kind::Output, c.ranges.size());
       auto rng = c.var_ranges();
       c.body = load(a, identity_idx(vars), rng);
       c.store_index = contiguous_index(on.type.shape, vars).simplify(rng);

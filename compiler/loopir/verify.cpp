@@ -86,7 +86,7 @@ class Verifier {
 
     vars_ = n.var_ranges();
     out_vars_.clear();
-    for (size_t d = 0; d < n.ranges.size(); ++d) out_vars_[LoopVar::output(d).name()] = n.ranges[d];
+    for (size_t d = 0; d < n.ranges.size(); ++d) out_vars_[LoopVar::output(d)] = n.ranges[d];
 
     const Buffer& out = buffer(n.out(), "writes");
     if (out.role == BufferRole::Input || out.role == BufferRole::Weight)
@@ -108,15 +108,15 @@ class Verifier {
     if (n.kind == LoopKind::Gather) {
       buffer(n.gather_table, "gathers from");
       if (!n.gather_index) fail("a gather without a table index");
-      std::map<std::string, int64_t> rows = out_vars_;
-      if (!n.ranges.empty()) rows.erase(n.column_var().name());
+      std::map<LoopVar, int64_t> rows = out_vars_;
+      if (!n.ranges.empty()) rows.erase(n.column_var());
       check_expr(n.gather_index, rows);
       return;  // the body reads the gathered row indirectly: no affine bound to check
     }
     check_expr(n.body, vars_);
   }
 
-  void check_expr(const Expr& e, const std::map<std::string, int64_t>& vars) {
+  void check_expr(const Expr& e, const std::map<LoopVar, int64_t>& vars) {
     if (!e) fail("an empty expression");
     if (!seen_.insert(e.get()).second) return;
     switch (e->kind) {
@@ -142,13 +142,13 @@ class Verifier {
     }
   }
 
-  void check_vars(const Index& index, const std::map<std::string, int64_t>& vars, const std::string& what) const {
-    for (const std::string& v : index.variables())
-      if (!vars.count(v)) fail(strcat(what, " index ", index.str(), " uses ", v, ", not a loop variable here"));
+  void check_vars(const Index& index, const std::map<LoopVar, int64_t>& vars, const std::string& what) const {
+    for (const LoopVar& v : index.variables())
+      if (!vars.count(v)) fail(strcat(what, " index ", index.str(), " uses ", v.name(), ", not a loop variable here"));
   }
 
   // Over the node's ranges the index must stay in [0, elements of the buffer).
-  void check_index(const Index& index, const Buffer& b, const std::map<std::string, int64_t>& vars,
+  void check_index(const Index& index, const Buffer& b, const std::map<LoopVar, int64_t>& vars,
                    const char* what) const {
     check_vars(index, vars, strcat(what, " ", b.name));
     if (empty_) return;
@@ -161,7 +161,7 @@ class Verifier {
 
   const LoopProgram& p_;
   const LoopNode* node_ = nullptr;
-  std::map<std::string, int64_t> vars_, out_vars_;
+  std::map<LoopVar, int64_t> vars_, out_vars_;
   std::set<const ExprNode*> seen_;  // of the node being checked (a shared subexpression once)
   bool empty_ = false;
 };

@@ -165,7 +165,7 @@ struct Analysis {
       const LoopNode& c = p.nodes[static_cast<size_t>(i)];
       const Expr& l = loads[static_cast<size_t>(i)][load];
       slot = c.kind == LoopKind::Matmul
-                 ? analyze_access(c, l->index, {LoopVar::reduction(0).name()}, c.reduction_ranges)
+                 ? analyze_access(c, l->index, {LoopVar::reduction(0)}, c.reduction_ranges)
                  : analyze_access(c, l->index);
     }
     return *slot;
