@@ -61,6 +61,29 @@ TEST(LoopIR, AccessPatternsInRowColumnView) {
   EXPECT_EQ(c.cols(), 8);
 }
 
+// A permuted-then-merged view (two heads of 4 columns, 16 elements apart) splits its column
+// variable with floordiv/mod: two strided levels, the split found from either atom.
+TEST(LoopIR, AccessPatternsWithTwoLevelColumns) {
+  LoopNode c;
+  c.kind = LoopKind::Pointwise;
+  c.ranges = {4, 8};
+  const Index i0 = Index::var(LoopVar::output(0)), i1 = Index::var(LoopVar::output(1));
+  AccessPattern heads = analyze_access(c, i0 * 4 + i1.floordiv(4) * 16 + i1.mod(4));
+  ASSERT_TRUE(heads.ok) << heads.why_not;
+  EXPECT_EQ(heads.col_split, 4);
+  EXPECT_EQ(heads.col_outer_stride, 16);
+  EXPECT_EQ(heads.col_stride, 1);
+  EXPECT_EQ(heads.row_stride, 4);
+  AccessPattern mod_only = analyze_access(c, i0 * 100 + i1.mod(4) * 2);
+  ASSERT_TRUE(mod_only.ok) << mod_only.why_not;
+  EXPECT_EQ(mod_only.col_split, 4);
+  EXPECT_EQ(mod_only.col_outer_stride, 0);
+  EXPECT_EQ(mod_only.col_stride, 2);
+  AccessPattern mixed = analyze_access(c, (i0 + i1).floordiv(4));
+  EXPECT_FALSE(mixed.ok);
+  EXPECT_EQ(mixed.why_not, "index (i0 + i1)//4 splits a column with floordiv/mod");
+}
+
 // The interpreter handler computes what the reference executor computes, on every built-in
 // microbenchmark (same tolerance as the graph tests: 1e-5 absolute).
 TEST(LoopIR, InterpreterMatchesReferenceOnBuiltins) {

@@ -104,6 +104,18 @@ bool flattened_stride(const Index& idx, const std::vector<LoopVar>& vars, const 
   }
   return true;
 }
+
+// The divisor of the first `kind` atom (floordiv or mod) of exactly `v` in the text order of
+// `idx` (an atom before the atoms inside it), 0 when there is none: how a column split by a
+// permuted-then-merged view shows its split.
+int64_t split_divisor(const Index& idx, const LoopVar& v, IndexAtom::Kind kind) {
+  for (const auto& [coef, a] : idx.terms()) {
+    if (a.kind == IndexAtom::Var) continue;
+    if (a.kind == kind && *a.arg == Index::var(v)) return a.divisor;
+    if (int64_t d = split_divisor(*a.arg, v, kind)) return d;
+  }
+  return 0;
+}
 }  // namespace
 
 int64_t AccessPattern::row_offset(int64_t row) const {
@@ -146,16 +158,9 @@ AccessPattern analyze_access(const LoopNode& node, const Index& index, const std
       if (col_sizes[k] != 1) live.push_back(cv[k]);
     Index v = live.size() == 1 ? Index::var(live[0]) : Index();
     int64_t D = 0;
-    // Find the divisor from the text of a floordiv/mod atom of v.
-    std::string t = col_part.str();
     if (live.size() == 1) {
-      std::string pat = "(" + live[0].name() + ")//";
-      auto at = t.find(pat);
-      if (at == std::string::npos) {
-        pat = "(" + live[0].name() + ")%";
-        at = t.find(pat);
-      }
-      if (at != std::string::npos) D = std::stoll(t.substr(at + pat.size()));
+      D = split_divisor(col_part, live[0], IndexAtom::FloorDiv);
+      if (D == 0) D = split_divisor(col_part, live[0], IndexAtom::Mod);
     }
     if (D > 1) {
       Index div = v.floordiv(D), mod = v.mod(D);
