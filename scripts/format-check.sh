@@ -17,6 +17,7 @@ FILES=(compiler/support/json_util.h compiler/support/json_util.cpp compiler/supp
        compiler/codegen/column_split.h compiler/codegen/column_split.cpp
        compiler/codegen/tile_plan.h compiler/codegen/tile_plan.cpp tests/test_column_tiling.cpp
        compiler/codegen/tile_footprint.h compiler/codegen/tile_footprint.cpp compiler/codegen/region_allocator.h tests/test_tile_footprint.cpp
+       compiler/codegen/tile_walk.h compiler/codegen/tile_walk.cpp compiler/codegen/tile_replay.h compiler/codegen/kernel_emitter.h compiler/codegen/kernel_emitter.cpp
        compiler/handlers/triton_*.h compiler/handlers/triton_*.cpp compiler/handlers/torch_*.h compiler/handlers/torch_*.cpp tests/test_triton.cpp compiler/schedule/verify_schedule.cpp
        compiler/isa/program_template.h compiler/isa/program_template.cpp compiler/isa/program_fields.h compiler/isa/program_fields.cpp
        compiler/isa/layer_template.h compiler/isa/layer_template.cpp workbench/generate/regional.h workbench/generate/regional.cpp tests/test_regional.cpp

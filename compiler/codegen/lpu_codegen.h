@@ -14,7 +14,7 @@
 
 namespace lpu {
 
-class TileAccessCache;  // codegen/tile_footprint.h
+class TileAccessCache;  // codegen/tile_walk.h
 
 struct CodegenOptions {
   int64_t lmu_bytes = 512 * 1024;  // local memory capacity

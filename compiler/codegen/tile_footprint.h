@@ -3,62 +3,38 @@
 // (tile_plan.h) asks it for every candidate tiling, the fusion cost model (kernel_cost) for
 // the traffic of the chosen one; the code generator then emits with that tiling.
 //
-// It models what KernelEmitter (lpu_codegen.cpp) allocates, register by register, and nothing
-// else. Once per kernel it records the emitter's walk as a short list of ops (for each node in
-// order: its loads, each classified as the emitter does: an alias of a register produced in the
-// kernel, a two-level block load, a row-invariant load that stays resident (hoisted, below the
-// tile regions), or a tile load, shared with an earlier load of equal key; its vector ops,
-// reductions, matmul or gather; the expand to its dense shape and its store). A candidate tile
-// replays the ops on its rows and column window: the registers' sizes, which loads share one,
-// the expands the shapes call for, and where each register is last read; the tile region's peak
-// is those registers placed by the emitter's first-fit allocator (region_allocator.h), the tile's
-// HBM bytes are rows x columns x element bytes per access, a matmul's B block once per run of
-// rows sharing it. A replay touches tens of ops, whatever the number of rows (only a matmul's HBM
-// bytes look at each row: which rows share a B block). What does not depend on the kernel (the
-// access analyses: analyze_access, the index algebra of a matmul's B; each node's body walk) is
-// done once per program when the analyses share a TileAccessCache, as the scheduler's do.
+// It reads the kernel's tile walk (tile_walk.h), the record the emitter emits from, recorded
+// once per kernel, and replays it per candidate tile with the emitter's own per-tile decisions
+// (tile_replay.h): the registers' sizes, which loads share one, the expands the shapes call for,
+// and where each register is last read; the tile region's peak is those registers placed by the
+// emitter's first-fit allocator (region_allocator.h), the tile's HBM bytes are rows x columns x
+// element bytes per access, a matmul's B block once per run of rows sharing it. A replay touches
+// tens of ops, whatever the number of rows (only a matmul's HBM bytes look at each row: which
+// rows share a B block). What does not depend on the kernel (the access analyses: analyze_access,
+// the index algebra of a matmul's B; each node's body walk) is done once per program when the
+// analyses share a TileAccessCache, as the scheduler's do.
 //
-// It throws what the emitter throws for a kernel it cannot emit (a load that is not a strided
-// access, an index used as a value, a matmul operand that is not strided in K and N), in the
-// same order, so the scheduler and the user see the same errors. The emitter's bounds checks
-// (InternalError: a bug of ours, not an input error) stay with the emitter.
+// Recording the walk throws what emitting would for a kernel that cannot be emitted
+// (tile_walk.h), so the scheduler and the user see the same errors.
 //
-// tests/test_tile_footprint.cpp checks the analysis against the emitter's measurement
-// (measure_emitted_tile, lpu_codegen.h) on every kernel of several workloads.
+// What the sizing sink counts (register uses, HBM bytes) is its own model of the instructions
+// the emitter's sink writes: tests/test_tile_footprint.cpp checks it against the emitter's
+// measurement (measure_emitted_tile, lpu_codegen.h) on every kernel of several workloads.
 #pragma once
 #include <cstdint>
 #include <memory>
 
 #include "codegen/column_split.h"
+#include "codegen/tile_walk.h"
 #include "loopir/kernel.h"
 #include "loopir/loop_ir.h"
 
 namespace lpu {
 
-constexpr int64_t kLmElem = 4;  // local memory holds fp32
-
 // One tile as the emitter would emit it.
 struct TileFootprint {
   int64_t peak_bytes = 0;  // the tile region's peak (not aligned)
   int64_t hbm_bytes = 0;   // HBM bytes the tile's instructions move (hoisted loads excluded)
-};
-
-// The access analyses of one program's loads and stores and its nodes' body walks, shared by
-// the footprint analyses of every kernel made of its nodes (the scheduler sizes many candidate kernels of the same
-// nodes). Keyed by node and expression: use one only with the program it was filled from,
-// while that program lives unchanged.
-class TileAccessCache {
- public:
-  TileAccessCache();
-  ~TileAccessCache();
-  TileAccessCache(const TileAccessCache&) = delete;
-  TileAccessCache& operator=(const TileAccessCache&) = delete;
-
-  struct Impl;  // tile_footprint.cpp
-
- private:
-  friend class TileFootprintAnalysis;
-  std::unique_ptr<Impl> impl_;
 };
 
 class TileFootprintAnalysis {
