@@ -217,7 +217,8 @@ std::vector<KernelTiling> plan_kernel_tiling(const LoopProgram& p, const Schedul
   return tiling;
 }
 
-CodegenResult generate_lpu_program(const LoopProgram& p, const Schedule& s, const CodegenOptions& opts) {
+CodegenResult generate_lpu_program(const LoopProgram& p, const Schedule& s, const CodegenOptions& opts,
+                                   TileAccessCache* cache) {
   CodegenResult res;
   Program& prog = res.program;
   prog.name = p.name;
@@ -249,7 +250,8 @@ CodegenResult generate_lpu_program(const LoopProgram& p, const Schedule& s, cons
   // Collectives (tensor parallelism) receive above the local memory the kernels get.
   const CollectivePlacement collectives = place_collectives(p, static_cast<uint64_t>(opts.lmu_bytes), opts.lmu_bytes + opts.collective_lmu_bytes);
   int64_t collectives_seen = 0;
-  TileAccessCache access;  // the kernels' walks share the program's access analyses
+  TileAccessCache own;  // the kernels' walks share the program's access analyses
+  TileAccessCache& access = cache ? *cache : own;
   for (size_t ki = 0; ki < s.kernels.size(); ++ki) {
     const Kernel& k = s.kernels[ki];
     prog.kernels.push_back(k.name);
@@ -278,7 +280,7 @@ CodegenResult generate_lpu_program(const LoopProgram& p, const Schedule& s, cons
       continue;
     }
     // The tiling recorded in the schedule (the driver plans it after scheduling), else planned here.
-    const KernelTiling kt = k.tiling ? *k.tiling : tile_kernel(p, k, opts);
+    const KernelTiling kt = k.tiling ? *k.tiling : tile_kernel(p, k, opts, &access);
     if (kt.kernel != k.name || kt.tile_rows <= 0)
       throw InternalError(strcat("codegen: kernel ", k.name, " has no tiling of its own (", kt.kernel, ")"));
     TilePlan plan = plan_from_tiling(p, k, kt);

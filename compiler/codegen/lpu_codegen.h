@@ -59,8 +59,11 @@ std::vector<KernelTiling> plan_kernel_tiling(const LoopProgram& p, const Schedul
                                              TileAccessCache* cache = nullptr);
 
 // Emits each kernel with the tiling recorded in the schedule (a kernel without one is planned
-// here, with plan_kernel_tiling's errors); `tiling` in the result is the one emitted.
-CodegenResult generate_lpu_program(const LoopProgram& p, const Schedule& s, const CodegenOptions& opts);
+// here, with plan_kernel_tiling's errors); `tiling` in the result is the one emitted. `cache`
+// as for kernel_cost: the driver passes the one tiling was planned with, so each kernel's walk
+// (codegen/tile_walk.h) is recorded from access analyses already made.
+CodegenResult generate_lpu_program(const LoopProgram& p, const Schedule& s, const CodegenOptions& opts,
+                                   TileAccessCache* cache = nullptr);
 
 // One tile as the emitter emits it, for checking the tile-footprint analysis against
 // (tests/test_tile_footprint.cpp): the tile region's peak, the HBM bytes of its instructions,

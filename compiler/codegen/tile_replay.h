@@ -52,7 +52,7 @@ class TileReplay {
   template <class Sink>
   void run(const TileWalk& w, const TileWindow& t, Sink& sink) {
     t_ = t;
-    vals_.assign(w.ops.size(), TileVal{});
+    vals_.resize(w.ops.size());  // each op writes its value whole
     vsize_.clear();
     shared_.clear();
     for (size_t i = 0; i < w.ops.size(); ++i) {
@@ -60,6 +60,7 @@ class TileReplay {
       TileVal& out = vals_[i];
       switch (op.kind) {
         case TileWalk::OpKind::Imm:
+          out = TileVal{};
           out.imm = true;
           out.value = op.value;
           break;

@@ -54,8 +54,8 @@ Compilation compile_graph(const Graph& g, const CompileOptions& opts) {
   so.fuse_epilogue = opts.fuse_epilogue;
   const LoopProgram& lp = c.loop_ir;
   const CodegenOptions& cg = cg_opts;
-  // The access analyses of this loop IR, shared by every kernel the scheduler sizes and the
-  // final tiling (codegen/tile_footprint.h).
+  // The access analyses of this loop IR, shared by every kernel the scheduler sizes, the final
+  // tiling and the emitted kernels' walks (codegen/tile_walk.h).
   TileAccessCache access;
   // The cost model memoised by kernel content without names (compile_cache.h): a decoder's
   // layers ask for the same kernels' costs, each computed once.
@@ -78,7 +78,7 @@ Compilation compile_graph(const Graph& g, const CompileOptions& opts) {
   // recorded in the schedule; code generation emits that tiling.
   std::vector<KernelTiling> tiling = plan_kernel_tiling(c.loop_ir, c.schedule, cg_opts, &access);
   for (size_t i = 0; i < tiling.size(); ++i) c.schedule.kernels[i].tiling = tiling[i];
-  c.code = generate_lpu_program(c.loop_ir, c.schedule, cg_opts);
+  c.code = generate_lpu_program(c.loop_ir, c.schedule, cg_opts, &access);
   if (c.code.tiling.size() != c.schedule.kernels.size())
     throw InternalError("code generation tiled a different number of kernels than the schedule has");
   c.compulsory_hbm_bytes = compulsory_hbm_bytes(c.loop_ir);
