@@ -335,44 +335,27 @@ void KernelEmitter::Impl::store(const TileWalk::Op& op, const TileVal& v, int64_
   }
 }
 
-// Linear scan over the tile's sequence, loads first (prefetch), then compute and stores: a
-// register is placed (first fit) by the first instruction writing it and freed after the last
-// one reading it.
+// The tile's registers placed (region_allocator.h) over its sequence, loads first (prefetch),
+// then compute and stores; each instruction gets its addresses.
 int64_t KernelEmitter::Impl::place(uint64_t base, uint64_t limit, std::vector<Instruction>& out) {
-  const std::vector<uint64_t>& vsize = replay.register_bytes();
   std::vector<Pending*> seq;
   for (auto& pd : loads) seq.push_back(&pd);
   for (auto& pd : body) seq.push_back(&pd);
-  std::vector<size_t> last_use(vsize.size(), 0);
-  for (size_t i = 0; i < seq.size(); ++i) {
-    for (int v : seq[i]->src_vid)
-      if (v >= 0) last_use[static_cast<size_t>(v)] = i;
-    if (seq[i]->store_vid >= 0) last_use[static_cast<size_t>(seq[i]->store_vid)] = i;
-    if (seq[i]->def >= 0)
-      last_use[static_cast<size_t>(seq[i]->def)] = std::max(last_use[static_cast<size_t>(seq[i]->def)], i);
-  }
-  std::vector<std::vector<int>> dies_after(seq.size());
-  for (size_t v = 0; v < vsize.size(); ++v) dies_after[last_use[v]].push_back(static_cast<int>(v));
   RegionAllocator ra(base, limit);
-  std::vector<uint64_t> addr(vsize.size(), 0);
-  std::vector<bool> placed(vsize.size(), false);
-  for (size_t i = 0; i < seq.size(); ++i) {
+  auto def = [&](size_t i) { return seq[i]->def; };
+  auto uses = [&](size_t i, auto&& use) {
+    for (int v : seq[i]->src_vid) use(v);
+    use(seq[i]->store_vid);
+  };
+  auto placed = [&](size_t i, const std::vector<uint64_t>& addr) {
     Pending& pd = *seq[i];
-    if (pd.def >= 0) {
-      size_t d = static_cast<size_t>(pd.def);
-      if (!placed[d]) {  // the first instruction writing a register allocates it
-        addr[d] = ra.alloc(vsize[d]);
-        placed[d] = true;
-      }
-      pd.in.lm_addr = addr[d] + pd.def_offset;
-    }
+    if (pd.def >= 0) pd.in.lm_addr = addr[static_cast<size_t>(pd.def)] + pd.def_offset;
     for (size_t k = 0; k < pd.src_vid.size(); ++k)
       if (pd.src_vid[k] >= 0) pd.in.srcs[k].addr += addr[static_cast<size_t>(pd.src_vid[k])];
     if (pd.store_vid >= 0) pd.in.lm_addr = addr[static_cast<size_t>(pd.store_vid)] + pd.store_offset;
-    for (int v : dies_after[i]) ra.release(addr[static_cast<size_t>(v)], vsize[static_cast<size_t>(v)]);
     out.push_back(pd.in);
-  }
-  return static_cast<int64_t>(ra.peak());
+  };
+  return static_cast<int64_t>(place_registers(seq.size(), replay.register_bytes(), ra, def, uses, placed));
 }
 
 KernelEmitter::KernelEmitter(const TileWalk& walk, int kernel_id, const std::map<std::string, uint64_t>& hbm)

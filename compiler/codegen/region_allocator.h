@@ -1,11 +1,13 @@
-// The tile region's allocator: first fit over [base, base + limit), fully coalescing frees.
-// The code generator places each tile's registers with it (lpu_codegen.cpp) and the
-// tile-footprint analysis replays the same placement to size tiles (tile_footprint.cpp).
+// The tile region's allocator: first fit over [base, base + limit), fully coalescing frees,
+// and the linear scan that places a tile's registers with it. The emitter places each tile's
+// registers so (kernel_emitter.cpp) and the tile-footprint analysis runs the same scan on its
+// count of the same instructions to size tiles (tile_footprint.cpp).
 #pragma once
 #include <algorithm>
 #include <cstdint>
 #include <iterator>
 #include <map>
+#include <vector>
 
 namespace lpu {
 
@@ -50,5 +52,44 @@ class RegionAllocator {
   uint64_t peak_ = 0;
   std::map<uint64_t, uint64_t> free_;  // start -> end
 };
+
+// Linear scan over a tile's `n` instructions (its loads first, then compute and stores): a
+// register (vid, vsize[vid] bytes) is placed first fit by the first instruction writing it and
+// freed after the last one using it, those dying at one instruction in the order of their vids.
+// `def(i)`: the register instruction i writes (-1: none); `uses(i, f)` calls f(vid) for each
+// register it reads (-1: none); `placed(i, addr)` once instruction i's registers have their
+// addresses (addr by vid). Returns the peak bytes used above the allocator's base.
+template <class Def, class Uses, class Placed>
+uint64_t place_registers(size_t n, const std::vector<uint64_t>& vsize, RegionAllocator& ra, Def def, Uses uses,
+                         Placed placed) {
+  if (n == 0) return ra.peak();
+  const size_t nv = vsize.size();
+  std::vector<size_t> last_use(nv, 0);
+  for (size_t i = 0; i < n; ++i) {
+    uses(i, [&](int v) {
+      if (v >= 0) last_use[static_cast<size_t>(v)] = i;
+    });
+    if (int d = def(i); d >= 0) last_use[static_cast<size_t>(d)] = std::max(last_use[static_cast<size_t>(d)], i);
+  }
+  // Registers by the instruction they die after, in vid order within one (a counting sort).
+  std::vector<size_t> first(n + 1, 0);
+  for (size_t v = 0; v < nv; ++v) ++first[last_use[v] + 1];
+  for (size_t i = 0; i < n; ++i) first[i + 1] += first[i];
+  std::vector<int> dying(nv);
+  std::vector<size_t> fill(first.begin(), first.end() - 1);
+  for (size_t v = 0; v < nv; ++v) dying[fill[last_use[v]]++] = static_cast<int>(v);
+  std::vector<uint64_t> addr(nv, 0);
+  std::vector<bool> is_placed(nv, false);
+  for (size_t i = 0; i < n; ++i) {
+    if (int d = def(i); d >= 0 && !is_placed[static_cast<size_t>(d)]) {
+      addr[static_cast<size_t>(d)] = ra.alloc(vsize[static_cast<size_t>(d)]);
+      is_placed[static_cast<size_t>(d)] = true;
+    }
+    placed(i, addr);
+    for (size_t j = first[i]; j < first[i + 1]; ++j)
+      ra.release(addr[static_cast<size_t>(dying[j])], vsize[static_cast<size_t>(dying[j])]);
+  }
+  return ra.peak();
+}
 
 }  // namespace lpu

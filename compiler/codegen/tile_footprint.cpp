@@ -120,43 +120,20 @@ struct TileFootprintAnalysis::Impl {
   int64_t place() const;
 };
 
-// KernelEmitter::emit_tile's linear scan: a register is placed (first fit) by the first
-// instruction writing it and freed after the last one reading it; the peak is the tile's bytes.
+// The emitter's placement (region_allocator.h) of the registers on the counted instructions.
 int64_t TileFootprintAnalysis::Impl::place() const {
-  const std::vector<uint64_t>& vsize = replay.register_bytes();
   const std::vector<Step>&load_steps = sink.load_steps, &body = sink.body;
-  size_t n = load_steps.size() + body.size();
   auto at = [&](size_t i) -> const Step& {
     return i < load_steps.size() ? load_steps[i] : body[i - load_steps.size()];
   };
-  std::vector<size_t> last_use(vsize.size(), 0);
-  for (size_t i = 0; i < n; ++i) {
-    const Step& s = at(i);
-    for (int v : s.src)
-      if (v >= 0) last_use[static_cast<size_t>(v)] = i;
-    if (s.store >= 0) last_use[static_cast<size_t>(s.store)] = i;
-    if (s.def >= 0) last_use[static_cast<size_t>(s.def)] = std::max(last_use[static_cast<size_t>(s.def)], i);
-  }
-  // Registers in the order they die (by step, then by register, as the emitter frees them).
-  std::vector<std::pair<size_t, int>> deaths;
-  for (size_t v = 0; v < vsize.size(); ++v) deaths.push_back({last_use[v], static_cast<int>(v)});
-  std::sort(deaths.begin(), deaths.end());
+  auto uses = [&](size_t i, auto&& use) {
+    for (int v : at(i).src) use(v);
+    use(at(i).store);
+  };
   RegionAllocator ra(0, UINT64_MAX / 2);
-  std::vector<uint64_t> addr(vsize.size(), 0);
-  std::vector<bool> placed(vsize.size(), false);
-  size_t d = 0;
-  for (size_t i = 0; i < n; ++i) {
-    const Step& s = at(i);
-    if (s.def >= 0 && !placed[static_cast<size_t>(s.def)]) {
-      addr[static_cast<size_t>(s.def)] = ra.alloc(vsize[static_cast<size_t>(s.def)]);
-      placed[static_cast<size_t>(s.def)] = true;
-    }
-    for (; d < deaths.size() && deaths[d].first == i; ++d) {
-      size_t v = static_cast<size_t>(deaths[d].second);
-      ra.release(addr[v], vsize[v]);
-    }
-  }
-  return static_cast<int64_t>(ra.peak());
+  return static_cast<int64_t>(place_registers(
+      load_steps.size() + body.size(), replay.register_bytes(), ra, [&](size_t i) { return at(i).def; }, uses,
+      [](size_t, const std::vector<uint64_t>&) {}));
 }
 
 TileFootprintAnalysis::TileFootprintAnalysis(const LoopProgram& p, const Kernel& k, const ColumnSplit* columns,
