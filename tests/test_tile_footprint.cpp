@@ -3,7 +3,9 @@
 // enough to column-tile, the analysis must give the tile-region peak, the HBM bytes of a tile
 // and the hoisted bytes that emitting the tile measures (measure_emitted_tile). Tile planning
 // reads only the analysis, so an emitter change that breaks agreement fails here, not as a
-// silently different tiling.
+// silently different tiling. Both replay one recorded walk (codegen/tile_walk.h, tile_replay.h),
+// so what this checks is the sizing sink's count of register uses and HBM bytes, and the walk's
+// hoisted offsets, against the instructions the emitter's sink writes.
 #include <gtest/gtest.h>
 
 #include <iostream>

@@ -5,7 +5,8 @@
 // do not depend on the row are hoisted out of the tile loop and stay resident; with double
 // buffering, consecutive tiles use alternating halves of local memory so the DMA of tile
 // t+1 overlaps the vector work of tile t (the simulator's scoreboard enforces the hazards).
-// Vector instructions come from walking each node's body with the LPU assembly ops handler.
+// A kernel's instructions come from its tile walk (tile_walk.h: recorded once, the same record
+// tile sizing reads), replayed per tile by the kernel emitter (kernel_emitter.h).
 #pragma once
 #include "codegen/column_split.h"
 #include "isa/program.h"
