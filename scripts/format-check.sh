@@ -21,7 +21,7 @@ FILES=(compiler/support/json_util.h compiler/support/json_util.cpp compiler/supp
        compiler/handlers/triton_*.h compiler/handlers/triton_*.cpp compiler/handlers/torch_*.h compiler/handlers/torch_*.cpp tests/test_triton.cpp compiler/schedule/verify_schedule.cpp
        compiler/isa/program_template.h compiler/isa/program_template.cpp compiler/isa/program_fields.h compiler/isa/program_fields.cpp
        compiler/isa/layer_template.h compiler/isa/layer_template.cpp workbench/generate/regional.h workbench/generate/regional.cpp tests/test_regional.cpp
-       workbench/generate/generate.h workbench/generate/generate.cpp workbench/process/progress.h workbench/process/progress.cpp tests/test_generate.cpp
+       workbench/generate/generate.h workbench/generate/generate.cpp workbench/process/progress.h workbench/process/progress.cpp workbench/process/forked_work.h workbench/process/forked_work.cpp tests/test_generate.cpp
        tuner/*.h tuner/*.cpp tests/test_tuner.cpp sim/energy.h sim/energy.cpp tests/test_energy.cpp
        tests/test_workload_keys.cpp tests/legacy_transformer.h
        compiler/graph/collective.h compiler/graph/collective.cpp compiler/codegen/collective.h compiler/codegen/collective.cpp

@@ -3,10 +3,13 @@
 // same step run on its own (run_job). The CLI side is tests/generate_test.py.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <unistd.h>
 
+#include <map>
 #include <sstream>
 
 #include "generate/generate.h"
+#include "process/forked_work.h"
 #include "ref/reference.h"
 #include "support/error.h"
 #include "test_util.h"
@@ -466,4 +469,122 @@ TEST(GenerateSymbolic, InstantiatedProgramIsFunctionallyExact) {
   ASSERT_FALSE(b.outputs.empty());
   for (const auto& [name, v] : b.outputs) EXPECT_EQ(a.outputs.at(name).data, v.data) << name;
   EXPECT_EQ(a.stats.cycles, b.stats.cycles);
+}
+
+// ---- simulations in forked workers (process/forked_work.h, GenerateOptions::jobs) ----------
+
+// Every request answered once, by id, through workers that hold at most `depth` at a time.
+TEST(ForkedWorkers, AnswersEveryRequestById) {
+  ForkedWorkers w(
+      3, [](const std::string& req) { return std::string(req.rbegin(), req.rend()); }, 2);
+  ASSERT_EQ(w.workers(), 3);
+  std::map<uint64_t, std::string> got;
+  for (uint64_t id = 0; id < 50; ++id) {
+    const std::string req = strcat("request ", id, std::string(id * 1000, 'x'));  // up to 50 KB
+    w.send(id, req.data(), req.size());
+    EXPECT_LE(w.outstanding(), 6u);
+    while (auto r = w.next(false)) got[r->id] = r->bytes;
+  }
+  while (auto r = w.next(true)) got[r->id] = r->bytes;
+  w.finish();
+  ASSERT_EQ(got.size(), 50u);
+  for (const auto& [id, bytes] : got) {
+    const std::string req = strcat("request ", id, std::string(id * 1000, 'x'));
+    EXPECT_EQ(bytes, std::string(req.rbegin(), req.rend())) << id;
+  }
+}
+
+// A request that throws comes back as an error of the same type and message; the worker goes on.
+TEST(ForkedWorkers, ErrorsKeepTheirTypeAndMessage) {
+  ForkedWorkers w(2, [](const std::string& req) -> std::string {
+    if (req == "input") throw InputError("bad input here");
+    if (req == "stuck") throw SimulationStuck("did not finish");
+    if (req == "other") throw std::runtime_error("something else");
+    return "fine";
+  });
+  const std::vector<std::string> reqs = {"input", "stuck", "other", "ok"};
+  for (uint64_t id = 0; id < reqs.size(); ++id) w.send(id, reqs[id].data(), reqs[id].size());
+  std::map<uint64_t, ForkedWorkers::Result> got;
+  while (auto r = w.next(true)) got[r->id] = *r;
+  w.finish();
+  ASSERT_EQ(got.size(), 4u);
+  EXPECT_THROW(
+      try { got[0].rethrow(); } catch (const InputError& e) {
+        EXPECT_STREQ(e.what(), "bad input here");
+        throw;
+      },
+      InputError);
+  EXPECT_THROW(got[1].rethrow(), SimulationStuck);
+  EXPECT_THROW(
+      try { got[2].rethrow(); } catch (const InternalError& e) {
+        EXPECT_THAT(e.what(), HasSubstr("something else"));
+        throw;
+      },
+      InternalError);
+  EXPECT_TRUE(got[3].ok());
+  EXPECT_EQ(got[3].bytes, "fine");
+}
+
+// A worker that dies with a request in hand is reported, not waited for forever.
+TEST(ForkedWorkers, ADeadWorkerIsAnError) {
+  ForkedWorkers w(1, [](const std::string&) -> std::string { ::_exit(3); });
+  w.send(7, "x", 1);
+  try {
+    while (w.next(true)) {
+    }
+    FAIL() << "no error";
+  } catch (const InternalError& e) {
+    EXPECT_THAT(e.what(), HasSubstr("ended with 1 request(s) in hand"));
+  }
+}
+
+// The same generation with its steps simulated in 3 forked workers: every figure of every step
+// the same, the steps handed to on_step in order.
+TEST(Generate, ForkedSimulationsGiveTheSameFigures) {
+  for (bool symbolic : {true, false}) {
+    GenerateOptions o = lengths(6, 40);
+    o.symbolic = symbolic;
+    CompileCache c1, c3;
+    GenerateResult a = run_generate(tiny(), testutil::small_arch(), o, c1);
+    o.jobs = 3;
+    std::vector<int64_t> order;
+    o.on_step = [&](const GenerateStep& st, const Program&) { order.push_back(st.step); };
+    GenerateResult b = run_generate(tiny(), testutil::small_arch(), o, c3);
+    EXPECT_EQ(a.simulation_processes, 1);
+    EXPECT_EQ(b.simulation_processes, 3);
+    ASSERT_EQ(a.steps.size(), b.steps.size());
+    for (size_t i = 0; i < a.steps.size(); ++i) {
+      const GenerateStep &x = a.steps[i], &y = b.steps[i];
+      EXPECT_EQ(order[i], static_cast<int64_t>(i + 1));
+      EXPECT_EQ(x.cycles, y.cycles) << i;
+      EXPECT_EQ(x.latency_s, y.latency_s) << i;  // bit for bit
+      EXPECT_EQ(x.energy_j, y.energy_j) << i;
+      EXPECT_EQ(x.hbm_read_bytes, y.hbm_read_bytes) << i;
+      EXPECT_EQ(x.hbm_write_bytes, y.hbm_write_bytes) << i;
+      EXPECT_EQ(x.simulation_reused, y.simulation_reused) << i;
+      EXPECT_EQ(x.instantiated, y.instantiated) << i;
+    }
+    EXPECT_EQ(a.simulations, b.simulations);
+    EXPECT_EQ(a.compiles, b.compiles);
+  }
+}
+
+// A simulation that fails in a worker fails the generation as it would in this process.
+TEST(Generate, ForkedSimulationErrorIsTheSame) {
+  ArchConfig a = testutil::small_arch();
+  a.sim.max_us = 0.5;  // the watchdog stops every step
+  auto message = [&](int jobs) {
+    GenerateOptions o = lengths(6, 8);
+    o.jobs = jobs;
+    CompileCache c;
+    try {
+      run_generate(tiny(), a, o, c);
+    } catch (const SimulationStuck& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  const std::string here = message(1);
+  EXPECT_THAT(here, HasSubstr("did not finish within sim.max_us"));
+  EXPECT_EQ(message(2), here);
 }

@@ -1,8 +1,10 @@
 // `lpu generate WORKLOAD` (docs/generate.md): a whole generation, prefill then decode steps.
 #include <unistd.h>
 
+#include <algorithm>
 #include <iostream>
 #include <memory>
+#include <thread>
 
 #include "cli.h"
 #include "generate/generate.h"
@@ -17,6 +19,7 @@ struct GenerateFlags {
   ArchFlags af;
   BreakFlags bf;
   int64_t prompt_len = 0, gen_len = 0;
+  int jobs = static_cast<int>(std::clamp(std::thread::hardware_concurrency(), 1u, 64u));
   CLI::Option *prompt = nullptr, *gen = nullptr;
   bool no_symbolic = false, no_regional = false, explain = false;
 };
@@ -37,6 +40,7 @@ int generate(const GenerateFlags& f) {
   o.breaks = f.bf.get();
   o.progress = &std::cout;
   o.progress_bar = isatty(STDOUT_FILENO);
+  o.jobs = f.jobs;
   CompileCache cache;
   GenerateResult r = run_generate(w, arch, o, cache);
   r.arch_overrides = f.af.arch_sets();
@@ -67,6 +71,11 @@ Command add_generate(CLI::App& app) {
                 "instantiated per layer)");
   gen->add_flag("--explain-recompiles", f->explain,
                 "print why each decode step was recompiled: which guard failed and why (to stderr)");
+  gen->add_option("-j,--jobs", f->jobs,
+                  "processes simulating steps at once (forked copies, while this one compiles the next steps; "
+                  "the figures do not change; default: the CPU count)")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1024));
   gen->add_option("--json", f->json, "write every metric and every step as JSON");
   gen->add_option("--csv", f->csv, "write one row per step as CSV");
   return {gen, [f] { return generate(*f); }};

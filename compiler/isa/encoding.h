@@ -21,15 +21,23 @@
 
 namespace lpu {
 
-inline constexpr uint16_t kLpuBinVersion = 5;  // 5: packed weights (64-byte records, quantised buffers); 4: loops, 56-byte records with address steps;  // 2: 44-byte records with sxe.gemm depth; 3: host-op table
+inline constexpr uint16_t kLpuBinVersion =
+    5;  // 5: packed weights (64-byte records, quantised buffers); 4: loops, 56-byte records with address steps;  // 2:
+        // 44-byte records with sxe.gemm depth; 3: host-op table
+
+// The checksum guards files. Between two processes of one run (a generation's forked
+// simulations, process/forked_work.h) nothing can corrupt the bytes, and summing them costs as
+// much as the rest of the encoding: Skip writes 0 and reads without checking it.
+enum class Checksum { Check, Skip };
 
 // Throws InputError when a field does not fit its record (e.g. a tile dimension >= 2^32),
 // naming the instruction.
-std::vector<uint8_t> encode_program(const Program& p);
+std::vector<uint8_t> encode_program(const Program& p, Checksum checksum = Checksum::Check);
 
 // Validates everything it reads (sizes, enum codes, operand counts and ranges, padding, the
 // checksum) and throws InputError "SOURCE: byte OFFSET: message" on corrupt or truncated input.
-Program decode_program(const uint8_t* data, size_t size, const std::string& source = "<lpubin>");
+Program decode_program(const uint8_t* data, size_t size, const std::string& source = "<lpubin>",
+                       Checksum checksum = Checksum::Check);
 inline Program decode_program(const std::vector<uint8_t>& bytes, const std::string& source = "<lpubin>") {
   return decode_program(bytes.data(), bytes.size(), source);
 }

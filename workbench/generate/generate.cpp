@@ -2,13 +2,17 @@
 
 #include <algorithm>
 #include <cmath>
+#include <deque>
+#include <map>
 #include <set>
 #include <sstream>
 
 #include "codegen/lpu_codegen.h"
 #include "generate/step_runner.h"
 #include "generate/symbolic_steps.h"
+#include "isa/encoding.h"
 #include "policy_registry.h"
+#include "process/forked_work.h"
 #include "process/progress.h"
 #include "support/error.h"
 #include "workload/tensor_parallel.h"
@@ -160,8 +164,17 @@ class Generation {
   }
   Entry symbolic_step(const WorkloadSpec& s, int64_t k, int64_t max_context, bool& inst);
   Entry step_program(const WorkloadSpec& s, int64_t k, GenerateStep& st);
-  const SimStats& simulate_step(const Entry& e, GenerateStep& st);
-  void run_step(int64_t k);
+  // A step compiled, waiting for its simulation; `simulate` is false where its program is the
+  // step before's (the same figures: the simulator is deterministic and a timing run reads no data).
+  struct PendingStep {
+    GenerateStep st;
+    Entry e;
+    bool simulate = true;
+  };
+  PendingStep prepare_step(int64_t k);
+  void record_step(PendingStep& p, const StepSimFigures& f);
+  void run_steps_here();
+  void run_steps_forked();
 
   const WorkloadSpec& w_;
   const ArchConfig& arch_;
@@ -176,11 +189,8 @@ class Generation {
   std::unique_ptr<SymbolicSteps> sym_;
   int64_t last_context_ = 0;
   std::unique_ptr<Progress> progress_;
-  // Statistics of the last program simulated: a step whose program is the same (cached) one gets
-  // them again. The simulator is deterministic and a timing run reads no data, so simulating it
-  // again would give the same figures.
-  Entry last_simulated_;
-  SimStats last_stats_;
+  Entry last_prepared_;          // the program of the step prepared last
+  StepSimFigures last_figures_;  // the figures of the step recorded last
 };
 
 // The lengths against the graph's static KV cache or the model's positions.
@@ -340,18 +350,7 @@ Generation::Entry Generation::step_program(const WorkloadSpec& s, int64_t k, Gen
   return e;
 }
 
-const SimStats& Generation::simulate_step(const Entry& e, GenerateStep& st) {
-  if (e != last_simulated_) {
-    last_stats_ = simulate_compiled(*e, arch_);
-    last_simulated_ = e;
-    ++r_.simulations;
-  } else {
-    st.simulation_reused = true;
-  }
-  return last_stats_;
-}
-
-void Generation::run_step(int64_t k) {
+Generation::PendingStep Generation::prepare_step(int64_t k) {
   GenerateResult& r = r_;
   WorkloadSpec s = graph_cache_ ? w_ : step_workload(w_, r.prompt_len, k);
   if (graph_cache_) {  // the graph's own shapes; the phase, tokens and context are the step's
@@ -359,30 +358,106 @@ void Generation::run_step(int64_t k) {
     s.seq_len = k == 1 ? r.prompt_len : 1;
     s.context = k == 1 ? 0 : r.prompt_len + k - 2;
   }
-  GenerateStep st;
+  PendingStep p;
+  GenerateStep& st = p.st;
   st.step = k;
   st.phase = s.phase;
   st.position = r.prompt_len + k - 1;
   st.context = s.context;
   st.seq_len = s.seq_len;
   auto tc = Clock::now();
-  Entry e = step_program(s, k, st);
+  p.e = step_program(s, k, st);
   st.compile_wall_s = seconds_since(tc);
-  auto ts = Clock::now();
-  const SimStats& stats = simulate_step(e, st);
-  st.simulate_wall_s = seconds_since(ts);
+  p.simulate = p.e != last_prepared_;
+  last_prepared_ = p.e;
+  return p;
+}
+
+void Generation::record_step(PendingStep& p, const StepSimFigures& sim) {
+  GenerateResult& r = r_;
+  GenerateStep& st = p.st;
+  const int64_t k = st.step;
+  if (p.simulate) {
+    ++r.simulations;
+    last_figures_ = sim;
+    st.simulate_wall_s = sim.wall_s;
+  } else {
+    st.simulation_reused = true;
+  }
+  const StepSimFigures& f = last_figures_;
   // A graph file's prefill feeds the prompt through the decode-step graph token by token.
   const int64_t calls = graph_cache_ && k == 1 ? r.prompt_len : 1;
   st.graph_calls = calls;
-  st.cycles = stats.cycles * static_cast<uint64_t>(calls);
-  st.latency_s = stats.latency_us * 1e-6 * static_cast<double>(calls);
-  st.hbm_read_bytes = stats.hbm_read_bytes * static_cast<uint64_t>(calls);
-  st.hbm_write_bytes = stats.hbm_write_bytes * static_cast<uint64_t>(calls);
-  st.energy_j = stats.energy.total_j() * static_cast<double>(calls);
-  st.kernels = e->kernels;
-  if (o_.on_step) o_.on_step(st, e->program);
+  st.cycles = f.cycles * static_cast<uint64_t>(calls);
+  st.latency_s = f.latency_us * 1e-6 * static_cast<double>(calls);
+  st.hbm_read_bytes = f.hbm_read_bytes * static_cast<uint64_t>(calls);
+  st.hbm_write_bytes = f.hbm_write_bytes * static_cast<uint64_t>(calls);
+  st.energy_j = f.energy_j * static_cast<double>(calls);
+  st.kernels = p.e->kernels;
+  if (o_.on_step) o_.on_step(st, p.e->program);
   r.steps.push_back(st);
   if (progress_) progress_->update(static_cast<size_t>(k), 0, 0, k == r.gen_len);
+}
+
+// One step after the other, each compiled and simulated in this process.
+void Generation::run_steps_here() {
+  for (int64_t k = 1; k <= r_.gen_len; ++k) {
+    PendingStep p = prepare_step(k);
+    record_step(p, p.simulate ? simulate_step_figures(*p.e, arch_) : last_figures_);
+  }
+}
+
+// Steps compiled here, in order, and simulated by forked workers (process/forked_work.h) that
+// get each program encoded (isa/encoding.h, as `lpu sim` reads a .lpubin) while this process
+// compiles the next steps; results are recorded in step order. Each simulation is the one
+// run_steps_here would make, so every figure is the same; only the wall times differ. One
+// device only (tensor parallelism simulates every rank's program: run_steps_here).
+void Generation::run_steps_forked() {
+  ForkedWorkers workers(static_cast<int>(std::min<int64_t>(o_.jobs, r_.gen_len)), [this](const std::string& request) {
+    CompiledStep c;
+    c.program = decode_program(reinterpret_cast<const uint8_t*>(request.data()), request.size(), "", Checksum::Skip);
+    return encode_figures(simulate_step_figures(c, arch_));
+  });
+  r_.simulation_processes = std::max(1, workers.workers());
+  std::deque<PendingStep> waiting;                  // prepared, not yet recorded, in step order
+  std::map<uint64_t, ForkedWorkers::Result> ready;  // simulations back, by step
+  auto record_ready = [&] {
+    for (; !waiting.empty(); waiting.pop_front()) {
+      PendingStep& p = waiting.front();
+      if (!p.simulate) {
+        record_step(p, last_figures_);
+        continue;
+      }
+      auto it = ready.find(static_cast<uint64_t>(p.st.step));
+      if (it == ready.end()) return;
+      if (!it->second.ok()) it->second.rethrow();  // the first failing step's error, as in order
+      record_step(p, decode_figures(it->second.bytes));
+      ready.erase(it);
+    }
+  };
+  auto take = [&](bool block) {
+    for (auto r = workers.next(block); r; r = workers.next(false)) ready[r->id] = std::move(*r);
+  };
+  for (int64_t k = 1; k <= r_.gen_len; ++k) {
+    PendingStep p = prepare_step(k);
+    if (p.simulate) {
+      std::vector<uint8_t> bin;
+      try {
+        bin = encode_program(p.e->program, Checksum::Skip);
+      } catch (const InputError&) {  // a field beyond the binary records (a dimension >= 2^32): here
+        ready[static_cast<uint64_t>(k)].bytes = encode_figures(simulate_step_figures(*p.e, arch_));
+      }
+      if (!bin.empty()) workers.send(static_cast<uint64_t>(k), bin.data(), bin.size());
+    }
+    waiting.push_back(std::move(p));
+    take(false);
+    record_ready();
+  }
+  while (!waiting.empty()) {
+    take(true);
+    record_ready();
+  }
+  workers.finish();
 }
 
 GenerateResult Generation::run() {
@@ -390,7 +465,10 @@ GenerateResult Generation::run() {
   validate();
   size_t memo_hits0 = cache_.cost_memo.hits(), memo_misses0 = cache_.cost_memo.misses();
   plan();
-  for (int64_t k = 1; k <= r_.gen_len; ++k) run_step(k);
+  if (o_.jobs > 1 && devices_ == 1 && r_.gen_len > 1)
+    run_steps_forked();
+  else
+    run_steps_here();
   if (progress_) progress_->finish();
   if (sym_) {
     const SymbolicCounters& n = sym_->counters();
@@ -537,7 +615,12 @@ nlohmann::json GenerateResult::to_json() const {
       {"cost_model_memo", {{"hits", cost_memo_hits}, {"misses", cost_memo_misses}}},
       {"steps", steps_j},
       // The only part that differs between two runs of the same generation.
-      {"wall", {{"total_s", wall_s}, {"compile_s", compile_s}, {"simulate_s", simulate_s}}},
+      // simulate_s sums the steps' simulations, which overlap when several processes ran them.
+      {"wall",
+       {{"total_s", wall_s},
+        {"compile_s", compile_s},
+        {"simulate_s", simulate_s},
+        {"simulation_processes", simulation_processes}}},
   };
   if (arch.energy
           .configured) {  // per token: every generated token (one per step and sequence), and the decode steps alone
@@ -622,8 +705,10 @@ std::string GenerateResult::summary() const {
                          " guard extensions, ", guard_failures, " guard failures")
                 : graph_cache_note(static_kv_cache)},
       {"cost-model memo hits / misses", strcat(cost_memo_hits, " / ", cost_memo_misses)},
-      {"wall", strcat(format_number("%.2f s", wall_s), " (compile ", format_number("%.2f s", compile_s), ", simulate ",
-                      format_number("%.2f s", simulate_s), ")")},
+      {"wall",
+       strcat(format_number("%.2f s", wall_s), " (compile ", format_number("%.2f s", compile_s), ", simulate ",
+              format_number("%.2f s", simulate_s),
+              simulation_processes > 1 ? strcat(" in ", simulation_processes, " processes") : std::string(), ")")},
   };
   std::string out = format_table({"metric", "value"}, rows);
   // Latency against position, a few evenly spaced steps (every step is in --json / --csv).

@@ -49,6 +49,11 @@ struct GenerateOptions {
   std::function<void(const GenerateStep&, const Program&)> on_step;
   std::ostream* progress = nullptr;  // progress lines (or a bar) go here when set
   bool progress_bar = false;
+  // Processes simulating steps at once: > 1 forks that many copies of this process per batch of
+  // steps (process/forked_work.h) while this one compiles the next batch; the figures are the
+  // same. 1: every step in this process (the library's default: a caller with threads, such as
+  // Python, should not fork; `lpu generate --jobs` defaults to the machine's cores).
+  int jobs = 1;
 };
 
 struct GenerateStep {
@@ -101,6 +106,7 @@ struct GenerateResult {
   // prefill once per prompt token; unset for a built-in LLM.
   std::optional<StaticKvCache> static_kv_cache;
   double wall_s = 0;
+  int simulation_processes = 1;  // processes that simulated steps at once (GenerateOptions::jobs)
 
   double ttft_s() const { return steps.empty() ? 0 : steps.front().latency_s; }
   // Generated tokens of every sequence: one per step and sequence of the batch.

@@ -1,8 +1,12 @@
 #include "generate/step_runner.h"
 
+#include <cstring>
+#include <type_traits>
+
 #include "device_symmetry.h"
 #include "generate/regional.h"
 #include "policy_registry.h"
+#include "process/progress.h"
 #include "support/error.h"
 #include "workload/transformer.h"
 
@@ -19,8 +23,8 @@ std::string step_cache_key(const WorkloadSpec& s, const CompileOptions& co, cons
   for (const auto& r : s.ragged) k += strcat(";seq=", r.context, "+", r.tokens);
   k += strcat(";fusion=", co.fusion, ";lmu_fraction=", co.fusion_lmu_fraction, ";lmu_bytes=", co.codegen.lmu_bytes,
               ";double_buffer=", co.codegen.double_buffer, ";hbm_alignment=", co.codegen.hbm_alignment,
-              ";max_tile_rows=", co.codegen.max_tile_rows, ";fold_loops=", co.codegen.fold_loops, ";skew_tiles=", co.codegen.skew_tiles,
-              ";break=", co.break_on_unsupported);
+              ";max_tile_rows=", co.codegen.max_tile_rows, ";fold_loops=", co.codegen.fold_loops,
+              ";skew_tiles=", co.codegen.skew_tiles, ";break=", co.break_on_unsupported);
   for (const auto& op : co.unsupported_ops) k += ";unsupported=" + op;
   if (co.fusion == "search") k += ";arch=" + arch_to_json(arch).dump();
   return k;
@@ -57,6 +61,31 @@ SimStats simulate_compiled(const CompiledStep& e, const ArchConfig& arch) {
   if (!e.rotations)
     for (const Program& p : e.others) so.other_devices.push_back(&p);
   return simulate(e.program, arch, so).stats;
+}
+
+StepSimFigures simulate_step_figures(const CompiledStep& e, const ArchConfig& arch) {
+  const auto t0 = Clock::now();
+  const SimStats st = simulate_compiled(e, arch);
+  StepSimFigures f;
+  f.cycles = st.cycles;
+  f.hbm_read_bytes = st.hbm_read_bytes;
+  f.hbm_write_bytes = st.hbm_write_bytes;
+  f.latency_us = st.latency_us;
+  f.energy_j = st.energy.total_j();
+  f.wall_s = seconds_since(t0);
+  return f;
+}
+
+static_assert(std::is_trivially_copyable_v<StepSimFigures>);
+
+std::string encode_figures(const StepSimFigures& f) { return std::string(reinterpret_cast<const char*>(&f), sizeof f); }
+
+StepSimFigures decode_figures(const std::string& bytes) {
+  if (bytes.size() != sizeof(StepSimFigures))
+    throw InternalError(strcat("step figures: ", bytes.size(), " bytes, expected ", sizeof(StepSimFigures)));
+  StepSimFigures f;
+  std::memcpy(&f, bytes.data(), sizeof f);
+  return f;
 }
 
 namespace {

@@ -34,6 +34,16 @@ CompiledStep compile_ranks(const WorkloadSpec& s, int64_t devices,
 // Simulates a compiled step (timing only, no per-kernel attribution: a step's totals).
 SimStats simulate_compiled(const CompiledStep& e, const ArchConfig& arch);
 
+// What a generation keeps of a step's simulation, and the wall time it took. Plain numbers, so
+// a forked simulation (process/forked_work.h) sends them back byte for byte.
+struct StepSimFigures {
+  uint64_t cycles = 0, hbm_read_bytes = 0, hbm_write_bytes = 0;
+  double latency_us = 0, energy_j = 0, wall_s = 0;
+};
+StepSimFigures simulate_step_figures(const CompiledStep& e, const ArchConfig& arch);
+std::string encode_figures(const StepSimFigures& f);
+StepSimFigures decode_figures(const std::string& bytes);  // InternalError for a wrong size
+
 class StepRunner {
  public:
   // InputError for a policy that simulates (search, search-isu) or an unknown one.
