@@ -1,5 +1,7 @@
 #include "isa/encoding.h"
 
+#include <algorithm>
+#include <bit>
 #include <cstdio>
 #include <cstring>
 #include <iterator>
@@ -62,10 +64,21 @@ std::string op_name(const Instruction& in) {
   }
 }
 
+// Appends little-endian fields to `out` through a cursor: the vector is grown ahead (doubling)
+// and each field is one memcpy, not a vector insert per field (an encode was ~1,500
+// instructions per program instruction, most of them in std::vector's range insert).
 class Writer {
  public:
-  std::vector<uint8_t> out;
-  void u8(uint8_t v) { out.push_back(v); }
+  explicit Writer(std::vector<uint8_t>&& buffer, size_t expected) : out_(std::move(buffer)) {
+    out_.resize(std::max<size_t>(expected, 64));
+  }
+  size_t size() const { return n_; }
+  const uint8_t* data() const { return out_.data(); }
+  std::vector<uint8_t> take() {
+    out_.resize(n_);
+    return std::move(out_);
+  }
+  void u8(uint8_t v) { put(&v, 1); }
   void u16(uint16_t v) { le(v, 2); }
   void u32(uint32_t v) { le(v, 4); }
   void u64(uint64_t v) { le(v, 8); }
@@ -78,10 +91,10 @@ class Writer {
   }
   void str(const std::string& s) {
     u32(narrow_u32(s.size(), [] { return std::string("a name's length"); }));
-    out.insert(out.end(), s.begin(), s.end());
+    put(s.data(), s.size());
   }
   void patch_u64(size_t at, uint64_t v) {
-    for (int i = 0; i < 8; ++i) out[at + static_cast<size_t>(i)] = static_cast<uint8_t>(v >> (8 * i));
+    for (int i = 0; i < 8; ++i) out_[at + static_cast<size_t>(i)] = static_cast<uint8_t>(v >> (8 * i));
   }
   // `what` builds the field's description, only when the value does not fit.
   template <typename What>
@@ -98,11 +111,22 @@ class Writer {
   }
 
  private:
-  void le(uint64_t v, int bytes) {  // one insert, not a push_back (and its capacity check) per byte
-    uint8_t b[8];
-    for (int i = 0; i < bytes; ++i) b[i] = static_cast<uint8_t>(v >> (8 * i));
-    out.insert(out.end(), b, b + bytes);
+  [[gnu::always_inline]] void put(const void* p, size_t k) {
+    if (n_ + k > out_.size()) out_.resize(std::max(2 * out_.size(), n_ + k));
+    std::memcpy(out_.data() + n_, p, k);
+    n_ += k;
   }
+  [[gnu::always_inline]] void le(uint64_t v,
+                                 int bytes) {  // on a little-endian host the value's own bytes are the encoding
+    uint8_t b[8];
+    if constexpr (std::endian::native == std::endian::little)
+      std::memcpy(b, &v, 8);
+    else
+      for (int i = 0; i < bytes; ++i) b[i] = static_cast<uint8_t>(v >> (8 * i));
+    put(b, static_cast<size_t>(bytes));
+  }
+  std::vector<uint8_t> out_;
+  size_t n_ = 0;
 };
 
 // Bounds-checked little-endian reads; every failure names the byte offset.
@@ -117,10 +141,13 @@ class Reader {
   void need(size_t bytes, const char* what) const {
     if (n_ - pos_ < bytes) fail(pos_, strcat("truncated: ", what, ": ", bytes, " bytes needed, ", n_ - pos_, " left"));
   }
-  uint64_t le(int bytes, const char* what) {
+  [[gnu::always_inline]] uint64_t le(int bytes, const char* what) {
     need(static_cast<size_t>(bytes), what);
     uint64_t v = 0;
-    for (int i = 0; i < bytes; ++i) v |= static_cast<uint64_t>(d_[pos_ + static_cast<size_t>(i)]) << (8 * i);
+    if constexpr (std::endian::native == std::endian::little)
+      std::memcpy(&v, d_ + pos_, static_cast<size_t>(bytes));
+    else
+      for (int i = 0; i < bytes; ++i) v |= static_cast<uint64_t>(d_[pos_ + static_cast<size_t>(i)]) << (8 * i);
     pos_ += static_cast<size_t>(bytes);
     return v;
   }
@@ -283,11 +310,17 @@ void write_operand(Writer& w, const Operand& o, size_t i) {
 }  // namespace
 
 std::vector<uint8_t> encode_program(const Program& p, Checksum checksum) {
+  std::vector<uint8_t> out;
+  encode_program_into(p, out, checksum);
+  return out;
+}
+
+void encode_program_into(const Program& p, std::vector<uint8_t>& out, Checksum checksum) {
   const OpNames ops(p);
   size_t n_operands = 0;
   for (const auto& in : p.code) n_operands += in.srcs.size();
-  Writer w;
-  w.out.reserve(kHeaderBytes + p.code.size() * kInstrBytes + n_operands * kOperandBytes + 64 * (p.buffers.size() + 1));
+  Writer w(std::move(out),
+           kHeaderBytes + p.code.size() * kInstrBytes + n_operands * kOperandBytes + 64 * (p.buffers.size() + 1));
   write_header_and_tables(w, p, ops, n_operands);
   uint32_t next_operand = 0;
   for (size_t i = 0; i < p.code.size(); ++i) {
@@ -296,9 +329,9 @@ std::vector<uint8_t> encode_program(const Program& p, Checksum checksum) {
   }
   for (size_t i = 0; i < p.code.size(); ++i)
     for (const auto& o : p.code[i].srcs) write_operand(w, o, i);
-  w.patch_u64(32, w.out.size());
-  if (checksum == Checksum::Check) w.patch_u64(40, checksum_of(w.out.data(), w.out.size()));
-  return std::move(w.out);
+  w.patch_u64(32, w.size());
+  if (checksum == Checksum::Check) w.patch_u64(40, checksum_of(w.data(), w.size()));
+  out = w.take();
 }
 
 namespace {

@@ -33,6 +33,10 @@ enum class Checksum { Check, Skip };
 // Throws InputError when a field does not fit its record (e.g. a tile dimension >= 2^32),
 // naming the instruction.
 std::vector<uint8_t> encode_program(const Program& p, Checksum checksum = Checksum::Check);
+// The same into `out` (replacing what it held), whose memory a caller encoding many programs
+// reuses: a fresh buffer of a few hundred KB is mapped and unmapped by malloc each time, and
+// every first touch of its pages is a page fault.
+void encode_program_into(const Program& p, std::vector<uint8_t>& out, Checksum checksum = Checksum::Check);
 
 // Validates everything it reads (sizes, enum codes, operand counts and ranges, padding, the
 // checksum) and throws InputError "SOURCE: byte OFFSET: message" on corrupt or truncated input.

@@ -438,16 +438,16 @@ void Generation::run_steps_forked() {
   auto take = [&](bool block) {
     for (auto r = workers.next(block); r; r = workers.next(false)) ready[r->id] = std::move(*r);
   };
+  std::vector<uint8_t> bin;  // one buffer for every step's encoding (encode_program_into)
   for (int64_t k = 1; k <= r_.gen_len; ++k) {
     PendingStep p = prepare_step(k);
     if (p.simulate) {
-      std::vector<uint8_t> bin;
       try {
-        bin = encode_program(p.e->program, Checksum::Skip);
+        encode_program_into(p.e->program, bin, Checksum::Skip);
+        workers.send(static_cast<uint64_t>(k), bin.data(), bin.size());
       } catch (const InputError&) {  // a field beyond the binary records (a dimension >= 2^32): here
         ready[static_cast<uint64_t>(k)].bytes = encode_figures(simulate_step_figures(*p.e, arch_));
       }
-      if (!bin.empty()) workers.send(static_cast<uint64_t>(k), bin.data(), bin.size());
     }
     waiting.push_back(std::move(p));
     take(false);
