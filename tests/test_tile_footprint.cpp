@@ -136,3 +136,14 @@ TEST(TileFootprint, MatchesTheEmitterOnColumnTiledKernels) {
   Counts n = check_workload("gpt2-decode.yaml", 64 * 1024);
   EXPECT_GT(n.column_tiles, 20);
 }
+
+// Weights stored packed (weight_dtype int8 / int4): a matmul's streamed B is counted at its
+// packed blocks' bytes, as the emitted sxe.gemm reads them (instruction_hbm_bytes), not at the
+// unpacked element size.
+TEST(TileFootprint, MatchesTheEmitterOnPackedWeights) {
+  for (const char* q : {"int4", "int8"}) {
+    WorkloadSpec w = load_workload_file(std::string(LPU_SOURCE_DIR) + "/workloads/tiny-llama-decode-32.yaml");
+    w = resolve_workload(w.file, {strcat("weight_dtype=", q), "group_size=32"});
+    EXPECT_GT(check_graph(build_graph(w), strcat("tiny-llama ", q), 512 * 1024).kernels, 0) << q;
+  }
+}

@@ -23,6 +23,11 @@ struct Step {
   int store = -1;
 };
 
+// The HBM bytes of `elems` elements of a matmul's streamed B: its packed blocks where the weights
+// are stored packed (instruction_hbm_bytes counts the emitted sxe.gemm the same way), else the
+// elements at `eb` bytes each.
+int64_t b_bytes(const Buffer& b, int64_t elems, int64_t eb) { return b.quant.on() ? b.quant.bytes(elems) : elems * eb; }
+
 // The replay's sink for sizing: each hook is the register uses and the HBM bytes of the
 // instructions the emitter's hook of the same name writes.
 struct FootprintSink {
@@ -69,11 +74,11 @@ struct FootprintSink {
       while (r + n < dst.rows && m.rows_of_b.row_offset(r0 + r + n) == base) ++n;
       r += n;
     }
-    hbm += groups * m.K * dst.cols * m.eb;
+    hbm += groups * b_bytes(*m.buf, m.K * dst.cols, m.eb);
   }
   void matmul_gathered(const TileWalk::Op& op, const TileVal& a, const TileVal& idx, const TileVal& dst, int64_t) {
     step(body, dst.vid, {&a, &idx});  // one slab block per row
-    if (with_hbm) hbm += dst.rows * op.node->reduction_ranges.at(0) * dst.cols * op.eb;
+    if (with_hbm) hbm += dst.rows * b_bytes(*op.buf, op.node->reduction_ranges.at(0) * dst.cols, op.eb);
   }
   void gather(const TileWalk::Op& op, const TileVal& idx, const TileVal& dst, int64_t) {
     step(body, dst.vid, {&idx});
