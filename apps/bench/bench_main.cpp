@@ -13,7 +13,8 @@
 //      (docs/tensor-parallel.md): ms/token, speedup per doubling, ESL bytes, exposed sync.
 //   8. backends: every `--emit` backend of the registry (jobs/backends.h) on one decode step:
 //      wall time and size of what it renders.
-// Usage: build/lpu-bench [policies|simulator|hbm|schedule|compile|roofline|energy|tp|backends|all] [--arch NAME] [--context N]
+// Usage: build/lpu-bench [policies|simulator|hbm|schedule|compile|roofline|energy|tp|backends|all] [--arch NAME]
+// [--context N]
 #include <fcntl.h>
 #include <spawn.h>
 #include <sys/resource.h>
@@ -27,15 +28,16 @@
 #include <iostream>
 #include <random>
 #include <string>
+#include <thread>
 
 #include "generate/generate.h"
+#include "generate/regional.h"
 #include "graph/graph.h"
 #include "jobs/backends.h"
 #include "jobs/jobs.h"
-#include "policy_registry.h"
-#include "generate/regional.h"
 #include "jobs/roofline.h"
 #include "model/dram_banks.h"
+#include "policy_registry.h"
 #include "support/error.h"
 
 using namespace lpu;
@@ -45,8 +47,8 @@ namespace {
 std::string fmt(const char* f, double v) { return format_number(f, v); }
 
 void policies(const ArchConfig& arch) {
-  const char* models[] = {"gpt2", "opt-1.3b", "opt-6.7b", "opt-13b", "opt-30b", "opt-66b",
-                          "llama2-7b", "llama2-13b", "llama2-70b"};
+  const char* models[] = {"gpt2",    "opt-1.3b",  "opt-6.7b",   "opt-13b",   "opt-30b",
+                          "opt-66b", "llama2-7b", "llama2-13b", "llama2-70b"};
   std::vector<std::vector<std::string>> rows;
   for (const char* m : models) {
     WorkloadSpec w = resolve_workload(std::string(m) + "-decode");
@@ -63,8 +65,7 @@ void policies(const ArchConfig& arch) {
                       fmt("%.3f", s.latency_us / 1000),
                       fmt("%.1f%%", s.cycles ? 100 * step_floor(o).peak_cycles / static_cast<double>(s.cycles) : 0.0),
                       o.search ? std::to_string(o.search->candidates.size()) : "-",
-                      o.search ? fmt("%.2f%%", o.search->gain_percent()) : "-",
-                      o.search ? o.search->chosen : "-"});
+                      o.search ? fmt("%.2f%%", o.search->gain_percent()) : "-", o.search ? o.search->chosen : "-"});
     }
   }
   std::cout << "decode steps (batch 1, context 2048, fp16) on " << arch.name << "\n"
@@ -78,8 +79,8 @@ void policies(const ArchConfig& arch) {
 // config's energies, static power x time).
 void energy(const ArchConfig& arch) {
   if (!arch.energy.configured) throw InputError(arch.file + " has no energy section: energy is not modelled");
-  const char* models[] = {"gpt2", "opt-1.3b", "opt-6.7b", "opt-13b", "opt-30b", "opt-66b",
-                          "llama2-7b", "llama2-13b", "llama2-70b"};
+  const char* models[] = {"gpt2",    "opt-1.3b",  "opt-6.7b",   "opt-13b",   "opt-30b",
+                          "opt-66b", "llama2-7b", "llama2-13b", "llama2-70b"};
   std::vector<std::vector<std::string>> rows;
   for (const char* m : models) {
     WorkloadSpec w = resolve_workload(std::string(m) + "-decode");
@@ -87,16 +88,17 @@ void energy(const ArchConfig& arch) {
     const EnergyStats& e = o.sim.stats.energy;
     double tokens = static_cast<double>(llm_tokens_per_step(w));
     auto share = [&](const char* engine) { return fmt("%.1f%%", 100 * e.engines.at(engine).total_j() / e.total_j()); };
-    rows.push_back({w.name, fmt("%.3f", o.sim.stats.latency_us / 1000 / tokens), fmt("%.2f", e.total_j() * 1e3 / tokens),
-                    fmt("%.2f", e.dynamic_j * 1e3 / tokens), fmt("%.2f", e.static_j * 1e3 / tokens),
-                    fmt("%.1f", e.total_j() / e.seconds), share("hbm"), share("sxe"), share("vxe"), share("lmu"),
-                    fmt("%.1f%%", 100 * (e.engines.at("dma").total_j() + e.engines.at("esl").total_j() +
-                                         e.engines.at("isu").total_j()) /
-                                      e.total_j())});
+    rows.push_back(
+        {w.name, fmt("%.3f", o.sim.stats.latency_us / 1000 / tokens), fmt("%.2f", e.total_j() * 1e3 / tokens),
+         fmt("%.2f", e.dynamic_j * 1e3 / tokens), fmt("%.2f", e.static_j * 1e3 / tokens),
+         fmt("%.1f", e.total_j() / e.seconds), share("hbm"), share("sxe"), share("vxe"), share("lmu"),
+         fmt("%.1f%%",
+             100 * (e.engines.at("dma").total_j() + e.engines.at("esl").total_j() + e.engines.at("isu").total_j()) /
+                 e.total_j())});
   }
   std::cout << "energy per token of the decode steps (batch 1, context 2048, fp16, greedy) on " << arch.name << "\n"
-            << format_table({"workload", "ms/token", "mJ/token", "dynamic_mJ", "static_mJ", "avg_W", "hbm", "sxe", "vxe",
-                             "lmu", "dma+esl+isu"},
+            << format_table({"workload", "ms/token", "mJ/token", "dynamic_mJ", "static_mJ", "avg_W", "hbm", "sxe",
+                             "vxe", "lmu", "dma+esl+isu"},
                             rows);
 }
 
@@ -128,9 +130,9 @@ void tensor_parallel(const ArchConfig& base) {
   }
   std::cout << "tensor parallelism: decode steps (batch 1, context 2048, fp16, greedy) on " << base.name << " (esl "
             << base.esl.bandwidth_gbps << " GB/s, " << base.esl.latency_ns << " ns)\n"
-            << format_table({"workload", "devices", "cycles", "ms/token", "speedup", "esl_MB", "exposed_sync_us",
-                             "sync_share"},
-                            rows);
+            << format_table(
+                   {"workload", "devices", "cycles", "ms/token", "speedup", "esl_MB", "exposed_sync_us", "sync_share"},
+                   rows);
 }
 
 // The wall time of `argv` run as its own process, start to exit (the best of `runs`), or -1
@@ -240,15 +242,16 @@ void roofline(const ArchConfig& arch, int64_t context) {
                      fmt("%.1f%%", 100 * f.sustained_cycles / c), fmt("%.1f%%", 100 * f.peak_cycles / c),
                      worst + fmt(" (%.0f)", worst_loss)});
   }
-  std::cout << "decode steps (batch 1, context " << context << ", fp16, greedy) on " << arch.name
-            << ": per op class, kernel spans against their rooflines (cycles at " << arch.clock_ghz << " GHz)\n"
-            << format_table({"model", "op_class", "kernels", "hbm_MB", "roofline", "achieved", "of_roofline",
-                             "top_blocker", "blocker_cycles"},
-                            rows)
-            << "\nwhole steps against the HBM floor: compulsory bytes at peak x hbm.efficiency (sustained) and at peak\n"
-            << format_table({"model", "compulsory_MB", "floor_sustained", "floor_peak", "achieved", "of_sustained",
-                             "of_peak", "class_losing_most (cycles - roofline)"},
-                            steps);
+  std::cout
+      << "decode steps (batch 1, context " << context << ", fp16, greedy) on " << arch.name
+      << ": per op class, kernel spans against their rooflines (cycles at " << arch.clock_ghz << " GHz)\n"
+      << format_table({"model", "op_class", "kernels", "hbm_MB", "roofline", "achieved", "of_roofline", "top_blocker",
+                       "blocker_cycles"},
+                      rows)
+      << "\nwhole steps against the HBM floor: compulsory bytes at peak x hbm.efficiency (sustained) and at peak\n"
+      << format_table({"model", "compulsory_MB", "floor_sustained", "floor_peak", "achieved", "of_sustained", "of_peak",
+                       "class_losing_most (cycles - roofline)"},
+                      steps);
 }
 
 // Scheduling time against graph size: chains of relu nodes ([64, 256] fp32 each), compiled
@@ -276,22 +279,27 @@ void schedule_scaling(const ArchConfig& arch) {
 // Whole generations against their targets: OPT-1.3B, 32 prompt + 2016 generated tokens, batch
 // 1, on one device of lpu-asic (issue 28: <= 4 s on one core) and of lpu-small (<= 10 s), and
 // LLaMA-2-70B on 4 lpu-asic devices (issue 15: <= 60 s); the decode steps' compile + simulate
-// against simulating alone (issue 15: <= 2x). Wall times are this process's on one thread; the simulated figures are
-// deterministic.
+// against simulating alone (issue 15: <= 2x). Wall times are this process's on one thread, and OPT-1.3B on lpu-asic
+// once more with its steps simulated by as many worker processes as the machine has CPUs (lpu generate -j; compile_s
+// and simulate_s then add up the steps, which overlap); the simulated figures are deterministic.
 void generation() {
   struct Case {
     const char* model;
     const char* config;
     int devices;
     double target_s;
+    int jobs;
   };
+  const int cpus = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   std::vector<std::vector<std::string>> rows;
-  for (const Case& c : {Case{"opt-1.3b", "lpu-asic", 1, 4}, Case{"opt-1.3b", "lpu-small", 1, 10},
-                        Case{"llama2-70b", "lpu-asic", 4, 60}}) {
+  for (const Case& c : {Case{"opt-1.3b", "lpu-asic", 1, 4, 1}, Case{"opt-1.3b", "lpu-asic", 1, 4, cpus},
+                        Case{"opt-1.3b", "lpu-small", 1, 10, 1}, Case{"llama2-70b", "lpu-asic", 4, 60, 1}}) {
+    if (c.jobs > 1 && cpus == 1) continue;
     ArchConfig a = load_arch_config(resolve_config_path(c.config), {strcat("devices=", c.devices)});
     GenerateOptions o;
     o.prompt_len = 32;
     o.gen_len = 2016;
+    o.jobs = c.jobs;
     CompileCache cache;
     auto t0 = std::chrono::steady_clock::now();
     GenerateResult r = run_generate(resolve_workload(c.model), a, o, cache);
@@ -305,15 +313,16 @@ void generation() {
         decode_simulate += s.simulate_wall_s;
       }
     }
-    rows.push_back({c.model, c.config, std::to_string(c.devices), std::to_string(r.compiles),
-                    strcat(r.instantiated, "/", r.steps.size() - 1), fmt("%.2f", compile), fmt("%.2f", simulate),
-                    fmt("%.2f", wall), fmt("%.0f", c.target_s), wall <= c.target_s ? "met" : "NOT met",
-                    fmt("%.2fx", (decode_compile + decode_simulate) / decode_simulate),
-                    fmt("%.3f", r.per_token().mean * 1e3), fmt("%.1f", static_cast<double>(r.tokens()) / r.total_latency_s())});
+    rows.push_back(
+        {c.model, c.jobs > 1 ? strcat(c.config, " -j ", c.jobs) : std::string(c.config), std::to_string(c.devices),
+         std::to_string(r.compiles), strcat(r.instantiated, "/", r.steps.size() - 1), fmt("%.2f", compile),
+         fmt("%.2f", simulate), fmt("%.2f", wall), fmt("%.0f", c.target_s), wall <= c.target_s ? "met" : "NOT met",
+         fmt("%.2fx", (decode_compile + decode_simulate) / decode_simulate), fmt("%.3f", r.per_token().mean * 1e3),
+         fmt("%.1f", static_cast<double>(r.tokens()) / r.total_latency_s())});
   }
   std::cout << "whole generations: 32 prompt + 2016 generated tokens, batch 1, fp16, greedy (lpu generate)\n"
-            << format_table({"model", "config", "devices", "compiles", "instantiated", "compile_s", "simulate_s", "wall_s",
-                             "target_s", "target", "decode_cost_vs_sim", "ms/token", "tokens/s"},
+            << format_table({"model", "config", "devices", "compiles", "instantiated", "compile_s", "simulate_s",
+                             "wall_s", "target_s", "target", "decode_cost_vs_sim", "ms/token", "tokens/s"},
                             rows);
 }
 
@@ -368,24 +377,32 @@ void compile_scaling(const ArchConfig& arch) {
 // Achievable HBM bandwidth of the model (its calibration): a stream of DMA loads of one
 // transfer size and access shape, as achieved GB/s and % of the configured peak.
 void hbm_dma(const ArchConfig& a) {
-  struct Shape { const char* what; int64_t rows, cols, rs; };  // fp16 elements
-  const Shape shapes[] = {{"contiguous 4 KiB", 1, 2048, 0},   {"contiguous 64 KiB", 16, 2048, 2048},
-                          {"contiguous 1 MiB", 256, 2048, 2048}, {"rows of 256 B, stride 4 KiB", 256, 128, 2048},
-                          {"rows of 64 B, stride 4 KiB", 256, 32, 2048}, {"rows of 16 B, stride 4 KiB", 256, 8, 2048}};
+  struct Shape {
+    const char* what;
+    int64_t rows, cols, rs;
+  };  // fp16 elements
+  const Shape shapes[] = {{"contiguous 4 KiB", 1, 2048, 0},
+                          {"contiguous 64 KiB", 16, 2048, 2048},
+                          {"contiguous 1 MiB", 256, 2048, 2048},
+                          {"rows of 256 B, stride 4 KiB", 256, 128, 2048},
+                          {"rows of 64 B, stride 4 KiB", 256, 32, 2048},
+                          {"rows of 16 B, stride 4 KiB", 256, 8, 2048}};
   std::vector<std::vector<std::string>> rows;
   for (int engines : {1, 2, 4}) {
     ArchConfig e = a;
     e.dma.engines = engines;
     for (const Shape& s : shapes) {
       int64_t n = 64, bytes_per = s.rows * s.cols * 2, span = std::max(s.rows * s.rs, s.cols) * 2;
-      std::string text = strcat(".program hbm\n.buffer src hbm:0x0 f16[", n * span / 2 + s.cols, "] input\n.kernel 0 k\n");
+      std::string text =
+          strcat(".program hbm\n.buffer src hbm:0x0 f16[", n * span / 2 + s.cols, "] input\n.kernel 0 k\n");
       for (int64_t i = 0; i < n; ++i)
         text += strcat("dma.load f16 [", s.rows, ", ", s.cols, "] lm:0x", std::hex, (i % 2) * bytes_per * 2, std::dec,
                        " <- hbm:0x", std::hex, i * span, std::dec, " [", s.rs, ", 1]\n");
       Program p = parse_program(text + "halt\n");
       SimStats st = simulate(p, e, {}).stats;
       double gbps = static_cast<double>(st.hbm_read_bytes) / (st.latency_us * 1e3);
-      rows.push_back({std::to_string(engines), s.what, fmt("%.1f", gbps), fmt("%.1f%%", 100 * gbps / e.hbm.bandwidth_gbps),
+      rows.push_back({std::to_string(engines), s.what, fmt("%.1f", gbps),
+                      fmt("%.1f%%", 100 * gbps / e.hbm.bandwidth_gbps),
                       fmt("%.2f", static_cast<double>(st.hbm_burst_bytes) / static_cast<double>(st.hbm_read_bytes))});
     }
   }
@@ -428,7 +445,8 @@ void hbm_banks() {
       }
       const double gbps = static_cast<double>(p.len * p.count) / (done * 1e-3);
       const auto& c = banks.counters();
-      rows.push_back({tech, fmt("%.1f", m.peak_gbps()), p.what, fmt("%.1f", gbps), fmt("%.1f%%", 100 * gbps / m.peak_gbps()),
+      rows.push_back({tech, fmt("%.1f", m.peak_gbps()), p.what, fmt("%.1f", gbps),
+                      fmt("%.1f%%", 100 * gbps / m.peak_gbps()),
                       fmt("%.3f", static_cast<double>(c.row_hits) / static_cast<double>(c.row_hits + c.row_misses))});
     }
   }
@@ -474,7 +492,8 @@ void emit_backends(const ArchConfig& arch) {
 
 int main(int argc, char** argv) {
   const char* usage =
-      "usage: lpu-bench [policies|simulator|hbm|schedule|compile|roofline|energy|tp|generate|backends|all] [--arch NAME] "
+      "usage: lpu-bench [policies|simulator|hbm|schedule|compile|roofline|energy|tp|generate|backends|all] [--arch "
+      "NAME] "
       "[--context N]\n"
       "  policies   every LLM decode step under every policy of the registry (minutes)\n"
       "  simulator  simulator speed on OPT-1.3B, LLaMA-2-7B and OPT-30B decode steps, against real time\n"
@@ -500,8 +519,8 @@ int main(int argc, char** argv) {
       arch_name = argv[++i];
     } else if (a == "--context" && i + 1 < argc) {
       context = std::stoll(argv[++i]);
-    } else if (a == "roofline" || a == "policies" || a == "simulator" || a == "hbm" || a == "schedule" || a == "compile" || a == "energy" || a == "tp" || a == "generate" || a == "backends" ||
-               a == "all") {
+    } else if (a == "roofline" || a == "policies" || a == "simulator" || a == "hbm" || a == "schedule" ||
+               a == "compile" || a == "energy" || a == "tp" || a == "generate" || a == "backends" || a == "all") {
       what = a;
     } else {
       std::cerr << "error: unexpected argument '" << a << "'\n" << usage;

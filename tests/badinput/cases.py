@@ -468,6 +468,11 @@ CASES = [
          ["generate", "{f}"], {"f": text("model: tiny-opt\nprompt_len: 200\ngen_len: 100\n")}),
     Case("flags_gen_len_zero", 2, r"--gen-len: expected >= 1, got 0", ["generate", "tiny-opt", "--gen-len", "0"]),
     Case("flags_gen_len_negative", 2, r"--gen-len: expected >= 1, got -1", ["generate", "tiny-opt", "--gen-len", "-1"]),
+    # `lpu generate -j`: worker processes (docs/generate.md), 1 .. 1024.
+    Case("flags_generate_jobs_zero", 2, r"--jobs: Value 0 not in range 1 to 1024",
+         ["generate", "tiny-opt", "--gen-len", "4", "--jobs", "0"]),
+    Case("flags_generate_jobs_huge", 2, r"--jobs: Value 100000 not in range 1 to 1024",
+         ["generate", "tiny-opt", "--gen-len", "4", "-j", "100000"]),
     Case("flags_gen_len_beyond_max_position", 2, r"gen_len \(--gen-len\): .* beyond gpt2's max_position 1024",
          ["generate", "gpt2", "--prompt-len", "1000", "--gen-len", "25"]),
     Case("flags_prompt_len_at_max_position", 2, r"prompt_len \(--prompt-len\): .* beyond opt-1.3b's max_position 2048",
