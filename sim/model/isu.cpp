@@ -15,12 +15,10 @@ Range operand_range(uint64_t addr, int64_t R, int64_t C, int64_t rs, int64_t cs,
   int64_t base = static_cast<int64_t>(addr);
   return {static_cast<uint64_t>(base + lo * eb), static_cast<uint64_t>(base + (hi + 1) * eb)};
 }
-}  // namespace
 
 // From the opcode table's operand roles (isa/operands.h); the receiver's memory of an
 // esl.send is another device's, outside this scoreboard.
-void footprint(const Instruction& in, const Program& p, Footprint& f) {
-  f.clear();
+void add_ranges(const Instruction& in, const Program& p, Footprint& f) {
   for_each_operand(in, [&f](const OperandAccess& a) {
     if (a.memory == OperandAccess::Memory::RemoteLmu) return;
     Range r = operand_range(a.addr, a.rows, a.cols, a.rs, a.cs, a.elem_bytes);
@@ -41,6 +39,13 @@ void footprint(const Instruction& in, const Program& p, Footprint& f) {
   };
   for (const auto& name : h.inputs) f.hbm_reads.push_back(whole(name));
   f.hbm_writes.push_back(whole(h.output));
+}
+}  // namespace
+
+void footprint(const Instruction& in, const Program& p, Footprint& f) {
+  f.clear();
+  add_ranges(in, p, f);
+  f.close_hulls();
 }
 
 uint32_t Isu::new_footprint() {
@@ -78,10 +83,14 @@ inline bool any_overlap(const Ranges& a, const Ranges& b) {
       if (x.overlaps(y)) return true;
   return false;
 }
+// A memory whose hulls do not overlap has no overlapping ranges (Footprint::close_hulls).
 bool conflicts(const Footprint& f, const Footprint& g) {
-  return any_overlap(f.lm_reads, g.lm_writes) || any_overlap(f.lm_writes, g.lm_reads) ||
-         any_overlap(f.lm_writes, g.lm_writes) || any_overlap(f.hbm_reads, g.hbm_writes) ||
-         any_overlap(f.hbm_writes, g.hbm_reads) || any_overlap(f.hbm_writes, g.hbm_writes);
+  const bool lm =
+      f.lm_hull.overlaps(g.lm_hull) && (any_overlap(f.lm_reads, g.lm_writes) || any_overlap(f.lm_writes, g.lm_reads) ||
+                                        any_overlap(f.lm_writes, g.lm_writes));
+  return lm || (f.hbm_hull.overlaps(g.hbm_hull) &&
+                (any_overlap(f.hbm_reads, g.hbm_writes) || any_overlap(f.hbm_writes, g.hbm_reads) ||
+                 any_overlap(f.hbm_writes, g.hbm_writes)));
 }
 }  // namespace
 
@@ -132,7 +141,8 @@ bool Isu::fetch() {
       continue;
     }
     if (base.opcode == Opcode::LoopEnd) {
-      if (loops_.empty()) throw InputError(strcat("device ", ctx_.device, ": endloop without loop at instruction ", pc_));
+      if (loops_.empty())
+        throw InputError(strcat("device ", ctx_.device, ": endloop without loop at instruction ", pc_));
       if (++loops_.back().iter < loops_.back().count)
         pc_ = loops_.back().begin;
       else
@@ -303,7 +313,8 @@ void Isu::run() {
     issue(pick);
     if (issue_time > sc_core::SC_ZERO_TIME) {
       double t = sc_core::sc_time_stamp().to_double();
-      ctx_.kernels[static_cast<size_t>(std::max(kernel, 0))].log.push_back({t, t + issue_time.to_double(), Span::Issue});
+      ctx_.kernels[static_cast<size_t>(std::max(kernel, 0))].log.push_back(
+          {t, t + issue_time.to_double(), Span::Issue});
       wait(issue_time);
     }
   }
@@ -351,8 +362,8 @@ void Isu::signal(const Instruction& in, size_t) {
   SyncState& s = *ctx_.sync;
   int target = in.peer < 0 ? ctx_.device : static_cast<int>(in.peer);
   if (target >= s.devices)
-    throw InputError(strcat("device ", ctx_.device, ": ", print_instruction(in), " (line ", in.line, ") targets device ",
-                            target, " but the config has ", s.devices));
+    throw InputError(strcat("device ", ctx_.device, ": ", print_instruction(in), " (line ", in.line,
+                            ") targets device ", target, " but the config has ", s.devices));
   if (target == ctx_.device) {
     ++s.tokens[static_cast<size_t>(target)][in.token];
     s.changed[static_cast<size_t>(target)]->notify(sc_core::SC_ZERO_TIME);
@@ -370,9 +381,9 @@ void Isu::wait_token(const Instruction& in, size_t i) {
   auto& count = s.tokens[static_cast<size_t>(ctx_.device)][in.token];
   if (count == 0) {
     ++s.blocked;
-    s.waiting[static_cast<size_t>(ctx_.device)] =
-        strcat("device ", ctx_.device, " isu waits for token ", in.token, " at instruction ", i,
-               in.line ? strcat(" (line ", in.line, ")") : "", " with ", in_flight_.size(), " instruction(s) in flight");
+    s.waiting[static_cast<size_t>(ctx_.device)] = strcat(
+        "device ", ctx_.device, " isu waits for token ", in.token, " at instruction ", i,
+        in.line ? strcat(" (line ", in.line, ")") : "", " with ", in_flight_.size(), " instruction(s) in flight");
     check_deadlock();
     while (count == 0 && s.deadlock.empty()) wait(*s.changed[static_cast<size_t>(ctx_.device)]);
     --s.blocked;
