@@ -171,6 +171,7 @@ bool Isu::fetch() {
       p.engine = engine_for(in.opcode);
       p.f = new_footprint();
       footprint(in, *ctx_.program, footprints_[p.f]);
+      count_in_window(p.engine, 1);
     }
     window_.push_back(std::move(p));
     return true;
@@ -226,9 +227,19 @@ Isu::Verdict Isu::check(size_t k) {
   return Verdict::Issue;
 }
 
+void Isu::count_in_window(const Engine* e, int delta) {
+  const size_t i = static_cast<size_t>(e->engine_index());
+  window_entries_[i] = static_cast<uint16_t>(window_entries_[i] + delta);
+  if (window_entries_[i])
+    window_engines_ |= 1u << i;
+  else
+    window_engines_ &= ~(1u << i);
+}
+
 void Isu::issue(size_t k) {
   Pending p = std::move(window_[k]);
   window_.erase(window_.begin() + static_cast<std::ptrdiff_t>(k));
+  count_in_window(p.engine, -1);
   const Instruction& in = ctx_.instr(p.id);
   double now = sc_core::sc_time_stamp().to_double();
   double t1 = p.hazard_clear_ps < 0 ? now : p.hazard_clear_ps;
@@ -251,8 +262,6 @@ void Isu::run() {
   const sc_core::sc_time issue_time = ctx_.cycles(ctx_.arch->isu.issue_cycles);
   const size_t window = static_cast<size_t>(ctx_.arch->isu.lookahead);
   next_instance_ = ctx_.program->code.size();
-  for (const Engine* e : engines_)
-    if (e) all_engines_ |= 1u << e->engine_index();
   for (;;) {
     // Fill the window; a barrier (halt, sync) ends it until the barrier reaches the head.
     while (window_.size() < window && (window_.empty() || !window_.back().barrier) && fetch()) {
@@ -285,12 +294,12 @@ void Isu::run() {
       continue;
     }
     // Issue the oldest entry that may go; the head's verdict says why the ISU waits if none.
-    // An entry behind a waiting one of its engine cannot go either: once every engine has a
-    // waiting entry, the rest of the window is not looked at.
+    // An entry behind a waiting one of its engine cannot go either: once every engine of the
+    // window has a waiting entry, the rest of the window is not looked at.
     Verdict head = Verdict::Issue;
     size_t pick = window_.size();
     uint32_t waiting = 0;
-    for (size_t k = 0; k < window_.size() && !window_[k].barrier && waiting != all_engines_; ++k) {
+    for (size_t k = 0; k < window_.size() && !window_[k].barrier && waiting != window_engines_; ++k) {
       const uint32_t bit = 1u << window_[k].engine->engine_index();
       if (waiting & bit) continue;
       Verdict v = check(k);

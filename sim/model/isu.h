@@ -99,13 +99,18 @@ class Isu : public sc_core::sc_module {
   };
   std::vector<LoopFrame> loops_;
   size_t pc_ = 0, next_instance_ = 0;
-  uint32_t all_engines_ = 0;  // one bit per attached engine (Engine::engine_index)
+  // The engines with an entry in the window: one bit each (Engine::engine_index), and how
+  // many entries each has. Once every one of them has a waiting entry, the rest of the window
+  // cannot issue and is not looked at.
+  uint32_t window_engines_ = 0;
+  std::array<uint16_t, 32> window_entries_{};
+  void count_in_window(const Engine* e, int delta);
   int prefetching_ = 0;  // in-flight sxe.gemms issued before their activation was ready
   sc_core::sc_event retired_;
   IsuCounters counters_;
   int in_flight_count_ = 0;
   bool wall_clock_exceeded_ = false;  // fetch() found the wall-clock limit passed
-  int until_clock_check_ = 1;  // fetches left before past_wall_deadline() reads the clock
+  int until_clock_check_ = 1;         // fetches left before past_wall_deadline() reads the clock
 };
 
 }  // namespace lpu::sim
