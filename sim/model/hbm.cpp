@@ -159,7 +159,7 @@ void Hbm::b_transport(tlm::tlm_generic_payload& trans, sc_core::sc_time& delay) 
     counters_.read_bytes += len;
   else
     counters_.write_bytes += len;
-  delay = sc_core::sc_time(done, sc_core::SC_PS) - sc_core::sc_time_stamp();
+  delay = ctx_.ps(done) - sc_core::sc_time_stamp();
   trans.set_response_status(tlm::TLM_OK_RESPONSE);
 }
 

@@ -143,6 +143,13 @@ struct DeviceContext {
 
   sc_core::sc_time period;
   sc_core::sc_time cycles(double c) const { return period * c; }
+  // sc_time(v, SC_PS) without its library call (a simcontext lookup per wait, a few percent of
+  // a run). SystemC's constructor computes int64(v x scale + 0.5), scale the unit over the
+  // time resolution; sc_time's inline `*` computes int64(value x v + 0.5). Under the default
+  // resolution of 1 ps, which the simulator keeps, `one_ps` has value 1 = scale and the two
+  // are the same; any other resolution takes the constructor. Set with `period`.
+  sc_core::sc_time one_ps;
+  sc_core::sc_time ps(double v) const { return one_ps.value() == 1 ? one_ps * v : sc_core::sc_time(v, sc_core::SC_PS); }
 
   // Functional stores: HBM bytes (in each buffer's dtype) and LMU fp32 words.
   std::vector<uint8_t> hbm_data;
