@@ -184,11 +184,18 @@ bool Isu::fetch() {
 // instructions before it in program order), no hazard against an in-flight instruction
 // except the chaining / weight-prefetch cases, and room in its engine's queue. Sets the
 // entry's `inputs_ready_ps` (chaining, prefetch) and `hazard_clear_ps`.
+// A verdict remembered as Pending::blocker returns at once (still_blocked).
 Isu::Verdict Isu::check(size_t k) {
   Pending& p = window_[k];
+  if (p.blocker != kNobody && still_blocked(k)) return p.blocked;
+  p.blocker = kNobody;
   const Footprint& pf = fp(p.f);
   for (size_t j = 0; j < k; ++j)
-    if (window_[j].barrier || window_[j].engine == p.engine || conflicts(pf, fp(window_[j].f))) return Verdict::Order;
+    if (window_[j].barrier || window_[j].engine == p.engine || conflicts(pf, fp(window_[j].f))) {
+      p.blocker = window_[j].id;
+      p.blocked = Verdict::Order;
+      return Verdict::Order;
+    }
   const bool chaining = ctx_.arch->isu.chaining, prefetch = ctx_.arch->isu.weight_prefetch;
   const Engine* vxe = engines_[static_cast<size_t>(Unit::Vxe)];
   const Engine* sxe = engines_[static_cast<size_t>(Unit::Sxe)];
@@ -204,7 +211,8 @@ Isu::Verdict Isu::check(size_t k) {
     // Chaining: a VXE op reading what a running sxe.gemm writes (and nothing else in
     // conflict) may issue now; it cannot finish before the producer's last result plus its
     // own latency.
-    if (chaining && p.engine == vxe && g.engine == sxe && raw_only && g.end_ps >= 0) {
+    const bool may_chain = chaining && p.engine == vxe && g.engine == sxe && raw_only;
+    if (may_chain && g.end_ps >= 0) {
       ready = std::max(ready, g.end_ps);
       continue;
     }
@@ -212,11 +220,17 @@ Isu::Verdict Isu::check(size_t k) {
     // instruction) may start streaming its weights; its MAC work waits for the activation.
     // At most isu.prefetch_depth such gemms are in flight.
     // (Not an sxe.gemm_gather: which weights it streams depends on its row indices.)
-    if (prefetch && p.engine == sxe && raw_only && g.end_ps >= 0 && prefetching_ < ctx_.arch->isu.prefetch_depth &&
-        ctx_.instr(p.id).opcode != Opcode::SxeGemmGather) {
+    const bool may_prefetch =
+        prefetch && p.engine == sxe && raw_only && ctx_.instr(p.id).opcode != Opcode::SxeGemmGather;
+    if (may_prefetch && g.end_ps >= 0 && prefetching_ < ctx_.arch->isu.prefetch_depth) {
       ready = std::max(ready, g.end_ps);
       prefetching = true;
       continue;
+    }
+    // Neither can ever apply: the hazard lasts while `g` is in flight.
+    if (!may_chain && !may_prefetch) {
+      p.blocker = g.id;
+      p.blocked = Verdict::Hazard;
     }
     return Verdict::Hazard;
   }
@@ -225,6 +239,24 @@ Isu::Verdict Isu::check(size_t k) {
   p.inputs_ready_ps = ready;
   p.prefetching = prefetching;
   return Verdict::Issue;
+}
+
+// Whether entry k's blocker is still there. An Order blocker stays earlier in the window
+// (entries leave it, none comes before k), and with it the verdict, since entries before k
+// only leave: no new Order. A Hazard blocker's conflict with k was found with every earlier
+// entry of the window unable to order k, which stays so (they only leave). An id names one
+// instruction: one fetched again under the same id (an inner loop's first iteration) is
+// the same instruction with the same footprint and engine.
+bool Isu::still_blocked(size_t k) const {
+  const size_t b = window_[k].blocker;
+  if (window_[k].blocked == Verdict::Order) {
+    for (size_t j = 0; j < k; ++j)
+      if (window_[j].id == b) return true;
+    return false;
+  }
+  for (const InFlight& g : in_flight_)
+    if (g.id == b) return true;
+  return false;
 }
 
 void Isu::count_in_window(const Engine* e, int delta) {

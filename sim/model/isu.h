@@ -61,7 +61,15 @@ class Isu : public sc_core::sc_module {
     uint32_t f = kNoFootprint;
     double fetched_ps = 0, hazard_clear_ps = -1, inputs_ready_ps = 0;
     bool prefetching = false;
+    // What kept it back at its last check for as long as that stays (the verdict depends on
+    // no changing state): an earlier window entry (Verdict::Order) or an in-flight instruction
+    // (Verdict::Hazard), by id; kNobody if none. While it stays, check() gives that verdict
+    // again without comparing footprints: most entries wait on one instruction over many checks.
+    size_t blocker = kNobody;
+    Verdict blocked = Verdict::Issue;
   };
+  static constexpr size_t kNobody = SIZE_MAX;
+  bool still_blocked(size_t k) const;
   struct InFlight {
     size_t id;
     uint32_t f;
