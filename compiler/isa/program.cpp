@@ -81,14 +81,14 @@ std::string tile_problem(const Instruction& in) {
   if (form != Form::Gemm && form != Form::GemmGather) {
     if (too_many_elements(in.rows, in.cols))
       return strcat("tile [", in.rows, ", ", in.cols, "] has more than 2^48 elements");
-    return "";
+    return {};
   }
   const char* mn = opcode_name(in.opcode);
   if (in.depth <= 0) return strcat(mn, ": K must be positive");
   if (too_many_elements(in.rows, in.depth) || too_many_elements(in.depth, in.cols) ||
       too_many_elements(in.rows, in.cols))
     return strcat(mn, " [", in.rows, ", ", in.depth, ", ", in.cols, "] has an operand of more than 2^48 elements");
-  return "";
+  return {};
 }
 }  // namespace
 
@@ -129,7 +129,7 @@ std::string StructureCheck::next(const Instruction& in) {
     if (open_.empty()) return "endloop without loop";
     open_.pop_back();
   }
-  return "";
+  return {};
 }
 
 std::string StructureCheck::finish(size_t& open_loop) const {

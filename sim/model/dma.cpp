@@ -6,7 +6,9 @@
 namespace lpu::sim {
 
 Dma::Dma(sc_core::sc_module_name name, DeviceContext& ctx, Lmu& lmu)
-    : Engine(name, ctx, Unit::Dma, ctx.arch->dma.queue_depth, ctx.arch->dma.engines), hbm_socket("hbm_socket"), lmu_(lmu) {}
+    : Engine(name, ctx, Unit::Dma, ctx.arch->dma.queue_depth, ctx.arch->dma.engines),
+      hbm_socket("hbm_socket"),
+      lmu_(lmu) {}
 
 double Dma::execute(const IssueTicket& tk, double start_ps) {
   const size_t i = tk.instr;
@@ -31,9 +33,11 @@ double Dma::execute(const IssueTicket& tk, double start_ps) {
       const Operand& ix = in.srcs.at(0);
       int64_t off = static_cast<int64_t>(ix.addr / 4) + r * ix.rs;
       if (off < 0 || off >= static_cast<int64_t>(ctx_.lmu_data.size()))
-        throw InputError(strcat("device ", ctx_.device, ": ", print_instruction(in), " reads indices outside local memory"));
+        throw InputError(
+            strcat("device ", ctx_.device, ": ", print_instruction(in), " reads indices outside local memory"));
       row = static_cast<int64_t>(ctx_.lmu_data[static_cast<size_t>(off)]);
-      if (row < 0) throw InputError(strcat("device ", ctx_.device, ": ", print_instruction(in), ": negative index ", row));
+      if (row < 0)
+        throw InputError(strcat("device ", ctx_.device, ": ", print_instruction(in), ": negative index ", row));
     }
     row_base[static_cast<size_t>(r)] = row * in.hbm_rs;
   }
@@ -72,7 +76,7 @@ double Dma::execute(const IssueTicket& tk, double start_ps) {
     } else {
       trans.set_data_ptr(nullptr);
     }
-    sc_core::sc_time delay(setup_end - now, sc_core::SC_PS);
+    sc_core::sc_time delay = ctx_.ps(setup_end - now);
     hbm_socket->b_transport(trans, delay);
     if (trans.get_response_status() != tlm::TLM_OK_RESPONSE)
       throw InputError(strcat("device ", ctx_.device, ": ", print_instruction(in), " (line ", in.line,

@@ -48,7 +48,7 @@ void Engine::worker() {
     }
     // execute() may itself have waited (the RTL SXE runs its clocked tree meanwhile).
     double now = sc_core::sc_time_stamp().to_double();
-    if (end > now) wait(sc_core::sc_time(end - now, sc_core::SC_PS));
+    if (end > now) wait(ctx_.ps(end - now));
     Counters& c = counters_;
     if (--busy_ == 0) c.occupied_ps += sc_core::sc_time_stamp().to_double() - occupied_since_;
     c.busy_ps += end - start;

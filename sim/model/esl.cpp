@@ -13,12 +13,13 @@ double Esl::execute(const IssueTicket& tk, double start_ps) {
   SyncState& s = *ctx_.sync;
   int target = static_cast<int>(in.peer);
   if (target < 0 || target >= s.devices)
-    throw InputError(strcat("device ", ctx_.device, ": ", print_instruction(in), " (line ", in.line, ") targets device ",
-                            target, " but the config has ", s.devices));
+    throw InputError(strcat("device ", ctx_.device, ": ", print_instruction(in), " (line ", in.line,
+                            ") targets device ", target, " but the config has ", s.devices));
   const int64_t R = in.rows, C = in.cols;
   uint64_t bytes = static_cast<uint64_t>(R * C * 4);  // LMU tiles are fp32
   if (in.lm_addr + bytes > static_cast<uint64_t>(ctx_.arch->lmu_bytes()))
-    throw InputError(strcat("device ", ctx_.device, ": ", print_instruction(in), " writes beyond the receiver's local memory"));
+    throw InputError(
+        strcat("device ", ctx_.device, ": ", print_instruction(in), " writes beyond the receiver's local memory"));
   ctx_.energy.esl_bytes += bytes;
   ctx_.energy.lmu_read_bytes += bytes;  // the tile leaves the sender's local memory
   bytes_ += bytes;
@@ -45,7 +46,7 @@ double Esl::execute(const IssueTicket& tk, double start_ps) {
   t.bytes = bytes;
   t.tile = std::move(tile);
   const double now = sc_core::sc_time_stamp().to_double();
-  s.link->send(sc_core::sc_time(arrive - now, sc_core::SC_PS), std::move(t));
+  s.link->send(ctx_.ps(arrive - now), std::move(t));
   return link_end;
 }
 

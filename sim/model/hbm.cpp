@@ -14,6 +14,7 @@ Hbm::Hbm(sc_core::sc_module_name name, DeviceContext& ctx)
   sxe_socket.register_b_transport(this, &Hbm::b_transport);
   const auto& h = ctx.arch->hbm;
   channel_free_ps_.assign(static_cast<size_t>(h.channels), 0.0);
+  bytes_.assign(static_cast<size_t>(h.channels), 0);
   // GB/s = 1e9 B/s = 1e-3 B/ps.
   per_channel_bytes_per_ps_ = h.bandwidth_gbps * 1e-3 / h.channels * h.efficiency;
   latency_ps_ = h.latency_ns * 1000.0;
@@ -28,7 +29,8 @@ Hbm::Hbm(sc_core::sc_module_name name, DeviceContext& ctx)
   per_group_ = (channels + trace_groups_ - 1) / trace_groups_;
 }
 
-void Hbm::note_busy(size_t c, double s, double e) {
+// Inline: called for every channel of every transaction, the join usually taken.
+inline void Hbm::note_busy(size_t c, double s, double e) {
   auto& windows = ctx_.hbm_windows;
   // A window that overlaps or touches the last one joins it: the log keeps only their union
   // (append_union), and most of a transaction's channel windows overlap.
@@ -38,11 +40,13 @@ void Hbm::note_busy(size_t c, double s, double e) {
   } else {
     windows.emplace_back(s, e);
   }
-  if (ctx_.record_trace) {
-    size_t g = c / per_group_;
-    g_start_[g] = g_start_[g] < 0 ? s : std::min(g_start_[g], s);
-    g_end_[g] = std::max(g_end_[g], e);
-  }
+  if (ctx_.record_trace) note_group_busy(c, s, e);
+}
+
+void Hbm::note_group_busy(size_t c, double s, double e) {
+  size_t g = c / per_group_;
+  g_start_[g] = g_start_[g] < 0 ? s : std::min(g_start_[g], s);
+  g_end_[g] = std::max(g_end_[g], e);
 }
 
 double Hbm::serve_bandwidth(uint64_t lo, uint64_t hi, double start) {
@@ -50,8 +54,11 @@ double Hbm::serve_bandwidth(uint64_t lo, uint64_t hi, double start) {
   // Bytes per channel: walk interleave granules; whole rounds over all channels at once.
   uint64_t il = static_cast<uint64_t>(h.interleave_bytes);
   uint64_t nch = static_cast<uint64_t>(h.channels);
+  // All zero between transactions (the loop below clears what it reads).
   std::vector<uint64_t>& bytes = bytes_;
-  bytes.assign(nch, 0);
+  // The channels [first, end) hold this transaction's bytes: a small one touches one or two
+  // of them, and only those are visited below.
+  uint64_t first = nch, end = 0;
   // `granule` and `ch` follow pos (pos / il and its channel) without a division per granule.
   uint64_t pos = lo, granule = pos / il, ch = granule % nch;
   while (pos < hi) {
@@ -60,12 +67,16 @@ double Hbm::serve_bandwidth(uint64_t lo, uint64_t hi, double start) {
     if (pos == granule * il && remaining >= il * nch) {
       uint64_t rounds = remaining / (il * nch);
       for (auto& b : bytes) b += rounds * il;
+      first = 0;
+      end = nch;
       pos += rounds * il * nch;
       granule += rounds * nch;
       continue;
     }
     uint64_t chunk = std::min(granule_end, hi) - pos;
     bytes[ch] += chunk;
+    first = std::min(first, ch);
+    end = std::max(end, ch + 1);
     pos += chunk;  // the next granule's start, or hi
     ++granule;
     if (++ch == nch) ch = 0;
@@ -75,10 +86,12 @@ double Hbm::serve_bandwidth(uint64_t lo, uint64_t hi, double start) {
   // divided out once (the same operands give the same quotient).
   uint64_t last_bytes = 0;
   double last_ps = 0;
-  for (size_t c = 0; c < nch; ++c) {
-    if (!bytes[c]) continue;
-    if (bytes[c] != last_bytes) {
-      last_bytes = bytes[c];
+  for (size_t c = first; c < end; ++c) {
+    const uint64_t b = bytes[c];
+    if (!b) continue;
+    bytes[c] = 0;
+    if (b != last_bytes) {
+      last_bytes = b;
       last_ps = static_cast<double>(last_bytes) / per_channel_bytes_per_ps_;
     }
     double s = std::max(start, channel_free_ps_[c]);
@@ -146,7 +159,7 @@ void Hbm::b_transport(tlm::tlm_generic_payload& trans, sc_core::sc_time& delay) 
     counters_.read_bytes += len;
   else
     counters_.write_bytes += len;
-  delay = sc_core::sc_time(done, sc_core::SC_PS) - sc_core::sc_time_stamp();
+  delay = ctx_.ps(done) - sc_core::sc_time_stamp();
   trans.set_response_status(tlm::TLM_OK_RESPONSE);
 }
 

@@ -47,11 +47,12 @@ class Hbm : public sc_core::sc_module {
   double serve_banks(uint64_t lo, uint64_t hi, bool is_write, double start);
   // Notes channel c's busy window [s, e) in the device's HBM windows and the trace's groups.
   void note_busy(size_t c, double s, double e);
+  void note_group_busy(size_t c, double s, double e);  // the trace's part
 
   DeviceContext& ctx_;
   std::vector<double> channel_free_ps_;
-  // Scratch of b_transport, kept to spare an allocation per transaction: bytes per channel,
-  // and (for the trace) each channel group's busy window.
+  // Scratch of b_transport, kept to spare an allocation per transaction: bytes per channel
+  // (zero between transactions), and (for the trace) each channel group's busy window.
   std::vector<uint64_t> bytes_;
   std::vector<double> g_start_, g_end_;
   size_t trace_groups_ = 0, per_group_ = 1;

@@ -15,12 +15,10 @@ Range operand_range(uint64_t addr, int64_t R, int64_t C, int64_t rs, int64_t cs,
   int64_t base = static_cast<int64_t>(addr);
   return {static_cast<uint64_t>(base + lo * eb), static_cast<uint64_t>(base + (hi + 1) * eb)};
 }
-}  // namespace
 
 // From the opcode table's operand roles (isa/operands.h); the receiver's memory of an
 // esl.send is another device's, outside this scoreboard.
-void footprint(const Instruction& in, const Program& p, Footprint& f) {
-  f.clear();
+void add_ranges(const Instruction& in, const Program& p, Footprint& f) {
   for_each_operand(in, [&f](const OperandAccess& a) {
     if (a.memory == OperandAccess::Memory::RemoteLmu) return;
     Range r = operand_range(a.addr, a.rows, a.cols, a.rs, a.cs, a.elem_bytes);
@@ -41,6 +39,13 @@ void footprint(const Instruction& in, const Program& p, Footprint& f) {
   };
   for (const auto& name : h.inputs) f.hbm_reads.push_back(whole(name));
   f.hbm_writes.push_back(whole(h.output));
+}
+}  // namespace
+
+void footprint(const Instruction& in, const Program& p, Footprint& f) {
+  f.clear();
+  add_ranges(in, p, f);
+  f.close_hulls();
 }
 
 uint32_t Isu::new_footprint() {
@@ -78,10 +83,14 @@ inline bool any_overlap(const Ranges& a, const Ranges& b) {
       if (x.overlaps(y)) return true;
   return false;
 }
+// A memory whose hulls do not overlap has no overlapping ranges (Footprint::close_hulls).
 bool conflicts(const Footprint& f, const Footprint& g) {
-  return any_overlap(f.lm_reads, g.lm_writes) || any_overlap(f.lm_writes, g.lm_reads) ||
-         any_overlap(f.lm_writes, g.lm_writes) || any_overlap(f.hbm_reads, g.hbm_writes) ||
-         any_overlap(f.hbm_writes, g.hbm_reads) || any_overlap(f.hbm_writes, g.hbm_writes);
+  const bool lm =
+      f.lm_hull.overlaps(g.lm_hull) && (any_overlap(f.lm_reads, g.lm_writes) || any_overlap(f.lm_writes, g.lm_reads) ||
+                                        any_overlap(f.lm_writes, g.lm_writes));
+  return lm || (f.hbm_hull.overlaps(g.hbm_hull) &&
+                (any_overlap(f.hbm_reads, g.hbm_writes) || any_overlap(f.hbm_writes, g.hbm_reads) ||
+                 any_overlap(f.hbm_writes, g.hbm_writes)));
 }
 }  // namespace
 
@@ -132,7 +141,8 @@ bool Isu::fetch() {
       continue;
     }
     if (base.opcode == Opcode::LoopEnd) {
-      if (loops_.empty()) throw InputError(strcat("device ", ctx_.device, ": endloop without loop at instruction ", pc_));
+      if (loops_.empty())
+        throw InputError(strcat("device ", ctx_.device, ": endloop without loop at instruction ", pc_));
       if (++loops_.back().iter < loops_.back().count)
         pc_ = loops_.back().begin;
       else
@@ -161,6 +171,7 @@ bool Isu::fetch() {
       p.engine = engine_for(in.opcode);
       p.f = new_footprint();
       footprint(in, *ctx_.program, footprints_[p.f]);
+      count_in_window(p.engine, 1);
     }
     window_.push_back(std::move(p));
     return true;
@@ -173,11 +184,18 @@ bool Isu::fetch() {
 // instructions before it in program order), no hazard against an in-flight instruction
 // except the chaining / weight-prefetch cases, and room in its engine's queue. Sets the
 // entry's `inputs_ready_ps` (chaining, prefetch) and `hazard_clear_ps`.
+// A verdict remembered as Pending::blocker returns at once (still_blocked).
 Isu::Verdict Isu::check(size_t k) {
   Pending& p = window_[k];
+  if (p.blocker != kNobody && still_blocked(k)) return p.blocked;
+  p.blocker = kNobody;
   const Footprint& pf = fp(p.f);
   for (size_t j = 0; j < k; ++j)
-    if (window_[j].barrier || window_[j].engine == p.engine || conflicts(pf, fp(window_[j].f))) return Verdict::Order;
+    if (window_[j].barrier || window_[j].engine == p.engine || conflicts(pf, fp(window_[j].f))) {
+      p.blocker = window_[j].id;
+      p.blocked = Verdict::Order;
+      return Verdict::Order;
+    }
   const bool chaining = ctx_.arch->isu.chaining, prefetch = ctx_.arch->isu.weight_prefetch;
   const Engine* vxe = engines_[static_cast<size_t>(Unit::Vxe)];
   const Engine* sxe = engines_[static_cast<size_t>(Unit::Sxe)];
@@ -193,7 +211,8 @@ Isu::Verdict Isu::check(size_t k) {
     // Chaining: a VXE op reading what a running sxe.gemm writes (and nothing else in
     // conflict) may issue now; it cannot finish before the producer's last result plus its
     // own latency.
-    if (chaining && p.engine == vxe && g.engine == sxe && raw_only && g.end_ps >= 0) {
+    const bool may_chain = chaining && p.engine == vxe && g.engine == sxe && raw_only;
+    if (may_chain && g.end_ps >= 0) {
       ready = std::max(ready, g.end_ps);
       continue;
     }
@@ -201,11 +220,17 @@ Isu::Verdict Isu::check(size_t k) {
     // instruction) may start streaming its weights; its MAC work waits for the activation.
     // At most isu.prefetch_depth such gemms are in flight.
     // (Not an sxe.gemm_gather: which weights it streams depends on its row indices.)
-    if (prefetch && p.engine == sxe && raw_only && g.end_ps >= 0 && prefetching_ < ctx_.arch->isu.prefetch_depth &&
-        ctx_.instr(p.id).opcode != Opcode::SxeGemmGather) {
+    const bool may_prefetch =
+        prefetch && p.engine == sxe && raw_only && ctx_.instr(p.id).opcode != Opcode::SxeGemmGather;
+    if (may_prefetch && g.end_ps >= 0 && prefetching_ < ctx_.arch->isu.prefetch_depth) {
       ready = std::max(ready, g.end_ps);
       prefetching = true;
       continue;
+    }
+    // Neither can ever apply: the hazard lasts while `g` is in flight.
+    if (!may_chain && !may_prefetch) {
+      p.blocker = g.id;
+      p.blocked = Verdict::Hazard;
     }
     return Verdict::Hazard;
   }
@@ -216,9 +241,37 @@ Isu::Verdict Isu::check(size_t k) {
   return Verdict::Issue;
 }
 
+// Whether entry k's blocker is still there. An Order blocker stays earlier in the window
+// (entries leave it, none comes before k), and with it the verdict, since entries before k
+// only leave: no new Order. A Hazard blocker's conflict with k was found with every earlier
+// entry of the window unable to order k, which stays so (they only leave). An id names one
+// instruction: one fetched again under the same id (an inner loop's first iteration) is
+// the same instruction with the same footprint and engine.
+bool Isu::still_blocked(size_t k) const {
+  const size_t b = window_[k].blocker;
+  if (window_[k].blocked == Verdict::Order) {
+    for (size_t j = 0; j < k; ++j)
+      if (window_[j].id == b) return true;
+    return false;
+  }
+  for (const InFlight& g : in_flight_)
+    if (g.id == b) return true;
+  return false;
+}
+
+void Isu::count_in_window(const Engine* e, int delta) {
+  const size_t i = static_cast<size_t>(e->engine_index());
+  window_entries_[i] = static_cast<uint16_t>(window_entries_[i] + delta);
+  if (window_entries_[i])
+    window_engines_ |= 1u << i;
+  else
+    window_engines_ &= ~(1u << i);
+}
+
 void Isu::issue(size_t k) {
   Pending p = std::move(window_[k]);
   window_.erase(window_.begin() + static_cast<std::ptrdiff_t>(k));
+  count_in_window(p.engine, -1);
   const Instruction& in = ctx_.instr(p.id);
   double now = sc_core::sc_time_stamp().to_double();
   double t1 = p.hazard_clear_ps < 0 ? now : p.hazard_clear_ps;
@@ -241,8 +294,6 @@ void Isu::run() {
   const sc_core::sc_time issue_time = ctx_.cycles(ctx_.arch->isu.issue_cycles);
   const size_t window = static_cast<size_t>(ctx_.arch->isu.lookahead);
   next_instance_ = ctx_.program->code.size();
-  for (const Engine* e : engines_)
-    if (e) all_engines_ |= 1u << e->engine_index();
   for (;;) {
     // Fill the window; a barrier (halt, sync) ends it until the barrier reaches the head.
     while (window_.size() < window && (window_.empty() || !window_.back().barrier) && fetch()) {
@@ -275,12 +326,12 @@ void Isu::run() {
       continue;
     }
     // Issue the oldest entry that may go; the head's verdict says why the ISU waits if none.
-    // An entry behind a waiting one of its engine cannot go either: once every engine has a
-    // waiting entry, the rest of the window is not looked at.
+    // An entry behind a waiting one of its engine cannot go either: once every engine of the
+    // window has a waiting entry, the rest of the window is not looked at.
     Verdict head = Verdict::Issue;
     size_t pick = window_.size();
     uint32_t waiting = 0;
-    for (size_t k = 0; k < window_.size() && !window_[k].barrier && waiting != all_engines_; ++k) {
+    for (size_t k = 0; k < window_.size() && !window_[k].barrier && waiting != window_engines_; ++k) {
       const uint32_t bit = 1u << window_[k].engine->engine_index();
       if (waiting & bit) continue;
       Verdict v = check(k);
@@ -303,7 +354,8 @@ void Isu::run() {
     issue(pick);
     if (issue_time > sc_core::SC_ZERO_TIME) {
       double t = sc_core::sc_time_stamp().to_double();
-      ctx_.kernels[static_cast<size_t>(std::max(kernel, 0))].log.push_back({t, t + issue_time.to_double(), Span::Issue});
+      ctx_.kernels[static_cast<size_t>(std::max(kernel, 0))].log.push_back(
+          {t, t + issue_time.to_double(), Span::Issue});
       wait(issue_time);
     }
   }
@@ -351,8 +403,8 @@ void Isu::signal(const Instruction& in, size_t) {
   SyncState& s = *ctx_.sync;
   int target = in.peer < 0 ? ctx_.device : static_cast<int>(in.peer);
   if (target >= s.devices)
-    throw InputError(strcat("device ", ctx_.device, ": ", print_instruction(in), " (line ", in.line, ") targets device ",
-                            target, " but the config has ", s.devices));
+    throw InputError(strcat("device ", ctx_.device, ": ", print_instruction(in), " (line ", in.line,
+                            ") targets device ", target, " but the config has ", s.devices));
   if (target == ctx_.device) {
     ++s.tokens[static_cast<size_t>(target)][in.token];
     s.changed[static_cast<size_t>(target)]->notify(sc_core::SC_ZERO_TIME);
@@ -370,9 +422,9 @@ void Isu::wait_token(const Instruction& in, size_t i) {
   auto& count = s.tokens[static_cast<size_t>(ctx_.device)][in.token];
   if (count == 0) {
     ++s.blocked;
-    s.waiting[static_cast<size_t>(ctx_.device)] =
-        strcat("device ", ctx_.device, " isu waits for token ", in.token, " at instruction ", i,
-               in.line ? strcat(" (line ", in.line, ")") : "", " with ", in_flight_.size(), " instruction(s) in flight");
+    s.waiting[static_cast<size_t>(ctx_.device)] = strcat(
+        "device ", ctx_.device, " isu waits for token ", in.token, " at instruction ", i,
+        in.line ? strcat(" (line ", in.line, ")") : "", " with ", in_flight_.size(), " instruction(s) in flight");
     check_deadlock();
     while (count == 0 && s.deadlock.empty()) wait(*s.changed[static_cast<size_t>(ctx_.device)]);
     --s.blocked;

@@ -61,7 +61,15 @@ class Isu : public sc_core::sc_module {
     uint32_t f = kNoFootprint;
     double fetched_ps = 0, hazard_clear_ps = -1, inputs_ready_ps = 0;
     bool prefetching = false;
+    // What kept it back at its last check for as long as that stays (the verdict depends on
+    // no changing state): an earlier window entry (Verdict::Order) or an in-flight instruction
+    // (Verdict::Hazard), by id; kNobody if none. While it stays, check() gives that verdict
+    // again without comparing footprints: most entries wait on one instruction over many checks.
+    size_t blocker = kNobody;
+    Verdict blocked = Verdict::Issue;
   };
+  static constexpr size_t kNobody = SIZE_MAX;
+  bool still_blocked(size_t k) const;
   struct InFlight {
     size_t id;
     uint32_t f;
@@ -99,13 +107,18 @@ class Isu : public sc_core::sc_module {
   };
   std::vector<LoopFrame> loops_;
   size_t pc_ = 0, next_instance_ = 0;
-  uint32_t all_engines_ = 0;  // one bit per attached engine (Engine::engine_index)
+  // The engines with an entry in the window: one bit each (Engine::engine_index), and how
+  // many entries each has. Once every one of them has a waiting entry, the rest of the window
+  // cannot issue and is not looked at.
+  uint32_t window_engines_ = 0;
+  std::array<uint16_t, 32> window_entries_{};
+  void count_in_window(const Engine* e, int delta);
   int prefetching_ = 0;  // in-flight sxe.gemms issued before their activation was ready
   sc_core::sc_event retired_;
   IsuCounters counters_;
   int in_flight_count_ = 0;
   bool wall_clock_exceeded_ = false;  // fetch() found the wall-clock limit passed
-  int until_clock_check_ = 1;  // fetches left before past_wall_deadline() reads the clock
+  int until_clock_check_ = 1;         // fetches left before past_wall_deadline() reads the clock
 };
 
 }  // namespace lpu::sim

@@ -1,15 +1,14 @@
 // Shared state of one simulated device: the program, configuration, clock, statistics and
 // the functional-mode data stores. Modules get a reference; there are no globals.
 #pragma once
-#include <systemc>
-
 #include <algorithm>
 #include <array>
 #include <chrono>
 #include <cstdint>
 #include <map>
-#include <unordered_map>
 #include <string>
+#include <systemc>
+#include <unordered_map>
 #include <vector>
 
 #include "config/arch_config.h"
@@ -63,16 +62,34 @@ class Ranges {
 // What an instruction touches, for the scoreboard.
 struct Footprint {
   Ranges lm_reads, lm_writes, hbm_reads, hbm_writes;
+  // The hull of each memory's ranges, read or written (close_hulls()): two footprints whose
+  // hulls overlap in neither memory cannot conflict, which settles most of the pairs the
+  // scoreboard compares with two tests instead of six list comparisons.
+  Range lm_hull, hbm_hull;
   void clear() {
     lm_reads.clear();
     lm_writes.clear();
     hbm_reads.clear();
     hbm_writes.clear();
+    lm_hull = hbm_hull = {};
+  }
+  // Sets the hulls once the ranges are in.
+  void close_hulls() {
+    lm_hull = join(lm_reads, lm_writes);
+    hbm_hull = join(hbm_reads, hbm_writes);
+  }
+
+ private:
+  // The hull of both lists ({0, 0}, which overlaps nothing, when both are empty).
+  static Range join(const Ranges& a, const Ranges& b) {
+    if (a.empty()) return b.hull();
+    if (b.empty()) return a.hull();
+    return {std::min(a.hull().lo, b.hull().lo), std::max(a.hull().hi, b.hull().hi)};
   }
 };
 
 struct TraceEvent {
-  int engine;      // index into the device's engines (Device::engines); -1 - g for HBM channel group g
+  int engine;  // index into the device's engines (Device::engines); -1 - g for HBM channel group g
   int kernel;
   size_t instr;
   double start_ps, end_ps;
@@ -84,7 +101,7 @@ struct KernelCounters {
   uint64_t hbm_read = 0, hbm_write = 0, instructions = 0;
   double sxe_flops = 0, vxe_ops = 0;  // 2 x MACs of its sxe.gemm; elements of its vxe.op/reduce
   double sxe_lane_flops = 0;          // sxe_flops, each gemm's over its packed lanes (sxe.packed_lanes)
-  std::vector<SpanInterval> log;       // what the engines and the ISU did for it (attribution.h)
+  std::vector<SpanInterval> log;      // what the engines and the ISU did for it (attribution.h)
 };
 
 // Tokens of every device and what their ISUs are blocked on: shared by all devices, so a
@@ -119,15 +136,20 @@ struct DeviceContext {
   // Instances of instructions issued inside loops (their addresses advanced per iteration),
   // by issue id >= program->code.size(); released when they retire.
   std::unordered_map<size_t, Instruction> instances;
-  const Instruction& instr(size_t id) const {
-    return id < program->code.size() ? program->code[id] : instances.at(id);
-  }
+  const Instruction& instr(size_t id) const { return id < program->code.size() ? program->code[id] : instances.at(id); }
   const ArchConfig* arch = nullptr;
   bool functional = false;
   bool record_trace = false;
 
   sc_core::sc_time period;
   sc_core::sc_time cycles(double c) const { return period * c; }
+  // sc_time(v, SC_PS) without its library call (a simcontext lookup per wait, a few percent of
+  // a run). SystemC's constructor computes int64(v x scale + 0.5), scale the unit over the
+  // time resolution; sc_time's inline `*` computes int64(value x v + 0.5). Under the default
+  // resolution of 1 ps, which the simulator keeps, `one_ps` has value 1 = scale and the two
+  // are the same; any other resolution takes the constructor. Set with `period`.
+  sc_core::sc_time one_ps;
+  sc_core::sc_time ps(double v) const { return one_ps.value() == 1 ? one_ps * v : sc_core::sc_time(v, sc_core::SC_PS); }
 
   // Functional stores: HBM bytes (in each buffer's dtype) and LMU fp32 words.
   std::vector<uint8_t> hbm_data;
@@ -135,7 +157,9 @@ struct DeviceContext {
 
   // Statistics shared by the modules (each engine, the ISU and the HBM count their own).
   std::vector<KernelCounters> kernels;
-  KernelCounters& kernel_of(const Instruction& in) { return kernels[static_cast<size_t>(in.kernel < 0 ? 0 : in.kernel)]; }
+  KernelCounters& kernel_of(const Instruction& in) {
+    return kernels[static_cast<size_t>(in.kernel < 0 ? 0 : in.kernel)];
+  }
   // The channel windows [start, end) of the HBM transactions just served (one joined with
   // the last when they overlap or touch): Hbm::b_transport fills it, the DMA or SXE that sent
   // the transactions takes their union into its kernel's log.

@@ -5,8 +5,8 @@
 
 #include "isa/operands.h"
 #include "model/numeric.h"
-#include "ref/quantise.h"
 #include "model/sxe_timing.h"
+#include "ref/quantise.h"
 #include "support/error.h"
 
 namespace lpu::sim {
@@ -64,27 +64,27 @@ double Sxe::execute(const IssueTicket& tk, double start_ps) {
   const int depth = q.on() ? cfg.pipeline_depth + cfg.dequant_cycles : cfg.pipeline_depth;
   const int64_t blocks = gathered ? M : 1;
   for (int64_t blk = 0; blk < blocks; ++blk)
-  for (const Run& run : runs) {
-    int64_t lo = run.first * eb, hi = (run.first + run.elems) * eb;
-    if (q.on()) packed_span(q, run.first, run.first + run.elems - 1, lo, hi);
-    const auto len = static_cast<uint64_t>(hi - lo);
-    tlm::tlm_generic_payload& trans = trans_;  // every field set again: one payload for all runs
-    trans.set_command(tlm::TLM_READ_COMMAND);
-    trans.set_address(in.hbm_addr + static_cast<uint64_t>(lo));
-    trans.set_data_length(static_cast<unsigned>(len));
-    trans.set_streaming_width(static_cast<unsigned>(len));
-    trans.set_byte_enable_ptr(nullptr);
-    trans.set_dmi_allowed(false);
-    trans.set_response_status(tlm::TLM_INCOMPLETE_RESPONSE);
-    trans.set_data_ptr(nullptr);  // functional reads use the HBM store directly (compute())
-    sc_core::sc_time delay(start_ps - now, sc_core::SC_PS);
-    hbm_socket->b_transport(trans, delay);
-    if (trans.get_response_status() != tlm::TLM_OK_RESPONSE)
-      throw InputError(strcat("device ", ctx_.device, ": ", print_instruction(in), " (line ", in.line,
-                              ") reads HBM outside the allocated buffers"));
-    hbm_done = std::max(hbm_done, now + delay.to_double());
-    kc.hbm_read += len;
-  }
+    for (const Run& run : runs) {
+      int64_t lo = run.first * eb, hi = (run.first + run.elems) * eb;
+      if (q.on()) packed_span(q, run.first, run.first + run.elems - 1, lo, hi);
+      const auto len = static_cast<uint64_t>(hi - lo);
+      tlm::tlm_generic_payload& trans = trans_;  // every field set again: one payload for all runs
+      trans.set_command(tlm::TLM_READ_COMMAND);
+      trans.set_address(in.hbm_addr + static_cast<uint64_t>(lo));
+      trans.set_data_length(static_cast<unsigned>(len));
+      trans.set_streaming_width(static_cast<unsigned>(len));
+      trans.set_byte_enable_ptr(nullptr);
+      trans.set_dmi_allowed(false);
+      trans.set_response_status(tlm::TLM_INCOMPLETE_RESPONSE);
+      trans.set_data_ptr(nullptr);  // functional reads use the HBM store directly (compute())
+      sc_core::sc_time delay = ctx_.ps(start_ps - now);
+      hbm_socket->b_transport(trans, delay);
+      if (trans.get_response_status() != tlm::TLM_OK_RESPONSE)
+        throw InputError(strcat("device ", ctx_.device, ": ", print_instruction(in), " (line ", in.line,
+                                ") reads HBM outside the allocated buffers"));
+      hbm_done = std::max(hbm_done, now + delay.to_double());
+      kc.hbm_read += len;
+    }
   append_union(ctx_.hbm_windows, Span::Bandwidth, kc.log);
   double period = ctx_.period.to_double();
   int64_t cols_per_tree = (N + cfg.mac_trees - 1) / cfg.mac_trees;
@@ -99,8 +99,8 @@ double Sxe::execute(const IssueTicket& tk, double start_ps) {
   // Gathered rows share no weights: M GEMVs, one after another through the trees.
   const double mac_cycles = gathered ? static_cast<double>(M) * mac_tree_cycles(K, cols_per_tree, 1, lanes, depth)
                                      : mac_tree_cycles(K, cols_per_tree, M, lanes, depth);
-  double compute_end = rtl_ ? rtl_end(in, std::max(start_ps, tk.inputs_ready_ps), hbm_done)
-                            : compute_start + period * mac_cycles;
+  double compute_end =
+      rtl_ ? rtl_end(in, std::max(start_ps, tk.inputs_ready_ps), hbm_done) : compute_start + period * mac_cycles;
   trees_free_ps_ = std::max(compute_end - period * depth, hbm_done);
   if (q.on()) {
     dequantised_ += static_cast<double>(blocks) * static_cast<double>(K * N);
@@ -119,7 +119,8 @@ int64_t Sxe::row_slab_offset(const Instruction& in, int64_t m) const {
   const Operand& ix = in.srcs.at(1);
   const int64_t io = static_cast<int64_t>(ix.addr / 4) + m * ix.rs;
   if (io < 0 || io >= static_cast<int64_t>(ctx_.lmu_data.size()))
-    throw InputError(strcat("device ", ctx_.device, ": ", print_instruction(in), " reads its row indices outside memory"));
+    throw InputError(
+        strcat("device ", ctx_.device, ": ", print_instruction(in), " reads its row indices outside memory"));
   const float v = ctx_.lmu_data[static_cast<size_t>(io)];
   const double slab = in.srcs.at(2).value;
   if (!(v >= 0) || v != std::floor(v) || static_cast<double>(v) * slab > 9.0e15)
@@ -146,7 +147,8 @@ void Sxe::compute(const Instruction& in) {
         const auto width = static_cast<uint64_t>(q.on() ? q.block_bytes() : eb);
         if (ao < 0 || ao >= static_cast<int64_t>(ctx_.lmu_data.size()) || bo + width > ctx_.hbm_data.size())
           throw InputError(strcat("device ", ctx_.device, ": ", print_instruction(in), " reads outside memory"));
-        const float w = q.on() ? quantised_element(&ctx_.hbm_data[bo], e % q.group, q) : load_element(&ctx_.hbm_data[bo], in.dtype);
+        const float w =
+            q.on() ? quantised_element(&ctx_.hbm_data[bo], e % q.group, q) : load_element(&ctx_.hbm_data[bo], in.dtype);
         acc += static_cast<double>(ctx_.lmu_data[static_cast<size_t>(ao)]) * w;
       }
       out[static_cast<size_t>(m * N + n)] = static_cast<float>(acc);
@@ -159,13 +161,12 @@ void Sxe::compute(const Instruction& in) {
 // stream of M x cols dot products) runs through the verilated tree, its weight beats arriving
 // at the average rate the HBM reservation delivers them: the tree's M x cols x ceil(K / lanes)
 // beats (each weight beat serves the M rows, so the stream needs to deliver only 1/M of them)
-// over the cycles from the start to the last weight byte, capped at one beat per cycle. So a memory-bound GEMV stalls the RTL just as the
-// stream throttles the closed form. The HBM latency is part of that average rather than a
-// delay of the first beat (same end time). Returns when the tree delivered its last result.
-// The verilated tree takes the gemm from `earliest_ps` (issue, and the activation ready) or
-// when it is done with the one before: with sxe.streams > 1 several gemms stream at once (other
-// workers of this engine), and their weights wait in the tree's input buffer meanwhile. The
-// beats arrive at the average rate of the rest of the stream (capped at one a cycle).
+// over the cycles from the start to the last weight byte, capped at one beat per cycle. So a memory-bound GEMV stalls
+// the RTL just as the stream throttles the closed form. The HBM latency is part of that average rather than a delay of
+// the first beat (same end time). Returns when the tree delivered its last result. The verilated tree takes the gemm
+// from `earliest_ps` (issue, and the activation ready) or when it is done with the one before: with sxe.streams > 1
+// several gemms stream at once (other workers of this engine), and their weights wait in the tree's input buffer
+// meanwhile. The beats arrive at the average rate of the rest of the stream (capped at one a cycle).
 double Sxe::rtl_end(const Instruction& in, double earliest_ps, double hbm_done) {
   const auto& cfg = ctx_.arch->sxe;
   const int64_t M = in.rows, K = in.depth;
@@ -173,12 +174,13 @@ double Sxe::rtl_end(const Instruction& in, double earliest_ps, double hbm_done) 
   const double period = ctx_.period.to_double();
   for (const uint64_t ticket = rtl_next_ticket_++; ticket != rtl_serving_;) sc_core::wait(rtl_turn_);
   const double now = sc_core::sc_time_stamp().to_double();
-  if (earliest_ps > now) sc_core::wait(sc_core::sc_time(earliest_ps - now, sc_core::SC_PS));
+  if (earliest_ps > now) sc_core::wait(ctx_.ps(earliest_ps - now));
   const double tree_start = std::max(earliest_ps, now);
   double beats = static_cast<double>(M * cols) * std::ceil(static_cast<double>(K) / cfg.lanes);
   double stream_cycles = (hbm_done - tree_start) / period;
   double rate = stream_cycles > 0 ? std::min(1.0, beats / stream_cycles) : 1.0;
-  SxeRtlRun r = ctx_.functional ? run_rtl_checked(in, cols, rate) : rtl_->run(M, K, cols, rate, nullptr, nullptr, nullptr);
+  SxeRtlRun r =
+      ctx_.functional ? run_rtl_checked(in, cols, rate) : rtl_->run(M, K, cols, rate, nullptr, nullptr, nullptr);
   ++rtl_serving_;
   rtl_turn_.notify(sc_core::SC_ZERO_TIME);
   ++rtl_gemms_;

@@ -134,7 +134,7 @@ VxeRtlUnit* Vxe::rtl_unit(const Instruction& in) const {
 // sees still come from compute() (fp32).
 double Vxe::rtl_end(const Instruction& in, VxeRtlUnit& unit, double start_ps) {
   const double now = sc_core::sc_time_stamp().to_double();
-  if (start_ps > now) sc_core::wait(sc_core::sc_time(start_ps - now, sc_core::SC_PS));
+  if (start_ps > now) sc_core::wait(ctx_.ps(start_ps - now));
   const int64_t n = in.rows * in.cols;
   uint64_t cycles;
   if (ctx_.functional) {
