@@ -538,6 +538,23 @@ TEST(ForkedWorkers, ADeadWorkerIsAnError) {
   }
 }
 
+// A request sent to a worker that has died is an error, not a SIGPIPE that kills this process.
+TEST(ForkedWorkers, SendingToADeadWorkerIsAnError) {
+  ForkedWorkers w(
+      1, [](const std::string&) -> std::string { ::_exit(3); }, 2);
+  w.send(1, "x", 1);
+  ::usleep(300 * 1000);  // the worker has read the request and exited
+  try {
+    const std::string big(1 << 20, 'y');  // more than the pipe holds: the write must meet the closed end
+    w.send(2, big.data(), big.size());
+    while (w.next(true)) {
+    }
+    FAIL() << "no error";
+  } catch (const InternalError& e) {
+    EXPECT_THAT(e.what(), HasSubstr("forked worker"));
+  }
+}
+
 // The same generation with its steps simulated in 3 forked workers: every figure of every step
 // the same, the steps handed to on_step in order.
 TEST(Generate, ForkedSimulationsGiveTheSameFigures) {

@@ -119,6 +119,9 @@ void ForkedWorkers::spawn(int jobs) {
   std::cout.flush();
   std::cerr.flush();
   std::fflush(nullptr);
+  struct sigaction ignore {};
+  ignore.sa_handler = SIG_IGN;
+  pipe_ignored_ = ::sigaction(SIGPIPE, &ignore, &old_pipe_) == 0;
   const pid_t parent = ::getpid();
   for (int j = 0; j < jobs; ++j) {
     int req[2], res[2];
@@ -131,6 +134,7 @@ void ForkedWorkers::spawn(int jobs) {
     ::fcntl(req[1], F_SETPIPE_SZ, 1 << 20);
     const pid_t pid = ::fork();
     if (pid == 0) {
+      if (pipe_ignored_) ::sigaction(SIGPIPE, &old_pipe_, nullptr);
       ::prctl(PR_SET_PDEATHSIG, SIGKILL);
       if (::getppid() != parent) ::_exit(1);  // the parent died before prctl took effect
       for (const Worker& w : workers_) ::close(w.to), ::close(w.from);
@@ -226,7 +230,13 @@ void ForkedWorkers::finish() {
     if (!x.ok()) died = strcat("forked worker ", w.pid, ": ", x.describe());
   }
   workers_.clear();
+  restore_pipe();
   if (!died.empty()) throw InternalError(died);
+}
+
+void ForkedWorkers::restore_pipe() {
+  if (pipe_ignored_) ::sigaction(SIGPIPE, &old_pipe_, nullptr);
+  pipe_ignored_ = false;
 }
 
 ForkedWorkers::~ForkedWorkers() {
@@ -237,6 +247,7 @@ ForkedWorkers::~ForkedWorkers() {
     while (::waitpid(w.pid, nullptr, 0) < 0 && errno == EINTR) {
     }
   }
+  restore_pipe();
 }
 
 }  // namespace lpu

@@ -15,6 +15,7 @@
 // else as InternalError) and message. Where no worker could be forked (a process limit),
 // send() serves the request here and next() returns its result.
 #pragma once
+#include <signal.h>
 #include <sys/types.h>
 
 #include <cstdint>
@@ -63,11 +64,16 @@ class ForkedWorkers {
   };
   void spawn(int jobs);
   bool receive(bool block);  // reads what the workers sent; false when nothing could come
+  void restore_pipe();
   Serve serve_;
   int depth_;
   std::vector<Worker> workers_;
   std::deque<Result> results_;
   size_t outstanding_ = 0;
+  // SIGPIPE is ignored while workers exist, so writing to one that died is an error to report
+  // (EPIPE), not the death of this process; the previous disposition comes back at the end.
+  struct sigaction old_pipe_ {};
+  bool pipe_ignored_ = false;
 };
 
 }  // namespace lpu
