@@ -179,7 +179,10 @@ bool ForkedWorkers::receive(bool block) {
   for (const Worker& w : workers_)
     if (w.in_hand > 0) p.push_back({w.from, POLLIN, 0});
   if (p.empty()) return false;
-  if (::poll(p.data(), p.size(), block ? -1 : 0) < 0) return errno == EINTR;
+  if (::poll(p.data(), p.size(), block ? -1 : 0) < 0) {
+    if (errno == EINTR) return true;  // next() and send() look again
+    throw InternalError(strcat("forked workers: poll failed: ", std::strerror(errno)));
+  }
   bool got = false;
   for (const pollfd& q : p) {
     if (!q.revents) continue;
