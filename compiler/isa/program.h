@@ -66,6 +66,9 @@ struct Instruction {
   uint64_t hbm_addr = 0;           // DMA; SxeGemm: B
   int64_t hbm_rs = 0, hbm_cs = 0;  // DMA, elements; SxeGemm: B's k and n strides
   uint64_t lm_addr = 0;            // DMA: LMU side; VXE/SXE: destination
+  int64_t lm_rs = 0;               // vxe.op / vxe.mov: elements between destination rows (0: dense,
+                                   // = cols), so that one instruction fills a column window of a
+                                   // wider register (a concatenation in local memory)
   std::vector<Operand> srcs;       // VXE sources; SxeGemm: A (rs, cs = row and k strides)
   int64_t token = 0;               // SyncSignal / SyncWait; LoopBegin: iteration count
   // Inside a loop: added per iteration of the innermost enclosing loop to the HBM address
