@@ -38,8 +38,8 @@ const OpcodeInfo* opcode_by_name(const std::string& name) {
 bool Instruction::same_as(const Instruction& o) const {
   return opcode == o.opcode && vop == o.vop && rop == o.rop && dtype == o.dtype && rows == o.rows && cols == o.cols &&
          depth == o.depth && hbm_addr == o.hbm_addr && hbm_rs == o.hbm_rs && hbm_cs == o.hbm_cs &&
-         lm_addr == o.lm_addr && srcs == o.srcs && kernel == o.kernel && host_op == o.host_op && token == o.token &&
-         peer == o.peer && hbm_step == o.hbm_step && lm_step == o.lm_step && quant == o.quant;
+         lm_addr == o.lm_addr && lm_rs == o.lm_rs && srcs == o.srcs && kernel == o.kernel && host_op == o.host_op &&
+         token == o.token && peer == o.peer && hbm_step == o.hbm_step && lm_step == o.lm_step && quant == o.quant;
 }
 
 const BufferDecl* Program::find_buffer(const std::string& n) const {
@@ -90,6 +90,38 @@ std::string tile_problem(const Instruction& in) {
     return strcat(mn, " [", in.rows, ", ", in.depth, ", ", in.cols, "] has an operand of more than 2^48 elements");
   return {};
 }
+
+// The family prefix of a family row's mnemonic ("vxe." of "vxe.op").
+std::string family_prefix(const OpcodeInfo& o) {
+  std::string n = o.name;
+  return n.substr(0, n.find('.') + 1);
+}
+
+// The mnemonic `in` is written with: its family's op for vxe.<op> and vxe.r<reduction>.
+std::string mnemonic(const Instruction& in) {
+  const OpcodeInfo& info = opcode_info(in.opcode);
+  switch (info.form) {
+    case Form::VectorOp: return family_prefix(info) + scalar_op_name(in.vop);
+    case Form::Reduce: return family_prefix(info) + "r" + reduction_type_name(in.rop);
+    default: return info.name;
+  }
+}
+
+// A destination row stride: only where the form writes it (vxe.<op>, vxe.mov), at least the
+// tile's columns (rows do not overlap) and, like a tile, spanning at most kMaxElements.
+std::string dest_stride_problem(const Instruction& in) {
+  if (in.lm_rs == 0) return {};
+  const Form form = opcode_info(in.opcode).form;
+  if (form != Form::VectorOp && form != Form::Unary)
+    return strcat(mnemonic(in), ": only vxe.<op> and vxe.mov take a destination row stride (lm_rs ", in.lm_rs, ")");
+  if (in.lm_rs < in.cols)
+    return strcat(mnemonic(in), ": destination row stride ", in.lm_rs, " is less than the tile's ", in.cols,
+                  " columns (0: dense)");
+  if (too_many_elements(in.rows, in.lm_rs))
+    return strcat(mnemonic(in), ": destination row stride ", in.lm_rs, " over ", in.rows,
+                  " rows spans more than 2^48 elements");
+  return {};
+}
 }  // namespace
 
 std::string quant_problem(const BufferDecl& b) {
@@ -108,6 +140,7 @@ std::string StructureCheck::next(const Instruction& in) {
   const Form form = opcode_info(in.opcode).form;
   if (has_tile(form))
     if (std::string why = tile_problem(in); !why.empty()) return why;
+  if (std::string why = dest_stride_problem(in); !why.empty()) return why;
   if (form == Form::GemmGather) {  // A and the row indices in local memory, the slab size a whole number >= 1
     if (in.srcs.size() != 3 || in.srcs[0].immediate || in.srcs[1].immediate || !in.srcs[2].immediate)
       return "sxe.gemm_gather takes A and the row indices in local memory and the slab size as an immediate";
@@ -150,12 +183,6 @@ std::string operand_str(const Operand& o) {
   return "lm:" + hex(o.addr) + " " + shape2(o.rs, o.cs);
 }
 
-// The family prefix of a family row's mnemonic ("vxe." of "vxe.op").
-std::string family_prefix(const OpcodeInfo& o) {
-  std::string n = o.name;
-  return n.substr(0, n.find('.') + 1);
-}
-
 std::string print_instruction_body(const Instruction& in) {
   const OpcodeInfo& info = opcode_info(in.opcode);
   const char* mn = info.name;
@@ -167,9 +194,9 @@ std::string print_instruction_body(const Instruction& in) {
     case Form::TileStore:
       return strcat(mn, " ", dtype_name(in.dtype), " ", shape2(in.rows, in.cols), " hbm:", hex(in.hbm_addr), " ",
                     shape2(in.hbm_rs, in.hbm_cs), " <- lm:", hex(in.lm_addr));
-    case Form::VectorOp: s = family_prefix(info) + scalar_op_name(in.vop); break;
-    case Form::Reduce: s = family_prefix(info) + "r" + reduction_type_name(in.rop); break;
-    case Form::Unary: s = mn; break;
+    case Form::VectorOp:
+    case Form::Reduce:
+    case Form::Unary: s = mnemonic(in); break;
     case Form::Gemm:
     case Form::GemmGather:
       s = strcat(mn, " ", dtype_name(in.dtype), " [", in.rows, ", ", in.depth, ", ", in.cols, "] lm:", hex(in.lm_addr),
@@ -191,7 +218,9 @@ std::string print_instruction_body(const Instruction& in) {
     case Form::EndLoop:
     case Form::Bare: return mn;
   }
-  s += " " + shape2(in.rows, in.cols) + " lm:" + hex(in.lm_addr) + " <-";
+  s += " " + shape2(in.rows, in.cols) + " lm:" + hex(in.lm_addr);
+  if (in.lm_rs != 0) s += " " + shape2(in.lm_rs, 1);  // dense destinations print as they always did
+  s += " <-";
   for (size_t i = 0; i < in.srcs.size(); ++i) s += (i ? ", " : " ") + operand_str(in.srcs[i]);
   return s;
 }
@@ -502,10 +531,16 @@ Instruction ProgramReader::instruction(LineParser& lp, const std::string& w, int
   return in;
 }
 
-// "[R, C] lm:D <- SRC, ..." with `nsrc` sources (Form::VectorOp, Reduce, Unary).
+// "[R, C] lm:D <- SRC, ..." with `nsrc` sources (Form::VectorOp, Reduce, Unary), the destination
+// optionally with its row stride, "lm:D [rs, 1]" (StructureCheck: vxe.<op> and vxe.mov take one).
 void ProgramReader::tile_fields(LineParser& lp, const std::string& w, size_t nsrc, Instruction& in) {
   std::tie(in.rows, in.cols) = lp.pair();
   in.lm_addr = lp.address("lm");
+  if (lp.peek("[")) {
+    auto [rs, cs] = lp.pair();
+    if (cs != 1) lp.fail(strcat(w, ": the destination's column stride must be 1, got ", cs));
+    in.lm_rs = rs;
+  }
   lp.expect("<-");
   do in.srcs.push_back(lp.operand());
   while (lp.accept(","));

@@ -4,7 +4,9 @@
 // addresses; vector elements are fp32 there, DMA converts from/to the HBM dtype).
 // Tiles are 2-D: an instruction has a shape [rows, cols]; every operand walks its memory as
 //   element(r, c) = addr + (r * rs + c * cs) * element_bytes
-// so broadcasts are strides of 0. Destinations in the LMU are dense ([rows, cols] row-major).
+// so broadcasts are strides of 0. Destinations in the LMU are dense ([rows, cols] row-major),
+// except that vxe.<op> and vxe.mov may name a destination row stride (lm_rs) to fill a column
+// window of a wider register.
 //
 // Text form (docs/isa.md):
 //   .program NAME
@@ -15,6 +17,8 @@
 //   vxe.add   [R, C] lm:0xD <- lm:0xA [rs, cs], #0.5
 //   vxe.rsum  [R, C] lm:0xD <- lm:0xA [rs, cs]        ; result [R, 1]
 //   vxe.mov   [R, C] lm:0xD <- lm:0xA [rs, cs]
+//   vxe.mov   [R, C] lm:0xD [drs, 1] <- lm:0xA [rs, cs]   ; destination rows drs elements apart
+//             (also vxe.<op>; printed only when drs != 0, the dense default)
 //   sxe.gemm  f16 [M, K, N] lm:0xD <- lm:0xA [rs, ks], hbm:0xB [ks, ns]
 //             D[m, n] = sum_k A[m, k] * B[k, n]; B streams from HBM into the MAC trees
 //   sxe.gemm  f16 [M, K, N] lm:0xD <- lm:0xA [rs, ks], hbm:0xB [ks, ns] int4/g128
@@ -80,6 +84,8 @@ struct Instruction {
   int line = 0;       // source line when parsed (diagnostics)
 
   bool same_as(const Instruction& o) const;  // equality ignoring `line`
+  // Elements between the rows of a tile destination in local memory: lm_rs, or cols when dense.
+  int64_t lm_row_stride() const { return lm_rs != 0 ? lm_rs : cols; }
 };
 
 struct BufferDecl {
@@ -124,8 +130,9 @@ std::string quant_problem(const BufferDecl& b);
 
 // The rules every program keeps however it was read (assembly or binary), one place for each:
 // tiles have a positive shape of at most kMaxElements elements per operand, sxe.gemm has K >= 1,
-// a loop runs at least once, loop and endloop pair up, and address steps appear only inside a
-// loop. Fed the instructions in order, so a reader reports a broken rule where it reads it.
+// a destination row stride (lm_rs) only on vxe.<op> and vxe.mov and there at least the tile's
+// columns, a loop runs at least once, loop and endloop pair up, and address steps appear only
+// inside a loop. Fed the instructions in order, so a reader reports a broken rule where it reads it.
 class StructureCheck {
  public:
   // "" when `in`, the next instruction, keeps the rules; else why it does not.
