@@ -257,8 +257,10 @@ void write_header_and_tables(Writer& w, const Program& p, const OpNames& ops, si
 
 // Which record field holds what, by form: tokens and loop counts in the rows field (and a
 // signal's device + 1 in cols), esl.send's token in depth and its device in the hbm row
-// stride, host.call's host-op index in depth.
+// stride, host.call's host-op index in depth, the destination row stride of vxe.<op> and
+// vxe.mov (lm_rs; 0 when dense, so older files read as before) in depth.
 bool token_in_rows(Form f) { return f == Form::Signal || f == Form::Wait || f == Form::Loop; }
+bool dest_stride_in_depth(Form f) { return f == Form::VectorOp || f == Form::Unary; }
 
 void write_instruction(Writer& w, const Instruction& in, size_t i, const OpNames& ops, uint32_t first_operand) {
   auto what = [&](const char* field) {
@@ -281,8 +283,13 @@ void write_instruction(Writer& w, const Instruction& in, size_t i, const OpNames
   w.u32(Writer::narrow_u32(in.lm_addr, what("lm address")));
   w.u32(first_operand);
   if (in.depth < 0 || in.host_op < 0) throw InputError(what("has a negative depth")());
-  int64_t depth = info.form == Form::HostCall ? in.host_op : info.form == Form::Send ? in.token : in.depth;
-  w.u32(Writer::narrow_u32(static_cast<uint64_t>(depth), what("depth")));
+  if (in.lm_rs < 0) throw InputError(what("has a negative destination row stride")());
+  int64_t depth = info.form == Form::HostCall       ? in.host_op
+                  : info.form == Form::Send         ? in.token
+                  : dest_stride_in_depth(info.form) ? in.lm_rs
+                                                    : in.depth;
+  w.u32(Writer::narrow_u32(static_cast<uint64_t>(depth),
+                           what(dest_stride_in_depth(info.form) ? "destination row stride" : "depth")));
   w.i64(in.hbm_step);
   w.i32(Writer::narrow_i32(in.lm_step, what("lm step")));
   w.u8(code_of(kQuantFormats, in.quant.format));  // version 5: packed weights B
@@ -533,6 +540,10 @@ void InstructionReader::fields(Instruction& in, uint8_t& op, uint8_t& nsrc, uint
     in.depth = 0;
     in.peer = in.hbm_rs;
     in.hbm_rs = 0;
+  }
+  if (dest_stride_in_depth(info->form)) {
+    in.lm_rs = in.depth;
+    in.depth = 0;
   }
   if (info->form == Form::HostCall) {
     in.host_op = in.depth;
