@@ -1,6 +1,7 @@
 #include "isa/program_fields.h"
 
 #include <algorithm>
+#include <iterator>
 
 #include "support/error.h"
 
@@ -8,9 +9,10 @@ namespace lpu::fields {
 
 namespace {
 
-constexpr const char* kFieldName[] = {"rows",    "cols",   "depth",          "host_op",   "hbm address",
-                                      "hbm_rs",  "hbm_cs", "lm_addr",        "token",     "hbm_step",
-                                      "lm_step", "peer",   "source address", "source rs", "source cs"};
+constexpr const char* kFieldName[] = {"rows",   "cols",           "depth",     "host_op",  "hbm address", "hbm_rs",
+                                      "hbm_cs", "lm_addr",        "token",     "hbm_step", "lm_step",     "peer",
+                                      "lm_rs",  "source address", "source rs", "source cs"};
+static_assert(std::size(kFieldName) == SrcCs + 1, "a name for every field");
 
 int64_t& field_ref(Instruction& in, int f, size_t src) {
   switch (f) {
@@ -24,6 +26,7 @@ int64_t& field_ref(Instruction& in, int f, size_t src) {
     case HbmStep: return in.hbm_step;
     case LmStep: return in.lm_step;
     case Peer: return in.peer;
+    case LmRs: return in.lm_rs;
     case SrcRs: return in.srcs[src].rs;
     case SrcCs: return in.srcs[src].cs;
     default: break;

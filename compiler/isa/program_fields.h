@@ -25,11 +25,12 @@ enum Field : uint8_t {
   HbmStep,
   LmStep,
   Peer,
+  LmRs,
   SrcAddr,
   SrcRs,
   SrcCs
 };
-constexpr int kInstructionFields = 12;  // Rows .. Peer: the fields with no source operand
+constexpr int kInstructionFields = 13;  // Rows .. LmRs: the fields with no source operand
 const char* field_name(int f);
 
 // Field f of `in` as an integer (addresses wrap to int64: differences are what matter).

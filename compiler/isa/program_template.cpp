@@ -78,11 +78,11 @@ std::optional<ProgramTemplate> ProgramTemplate::make(const Program& a, int64_t s
             {static_cast<uint32_t>(i), static_cast<fields::Field>(f), static_cast<uint16_t>(src), d / ds});
       return true;
     };
-    for (int f : {0, 1, 2, 3, 5, 6, 7, 8, 9, 10, 11})
-      if (!affine(f, 0)) return std::nullopt;
+    for (int f = 0; f < fields::kInstructionFields; ++f)  // the HBM address below
+      if (f != fields::HbmAddr && !affine(f, 0)) return std::nullopt;
     for (size_t s = 0; s < x.srcs.size(); ++s)
       if (!x.srcs[s].immediate)
-        for (int f : {12, 13, 14})
+        for (int f : {fields::SrcAddr, fields::SrcRs, fields::SrcCs})
           if (!affine(f, s)) return std::nullopt;
     if (uses_hbm_address(x.opcode)) {
       size_t ba = buffer_of(la, x.hbm_addr), bb = buffer_of(lb, y.hbm_addr);
@@ -97,7 +97,7 @@ std::optional<ProgramTemplate> ProgramTemplate::make(const Program& a, int64_t s
         return std::nullopt;
       }
       t.hbm_refs_.push_back({static_cast<uint32_t>(i), static_cast<uint32_t>(ba), oa, (ob - oa) / ds});
-    } else if (!affine(4, 0)) {
+    } else if (!affine(fields::HbmAddr, 0)) {
       return std::nullopt;
     }
   }
