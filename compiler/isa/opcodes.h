@@ -87,9 +87,10 @@ constexpr size_t kOpcodeCount = 0 LPU_OPCODES(LPU_COUNT_ROW);
 enum class Form : uint8_t {
   TileLoad,    // MN DTYPE [R, C] lm:D <- hbm:A [rs, cs]
   TileStore,   // MN DTYPE [R, C] hbm:A [rs, cs] <- lm:S
-  VectorOp,    // vxe.<scalar op> [R, C] lm:D <- SRC, ...   (as many sources as the op's arity)
+  VectorOp,    // vxe.<scalar op> [R, C] lm:D [rs, 1] <- SRC, ...   (as many sources as the op's arity;
+               // the destination row stride optional, in the depth field)
   Reduce,      // vxe.r<reduction> [R, C] lm:D <- SRC          (result [R, 1])
-  Unary,       // MN [R, C] lm:D <- SRC
+  Unary,       // MN [R, C] lm:D [rs, 1] <- SRC                (the destination row stride as VectorOp's)
   Gemm,        // MN DTYPE [M, K, N] lm:D <- lm:A [rs, ks], hbm:B [ks, ns]
   GemmGather,  // MN DTYPE [M, K, N] lm:D <- lm:A [rs, ks], hbm:B [ks, ns], lm:I [irs, ics], #S (row m: hbm:B + I[m]*S)
   Gather,      // MN DTYPE [R, C] lm:D <- hbm:T [rs, cs], lm:I [irs, ics]
@@ -109,7 +110,7 @@ using Role = uint16_t;
 namespace role {
 enum : Role {
   None = 0,
-  LmDestTile = 1 << 0,     // writes lm_addr, dense [R, C]                     "destination"
+  LmDestTile = 1 << 0,     // writes lm_addr, [R, C] rows lm_row_stride() apart (dense unless lm_rs)  "destination"
   LmDestColumn = 1 << 1,   // writes lm_addr, dense [R, 1] (a row reduction)   "destination"
   LmSrcTile = 1 << 2,      // reads lm_addr, dense [R, C]                      "source"
   LmSources = 1 << 3,      // reads every source not immediate, [R, C] by its strides  "source [k]"

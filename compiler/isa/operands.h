@@ -29,8 +29,9 @@ inline void packed_span(const Quant& q, int64_t first, int64_t last, int64_t& lo
 }
 
 namespace detail {
-inline OperandAccess lm_dense(bool write, const char* role, const Instruction& in, int64_t cols) {
-  return {OperandAccess::Memory::Lmu, write, role, in.lm_addr, in.rows, cols, cols, 1, 4, in.lm_step, Quant{}};
+// lm_addr as [rows, cols], rows `rs` elements apart (dense: rs = cols).
+inline OperandAccess lm_tile(bool write, const char* role, const Instruction& in, int64_t cols, int64_t rs) {
+  return {OperandAccess::Memory::Lmu, write, role, in.lm_addr, in.rows, cols, rs, 1, 4, in.lm_step, Quant{}};
 }
 inline OperandAccess lm_operand(const char* role, const Operand& o, const Instruction& in, int64_t rows, int64_t cols) {
   return {OperandAccess::Memory::Lmu, false, role, o.addr, rows, cols, o.rs, o.cs, 4, in.lm_step, Quant{}};
@@ -48,13 +49,13 @@ inline OperandAccess hbm(bool write, const char* role, const Instruction& in, in
 template <typename F>
 void for_each_operand(const Instruction& in, F&& f) {
   using detail::hbm;
-  using detail::lm_dense;
   using detail::lm_operand;
+  using detail::lm_tile;
   const Role roles = opcode_info(in.opcode).roles;
   const int64_t R = in.rows, C = in.cols;
-  if (roles & role::LmDestTile) f(lm_dense(true, "destination", in, C));
-  if (roles & role::LmDestColumn) f(lm_dense(true, "destination", in, 1));
-  if (roles & role::LmSrcTile) f(lm_dense(false, "source", in, C));
+  if (roles & role::LmDestTile) f(lm_tile(true, "destination", in, C, in.lm_row_stride()));
+  if (roles & role::LmDestColumn) f(lm_tile(true, "destination", in, 1, 1));
+  if (roles & role::LmSrcTile) f(lm_tile(false, "source", in, C, C));
   if (roles & role::LmSources) {
     static const char* const kSources[] = {"source 1", "source 2", "source 3"};
     for (size_t k = 0; k < in.srcs.size(); ++k) {
@@ -77,7 +78,7 @@ void for_each_operand(const Instruction& in, F&& f) {
   if (roles & role::HbmWeights) f(hbm(false, "weights B", in, in.depth, C, in.hbm_rs, in.hbm_cs, in.quant));
   if (roles & role::HbmTableRow) f(hbm(false, "table", in, 1, C, 0, in.hbm_cs));
   if (roles & role::RemoteLmDest) {
-    OperandAccess a = lm_dense(true, "destination on the receiver", in, C);
+    OperandAccess a = lm_tile(true, "destination on the receiver", in, C, C);
     a.memory = OperandAccess::Memory::RemoteLmu;
     f(a);
   }

@@ -64,7 +64,9 @@ double Vxe::execute(const IssueTicket& tk, double start_ps) {
   const int64_t R = in.rows, C = in.cols;
   const bool reduce = has_role(in.opcode, role::LmDestColumn);
   const int64_t out_elems = reduce ? R : R * C;
-  lmu_.check(in.lm_addr, static_cast<uint64_t>(out_elems * 4), "vxe destination");
+  // Up to the last element written: a tile's rows lie lm_row_stride() apart (dense: C).
+  const int64_t span = reduce ? R : (R - 1) * in.lm_row_stride() + C;
+  lmu_.check(in.lm_addr, static_cast<uint64_t>(span * 4), "vxe destination");
   const auto written = static_cast<uint64_t>(out_elems * 4);
   uint64_t read = 0;
   int64_t worst_stride = 1;
@@ -116,7 +118,15 @@ void Vxe::compute(const Instruction& in) {
         scratch_[static_cast<size_t>(r * C + c)] = form == Form::VectorOp ? eval_scalar_op(in.vop, a) : a[0];
       }
   }
-  std::copy(scratch_.begin(), scratch_.end(), lmu_.data(in.lm_addr));
+  // Written after every source was read (a destination may overlap a source): a reduction's
+  // column and a dense tile at once, a column window of a wider register (lm_rs) row by row.
+  float* dst = lmu_.data(in.lm_addr);
+  if (form == Form::Reduce || in.lm_row_stride() == C) {
+    std::copy(scratch_.begin(), scratch_.end(), dst);
+    return;
+  }
+  for (int64_t r = 0; r < R; ++r)
+    std::copy(scratch_.begin() + r * C, scratch_.begin() + (r + 1) * C, dst + r * in.lm_rs);
 }
 
 // vxe.model: rtl: exp on the exp pipeline, div and reciprocal on the div pipeline; null for the
