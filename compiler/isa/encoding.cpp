@@ -284,6 +284,8 @@ void write_instruction(Writer& w, const Instruction& in, size_t i, const OpNames
   w.u32(first_operand);
   if (in.depth < 0 || in.host_op < 0) throw InputError(what("has a negative depth")());
   if (in.lm_rs < 0) throw InputError(what("has a negative destination row stride")());
+  if (in.lm_rs != 0 && !dest_stride_in_depth(info.form))  // no field would carry it
+    throw InputError(what("has a destination row stride, which only vxe.<op> and vxe.mov take")());
   int64_t depth = info.form == Form::HostCall       ? in.host_op
                   : info.form == Form::Send         ? in.token
                   : dest_stride_in_depth(info.form) ? in.lm_rs
