@@ -3,6 +3,8 @@
 #include "driver/compile.h"
 #include "isa/encoding.h"
 #include "isa/program.h"
+#include "isa/program_fields.h"
+#include "isa/program_template.h"
 #include "support/error.h"
 #include "workload/transformer.h"
 #include "workload/workload.h"
@@ -235,4 +237,117 @@ TEST(Encoding, LoopRulesAreTheParsersRules) {
   unbalanced[code_at + 2 * kRec] = 5;  // endloop -> halt
   m = decode_error(unbalanced);
   EXPECT_NE(m.find(strcat("byte ", code_at, ": instruction 0: 1 loop(s) without endloop")), std::string::npos) << m;
+}
+
+// ---------------------------------------------------------------------------------------
+// A destination row stride (Instruction::lm_rs): vxe.<op> and vxe.mov fill a column window of a
+// wider local-memory register.
+
+namespace {
+const char* kWindows =
+    ".program w\n"
+    ".kernel 0 k\n"
+    "  vxe.mov [16, 64] lm:0x400 [128, 1] <- lm:0x2000 [64, 1]\n"
+    "  vxe.add [16, 64] lm:0x500 [128, 1] <- lm:0x2000 [64, 1], #1.5\n"
+    "  vxe.neg [16, 64] lm:0x8000 <- lm:0x2000 [64, 1]\n"
+    "  halt\n";
+}  // namespace
+
+// Printed only when set (dense destinations print as they always did); text and binary carry it.
+TEST(Isa, DestinationRowStrideRoundTrips) {
+  Program p = parse_program(kWindows, "w.s");
+  ASSERT_EQ(p.code.size(), 4u);
+  EXPECT_EQ(p.code[0].lm_rs, 128);
+  EXPECT_EQ(p.code[1].lm_rs, 128);
+  EXPECT_EQ(p.code[2].lm_rs, 0);
+  EXPECT_EQ(print_instruction(p.code[0]), "vxe.mov [16, 64] lm:0x400 [128, 1] <- lm:0x2000 [64, 1]");
+  EXPECT_EQ(print_instruction(p.code[1]), "vxe.add [16, 64] lm:0x500 [128, 1] <- lm:0x2000 [64, 1], #1.5");
+  EXPECT_EQ(print_instruction(p.code[2]), "vxe.neg [16, 64] lm:0x8000 <- lm:0x2000 [64, 1]");
+  Instruction dense = p.code[0];
+  dense.lm_rs = 0;
+  EXPECT_FALSE(dense.same_as(p.code[0]));
+  const std::string text = print_program(p);
+  Program q = parse_program(text, "w2.s");
+  EXPECT_EQ(print_program(q), text);
+  expect_same_program(p, q);
+  std::vector<uint8_t> bin = encode_program(p);
+  Program r = decode_program(bin, "w.lpubin");
+  expect_same_program(p, r);
+  EXPECT_EQ(r.code[0].lm_rs, 128);
+  EXPECT_EQ(r.code[0].depth, 0);
+  EXPECT_EQ(encode_program(r), bin);
+  // An explicit dense stride of 0 is the dense destination.
+  Program z = parse_program(".program z\n  vxe.mov [2, 4] lm:0x0 [0, 1] <- lm:0x100 [4, 1]\n");
+  EXPECT_EQ(z.code[0].lm_rs, 0);
+  EXPECT_EQ(print_instruction(z.code[0]), "vxe.mov [2, 4] lm:0x0 <- lm:0x100 [4, 1]");
+}
+
+// The record's depth slot holds lm_rs for vxe.<op> and vxe.mov; a record with a depth there
+// decodes to a destination row stride, checked like the parser's.
+TEST(Encoding, DestinationRowStrideIsInTheDepthSlot) {
+  Program p = small_program();  // instruction 1: vxe.mul [4, 8]
+  std::vector<uint8_t> bin = encode_program(p);
+  constexpr size_t kRec = 64, kDepth = 40;  // the depth field's offset in a record
+  const size_t code_at = bin.size() - 4 * 16 - p.code.size() * kRec;
+  for (size_t i = 0; i < p.code.size(); ++i) EXPECT_EQ(bin[code_at + i * kRec + kDepth], 0) << i;
+  std::vector<uint8_t> wide = bin;
+  wide[code_at + kRec + kDepth] = 16;
+  Program q = decode_program(wide.data(), wide.size(), "t.lpubin", Checksum::Skip);
+  EXPECT_EQ(q.code[1].lm_rs, 16);
+  EXPECT_EQ(q.code[1].depth, 0);
+  p.code[1].lm_rs = 16;
+  EXPECT_EQ(encode_program(p, Checksum::Skip), encode_program(q, Checksum::Skip));
+  std::vector<uint8_t> narrow = bin;
+  narrow[code_at + kRec + kDepth] = 4;
+  std::string m;
+  try {
+    decode_program(narrow.data(), narrow.size(), "t.lpubin", Checksum::Skip);
+  } catch (const InputError& e) {
+    m = e.what();
+  }
+  EXPECT_NE(m.find(strcat("byte ", code_at + kRec,
+                          ": instruction 1: vxe.mul: destination row stride 4 is less than the tile's 8 columns")),
+            std::string::npos)
+      << m;
+  // A form without the field cannot carry one: the encoder refuses rather than drop it.
+  Program load = small_program();
+  load.code[0].lm_rs = 8;
+  EXPECT_THROW(encode_program(load), InputError);
+}
+
+TEST(Isa, DestinationRowStrideRulesNameTheLine) {
+  EXPECT_NE(parse_error(".program w\n  vxe.mov [16, 64] lm:0x400 [32, 1] <- lm:0x2000 [64, 1]\n")
+                .find("t.s:2: vxe.mov: destination row stride 32 is less than the tile's 64 columns"),
+            std::string::npos);
+  EXPECT_NE(parse_error(".program w\n  vxe.exp [16, 64] lm:0x400 [-128, 1] <- lm:0x2000 [64, 1]\n")
+                .find("t.s:2: vxe.exp: destination row stride -128 is less than the tile's 64 columns"),
+            std::string::npos);
+  std::string m = parse_error(".program w\n  vxe.mov [16, 64] lm:0x400 [128, 2] <- lm:0x2000 [64, 1]\n");
+  EXPECT_NE(m.find("t.s:2: vxe.mov: the destination's column stride must be 1, got 2"), std::string::npos) << m;
+  m = parse_error(".program w\n  vxe.rsum [16, 64] lm:0x400 [128, 1] <- lm:0x2000 [64, 1]\n");
+  EXPECT_NE(m.find("t.s:2: vxe.rsum: only vxe.<op> and vxe.mov take a destination row stride (lm_rs 128)"),
+            std::string::npos)
+      << m;
+  m = parse_error(".program w\n  vxe.mov [65536, 64] lm:0x0 [8589934592, 1] <- lm:0x0 [64, 1]\n");
+  EXPECT_NE(m.find("t.s:2: vxe.mov: destination row stride 8589934592 over 65536 rows spans more than 2^48 elements"),
+            std::string::npos)
+      << m;
+  // A program built in memory: the same rule, naming the instruction.
+  Program p = small_program();
+  p.code[0].lm_rs = 8;  // dma.load
+  StructureCheck check;
+  EXPECT_EQ(check.next(p.code[0]), "dma.load: only vxe.<op> and vxe.mov take a destination row stride (lm_rs 8)");
+}
+
+// Program templates (generate) compare lm_rs like every other field.
+TEST(Isa, TemplatesSeeTheDestinationRowStride) {
+  Program a = parse_program(kWindows), b = parse_program(kWindows);
+  b.code[0].lm_rs = 256;
+  EXPECT_NE(fields::program_difference(a, b).find("lm_rs compiled 128, derived 256"), std::string::npos)
+      << fields::program_difference(a, b);
+  std::string why;
+  auto t = ProgramTemplate::make(a, 1, b, 2, 64, why);
+  ASSERT_TRUE(t) << why;
+  EXPECT_EQ(t->symbolic_fields(), 1u);
+  EXPECT_EQ(t->instantiate(3).code[0].lm_rs, 384);
 }

@@ -221,3 +221,27 @@ TEST(IsuWindow, ConfigKeysAreValidated) {
   EXPECT_THROW(arch("lpu-small", {"sxe.streams=0"}), InputError);
   EXPECT_EQ(arch("lpu-small", {"isu.lookahead=8"}).isu.lookahead, 8);
 }
+
+// A destination row stride (lm_rs) is in the scoreboard's footprint: an sxe.gemm reading the
+// last row of the right half of a [64, 512] register waits for the vxe.mov that fills that
+// half (a dense [64, 256] destination would end 0xfc00 bytes before that row), and one reading
+// elsewhere does not.
+TEST(IsuWindow, AReaderOfAColumnWindowWaitsForItsWriter) {
+  auto program = [](const std::string& a) {
+    return parse_program(
+        ".program win\n.buffer w hbm:0x0 f16[256, 64] weight\n.kernel 0 k\n"
+        "vxe.mov [64, 256] lm:0x0 [512, 1] <- lm:0x20000 [256, 1]\n"
+        "vxe.mov [64, 256] lm:0x400 [512, 1] <- lm:0x20000 [256, 1]\n"
+        "sxe.gemm f16 [1, 256, 64] lm:0x38000 <- lm:" +
+        a + " [0, 1], hbm:0x0 [64, 1]\nhalt\n");
+  };
+  auto gemm_start_after_writer = [&](const std::string& a) {
+    SimResult r = traced(program(a), arch("lpu-small"));
+    auto writer = events(r, "vxe.mov [64, 256] lm:0x400"), gemm = events(r, "sxe.gemm");
+    EXPECT_EQ(writer.size(), 1u);
+    EXPECT_EQ(gemm.size(), 1u);
+    return gemm.at(0).start_us - (writer.at(0).start_us + writer.at(0).dur_us);
+  };
+  EXPECT_GE(gemm_start_after_writer("0x1fc00"), 0.0);  // (63 * 512 + 256) * 4: the window's last row
+  EXPECT_LT(gemm_start_after_writer("0x30000"), 0.0);  // no overlap: it goes at once
+}
