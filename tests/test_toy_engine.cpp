@@ -90,5 +90,30 @@ TEST(ToyEngine, SimulatesAProgramThatUsesIt) {
   EXPECT_THROW(simulate(big, a, {}), InputError);
 }
 
+// Its form (Unary) carries a destination row stride, which the engine honours: two
+// toy.double fill the halves of a [2, 16] register.
+TEST(ToyEngine, ItsFormCarriesADestinationRowStride) {
+  Program p = parse_program(R"(.program toy
+.buffer x hbm:0x0 f32[2, 8] input
+.buffer y hbm:0x40 f32[2, 16] output
+.kernel 0 double
+  dma.load f32 [2, 8] lm:0x0 <- hbm:0x0 [8, 1]
+  toy.double [2, 8] lm:0x40 [16, 1] <- lm:0x0 [8, 1]
+  toy.double [2, 8] lm:0x60 [16, 1] <- lm:0x0 [8, 1]
+  dma.store f32 [2, 16] hbm:0x40 [16, 1] <- lm:0x40
+  halt
+)",
+                            "toy.s");
+  EXPECT_EQ(print_instruction(p.code[1]), "toy.double [2, 8] lm:0x40 [16, 1] <- lm:0x0 [8, 1]");
+  EXPECT_TRUE(decode_program(encode_program(p)).code[2].same_as(p.code[2]));
+  Tensor x(TensorType{DType::f32, {2, 8}});
+  for (size_t i = 0; i < x.data.size(); ++i) x.data[i] = static_cast<float>(i) - 5;
+  TensorMap inputs{{"x", x}};
+  SimOptions opts;
+  opts.functional = true;
+  const Tensor y = simulate(p, toy_arch(""), opts, &inputs).outputs.at("y");
+  for (size_t i = 0; i < y.data.size(); ++i) EXPECT_EQ(y.data[i], 2 * x.data[i / 16 * 8 + i % 8]) << i;
+}
+
 }  // namespace
 }  // namespace lpu

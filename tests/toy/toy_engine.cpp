@@ -21,7 +21,8 @@ class Toy : public Engine {
   double execute(const IssueTicket& tk, double start_ps) override {
     const Instruction& in = ctx_.instr(tk.instr);
     const int64_t R = in.rows, C = in.cols;
-    lmu_.check(in.lm_addr, static_cast<uint64_t>(R * C * 4), "toy destination");
+    const int64_t rs = in.lm_row_stride();  // form Unary: the destination may be a column window
+    lmu_.check(in.lm_addr, static_cast<uint64_t>(((R - 1) * rs + C) * 4), "toy destination");
     if (ctx_.functional) {
       const Operand& s = in.srcs.at(0);
       std::vector<float> out(static_cast<size_t>(R * C));
@@ -32,7 +33,8 @@ class Toy : public Engine {
             throw InputError(strcat(print_instruction(in), " reads outside local memory"));
           out[static_cast<size_t>(r * C + c)] = 2 * ctx_.lmu_data[static_cast<size_t>(off)];
         }
-      std::copy(out.begin(), out.end(), lmu_.data(in.lm_addr));
+      for (int64_t r = 0; r < R; ++r)
+        std::copy(out.begin() + r * C, out.begin() + (r + 1) * C, lmu_.data(in.lm_addr) + r * rs);
     }
     const double cycles = ctx_.arch->extension("toy", "latency_cycles") +
                           std::ceil(static_cast<double>(R * C) / ctx_.arch->extension("toy", "lanes"));
