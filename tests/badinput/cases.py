@@ -142,7 +142,7 @@ def asm_sub(pattern, repl):
 # ---- binary programs: patched from `lpu compile --emit bin` output ----------------------------
 
 HDR, INSTR, OPND = 48, 64, 16
-LOOP_BEGIN, LOOP_END, HALT = 11, 12, 5  # stable opcode codes (compiler/isa/encoding.cpp)
+LOOP_BEGIN, LOOP_END, HALT, VXE_OP = 11, 12, 5, 2  # stable opcode codes (compiler/isa/opcodes.h)
 
 
 def fnv(b):
@@ -188,6 +188,17 @@ def loop_count_zero(b):
 
 def endloop_to_halt(b):
     b[first_with_opcode(b, LOOP_END)] = HALT
+
+
+def vxe_dest_row_stride_below_cols(b):
+    """The first vxe.<op> of more than one column gets a destination row stride (its record's
+    depth slot) one short of its columns."""
+    for off in instr_offsets(b):
+        cols = struct.unpack_from("<I", b, off + 12)[0]
+        if b[off] == VXE_OP and cols > 1:
+            struct.pack_into("<I", b, off + 40, cols - 1)
+            return
+    raise AssertionError("no vxe.<op> of more than one column")
 
 
 # ---- sweeps -----------------------------------------------------------------------------------
@@ -621,6 +632,14 @@ CASES = [
          asm_sub(r"\[4, 8\] lm:0x100", "[99999999999999999999999, 8] lm:0x100")),
     Case("asm_zero_tile", 2, r"{f}:\d+: .*tile shape must be positive", ["sim", "{f}"],
          asm_sub(r"vxe.relu \[4, 8\]", "vxe.relu [0, 8]")),
+    Case("asm_dest_row_stride_below_cols", 2, r"{f}:6: vxe.relu: destination row stride 4 is less than the tile's 8",
+         ["sim", "{f}"], asm_sub(r"lm:0x100 <-", "lm:0x100 [4, 1] <-")),
+    Case("asm_dest_column_stride", 2, r"{f}:6: vxe.relu: the destination's column stride must be 1, got 2",
+         ["sim", "{f}"], asm_sub(r"lm:0x100 <-", "lm:0x100 [16, 2] <-")),
+    Case("asm_dest_row_stride_beyond_lmu", 2, r"{f}:6: vxe.relu destination touches local memory", ["sim", "{f}"],
+         asm_sub(r"lm:0x100 <-", "lm:0x100 [100000, 1] <-")),
+    Case("asm_reduction_dest_row_stride", 2, r"{f}:\d+: vxe.rsum: only vxe.<op> and vxe.mov take a destination row",
+         ["sim", "{f}"], asm("  vxe.rsum [4, 8] lm:0x100 [8, 1] <- lm:0x0 [8, 1]\n  halt\n")),
     Case("asm_no_such_file", 2, r"{tmp}/nope.s: cannot open", ["sim", "{tmp}/nope.s"]),
     Case("asm_two_programs_one_device", 2, r"2 programs but lpu-small has devices = 1", ["sim", "{f}", "{f}"],
          {"f": text(ASM_OK, ".s")}),
@@ -628,6 +647,8 @@ CASES = [
     # ---- binary programs (.lpubin) ----
     Case("bin_loop_count_zero", 2, r"{f}: .*loop.*at least once", ["sim", "{f}"], {"f": binary(loop_count_zero)}),
     Case("bin_unbalanced_loop", 2, r"{f}: .*without endloop", ["sim", "{f}"], {"f": binary(endloop_to_halt)}),
+    Case("bin_dest_row_stride_below_cols", 2, r"{f}: byte \d+: instruction \d+: vxe\.\w+: destination row stride",
+         ["sim", "{f}"], {"f": binary(vxe_dest_row_stride_below_cols)}),
     Case("bin_truncated", 2, r"{f}: ", ["sim", "{f}"], {"f": binary(lambda b: b.__delitem__(slice(200, None)), False)}),
     Case("bin_bad_magic", 2, r"{f}: .*not an LPU program", ["sim", "{f}"],
          {"f": binary(lambda b: b.__setitem__(slice(0, 4), b"XXXX"))}),
