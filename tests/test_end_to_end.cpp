@@ -255,6 +255,35 @@ TEST(EndToEnd, SoftmaxRowGroupsOverlapTheVStreams) {
   EXPECT_LT(ra.stats.cycles, rb.stats.cycles);
 }
 
+// Rotary's rotate_half (cat(-x2, x1)) joins in local memory (schedule.cpp, join_problem;
+// tile_walk.h, Join): its two parts move into column windows of one register (vxe.mov with a
+// destination row stride), so the attention kernel holds the rotary and nothing goes through
+// HBM; the outputs match the reference, prefill and decode, on whole rows and in row tiles.
+TEST(EndToEnd, RotaryConcatenationJoinsInLocalMemory) {
+  for (const char* phase : {"decode", "prefill"})
+    for (int64_t lmu_kib : {0, 2}) {  // the preset's local memory; 2 KiB: a few rows per tile
+      const bool decode = std::string(phase) == "decode";
+      WorkloadSpec w = resolve_workload("tiny-llama", {std::string("phase=") + phase, decode ? "context=24" : "context=0"});
+      if (!decode) w.seq_len = 6;
+      ArchConfig arch = small_arch();
+      if (lmu_kib) arch.lmu.capacity_kib = lmu_kib;
+      RunOutcome o = run_job(w, arch, "greedy", true);
+      ASSERT_TRUE(o.check.has_value());
+      EXPECT_TRUE(o.check->ok) << phase << " " << lmu_kib << ": " << o.check->worst;
+      int64_t tiled = 0;
+      for (const auto& t : o.comp.code.tiling) tiled += t.kernel.find("rope") != std::string::npos && t.tiles > 1;
+      if (lmu_kib) {
+        EXPECT_GT(tiled, 0) << phase;
+      }
+      for (const Kernel& k : o.comp.schedule.kernels)
+        for (const std::string& b : k.hbm_outputs) EXPECT_EQ(b.find("_rot"), std::string::npos) << k.name << " " << b;
+      size_t windows = 0;
+      for (const Instruction& in : o.comp.code.program.code)
+        windows += in.opcode == Opcode::VxeMov && in.lm_rs > in.cols;
+      EXPECT_GT(windows, 0u) << phase;
+    }
+}
+
 // Mixture of experts on the LPU (docs/workloads.md, "Mixture of experts"): every expert matmul
 // streams its rows' experts straight from the weight (sxe.gemm_gather; the gathers emit
 // nothing), the program prints, parses, encodes and decodes back to itself, the outputs match

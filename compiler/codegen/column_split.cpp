@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <map>
 #include <numeric>
+#include <set>
 
 #include "support/error.h"
 
@@ -20,7 +21,13 @@ ColumnSplit analyze_column_split(const LoopProgram& p, const Kernel& k) {
   size_t n = k.nodes.size();
   auto node = [&](size_t i) -> const LoopNode& { return p.nodes[static_cast<size_t>(k.nodes[i])]; };
   std::map<std::string, size_t> pos;  // buffer -> the kernel node writing it
-  for (size_t i = 0; i < n; ++i) pos.emplace(node(i).out(), i);
+  std::set<std::string> parts;        // buffers several nodes write (a concatenation's)
+  for (size_t i = 0; i < n; ++i)
+    if (!pos.emplace(node(i).out(), i).second) parts.insert(node(i).out());
+  for (size_t i = 0; i < n; ++i)
+    for (const auto& l : node(i).loads())
+      if (parts.count(l->buffer))  // joined in one register (tile_walk.h): whole rows
+        return refuse(strcat(node(i).name, " reads ", l->buffer, ", a concatenation joined in local memory"));
   ColumnSplit s;
   s.split.assign(n, false);
   for (size_t i = 0; i < n; ++i) {

@@ -115,8 +115,11 @@ struct KernelEmitter::Impl {
   }
   void emit(Instruction in, const TileVal& dst, const TileVal* const* srcs, size_t n) {
     in.kernel = id;
+    // A window of a wider register (a concatenation's part): its rows lie a joined row apart.
+    if (dst.rows > 1 && dst.rs != dst.cols) in.lm_rs = dst.rs;
     Pending pd;
     pd.def = dst.vid;
+    pd.def_offset = dst.addr;
     for (size_t i = 0; i < n; ++i) {
       in.srcs.push_back(operand(*srcs[i]));
       pd.src_vid.push_back(srcs[i]->imm ? -1 : srcs[i]->vid);

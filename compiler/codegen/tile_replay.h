@@ -69,7 +69,8 @@ class TileReplay {
         case TileWalk::OpKind::Reduce: out = reduce(op, sink); break;
         case TileWalk::OpKind::Matmul: out = matmul(op, sink); break;
         case TileWalk::OpKind::Gather: out = gather(op, sink); break;
-        case TileWalk::OpKind::NodeEnd: out = node_end(op, sink); break;
+        case TileWalk::OpKind::NodeEnd: out = op.join >= 0 ? join_part(op, sink) : node_end(op, sink); break;
+        case TileWalk::OpKind::Join: out = alloc(t_.rows, op.cols); break;  // its parts write it
       }
     }
   }
@@ -232,6 +233,26 @@ class TileReplay {
     TileVal v = in(op, 0);
     if (!(v.owned && v.rows == t_.rows && v.cols == ncols)) v = expand(v, t_.rows, ncols, sink);
     if (op.store && (op.split || t_.c0 == 0)) sink.store(op, v, c0);
+    return v;
+  }
+
+  // A part of a concatenation: its value moved into its column window of the joined register
+  // (a vxe.mov with the joined row as its destination row stride), stored from a dense
+  // register of its own where it also goes to HBM. Column tiling never splits a kernel with a
+  // join (column_split.cpp).
+  template <class Sink>
+  TileVal join_part(const TileWalk::Op& op, Sink& sink) {
+    const int64_t ncols = op.node->out_cols();
+    TileVal v = in(op, 0);
+    TileVal window = vals_[static_cast<size_t>(op.join)];
+    window.addr += static_cast<uint64_t>(op.join_col * kLmElem);
+    window.cols = ncols;
+    window.owned = false;
+    sink.vxe_mov(window, v);
+    if (op.store) {
+      if (!(v.owned && v.rows == t_.rows && v.cols == ncols)) v = expand(v, t_.rows, ncols, sink);
+      sink.store(op, v, 0);
+    }
     return v;
   }
 };

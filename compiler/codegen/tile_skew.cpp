@@ -100,7 +100,7 @@ Instruction vector_rows(const Instruction& in, int64_t r0, int64_t n) {
   auto moved = [&](uint64_t addr, int64_t row_stride) {
     return static_cast<uint64_t>(static_cast<int64_t>(addr) + r0 * row_stride * kLmElemBytes);
   };
-  p.lm_addr = moved(in.lm_addr, has_role(in.opcode, role::LmDestColumn) ? 1 : in.cols);
+  p.lm_addr = moved(in.lm_addr, has_role(in.opcode, role::LmDestColumn) ? 1 : in.lm_row_stride());
   for (Operand& s : p.srcs)
     if (!s.immediate) s.addr = moved(s.addr, s.rs);
   return p;

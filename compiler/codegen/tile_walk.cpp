@@ -228,7 +228,16 @@ class Recorder {
  public:
   Recorder(const LoopProgram& p, const Kernel& k, const ColumnSplit* columns, TileAccessCache::Impl& cache, TileWalk& w)
       : p_(p), k_(k), cache_(cache), w_(w) {
-    for (int i : k.nodes) in_kernel_.insert(p.nodes[static_cast<size_t>(i)].out());
+    std::map<std::string, int> writers;
+    for (int i : k.nodes) ++writers[p.nodes[static_cast<size_t>(i)].out()];
+    for (const auto& [b, n] : writers) in_kernel_.insert(b);
+    // Concatenations to join: buffers of several writers here that a node here reads (fusion
+    // let them in only with every writer: schedule.cpp, join_problem).
+    for (int i : k.nodes) {
+      const LoopNode& n = p.nodes[static_cast<size_t>(i)];
+      for (const auto& l : n.loads())
+        if (auto it = writers.find(l->buffer); it != writers.end() && it->second > 1) joined_.insert(l->buffer);
+    }
     hbm_out_.insert(k.hbm_outputs.begin(), k.hbm_outputs.end());
     if (columns)
       for (size_t i = 0; i < k.nodes.size(); ++i)
@@ -250,7 +259,7 @@ class Recorder {
   const Kernel& k_;
   TileAccessCache::Impl& cache_;
   TileWalk& w_;
-  std::set<std::string> in_kernel_, hbm_out_;
+  std::set<std::string> in_kernel_, hbm_out_, joined_;
   std::set<const LoopNode*> split_;    // nodes computing a column window (column tiling)
   std::map<std::string, int> values_;  // node output -> its NodeEnd op
   std::map<int, uint64_t> hoisted_;    // key of a resident load -> its offset
@@ -411,7 +420,24 @@ void Recorder::record_end(const LoopNode& n, int value) {
     end.buf = st.buf;
     end.store_ap = &st.ap;
   }
-  values_[n.out()] = push(end);
+  if (!joined_.count(n.out())) {
+    values_[n.out()] = push(end);
+    return;
+  }
+  auto [it, first] = values_.emplace(n.out(), -1);
+  if (first) {  // the joined register, before the first part moves into it
+    const Buffer& b = p_.buffers.at(n.out());
+    TileWalk::Op join;
+    join.kind = TileWalk::OpKind::Join;
+    join.node = &n;
+    join.cols = b.type.numel() / std::max<int64_t>(n.rows(), 1);
+    it->second = push(join);
+  }
+  const AccessPattern& sp = cache_.store(p_, n).ap;
+  if (!sp.ok || sp.base < 0) throw InternalError(strcat("codegen: part ", n.name, " of a concatenation: ", sp.why_not));
+  end.join = it->second;
+  end.join_col = sp.base;
+  push(end);
 }
 
 }  // namespace

@@ -211,35 +211,72 @@ struct Analysis {
 
 // Why node i's load j, whose producer is in the same kernel, keeps the two from running as
 // one row-tiled kernel, or "": it depends on the node, the load and its producer only.
+// Whether writer w stores its rows as columns [base, base + its columns) of rows of `row`
+// elements: one part of a row-wise concatenation.
+bool stores_a_column_window(const Analysis& a, int w, int64_t row) {
+  const LoopNode& prod = a.p.nodes[static_cast<size_t>(w)];
+  const AccessPattern& sp = a.store_pattern(w);
+  const int64_t cols = prod.out_cols();
+  return sp.ok && sp.row_affine && sp.base >= 0 && sp.base + cols <= row && !(sp.col_split && sp.col_split < cols) &&
+         (prod.rows() == 1 || sp.row_stride == row) && (cols == 1 || sp.col_stride == 1);
+}
+
+// The row of a buffer written by several nodes, read in the kernel that holds them all: each
+// writer must store a column window of the same rows, and the windows must tile the row (a
+// concatenation along the columns; codegen joins the parts in one register). Returns "" or why.
+std::string join_problem(const Analysis& a, const std::string& buffer, const std::vector<int>& ws, int64_t& row) {
+  const LoopNode& first = a.p.nodes[static_cast<size_t>(ws[0])];
+  row = a.p.buffers.at(buffer).type.numel() / std::max<int64_t>(first.rows(), 1);
+  std::vector<std::pair<int64_t, int64_t>> parts;  // [base, end) of each writer's window
+  for (int w : ws) {
+    const LoopNode& prod = a.p.nodes[static_cast<size_t>(w)];
+    if (prod.rows() != first.rows() || !stores_a_column_window(a, w, row))
+      return strcat("concatenation: ", prod.name, " does not store a column window of the rows of ", buffer, " (",
+                    prod.store_index.str(), ")");
+    parts.push_back({a.store_pattern(w).base, a.store_pattern(w).base + prod.out_cols()});
+  }
+  std::sort(parts.begin(), parts.end());
+  int64_t at = 0;
+  for (const auto& [b, e] : parts) {
+    if (b != at) return strcat("concatenation: the ", ws.size(), " writers of ", buffer, " do not tile its row");
+    at = e;
+  }
+  if (at != row) return strcat("concatenation: the ", ws.size(), " writers of ", buffer, " do not tile its row");
+  return "";
+}
+
 std::string load_problem_uncached(const Analysis& a, int i, size_t j) {
   const LoopProgram& p = a.p;
   const LoopNode& c = p.nodes[static_cast<size_t>(i)];
   const Expr& l = a.loads[static_cast<size_t>(i)][j];
   const std::vector<int>* ws = a.load_writers[static_cast<size_t>(i)][j];
-  if (ws->size() > 1)
-    return strcat("concatenation: ", l->buffer, " is written by ", ws->size(), " nodes and is read from HBM");
   const LoopNode& prod = p.nodes[static_cast<size_t>((*ws)[0])];
-  const AccessPattern& sp = a.store_pattern((*ws)[0]);
-  // With a single row the row stride is irrelevant (size-1 variables are folded away).
+  int64_t prod_cols = prod.out_cols();
+  const std::string& prod_name = ws->size() > 1 ? l->buffer : prod.name;
+  if (ws->size() > 1) {
+    if (std::string why = join_problem(a, l->buffer, *ws, prod_cols); !why.empty()) return why;
+  } else {
+    const AccessPattern& sp = a.store_pattern((*ws)[0]);
+    // With a single row the row stride is irrelevant (size-1 variables are folded away).
+    if (!sp.ok || !sp.row_affine || sp.base != 0 || (sp.col_split && sp.col_split < prod_cols) ||
+        (prod.rows() != 1 && sp.row_stride != prod_cols) || (prod_cols > 1 && sp.col_stride != 1))
+      return strcat("index mismatch: ", prod.name, " is not stored row by row (", prod.store_index.str(), ")");
+  }
   bool one_row = prod.rows() == 1;
-  if (!sp.ok || !sp.row_affine || sp.base != 0 || (sp.col_split && sp.col_split < prod.out_cols()) ||
-      (!one_row && sp.row_stride != prod.out_cols()) || (prod.out_cols() > 1 && sp.col_stride != 1))
-    return strcat("index mismatch: ", prod.name, " is not stored row by row (", prod.store_index.str(), ")");
   int64_t width = c.cols();
   if (c.kind == LoopKind::Matmul) {
     if (l.get() == c.body->args[1].get() || l->buffer == c.body->args[1]->buffer)
-      return strcat("matrix-engine operand: ", c.name, " streams ", prod.name, " as its B operand from HBM");
+      return strcat("matrix-engine operand: ", c.name, " streams ", prod_name, " as its B operand from HBM");
     width = c.reduction_ranges[0];
   }
   const AccessPattern& rp = a.read_pattern(i, j);
-  if (!rp.ok) return strcat("index mismatch: ", c.name, " reads ", prod.name, ": ", rp.why_not);
+  if (!rp.ok) return strcat("index mismatch: ", c.name, " reads ", prod_name, ": ", rp.why_not);
   if (rp.col_split && rp.col_split < width)
-    return strcat("index mismatch: ", c.name, " reads ", prod.name, "[", l->index.str(), "] in ", width / rp.col_split,
-                  " column blocks, not as the row ", prod.name, " computes");
+    return strcat("index mismatch: ", c.name, " reads ", prod_name, "[", l->index.str(), "] in ", width / rp.col_split,
+                  " column blocks, not as the row ", prod_name, " computes");
   int64_t last = rp.base + rp.col_stride * (width - 1);
-  if (!rp.row_affine || (!one_row && rp.row_stride != prod.out_cols()) || rp.base < 0 || last < 0 ||
-      last >= prod.out_cols())
-    return strcat("index mismatch: ", c.name, " reads ", prod.name, "[", l->index.str(), "], not the row ", prod.name,
+  if (!rp.row_affine || (!one_row && rp.row_stride != prod_cols) || rp.base < 0 || last < 0 || last >= prod_cols)
+    return strcat("index mismatch: ", c.name, " reads ", prod_name, "[", l->index.str(), "], not the row ", prod_name,
                   " computes");
   return "";
 }
@@ -273,9 +310,12 @@ std::string illegal_reason(const Analysis& a, const std::vector<int>& merged) {
     for (size_t j = 0; j < loads.size(); ++j) {
       const std::vector<int>* ws = a.load_writers[static_cast<size_t>(i)][j];
       if (!ws) continue;
-      bool inside = false;
-      for (int w : *ws) inside |= in.count(w);
+      size_t inside = 0;
+      for (int w : *ws) inside += in.count(w) ? 1 : 0;
       if (!inside) continue;
+      if (inside < ws->size())  // a concatenation joins in local memory only whole
+        return strcat("concatenation: ", loads[j]->buffer, " is written by ", ws->size(), " nodes, ",
+                      ws->size() - inside, " of them outside the kernel, and is read from HBM");
       if (const std::string& why = a.load_problem(i, j); !why.empty()) return why;
     }
   }
@@ -294,8 +334,11 @@ Kernel make_kernel(const Analysis& a, const std::vector<int>& nodes) {
   for (int m : nodes) {
     const LoopNode& ln = a.p.nodes[static_cast<size_t>(m)];
     // The host (or the ESL) writes its result to HBM itself, so such a node's output lives there.
-    bool external =
-        a.out_writers[static_cast<size_t>(m)] > 1 || is_opaque(ln.kind) || a.graph_outputs.count(ln.out()) > 0;
+    // A buffer with several writers stays local only where the kernel holds them all (a
+    // concatenation joined in local memory).
+    bool external = is_opaque(ln.kind) || a.graph_outputs.count(ln.out()) > 0;
+    if (a.out_writers[static_cast<size_t>(m)] > 1)
+      for (int w : a.writers.at(ln.out())) external |= !self.count(w);
     for (int su : a.succs[static_cast<size_t>(m)])
       if (!self.count(su)) external = true;
     if (external && std::find(k.hbm_outputs.begin(), k.hbm_outputs.end(), ln.out()) == k.hbm_outputs.end())

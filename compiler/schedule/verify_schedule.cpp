@@ -16,10 +16,12 @@ void verify_schedule(const LoopProgram& p, const Schedule& s) {
   std::vector<int> owner(p.nodes.size(), -1);
   std::map<std::string, int> written_by;   // buffer -> kernel whose writers produce it
   std::map<std::string, int> hbm_written;  // buffer -> kernel that writes it to HBM
+  std::map<std::string, size_t> writers;   // buffer -> nodes writing it (a concatenation: several)
+  for (const LoopNode& n : p.nodes) ++writers[n.out()];
   for (size_t ki = 0; ki < s.kernels.size(); ++ki) {
     const Kernel& k = s.kernels[ki];
     if (k.nodes.empty()) fail(k, "no nodes");
-    std::set<std::string> local;  // written by earlier nodes of this kernel
+    std::map<std::string, size_t> local;  // written by earlier nodes of this kernel: how many
     for (int n : k.nodes) {
       if (n < 0 || static_cast<size_t>(n) >= p.nodes.size()) fail(k, strcat("node index ", n, " out of range"));
       if (owner[n] >= 0) fail(k, strcat("node ", p.nodes[n].name, " is also in kernel ", s.kernels[owner[n]].name));
@@ -31,8 +33,13 @@ void verify_schedule(const LoopProgram& p, const Schedule& s) {
       std::vector<std::string> reads = node.host_inputs;
       for (const Expr& l : node.loads()) reads.push_back(l->buffer);
       for (const std::string& b : reads) {
-        if (local.count(b) || p.buffers.at(b).role == BufferRole::Input || p.buffers.at(b).role == BufferRole::Weight)
+        if (auto it = local.find(b); it != local.end()) {
+          if (it->second < writers.at(b))  // a concatenation joins in local memory only whole
+            fail(k, strcat("node ", node.name, " reads ", b, " after ", it->second, " of its ", writers.at(b),
+                           " writers in this kernel (a concatenation must hold every part)"));
           continue;
+        }
+        if (p.buffers.at(b).role == BufferRole::Input || p.buffers.at(b).role == BufferRole::Weight) continue;
         auto w = written_by.find(b);
         if (w == written_by.end())
           fail(k,
@@ -41,9 +48,9 @@ void verify_schedule(const LoopProgram& p, const Schedule& s) {
           fail(k, strcat("node ", node.name, " reads ", b, ", which kernel ", s.kernels[w->second].name,
                          " keeps local (not in its hbm_outputs)"));
       }
-      local.insert(node.out());
+      ++local[node.out()];
     }
-    for (const std::string& b : local) written_by[b] = static_cast<int>(ki);
+    for (const auto& [b, n] : local) written_by[b] = static_cast<int>(ki);
     for (const std::string& b : k.hbm_outputs) {
       if (!local.count(b)) fail(k, strcat("hbm output ", b, " is not written by the kernel"));
       hbm_written[b] = static_cast<int>(ki);
