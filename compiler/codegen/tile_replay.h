@@ -182,7 +182,7 @@ class TileReplay {
       sink.vxe_op(ScalarOp::mul, dst, mul, 2);
       return dst;
     }
-    TileVal dst = alloc(rows, cols);
+    TileVal dst = op.join >= 0 && rows == t_.rows && cols == op.node->out_cols() ? window(op) : alloc(rows, cols);
     sink.vxe_op(op.sop, dst, args, n);
     return dst;
   }
@@ -231,7 +231,9 @@ class TileReplay {
   TileVal node_end(const TileWalk::Op& op, Sink& sink) {
     const int64_t ncols = op.split ? t_.cw : op.node->out_cols(), c0 = op.split ? t_.c0 : 0;
     TileVal v = in(op, 0);
-    if (!(v.owned && v.rows == t_.rows && v.cols == ncols)) v = expand(v, t_.rows, ncols, sink);
+    // join -2: computed into a concatenation's window (tile_walk.h), which the part then holds.
+    const bool in_window = op.join == -2 && v.rows == t_.rows && v.cols == ncols;
+    if (!(v.owned && v.rows == t_.rows && v.cols == ncols) && !in_window) v = expand(v, t_.rows, ncols, sink);
     if (op.store && (op.split || t_.c0 == 0)) sink.store(op, v, c0);
     return v;
   }
@@ -240,15 +242,19 @@ class TileReplay {
   // (a vxe.mov with the joined row as its destination row stride), stored from a dense
   // register of its own where it also goes to HBM. Column tiling never splits a kernel with a
   // join (column_split.cpp).
+  TileVal window(const TileWalk::Op& op) const {
+    TileVal w = vals_[static_cast<size_t>(op.join)];
+    w.addr += static_cast<uint64_t>(op.join_col * kLmElem);
+    w.cols = op.node->out_cols();
+    w.owned = false;
+    return w;
+  }
   template <class Sink>
   TileVal join_part(const TileWalk::Op& op, Sink& sink) {
     const int64_t ncols = op.node->out_cols();
     TileVal v = in(op, 0);
-    TileVal window = vals_[static_cast<size_t>(op.join)];
-    window.addr += static_cast<uint64_t>(op.join_col * kLmElem);
-    window.cols = ncols;
-    window.owned = false;
-    sink.vxe_mov(window, v);
+    const TileVal w = window(op);
+    if (!(v.vid == w.vid && v.addr == w.addr && v.rows == w.rows && v.cols == w.cols)) sink.vxe_mov(w, v);
     if (op.store) {
       if (!(v.owned && v.rows == t_.rows && v.cols == ncols)) v = expand(v, t_.rows, ncols, sink);
       sink.store(op, v, 0);

@@ -235,8 +235,10 @@ class Recorder {
     // let them in only with every writer: schedule.cpp, join_problem).
     for (int i : k.nodes) {
       const LoopNode& n = p.nodes[static_cast<size_t>(i)];
-      for (const auto& l : n.loads())
+      for (const auto& l : n.loads()) {
+        ++reads_[l->buffer];
         if (auto it = writers.find(l->buffer); it != writers.end() && it->second > 1) joined_.insert(l->buffer);
+      }
     }
     hbm_out_.insert(k.hbm_outputs.begin(), k.hbm_outputs.end());
     if (columns)
@@ -245,6 +247,17 @@ class Recorder {
   }
 
   void record() {
+    // The registers concatenations fill, first: a part may be computed by an earlier node of the
+    // kernel straight into its window (record_end). A register is placed at its first write.
+    for (int idx : k_.nodes) {
+      const LoopNode& n = p_.nodes[static_cast<size_t>(idx)];
+      if (!joined_.count(n.out()) || values_.count(n.out())) continue;
+      TileWalk::Op join;
+      join.kind = TileWalk::OpKind::Join;
+      join.node = &n;
+      join.cols = p_.buffers.at(n.out()).type.numel() / std::max<int64_t>(n.rows(), 1);
+      values_[n.out()] = push(join);
+    }
     for (int idx : k_.nodes) {
       const LoopNode& n = p_.nodes[static_cast<size_t>(idx)];
       int v = n.kind == LoopKind::Matmul   ? record_matmul(n)
@@ -260,6 +273,7 @@ class Recorder {
   TileAccessCache::Impl& cache_;
   TileWalk& w_;
   std::set<std::string> in_kernel_, hbm_out_, joined_;
+  std::map<std::string, int> reads_;   // buffer -> loads of it in the kernel
   std::set<const LoopNode*> split_;    // nodes computing a column window (column tiling)
   std::map<std::string, int> values_;  // node output -> its NodeEnd op
   std::map<int, uint64_t> hoisted_;    // key of a resident load -> its offset
@@ -424,19 +438,27 @@ void Recorder::record_end(const LoopNode& n, int value) {
     values_[n.out()] = push(end);
     return;
   }
-  auto [it, first] = values_.emplace(n.out(), -1);
-  if (first) {  // the joined register, before the first part moves into it
-    const Buffer& b = p_.buffers.at(n.out());
-    TileWalk::Op join;
-    join.kind = TileWalk::OpKind::Join;
-    join.node = &n;
-    join.cols = b.type.numel() / std::max<int64_t>(n.rows(), 1);
-    it->second = push(join);
-  }
   const AccessPattern& sp = cache_.store(p_, n).ap;
   if (!sp.ok || sp.base < 0) throw InternalError(strcat("codegen: part ", n.name, " of a concatenation: ", sp.why_not));
-  end.join = it->second;
+  end.join = values_.at(n.out());
   end.join_col = sp.base;
+  // The vector op computing a part writes its window directly, with no move after it: the part's
+  // own, or that of the node whose whole row the part copies (cat's parts are copies) where
+  // nothing else reads that node's value (its NodeEnd then keeps the window: join -2).
+  TileWalk::Op* call = &w_.ops[static_cast<size_t>(value)];
+  if (call->kind == TileWalk::OpKind::Load) {
+    const TileWalk::Load& l = w_.loads[static_cast<size_t>(call->load)];
+    TileWalk::Op* prod = l.kind == TileWalk::LoadKind::InKernel ? &w_.ops[static_cast<size_t>(l.producer)] : nullptr;
+    bool copy = prod && prod->kind == TileWalk::OpKind::NodeEnd && !prod->store && !prod->split && l.ap->base == 0 &&
+                l.col_stride == 1 && l.width == n.out_cols() && prod->node->out_cols() == n.out_cols() &&
+                reads_.at(prod->node->out()) == 1;
+    call = copy ? &w_.ops[static_cast<size_t>(prod->in[0])] : nullptr;
+    if (call && call->kind == TileWalk::OpKind::Call && call->node == prod->node) prod->join = -2;
+  }
+  if (call && call->kind == TileWalk::OpKind::Call && (call->node == &n || call->node->out() != n.out())) {
+    call->join = end.join;
+    call->join_col = end.join_col;
+  }
   push(end);
 }
 

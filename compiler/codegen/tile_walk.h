@@ -56,8 +56,9 @@ struct TileWalk {
   // One op per value the walk makes: the handler calls on each node's body (each shared
   // subexpression once), a matmul or gather, then the node's result (NodeEnd). A buffer that
   // several nodes of the kernel write as column windows of its rows (a concatenation) and a node
-  // of it reads is one register, a Join, recorded before its first writer's NodeEnd: each
-  // writer's NodeEnd moves its value into its window, and readers alias the Join.
+  // of it reads is one register, a Join, recorded before its first writer: a writer whose value
+  // is a vector op of its own computes it into its window, any other's NodeEnd moves its value
+  // there, and readers alias the Join.
   enum class OpKind : uint8_t { Imm, Load, Call, Reduce, Matmul, Gather, NodeEnd, Join };
   // What a load is (the emitter's cases, in its order of preference).
   enum class LoadKind : uint8_t { InKernel, TwoLevel, Hoisted, Tile };
@@ -112,7 +113,9 @@ struct TileWalk {
     const Buffer* buf = nullptr;                // Gather, gathered Matmul: the table; NodeEnd:
                                                 // the output
     const AccessPattern* store_ap = nullptr;    // NodeEnd with a store
-    int join = -1;                              // NodeEnd of a concatenation's part: the Join op
+    int join = -1;                              // NodeEnd of a concatenation's part, and the Call
+                                                // computing it: the Join op (-2: the NodeEnd of a
+                                                // node computed into a part's window)
     int64_t join_col = 0;                       // ... and the first column of its window
     int64_t cols = 0;                           // Join: the columns of the joined row
   };
