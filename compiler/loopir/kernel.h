@@ -37,7 +37,7 @@ struct Kernel {
 struct FusionDecision {
   std::string producer;  // first node of each group (names)
   std::string consumer;
-  std::string kind;         // "vertical" | "horizontal"
+  std::string kind;         // "vertical" | "horizontal" | "concatenation"
   int64_t score_bytes = 0;  // ranking: bytes the pair would save before tiling is considered
   // The cost model's verdict (when it was asked): HBM bytes of the two kernels apart and of
   // the fused kernel, as tiled by the code generator. saved = apart - fused.

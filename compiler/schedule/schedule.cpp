@@ -374,7 +374,8 @@ struct Candidate {
 };
 
 // Candidate pairs, best first: vertical (producer -> consumer: saves the producer's write and
-// the consumer's read) and horizontal (siblings reading the same buffers: saves one read).
+// the consumer's read), horizontal (siblings reading the same buffers: saves one read) and
+// concatenation (two parts of one buffer: lets its readers join them).
 // Siblings are paired through the buffers they read, so the cost is in the number of readers,
 // not nodes squared; a buffer read by very many nodes (a mask every layer reads) pairs each
 // reader with the next only.
@@ -405,6 +406,12 @@ std::vector<Candidate> fusion_candidates(const Analysis& a) {
   }
   for (const auto& [xy, bytes] : shared)
     if (bytes > 0) cands.push_back({xy.first, xy.second, "horizontal", bytes});
+  // The parts of a concatenation (a buffer several nodes write), each with the next: a reader
+  // joins them in local memory only in a kernel that holds every part (join_problem), which
+  // saves the buffer's write and read.
+  for (const auto& [b, ws] : a.writers)
+    for (size_t i = 0; i + 1 < ws.size(); ++i)
+      cands.push_back({ws[i], ws[i + 1], "concatenation", 2 * p.buffers.at(b).bytes()});
   std::stable_sort(cands.begin(), cands.end(), [](const Candidate& l, const Candidate& r) {
     if (l.score != r.score) return l.score > r.score;
     if (l.x != r.x) return l.x < r.x;
