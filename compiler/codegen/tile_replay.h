@@ -238,10 +238,10 @@ class TileReplay {
     return v;
   }
 
-  // A part of a concatenation: its value moved into its column window of the joined register
-  // (a vxe.mov with the joined row as its destination row stride), stored from a dense
-  // register of its own where it also goes to HBM. Column tiling never splits a kernel with a
-  // join (column_split.cpp).
+  // A part of a concatenation: its value in its column window of the joined register, computed
+  // there (the window as the vector op's destination, call above) or moved there (a vxe.mov with
+  // the joined row as its destination row stride); stored from a dense register of its own where
+  // it also goes to HBM. Column tiling never splits a kernel with a join (column_split.cpp).
   TileVal window(const TileWalk::Op& op) const {
     TileVal w = vals_[static_cast<size_t>(op.join)];
     w.addr += static_cast<uint64_t>(op.join_col * kLmElem);

@@ -275,7 +275,7 @@ class Recorder {
   std::set<std::string> in_kernel_, hbm_out_, joined_;
   std::map<std::string, int> reads_;   // buffer -> loads of it in the kernel
   std::set<const LoopNode*> split_;    // nodes computing a column window (column tiling)
-  std::map<std::string, int> values_;  // node output -> its NodeEnd op
+  std::map<std::string, int> values_;  // node output -> its NodeEnd op (a concatenation: its Join)
   std::map<int, uint64_t> hoisted_;    // key of a resident load -> its offset
   std::vector<int> trace_ops_;         // record_body's trace op -> op of the kernel
 
@@ -455,7 +455,7 @@ void Recorder::record_end(const LoopNode& n, int value) {
     call = copy ? &w_.ops[static_cast<size_t>(prod->in[0])] : nullptr;
     if (call && call->kind == TileWalk::OpKind::Call && call->node == prod->node) prod->join = -2;
   }
-  if (call && call->kind == TileWalk::OpKind::Call && (call->node == &n || call->node->out() != n.out())) {
+  if (call && call->kind == TileWalk::OpKind::Call) {  // the part's own op, or its producer's
     call->join = end.join;
     call->join_col = end.join_col;
   }
