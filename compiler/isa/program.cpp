@@ -39,7 +39,8 @@ bool Instruction::same_as(const Instruction& o) const {
   return opcode == o.opcode && vop == o.vop && rop == o.rop && dtype == o.dtype && rows == o.rows && cols == o.cols &&
          depth == o.depth && hbm_addr == o.hbm_addr && hbm_rs == o.hbm_rs && hbm_cs == o.hbm_cs &&
          lm_addr == o.lm_addr && lm_rs == o.lm_rs && srcs == o.srcs && kernel == o.kernel && host_op == o.host_op &&
-         token == o.token && peer == o.peer && hbm_step == o.hbm_step && lm_step == o.lm_step && quant == o.quant;
+         token == o.token && peer == o.peer && hbm_step == o.hbm_step && lm_step == o.lm_step && quant == o.quant &&
+         post == o.post && acc == o.acc && acc_addr == o.acc_addr;
 }
 
 const BufferDecl* Program::find_buffer(const std::string& n) const {
@@ -68,6 +69,12 @@ std::string instruction_location(const Program& p, size_t i) {
 }
 
 namespace {
+std::string hex(uint64_t v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "0x%llx", static_cast<unsigned long long>(v));
+  return buf;
+}
+
 // An operand of [a, b] elements is too large when the count leaves kMaxElements (the bound
 // that keeps every byte count and address offset the engines compute inside int64).
 bool too_many_elements(int64_t a, int64_t b) {
@@ -97,14 +104,17 @@ std::string family_prefix(const OpcodeInfo& o) {
   return n.substr(0, n.find('.') + 1);
 }
 
-// The mnemonic `in` is written with: its family's op for vxe.<op> and vxe.r<reduction>.
+// The mnemonic `in` is written with: its family's op for vxe.<op> and vxe.r<reduction>, then
+// ".POST" when it has a post op (StructureCheck allows one only on vxe.<op>).
 std::string mnemonic(const Instruction& in) {
   const OpcodeInfo& info = opcode_info(in.opcode);
+  std::string m;
   switch (info.form) {
-    case Form::VectorOp: return family_prefix(info) + scalar_op_name(in.vop);
-    case Form::Reduce: return family_prefix(info) + "r" + reduction_type_name(in.rop);
-    default: return info.name;
+    case Form::VectorOp: m = family_prefix(info) + scalar_op_name(in.vop); break;
+    case Form::Reduce: m = family_prefix(info) + "r" + reduction_type_name(in.rop); break;
+    default: m = info.name;
   }
+  return in.post ? m + "." + scalar_op_name(*in.post) : m;
 }
 
 // A destination row stride: only where the form writes it (vxe.<op>, vxe.mov), at least the
@@ -120,6 +130,55 @@ std::string dest_stride_problem(const Instruction& in) {
   if (too_many_elements(in.rows, in.lm_rs))
     return strcat(mnemonic(in), ": destination row stride ", in.lm_rs, " over ", in.rows,
                   " rows spans more than 2^48 elements");
+  return {};
+}
+
+// The reductions a chain's row reduction may be: sum, max, min and mean, what its reduction
+// stage does (an adder and a comparator); prod, argmax and var are refused.
+bool chain_reduction(ReductionType t) {
+  return t == ReductionType::sum || t == ReductionType::max || t == ReductionType::min || t == ReductionType::mean;
+}
+
+// Byte ranges [lo, hi) from an operand's first to its last element (as the scoreboard takes
+// them: a strided operand covers the gaps between its rows), in 128 bits: no overflow.
+__extension__ typedef __int128 I128;  // GCC's, without -Wpedantic's warning
+using Span128 = std::pair<I128, I128>;
+Span128 byte_span(uint64_t addr, int64_t rows, int64_t cols, int64_t rs, int64_t cs) {
+  const I128 row = static_cast<I128>(rows - 1) * rs, col = static_cast<I128>(cols - 1) * cs;
+  const I128 lo = std::min<I128>(row, 0) + std::min<I128>(col, 0);
+  const I128 hi = std::max<I128>(row, 0) + std::max<I128>(col, 0) + 1;
+  return {static_cast<I128>(addr) + 4 * lo, static_cast<I128>(addr) + 4 * hi};
+}
+bool overlap(const Span128& a, const Span128& b) { return a.first < b.second && b.first < a.second; }
+
+// A fused chain (Instruction::post, acc): only on vxe.<op>, the post op unary, the row reduction
+// one of chain_reduction's, its [R, 1] column apart from every byte the same pass reads or
+// writes (the destination tile, the sources): the hardware writes it while they stream.
+std::string chain_problem(const Instruction& in) {
+  if (!in.acc && in.acc_addr != 0)
+    return strcat(mnemonic(in), ": a row reduction's address (", in.acc_addr, ") without one");
+  const bool vector_op = opcode_info(in.opcode).form == Form::VectorOp;
+  if (in.post && !vector_op)
+    return strcat(mnemonic(in), ": only vxe.<op> takes a post op (.", scalar_op_name(*in.post), ")");
+  if (in.post && scalar_op_arity(*in.post) != 1)
+    return strcat(mnemonic(in), ": post op ", scalar_op_name(*in.post), " takes ", scalar_op_arity(*in.post),
+                  " operands; a post op is unary");
+  if (!in.acc) return {};
+  const std::string red = strcat("=> r", reduction_type_name(*in.acc));
+  if (!vector_op) return strcat(mnemonic(in), ": only vxe.<op> takes a row reduction (", red, ")");
+  if (!chain_reduction(*in.acc))
+    return strcat(mnemonic(in), ": row reduction ", red, " is not one a chain does (rsum, rmax, rmin or rmean)");
+  const Span128 column = byte_span(in.acc_addr, in.rows, 1, 1, 1);
+  const std::string clash = strcat(mnemonic(in), ": the row reduction's column (", red, " lm:", hex(in.acc_addr), ", [",
+                                   in.rows, ", 1]) overlaps ");
+  if (overlap(column, byte_span(in.lm_addr, in.rows, in.cols, in.lm_row_stride(), 1)))
+    return strcat(clash, "the destination at lm:", hex(in.lm_addr), " (one pass writes both)");
+  for (size_t k = 0; k < in.srcs.size(); ++k) {
+    const Operand& o = in.srcs[k];
+    if (!o.immediate && overlap(column, byte_span(o.addr, in.rows, in.cols, o.rs, o.cs)))
+      return strcat(clash, in.srcs.size() == 1 ? std::string("the source") : strcat("source ", k + 1),
+                    " at lm:", hex(o.addr), " (one pass reads it while writing the column)");
+  }
   return {};
 }
 }  // namespace
@@ -141,6 +200,7 @@ std::string StructureCheck::next(const Instruction& in) {
   if (has_tile(form))
     if (std::string why = tile_problem(in); !why.empty()) return why;
   if (std::string why = dest_stride_problem(in); !why.empty()) return why;
+  if (std::string why = chain_problem(in); !why.empty()) return why;
   if (form == Form::GemmGather) {  // A and the row indices in local memory, the slab size a whole number >= 1
     if (in.srcs.size() != 3 || in.srcs[0].immediate || in.srcs[1].immediate || !in.srcs[2].immediate)
       return "sxe.gemm_gather takes A and the row indices in local memory and the slab size as an immediate";
@@ -172,11 +232,6 @@ std::string StructureCheck::finish(size_t& open_loop) const {
 }
 
 namespace {
-std::string hex(uint64_t v) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "0x%llx", static_cast<unsigned long long>(v));
-  return buf;
-}
 std::string shape2(int64_t r, int64_t c) { return "[" + std::to_string(r) + ", " + std::to_string(c) + "]"; }
 std::string operand_str(const Operand& o) {
   if (o.immediate) return "#" + format_double(o.value);
@@ -230,6 +285,7 @@ std::string print_instruction(const Instruction& in) {
   const Form form = opcode_info(in.opcode).form;
   if (form == Form::Loop || form == Form::EndLoop) return print_instruction_body(in);  // steps belong to the body
   std::string s = print_instruction_body(in);
+  if (in.acc) s += strcat(" => r", reduction_type_name(*in.acc), " lm:", hex(in.acc_addr));  // a chain's row reduction
   if (in.hbm_step || in.lm_step) {
     s += " step";
     if (in.hbm_step)
@@ -426,6 +482,7 @@ class ProgramReader {
   void buffer(LineParser& lp);
   void host_op(LineParser& lp);
   Instruction instruction(LineParser& lp, const std::string& w, int lineno);
+  void chain(LineParser& lp, std::string& w, Instruction& in);
   void fields(LineParser& lp, const OpcodeInfo& info, Instruction& in);
   void tile_fields(LineParser& lp, const std::string& w, size_t nsrc, Instruction& in);
   bool family(LineParser& lp, const std::string& w, Instruction& in);
@@ -511,12 +568,23 @@ Instruction ProgramReader::instruction(LineParser& lp, const std::string& w, int
   Instruction in;
   in.kernel = kernel_;
   in.line = lineno;
+  std::string mn = w;
+  chain(lp, mn, in);  // a post op off the mnemonic (StructureCheck says where one may be)
   // Mnemonics from the opcode table; the families (vxe.<op>, vxe.r<reduction>) by their op.
-  if (const OpcodeInfo* named = opcode_by_name(w)) {
+  if (const OpcodeInfo* named = opcode_by_name(mn)) {
     in.opcode = named->op;
     fields(lp, *named, in);
-  } else if (!family(lp, w, in)) {
+  } else if (!family(lp, mn, in)) {
     lp.fail("unknown instruction '" + w + "'");
+  }
+  if (lp.accept("=>")) {  // a chain's row reduction: " => rRED lm:0xA"
+    const std::string red = lp.at_end() ? "" : lp.word();
+    ReductionType t;
+    if (red.size() < 2 || red[0] != 'r' || !parse_reduction_type(red.substr(1), t))
+      lp.fail(strcat(w, ": '=>' takes a row reduction (rsum, rmax, rmin or rmean), got '", red, "'"));
+    in.acc = t;
+    if (!lp.peek("lm:")) lp.fail(strcat(w, ": '=> ", red, "' takes the column's address, lm:0xA"));
+    in.acc_addr = lp.address("lm");
   }
   if (lp.accept("step")) {
     auto signed_step = [&]() -> int64_t {
@@ -529,6 +597,18 @@ Instruction ProgramReader::instruction(LineParser& lp, const std::string& w, int
     if (lp.accept("lm:")) in.lm_step = signed_step();
   }
   return in;
+}
+
+// A chain's post op, the mnemonic's third part ("vxe.sub.exp"): removed from `w` into in.post.
+void ProgramReader::chain(LineParser& lp, std::string& w, Instruction& in) {
+  const size_t unit = w.find('.');
+  const size_t dot = unit == std::string::npos ? unit : w.find('.', unit + 1);
+  if (dot == std::string::npos) return;
+  const std::string post = w.substr(dot + 1);
+  ScalarOp op;
+  if (!parse_scalar_op(post, op)) lp.fail(strcat(w, ": unknown post op '", post, "'"));
+  in.post = op;
+  w.resize(dot);
 }
 
 // "[R, C] lm:D <- SRC, ..." with `nsrc` sources (Form::VectorOp, Reduce, Unary), the destination
@@ -655,7 +735,7 @@ void ProgramReader::fields(LineParser& lp, const OpcodeInfo& info, Instruction& 
             in.srcs[2].value != std::floor(in.srcs[2].value))
           lp.fail(mn + ": the slab size must be an immediate whole number of elements, at least 1");
       }
-      if (!lp.at_end() && !lp.peek("step")) {  // the packed format of B, before any address steps
+      if (!lp.at_end() && !lp.peek("step") && !lp.peek("=>")) {  // the packed format of B, before any address steps
         const std::string q = lp.word();
         if (!parse_quant(q, in.quant))
           lp.fail(strcat(mn, ": '", q,

@@ -19,6 +19,9 @@
 //   vxe.mov   [R, C] lm:0xD <- lm:0xA [rs, cs]
 //   vxe.mov   [R, C] lm:0xD [drs, 1] <- lm:0xA [rs, cs]   ; destination rows drs elements apart
 //             (also vxe.<op>; printed only when drs != 0, the dense default)
+//   vxe.sub.exp [R, C] lm:0xD <- lm:0xA [rs, cs], lm:0xB [rs, cs] => rsum lm:0xS
+//             a fused chain: exp(a - b) written to D, and each row of it summed into the
+//             [R, 1] column at S (post op and row reduction each optional, vxe.<op> only)
 //   sxe.gemm  f16 [M, K, N] lm:0xD <- lm:0xA [rs, ks], hbm:0xB [ks, ns]
 //             D[m, n] = sum_k A[m, k] * B[k, n]; B streams from HBM into the MAC trees
 //   sxe.gemm  f16 [M, K, N] lm:0xD <- lm:0xA [rs, ks], hbm:0xB [ks, ns] int4/g128
@@ -41,6 +44,7 @@
 //   .hostop ID OP NODE IN1,IN2 -> OUT ATTRS_JSON
 #pragma once
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -73,8 +77,14 @@ struct Instruction {
   int64_t lm_rs = 0;               // vxe.op / vxe.mov: elements between destination rows (0: dense,
                                    // = cols), so that one instruction fills a column window of a
                                    // wider register (a concatenation in local memory)
-  std::vector<Operand> srcs;       // VXE sources; SxeGemm: A (rs, cs = row and k strides)
-  int64_t token = 0;               // SyncSignal / SyncWait; LoopBegin: iteration count
+  // A fused chain (vxe.op only; docs/isa.md): decode attention's softmax subtracts the row
+  // maximum, exponentiates and sums each row, three passes over the same tile as separate
+  // instructions; with these, one pass does all three and the tile is read once.
+  std::optional<ScalarOp> post;      // vxe.op: a unary op applied to the result before it is written
+  std::optional<ReductionType> acc;  // vxe.op: also reduce each row of the written result ...
+  uint64_t acc_addr = 0;             // ... into the [R, 1] column at this LM byte address
+  std::vector<Operand> srcs;         // VXE sources; SxeGemm: A (rs, cs = row and k strides)
+  int64_t token = 0;                 // SyncSignal / SyncWait; LoopBegin: iteration count
   // Inside a loop: added per iteration of the innermost enclosing loop to the HBM address
   // (DMA, gather, SXE B) and to the LMU destination and every LMU source operand.
   int64_t hbm_step = 0, lm_step = 0;
@@ -131,8 +141,10 @@ std::string quant_problem(const BufferDecl& b);
 // The rules every program keeps however it was read (assembly or binary), one place for each:
 // tiles have a positive shape of at most kMaxElements elements per operand, sxe.gemm has K >= 1,
 // a destination row stride (lm_rs) only on vxe.<op> and vxe.mov and there at least the tile's
-// columns, a loop runs at least once, loop and endloop pair up, and address steps appear only
-// inside a loop. Fed the instructions in order, so a reader reports a broken rule where it reads it.
+// columns, a post op (unary) and a row reduction (sum, max, min or mean, its column clear of the
+// destination and the sources) only on vxe.<op>, a loop runs at least once, loop and endloop pair
+// up, and address steps appear only inside a loop. Fed the instructions in order, so a reader
+// reports a broken rule where it reads it.
 class StructureCheck {
  public:
   // "" when `in`, the next instruction, keeps the rules; else why it does not.
