@@ -23,6 +23,10 @@ constexpr DType kDTypes[] = {DType::f32, DType::f16, DType::bf16, DType::i64, DT
 constexpr BufferRole kRoles[] = {BufferRole::Input, BufferRole::Weight, BufferRole::Intermediate, BufferRole::Output};
 constexpr QuantFormat kQuantFormats[] = {QuantFormat::none, QuantFormat::int8, QuantFormat::int4,
                                          QuantFormat::fp8_e4m3};
+// A vxe.<op> chain's row reduction (Instruction::acc), stored as its index here + 1 (0: none):
+// fixed codes, independent of LPU_REDUCTION_TYPES' order, like every other code of the format.
+constexpr ReductionType kAccReductions[] = {ReductionType::sum, ReductionType::max, ReductionType::min,
+                                            ReductionType::mean};
 
 template <typename E, size_t N>
 uint8_t code_of(const E (&table)[N], E v) {
@@ -191,8 +195,10 @@ namespace {
 
 bool carries_op(Opcode op) { return is_family(opcode_info(op).form); }
 
-// The op-name table: every vector op the program uses, in first-use order. Indexed by
-// (opcode, enum value) while encoding, so names are built once per distinct op.
+// The op-name table: every vector op the program uses, in first-use order, a chain's post op
+// (vxe.<op>.POST) right after its op. Indexed by (opcode, enum value) while encoding, so names
+// are built once per distinct op; a post op is keyed as the vxe.<op> of the same name, whose
+// entry it shares.
 struct OpNames {
   std::vector<std::string> names;
   std::map<std::pair<Opcode, int>, uint8_t> index;
@@ -200,13 +206,18 @@ struct OpNames {
     return {in.opcode,
             opcode_info(in.opcode).form == Form::VectorOp ? static_cast<int>(in.vop) : static_cast<int>(in.rop)};
   }
+  static std::pair<Opcode, int> post_key(ScalarOp post) { return {Opcode::VxeOp, static_cast<int>(post)}; }
   explicit OpNames(const Program& p) {
     for (const auto& in : p.code) {
-      if (!carries_op(in.opcode) || index.count(key(in))) continue;
-      if (names.size() >= kNoOp) throw InputError("cannot encode: more than 255 distinct vector ops");
-      index[key(in)] = static_cast<uint8_t>(names.size());
-      names.push_back(op_name(in));
+      if (carries_op(in.opcode)) add(key(in), op_name(in));
+      if (in.post) add(post_key(*in.post), scalar_op_name(*in.post));
     }
+  }
+  void add(const std::pair<Opcode, int>& k, const std::string& name) {
+    if (index.count(k)) return;
+    if (names.size() >= kNoOp) throw InputError("cannot encode: more than 255 distinct vector ops");
+    index[k] = static_cast<uint8_t>(names.size());
+    names.push_back(name);
   }
 };
 
@@ -258,9 +269,13 @@ void write_header_and_tables(Writer& w, const Program& p, const OpNames& ops, si
 // Which record field holds what, by form: tokens and loop counts in the rows field (and a
 // signal's device + 1 in cols), esl.send's token in depth and its device in the hbm row
 // stride, host.call's host-op index in depth, the destination row stride of vxe.<op> and
-// vxe.mov (lm_rs; 0 when dense, so older files read as before) in depth.
+// vxe.mov (lm_rs; 0 when dense, so older files read as before) in depth, and a vxe.<op>
+// chain's post op (op-table index + 1), row reduction (kAccReductions index + 1) and its
+// column's address in the first two zero bytes and the group after the packed format (0, 0
+// and 0 without a chain, so older files read as before).
 bool token_in_rows(Form f) { return f == Form::Signal || f == Form::Wait || f == Form::Loop; }
 bool dest_stride_in_depth(Form f) { return f == Form::VectorOp || f == Form::Unary; }
+bool chain_in_tail(Form f) { return f == Form::VectorOp; }
 
 void write_instruction(Writer& w, const Instruction& in, size_t i, const OpNames& ops, uint32_t first_operand) {
   auto what = [&](const char* field) {
@@ -295,9 +310,27 @@ void write_instruction(Writer& w, const Instruction& in, size_t i, const OpNames
   w.i64(in.hbm_step);
   w.i32(Writer::narrow_i32(in.lm_step, what("lm step")));
   w.u8(code_of(kQuantFormats, in.quant.format));  // version 5: packed weights B
+  if (!chain_in_tail(info.form)) {
+    if (in.post || in.acc || in.acc_addr)  // no field would carry them
+      throw InputError(what("has a post op or a row reduction, which only vxe.<op> takes")());
+    w.u8(0);
+    w.u16(0);
+    w.u32(Writer::narrow_u32(static_cast<uint64_t>(in.quant.group), what("quantisation group")));
+    return;
+  }
+  if (in.quant.group != 0) throw InputError(what("has a quantisation group, which only sxe.gemm takes")());
+  w.u8(in.post ? static_cast<uint8_t>(ops.index.at(OpNames::post_key(*in.post)) + 1) : 0);
+  uint8_t acc = 0;
+  if (in.acc) {
+    const auto* at = std::find(std::begin(kAccReductions), std::end(kAccReductions), *in.acc);
+    if (at == std::end(kAccReductions))
+      throw InputError(strcat("instruction ", i, " (", print_instruction(in), ") has row reduction r",
+                              reduction_type_name(*in.acc), ", which no chain does (rsum, rmax, rmin or rmean)"));
+    acc = static_cast<uint8_t>(at - std::begin(kAccReductions) + 1);
+  }
+  w.u8(acc);
   w.u8(0);
-  w.u16(0);
-  w.u32(Writer::narrow_u32(static_cast<uint64_t>(in.quant.group), what("quantisation group")));
+  w.u32(Writer::narrow_u32(in.acc_addr, what("row reduction's lm address")));
 }
 
 void write_operand(Writer& w, const Operand& o, size_t i) {
@@ -500,6 +533,8 @@ class InstructionReader {
   }
   void fields(Instruction& in, uint8_t& op, uint8_t& nsrc, uint32_t& first);
   void vector_op(Instruction& in, uint8_t op);
+  void chain(Instruction& in);
+  uint8_t post_ = 0, acc_ = 0;  // the record's chain bytes (57, 58), read by fields()
   Reader& r_;
   const Header& h_;
   const Program& p_;
@@ -532,11 +567,17 @@ void InstructionReader::fields(Instruction& in, uint8_t& op, uint8_t& nsrc, uint
   in.hbm_step = r_.i64("hbm step");
   in.lm_step = r_.i32("lm step");
   in.quant.format = r_.code(kQuantFormats, "quantisation format");
-  if (r_.u8("pad") | r_.u16("pad")) bad(57, "padding is not zero");
+  post_ = r_.u8("post op");
+  acc_ = r_.u8("row reduction");
+  if (r_.u8("pad")) bad(59, "padding is not zero");
   in.quant.group = r_.u32("quantisation group");
-  if (in.quant.on() ? !parse_quant(quant_str(in.quant), in.quant) : in.quant.group != 0)
+  if (chain_in_tail(info->form)) {  // the group slot holds the row reduction's address
+    in.acc_addr = in.quant.group;
+    in.quant.group = 0;
+  } else if (in.quant.on() ? !parse_quant(quant_str(in.quant), in.quant) : in.quant.group != 0) {
     bad(60, strcat("quantisation group ", in.quant.group, " is not an even number from 2 to ", kMaxQuantGroup,
                    " (0 when B is not packed)"));
+  }
   if (info->form == Form::Send) {
     in.token = in.depth;
     in.depth = 0;
@@ -567,6 +608,27 @@ void InstructionReader::vector_op(Instruction& in, uint8_t op) {
     in.vop = ops_[op].vop;
 }
 
+// A vxe.<op> chain's post op (an element-wise op of the op table) and row reduction; every
+// other opcode has zeros there.
+void InstructionReader::chain(Instruction& in) {
+  if (!chain_in_tail(opcode_info(in.opcode).form)) {
+    if (post_ | acc_) bad(post_ ? 57 : 58, strcat(opcode_name(in.opcode), " carries a post op or a row reduction"));
+    return;
+  }
+  if (post_) {
+    const size_t k = post_ - 1u;
+    if (k >= ops_.size()) bad(57, strcat("post op index ", k, " outside the op table (", ops_.size(), " entries)"));
+    if (ops_[k].reduce) bad(57, "the post op names a reduction");
+    in.post = ops_[k].vop;
+  }
+  if (acc_) {
+    if (acc_ > std::size(kAccReductions))
+      bad(58, strcat("unknown row reduction code ", static_cast<int>(acc_), " (1 .. ", std::size(kAccReductions),
+                     ", 0 for none)"));
+    in.acc = kAccReductions[acc_ - 1];
+  }
+}
+
 void InstructionReader::read(uint32_t i, Instruction& in) {
   at_ = r_.pos();
   i_ = i;
@@ -577,6 +639,7 @@ void InstructionReader::read(uint32_t i, Instruction& in) {
     vector_op(in, op);
   else if (op != kNoOp)
     bad(2, strcat(opcode_name(in.opcode), " carries op index ", static_cast<int>(op)));
+  chain(in);
   const size_t want_src = sources_wanted(in);
   if (nsrc != want_src)
     bad(3, strcat(static_cast<int>(nsrc), " source operands, ", opcode_name(in.opcode), " takes ", want_src));
