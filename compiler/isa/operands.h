@@ -44,8 +44,10 @@ inline OperandAccess hbm(bool write, const char* role, const Instruction& in, in
 }  // namespace detail
 
 // Calls f(const OperandAccess&) for every memory operand of `in`, in the order of its roles
-// (role::HostBuffers aside: whole buffers of the program, which the caller resolves).
-// Immediate sources are not memory operands.
+// (role::HostBuffers aside: whole buffers of the program, which the caller resolves), a
+// vxe.<op> chain's row reduction (Instruction::acc, not a role of the opcode: an optional
+// field) right after the destination: a second destination, the dense [R, 1] column at
+// acc_addr, stepped like every local-memory operand. Immediate sources are not memory operands.
 template <typename F>
 void for_each_operand(const Instruction& in, F&& f) {
   using detail::hbm;
@@ -54,6 +56,9 @@ void for_each_operand(const Instruction& in, F&& f) {
   const Role roles = opcode_info(in.opcode).roles;
   const int64_t R = in.rows, C = in.cols;
   if (roles & role::LmDestTile) f(lm_tile(true, "destination", in, C, in.lm_row_stride()));
+  if (in.acc)
+    f(OperandAccess{OperandAccess::Memory::Lmu, true, "row reduction", in.acc_addr, R, 1, 1, 1, 4, in.lm_step,
+                    Quant{}});
   if (roles & role::LmDestColumn) f(lm_tile(true, "destination", in, 1, 1));
   if (roles & role::LmSrcTile) f(lm_tile(false, "source", in, C, C));
   if (roles & role::LmSources) {

@@ -9,9 +9,9 @@ namespace lpu::fields {
 
 namespace {
 
-constexpr const char* kFieldName[] = {"rows",   "cols",           "depth",     "host_op",  "hbm address", "hbm_rs",
-                                      "hbm_cs", "lm_addr",        "token",     "hbm_step", "lm_step",     "peer",
-                                      "lm_rs",  "source address", "source rs", "source cs"};
+constexpr const char* kFieldName[] = {"rows",   "cols",     "depth",          "host_op",   "hbm address", "hbm_rs",
+                                      "hbm_cs", "lm_addr",  "token",          "hbm_step",  "lm_step",     "peer",
+                                      "lm_rs",  "acc_addr", "source address", "source rs", "source cs"};
 static_assert(std::size(kFieldName) == SrcCs + 1, "a name for every field");
 
 int64_t& field_ref(Instruction& in, int f, size_t src) {
@@ -37,10 +37,11 @@ int64_t& field_ref(Instruction& in, int f, size_t src) {
 uint64_t& addr_ref(Instruction& in, int f, size_t src) {
   if (f == HbmAddr) return in.hbm_addr;
   if (f == LmAddr) return in.lm_addr;
+  if (f == AccAddr) return in.acc_addr;
   return in.srcs[src].addr;
 }
 
-bool is_address(int f) { return f == HbmAddr || f == LmAddr || f == SrcAddr; }
+bool is_address(int f) { return f == HbmAddr || f == LmAddr || f == AccAddr || f == SrcAddr; }
 
 int64_t align_to(int64_t v, int64_t a) { return (v + a - 1) / a * a; }
 
@@ -86,7 +87,8 @@ std::string where(const Program& p, size_t i) {
 }
 
 bool same_structure(const Instruction& x, const Instruction& y) {
-  if (x.opcode != y.opcode || x.vop != y.vop || x.rop != y.rop || x.dtype != y.dtype || x.srcs.size() != y.srcs.size())
+  if (x.opcode != y.opcode || x.vop != y.vop || x.rop != y.rop || x.dtype != y.dtype ||
+      x.srcs.size() != y.srcs.size() || x.post != y.post || x.acc != y.acc)
     return false;
   for (size_t s = 0; s < x.srcs.size(); ++s)
     if (x.srcs[s].immediate != y.srcs[s].immediate || (x.srcs[s].immediate && x.srcs[s].value != y.srcs[s].value))
@@ -122,6 +124,9 @@ std::string program_difference(const Program& p, const Program& q) {
       why += strcat(" compiled ", opcode_name(x.opcode), ", derived ", opcode_name(y.opcode));
     } else if (x.kernel != y.kernel) {
       why += strcat(" kernel index compiled ", x.kernel, ", derived ", y.kernel);
+    } else if (x.post != y.post || x.acc != y.acc) {
+      why += strcat(" compiled ", print_instruction(x), ", derived ", print_instruction(y),
+                    " (a chain's post op or row reduction)");
     } else {
       for (int f = 0; f < kInstructionFields; ++f)
         if (get(x, f, 0) != get(y, f, 0))

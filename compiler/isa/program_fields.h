@@ -26,11 +26,12 @@ enum Field : uint8_t {
   LmStep,
   Peer,
   LmRs,
+  AccAddr,  // a vxe.<op> chain's row reduction column (an LM address, stepped like lm_addr)
   SrcAddr,
   SrcRs,
   SrcCs
 };
-constexpr int kInstructionFields = 13;  // Rows .. LmRs: the fields with no source operand
+constexpr int kInstructionFields = 14;  // Rows .. AccAddr: the fields with no source operand
 const char* field_name(int f);
 
 // Field f of `in` as an integer (addresses wrap to int64: differences are what matter).
@@ -45,8 +46,9 @@ size_t buffer_of(const std::vector<uint64_t>& bases, uint64_t addr);
 
 // "instruction I (OPCODE, kernel NAME)" for messages.
 std::string where(const Program& p, size_t i);
-// Whether two instructions have the same structure: opcode, operation, dtype, operand count
-// and immediate operands (what a template never varies).
+// Whether two instructions have the same structure: opcode, operation (a chain's post op and
+// row reduction included), dtype, operand count and immediate operands (what a template never
+// varies).
 bool same_structure(const Instruction& a, const Instruction& b);
 
 // "" when `compiled` equals `derived` (every buffer, kernel, host op and instruction, source
