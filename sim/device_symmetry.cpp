@@ -36,6 +36,8 @@ std::string rank_asymmetry(const Program& p0, const Program& pd, int d, int devi
     }
     if (!same_lm(a.lm_addr, b.lm_addr)) return differs("local-memory addresses move by more than one offset");
     b.lm_addr = a.lm_addr;
+    if (!same_lm(a.acc_addr, b.acc_addr)) return differs("local-memory addresses move by more than one offset");
+    b.acc_addr = a.acc_addr;
     if (b.srcs.size() == a.srcs.size())
       for (size_t s = 0; s < a.srcs.size(); ++s) {
         if (!same_lm(a.srcs[s].addr, b.srcs[s].addr))

@@ -155,6 +155,7 @@ bool Isu::fetch() {
       int64_t k = loops_.back().iter;
       inst.hbm_addr = static_cast<uint64_t>(static_cast<int64_t>(inst.hbm_addr) + inst.hbm_step * k);
       inst.lm_addr = static_cast<uint64_t>(static_cast<int64_t>(inst.lm_addr) + inst.lm_step * k);
+      if (inst.acc) inst.acc_addr = static_cast<uint64_t>(static_cast<int64_t>(inst.acc_addr) + inst.lm_step * k);
       for (auto& s : inst.srcs)
         if (!s.immediate) s.addr = static_cast<uint64_t>(static_cast<int64_t>(s.addr) + inst.lm_step * k);
       inst.hbm_step = inst.lm_step = 0;
