@@ -39,7 +39,7 @@ FILES=(compiler/support/json_util.h compiler/support/json_util.cpp compiler/supp
        compiler/ref/quantise.h compiler/ref/quantise.cpp tests/test_quantise.cpp bindings/python/*.h bindings/python/*.cpp
        sim/model/dram_banks.h sim/model/dram_banks.cpp sim/model/hbm.h sim/model/hbm.cpp sim/config/memory_config.h
        sim/config/memory_config.cpp sim/config/arch_config.h sim/config/arch_config.cpp tests/test_memory.cpp
-       sim/model/vxe.h sim/model/vxe.cpp sim/model/vxe_rtl.h sim/model/vxe_rtl_none.cpp sim/model/vxe_timing.h sim/rtl/rtl_vxe.h sim/rtl/rtl_vxe.cpp sim/rtl/sfu_port.h sim/rtl/vxe_rtl_unit.cpp sim/rtl/vxe_sfu_ref.h sim/rtl/rtl_compare.cpp tests/test_rtl_vxe.cpp tests/test_vxe_rtl.cpp
+       sim/model/vxe.h sim/model/vxe.cpp sim/model/vxe_rtl.h sim/model/vxe_rtl_none.cpp sim/model/vxe_timing.h sim/rtl/rtl_vxe.h sim/rtl/rtl_vxe.cpp sim/rtl/sfu_port.h sim/rtl/vxe_rtl_unit.cpp sim/rtl/vxe_sfu_ref.h sim/rtl/rtl_compare.cpp tests/test_rtl_vxe.cpp tests/test_vxe_rtl.cpp tests/test_vxe_chain.cpp
        sim/model/isu.h sim/model/isu.cpp sim/model/sim_context.h sim/model/dma.cpp sim/model/sxe.cpp sim/model/esl.cpp
        sim/rtl/gated_clock.h sim/rtl/sxe_rtl_unit.cpp compiler/codegen/tile_skew.h compiler/codegen/tile_skew.cpp)
 failed=0

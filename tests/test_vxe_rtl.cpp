@@ -5,7 +5,9 @@
 
 #include <cmath>
 
+#include "isa/program.h"
 #include "jobs/jobs.h"
+#include "simulator.h"
 #include "support/error.h"
 
 using namespace lpu;
@@ -115,4 +117,57 @@ TEST(VxeRtlInDevice, ConfigurationsWithoutAVerilatedPipelineAreInputErrors) {
   EXPECT_NE(message({"vxe.model=verilog"}).find("expected approx or rtl"), std::string::npos);
   // The closed form has no such limits.
   EXPECT_EQ(message({"vxe.model=approx", "vxe.ops.exp.latency=15"}), "no InputError");
+}
+
+// Fused chains (docs/isa.md): vxe.sub.exp => rsum runs its post op on the exp pipeline, fed what
+// sub computes (the pipeline checks its fixed-point results inside the run), vxe.add.reciprocal
+// on the div pipeline, vxe.exp.neg its op on the exp pipeline. The cycles are the pipeline's
+// plus the other stages' latencies, equal to the closed form of the one pass (every preset's
+// pipeline stage is the chain's slowest); the values are the fp32 model's. A chain whose op and
+// post op both run on a pipeline (vxe.div.exp) is refused under rtl, naming the line.
+TEST(VxeRtlInDevice, ChainsRunTheirPipelineStage) {
+  const std::string head =
+      ".program chain\n.buffer x hbm:0x0 f32[7, 100] input\n.buffer m hbm:0x1000 f32[7, 1] input\n"
+      ".buffer y hbm:0x2000 f32[7, 100] output\n.buffer s hbm:0x3000 f32[7, 1] output\n"
+      ".buffer z hbm:0x4000 f32[7, 100] output\n.kernel 0 k\n"
+      "dma.load f32 [7, 100] lm:0x0 <- hbm:0x0 [100, 1]\n"
+      "dma.load f32 [7, 1] lm:0x1000 <- hbm:0x1000 [1, 1]\n";
+  const Program p =
+      parse_program(head +
+                        "vxe.sub.exp [7, 100] lm:0x2000 <- lm:0x0 [100, 1], lm:0x1000 [1, 0] => rsum lm:0x3000\n"
+                        "vxe.add.reciprocal [7, 1] lm:0x3100 <- lm:0x3000 [1, 1], #1\n"
+                        "vxe.exp.neg [7, 100] lm:0x4000 <- lm:0x0 [100, 1]\n"
+                        "dma.store f32 [7, 100] hbm:0x2000 [100, 1] <- lm:0x2000\n"
+                        "dma.store f32 [7, 1] hbm:0x3000 [1, 1] <- lm:0x3100\n"
+                        "dma.store f32 [7, 100] hbm:0x4000 [100, 1] <- lm:0x4000\nhalt\n",
+                    "chain.s");
+  TensorMap in;
+  in["x"] = Tensor(p.find_buffer("x")->type);
+  in["m"] = Tensor(p.find_buffer("m")->type);
+  for (size_t k = 0; k < in["x"].data.size(); ++k) in["x"].data[k] = static_cast<float>(std::sin(0.1 * k) * 4.0);
+  for (size_t k = 0; k < in["m"].data.size(); ++k) in["m"].data[k] = 1.0f + 0.25f * static_cast<float>(k);
+  for (const std::string& preset : kPresets) {
+    auto sim = [&](const std::string& model, bool functional) {
+      SimOptions o;
+      o.functional = functional;
+      return simulate(p, load_arch_config(config(preset), {"vxe.model=" + model}), o, functional ? &in : nullptr);
+    };
+    const SimResult approx = sim("approx", false), rtl = sim("rtl", false);
+    EXPECT_EQ(rtl.stats.cycles, approx.stats.cycles) << preset;
+    EXPECT_EQ(rtl.stats.vxe_rtl_instructions, 3u) << preset;
+    const SimResult fa = sim("approx", true), fr = sim("rtl", true);
+    EXPECT_EQ(fr.stats.cycles, fa.stats.cycles) << preset;
+    for (const char* out : {"y", "s", "z"}) EXPECT_EQ(fr.outputs.at(out).data, fa.outputs.at(out).data) << out;
+  }
+  try {
+    simulate(
+        parse_program(head + "vxe.div.exp [7, 100] lm:0x2000 <- lm:0x0 [100, 1], lm:0x1000 [1, 0]\nhalt\n", "div.s"),
+        load_arch_config(config("lpu-small"), {"vxe.model=rtl"}), {});
+    FAIL() << "vxe.div.exp ran under rtl";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("(line 10): vxe.model: rtl runs one special-function pipeline per "
+                                         "instruction, and this chain's div and exp both run on one"),
+              std::string::npos)
+        << e.what();
+  }
 }
