@@ -133,6 +133,9 @@ def asm(body, head=ASM_HEAD):
     return {"f": text(head + body, ".s")}
 
 
+RELU = r"vxe.relu \[4, 8\] lm:0x100 <- lm:0x0 \[8, 1\]"  # ASM_OK's vxe.<op>, line 6
+
+
 def asm_sub(pattern, repl):
     s, n = re.subn(pattern, repl, ASM_OK, count=1)
     assert n == 1
@@ -142,7 +145,7 @@ def asm_sub(pattern, repl):
 # ---- binary programs: patched from `lpu compile --emit bin` output ----------------------------
 
 HDR, INSTR, OPND = 48, 64, 16
-LOOP_BEGIN, LOOP_END, HALT, VXE_OP = 11, 12, 5, 2  # stable opcode codes (compiler/isa/opcodes.h)
+LOOP_BEGIN, LOOP_END, HALT, VXE_OP, DMA_LOAD = 11, 12, 5, 2, 0  # stable opcode codes (compiler/isa/opcodes.h)
 
 
 def fnv(b):
@@ -199,6 +202,18 @@ def vxe_dest_row_stride_below_cols(b):
             struct.pack_into("<I", b, off + 40, cols - 1)
             return
     raise AssertionError("no vxe.<op> of more than one column")
+
+
+def vxe_chain_byte(offset, value):
+    """Byte `offset` (57: the post op, 58: the row reduction) of the first vxe.<op>'s record."""
+    def patch(b):
+        b[first_with_opcode(b, VXE_OP) + offset] = value
+    return patch
+
+
+def dma_load_post_op(b):
+    """The first dma.load's record gets a post op byte, which only vxe.<op> carries."""
+    b[first_with_opcode(b, DMA_LOAD) + 57] = 1
 
 
 # ---- sweeps -----------------------------------------------------------------------------------
@@ -640,6 +655,34 @@ CASES = [
          asm_sub(r"lm:0x100 <-", "lm:0x100 [100000, 1] <-")),
     Case("asm_reduction_dest_row_stride", 2, r"{f}:\d+: vxe.rsum: only vxe.<op> and vxe.mov take a destination row",
          ["sim", "{f}"], asm("  vxe.rsum [4, 8] lm:0x100 [8, 1] <- lm:0x0 [8, 1]\n  halt\n")),
+    # ---- fused chains: vxe.OP.POST [=> rRED lm:0xA] (docs/isa.md) ----
+    Case("asm_chain_post_op_arity_2", 2, r"{f}:6: vxe.relu.add: post op add takes 2 operands; a post op is unary",
+         ["sim", "{f}"], asm_sub(RELU, "vxe.relu.add [4, 8] lm:0x100 <- lm:0x0 [8, 1]")),
+    Case("asm_chain_unknown_post_op", 2, r"{f}:6: vxe.relu.frob: unknown post op 'frob'", ["sim", "{f}"],
+         asm_sub(RELU, "vxe.relu.frob [4, 8] lm:0x100 <- lm:0x0 [8, 1]")),
+    Case("asm_chain_post_op_on_mov", 2, r"{f}:6: vxe.mov.exp: only vxe.<op> takes a post op \(.exp\)", ["sim", "{f}"],
+         asm_sub(RELU, "vxe.mov.exp [4, 8] lm:0x100 <- lm:0x0 [8, 1]")),
+    Case("asm_chain_row_reduction_on_mov", 2, r"{f}:6: vxe.mov: only vxe.<op> takes a row reduction \(=> rsum\)",
+         ["sim", "{f}"], asm_sub(RELU, "vxe.mov [4, 8] lm:0x100 <- lm:0x0 [8, 1] => rsum lm:0x200")),
+    Case("asm_chain_rprod", 2, r"{f}:6: vxe.relu: row reduction => rprod is not one a chain does", ["sim", "{f}"],
+         asm_sub(RELU, "vxe.relu [4, 8] lm:0x100 <- lm:0x0 [8, 1] => rprod lm:0x200")),
+    Case("asm_chain_unknown_reduction", 2, r"{f}:6: vxe.relu: '=>' takes a row reduction .*got 'rfrob'", ["sim", "{f}"],
+         asm_sub(RELU, "vxe.relu [4, 8] lm:0x100 <- lm:0x0 [8, 1] => rfrob lm:0x200")),
+    Case("asm_chain_row_reduction_overlaps_destination", 2,
+         r"{f}:6: vxe.exp: the row reduction's column \(=> rsum lm:0x110, \[4, 1\]\) overlaps the destination",
+         ["sim", "{f}"], asm_sub(RELU, "vxe.exp [4, 8] lm:0x100 <- lm:0x0 [8, 1] => rsum lm:0x110")),
+    Case("asm_chain_row_reduction_overlaps_source", 2,
+         r"{f}:6: vxe.exp: the row reduction's column \(=> rsum lm:0x10, \[4, 1\]\) overlaps the source at lm:0x0",
+         ["sim", "{f}"], asm_sub(RELU, "vxe.exp [4, 8] lm:0x100 <- lm:0x0 [8, 1] => rsum lm:0x10")),
+    Case("asm_chain_row_reduction_no_address", 2, r"{f}:6: vxe.exp: '=> rsum' takes the column's address", ["sim", "{f}"],
+         asm_sub(RELU, "vxe.exp [4, 8] lm:0x100 <- lm:0x0 [8, 1] => rsum")),
+    Case("asm_chain_row_reduction_address_garbage", 2, r"{f}:6: expected an integer", ["sim", "{f}"],
+         asm_sub(RELU, "vxe.exp [4, 8] lm:0x100 <- lm:0x0 [8, 1] => rsum lm:0xZZ")),
+    Case("asm_chain_row_reduction_trailing_text", 2, r"{f}:6: unexpected trailing text", ["sim", "{f}"],
+         asm_sub(RELU, "vxe.exp [4, 8] lm:0x100 <- lm:0x0 [8, 1] => rsum lm:0x200 lm:0x300")),
+    Case("asm_chain_row_reduction_beyond_lmu", 2, r"{f}:6: vxe.exp row reduction touches local memory",
+         ["sim", "{f}", "--set", "lmu.capacity_kib=1"],
+         asm_sub(RELU, "vxe.exp [4, 8] lm:0x100 <- lm:0x0 [8, 1] => rsum lm:0x400")),
     Case("asm_no_such_file", 2, r"{tmp}/nope.s: cannot open", ["sim", "{tmp}/nope.s"]),
     Case("asm_two_programs_one_device", 2, r"2 programs but lpu-small has devices = 1", ["sim", "{f}", "{f}"],
          {"f": text(ASM_OK, ".s")}),
@@ -649,6 +692,12 @@ CASES = [
     Case("bin_unbalanced_loop", 2, r"{f}: .*without endloop", ["sim", "{f}"], {"f": binary(endloop_to_halt)}),
     Case("bin_dest_row_stride_below_cols", 2, r"{f}: byte \d+: instruction \d+: vxe\.\w+: destination row stride",
          ["sim", "{f}"], {"f": binary(vxe_dest_row_stride_below_cols)}),
+    Case("bin_chain_post_op_outside_op_table", 2, r"{f}: byte \d+: instruction \d+: post op index 254 outside the op table",
+         ["sim", "{f}"], {"f": binary(vxe_chain_byte(57, 255))}),
+    Case("bin_chain_unknown_row_reduction", 2, r"{f}: byte \d+: instruction \d+: unknown row reduction code 9",
+         ["sim", "{f}"], {"f": binary(vxe_chain_byte(58, 9))}),
+    Case("bin_chain_post_op_on_dma", 2, r"{f}: byte \d+: instruction \d+: dma.load carries a post op or a row reduction",
+         ["sim", "{f}"], {"f": binary(dma_load_post_op)}),
     Case("bin_truncated", 2, r"{f}: ", ["sim", "{f}"], {"f": binary(lambda b: b.__delitem__(slice(200, None)), False)}),
     Case("bin_bad_magic", 2, r"{f}: .*not an LPU program", ["sim", "{f}"],
          {"f": binary(lambda b: b.__setitem__(slice(0, 4), b"XXXX"))}),
