@@ -133,7 +133,7 @@ def asm(body, head=ASM_HEAD):
     return {"f": text(head + body, ".s")}
 
 
-RELU = r"vxe.relu \[4, 8\] lm:0x100 <- lm:0x0 \[8, 1\]"  # ASM_OK's vxe.<op>, line 6
+ASM_RELU = r"vxe.relu \[4, 8\] lm:0x100 <- lm:0x0 \[8, 1\]"  # ASM_OK's vxe.<op>, line 6
 
 
 def asm_sub(pattern, repl):
@@ -657,32 +657,32 @@ CASES = [
          ["sim", "{f}"], asm("  vxe.rsum [4, 8] lm:0x100 [8, 1] <- lm:0x0 [8, 1]\n  halt\n")),
     # ---- fused chains: vxe.OP.POST [=> rRED lm:0xA] (docs/isa.md) ----
     Case("asm_chain_post_op_arity_2", 2, r"{f}:6: vxe.relu.add: post op add takes 2 operands; a post op is unary",
-         ["sim", "{f}"], asm_sub(RELU, "vxe.relu.add [4, 8] lm:0x100 <- lm:0x0 [8, 1]")),
+         ["sim", "{f}"], asm_sub(ASM_RELU, "vxe.relu.add [4, 8] lm:0x100 <- lm:0x0 [8, 1]")),
     Case("asm_chain_unknown_post_op", 2, r"{f}:6: vxe.relu.frob: unknown post op 'frob'", ["sim", "{f}"],
-         asm_sub(RELU, "vxe.relu.frob [4, 8] lm:0x100 <- lm:0x0 [8, 1]")),
+         asm_sub(ASM_RELU, "vxe.relu.frob [4, 8] lm:0x100 <- lm:0x0 [8, 1]")),
     Case("asm_chain_post_op_on_mov", 2, r"{f}:6: vxe.mov.exp: only vxe.<op> takes a post op \(.exp\)", ["sim", "{f}"],
-         asm_sub(RELU, "vxe.mov.exp [4, 8] lm:0x100 <- lm:0x0 [8, 1]")),
+         asm_sub(ASM_RELU, "vxe.mov.exp [4, 8] lm:0x100 <- lm:0x0 [8, 1]")),
     Case("asm_chain_row_reduction_on_mov", 2, r"{f}:6: vxe.mov: only vxe.<op> takes a row reduction \(=> rsum\)",
-         ["sim", "{f}"], asm_sub(RELU, "vxe.mov [4, 8] lm:0x100 <- lm:0x0 [8, 1] => rsum lm:0x200")),
+         ["sim", "{f}"], asm_sub(ASM_RELU, "vxe.mov [4, 8] lm:0x100 <- lm:0x0 [8, 1] => rsum lm:0x200")),
     Case("asm_chain_rprod", 2, r"{f}:6: vxe.relu: row reduction => rprod is not one a chain does", ["sim", "{f}"],
-         asm_sub(RELU, "vxe.relu [4, 8] lm:0x100 <- lm:0x0 [8, 1] => rprod lm:0x200")),
+         asm_sub(ASM_RELU, "vxe.relu [4, 8] lm:0x100 <- lm:0x0 [8, 1] => rprod lm:0x200")),
     Case("asm_chain_unknown_reduction", 2, r"{f}:6: vxe.relu: '=>' takes a row reduction .*got 'rfrob'", ["sim", "{f}"],
-         asm_sub(RELU, "vxe.relu [4, 8] lm:0x100 <- lm:0x0 [8, 1] => rfrob lm:0x200")),
+         asm_sub(ASM_RELU, "vxe.relu [4, 8] lm:0x100 <- lm:0x0 [8, 1] => rfrob lm:0x200")),
     Case("asm_chain_row_reduction_overlaps_destination", 2,
          r"{f}:6: vxe.exp: the row reduction's column \(=> rsum lm:0x110, \[4, 1\]\) overlaps the destination",
-         ["sim", "{f}"], asm_sub(RELU, "vxe.exp [4, 8] lm:0x100 <- lm:0x0 [8, 1] => rsum lm:0x110")),
+         ["sim", "{f}"], asm_sub(ASM_RELU, "vxe.exp [4, 8] lm:0x100 <- lm:0x0 [8, 1] => rsum lm:0x110")),
     Case("asm_chain_row_reduction_overlaps_source", 2,
          r"{f}:6: vxe.exp: the row reduction's column \(=> rsum lm:0x10, \[4, 1\]\) overlaps the source at lm:0x0",
-         ["sim", "{f}"], asm_sub(RELU, "vxe.exp [4, 8] lm:0x100 <- lm:0x0 [8, 1] => rsum lm:0x10")),
+         ["sim", "{f}"], asm_sub(ASM_RELU, "vxe.exp [4, 8] lm:0x100 <- lm:0x0 [8, 1] => rsum lm:0x10")),
     Case("asm_chain_row_reduction_no_address", 2, r"{f}:6: vxe.exp: '=> rsum' takes the column's address", ["sim", "{f}"],
-         asm_sub(RELU, "vxe.exp [4, 8] lm:0x100 <- lm:0x0 [8, 1] => rsum")),
+         asm_sub(ASM_RELU, "vxe.exp [4, 8] lm:0x100 <- lm:0x0 [8, 1] => rsum")),
     Case("asm_chain_row_reduction_address_garbage", 2, r"{f}:6: expected an integer", ["sim", "{f}"],
-         asm_sub(RELU, "vxe.exp [4, 8] lm:0x100 <- lm:0x0 [8, 1] => rsum lm:0xZZ")),
+         asm_sub(ASM_RELU, "vxe.exp [4, 8] lm:0x100 <- lm:0x0 [8, 1] => rsum lm:0xZZ")),
     Case("asm_chain_row_reduction_trailing_text", 2, r"{f}:6: unexpected trailing text", ["sim", "{f}"],
-         asm_sub(RELU, "vxe.exp [4, 8] lm:0x100 <- lm:0x0 [8, 1] => rsum lm:0x200 lm:0x300")),
+         asm_sub(ASM_RELU, "vxe.exp [4, 8] lm:0x100 <- lm:0x0 [8, 1] => rsum lm:0x200 lm:0x300")),
     Case("asm_chain_row_reduction_beyond_lmu", 2, r"{f}:6: vxe.exp row reduction touches local memory",
          ["sim", "{f}", "--set", "lmu.capacity_kib=1"],
-         asm_sub(RELU, "vxe.exp [4, 8] lm:0x100 <- lm:0x0 [8, 1] => rsum lm:0x400")),
+         asm_sub(ASM_RELU, "vxe.exp [4, 8] lm:0x100 <- lm:0x0 [8, 1] => rsum lm:0x400")),
     Case("asm_no_such_file", 2, r"{tmp}/nope.s: cannot open", ["sim", "{tmp}/nope.s"]),
     Case("asm_two_programs_one_device", 2, r"2 programs but lpu-small has devices = 1", ["sim", "{f}", "{f}"],
          {"f": text(ASM_OK, ".s")}),
