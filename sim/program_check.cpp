@@ -191,6 +191,16 @@ void check_structure(const Program& p) {
     throw InputError(strcat(instruction_location(p, open_loop), ": ", why));
 }
 
+// A chain (vxe.OP.POST ... => rRED) on a VXE that has none (vxe.chains: false).
+void check_chains(const Program& p, const ArchConfig& arch) {
+  if (arch.vxe.chains) return;
+  for (size_t i = 0; i < p.code.size(); ++i)
+    if (p.code[i].post || p.code[i].acc)
+      throw InputError(strcat(
+          instruction_location(p, i), ": a chain (a post op or a row reduction in a vxe.<op>), but config ", arch.name,
+          " has vxe.chains: false (compile for it, or split the chain) in: ", print_instruction(p.code[i])));
+}
+
 }  // namespace
 
 void check_program(const Program& p, const ArchConfig& arch) {
@@ -198,6 +208,7 @@ void check_program(const Program& p, const ArchConfig& arch) {
   check_fetch_count(p);
   check_memory_bounds(p, arch);
   check_packed_operands(p);
+  check_chains(p, arch);
 }
 
 uint64_t instruction_fetches(const Program& p) {

@@ -6,9 +6,9 @@
 #include "isa/encoding.h"
 #include "isa/program.h"
 #include "jobs/jobs.h"
+#include "ref/reference.h"
 #include "support/error.h"
 #include "test_util.h"
-#include "ref/reference.h"
 #include "workload/workload.h"
 
 using namespace lpu;
@@ -83,9 +83,15 @@ TEST(EndToEnd, StatsJsonHasTheDocumentedKeys) {
 // Whole transformer steps (tiny shapes, every feature of the big models): decode with a KV
 // cache, prefill with a causal mask, grouped-query attention, rotary, SwiGLU, fp16.
 TEST(EndToEnd, TinyTransformersMatchTheReference) {
-  struct Case { const char* model; const char* phase; int64_t seq, ctx; DType dt; };
-  for (const Case& c : {Case{"tiny-opt", "decode", 1, 16, DType::f32}, Case{"tiny-llama", "decode", 1, 8, DType::f32},
-                        Case{"tiny-llama", "prefill", 6, 0, DType::f32}, Case{"tiny-opt", "prefill", 5, 0, DType::f16}}) {
+  struct Case {
+    const char* model;
+    const char* phase;
+    int64_t seq, ctx;
+    DType dt;
+  };
+  for (const Case& c :
+       {Case{"tiny-opt", "decode", 1, 16, DType::f32}, Case{"tiny-llama", "decode", 1, 8, DType::f32},
+        Case{"tiny-llama", "prefill", 6, 0, DType::f32}, Case{"tiny-opt", "prefill", 5, 0, DType::f16}}) {
     WorkloadSpec w;
     w.name = c.model;
     w.model = c.model;
@@ -190,8 +196,13 @@ TEST(EndToEnd, SkewCutsWhereTheVectorEngineWaitsOnTheMatrixEngine) {
   // Three tiles, two buffers: tile 2 reuses tile 0's region, so C(0) opens the step A(2) is in.
   SkewedTiles three = skew_tiles(marked(3), 2);
   ASSERT_EQ(three.steps.size(), 5u);
-  EXPECT_EQ(tiles_of(three.steps[2]), "00" "2222" "11");
-  EXPECT_EQ(tiles_of(three.steps[3]), "22" "11");
+  EXPECT_EQ(tiles_of(three.steps[2]),
+            "00"
+            "2222"
+            "11");
+  EXPECT_EQ(tiles_of(three.steps[3]),
+            "22"
+            "11");
   EXPECT_EQ(tiles_of(three.steps[4]), "22");
   EXPECT_EQ(three.prologue, 2u);
   EXPECT_EQ(three.epilogue, 2u);
@@ -240,7 +251,8 @@ TEST(EndToEnd, SoftmaxRowGroupsOverlapTheVStreams) {
   Compilation a = compile_graph(g, cut), b = compile_graph(g, whole);
   auto pieces = [](const Program& p) {
     size_t n = 0;
-    for (const Instruction& in : p.code) n += in.opcode == Opcode::VxeOp && in.vop == ScalarOp::exp && in.rows == 8;
+    for (const Instruction& in : p.code)
+      n += in.opcode == Opcode::VxeOp && (in.vop == ScalarOp::exp || in.post == ScalarOp::exp) && in.rows == 8;
     return n;
   };
   // Two tiles of 16 heads, two groups of 8 each, for the cached scores' exp and the new score's.
@@ -255,6 +267,69 @@ TEST(EndToEnd, SoftmaxRowGroupsOverlapTheVStreams) {
   EXPECT_LT(ra.stats.cycles, rb.stats.cycles);
 }
 
+// Chains (docs/isa.md: `vxe.OP.POST ... => rRED`; tile_walk.h, mark_chains): softmax's
+// exp(x - max) and its row sum, a norm's mean of squares, a bias and its activation each take
+// one VXE pass. Against the same graphs compiled without chains (vxe.chains: false), the
+// outputs are bit-identical (each element goes through the same fp32 operations, and a row
+// reduction accumulates the written row as vxe.rRED does), with fewer instructions and cycles.
+TEST(EndToEnd, VectorChainsFuseSoftmaxNormsAndActivations) {
+  for (const char* model : {"tiny-opt", "tiny-llama"})
+    for (const char* phase : {"decode", "prefill"}) {
+      const bool decode = std::string(phase) == "decode";
+      WorkloadSpec w = resolve_workload(model, {std::string("phase=") + phase, decode ? "context=40" : "context=0"});
+      if (!decode) w.seq_len = 12;
+      const std::string what = std::string(model) + " " + phase;
+      Graph g = build_graph(w);
+      CompileOptions on = compile_options_for(small_arch(), "greedy");
+      CompileOptions off = on;
+      off.codegen.vector_chains = false;
+      Compilation a = compile_graph(g, on), b = compile_graph(g, off);
+      size_t post = 0, acc = 0, exp_sum = 0;
+      for (const Instruction& in : a.code.program.code) {
+        post += in.post.has_value();
+        acc += in.acc.has_value();
+        exp_sum += in.vop == ScalarOp::sub && in.post == ScalarOp::exp && in.acc == ReductionType::sum;
+      }
+      for (const Instruction& in : b.code.program.code) EXPECT_FALSE(in.post || in.acc) << what;
+      EXPECT_GT(exp_sum, 0u) << what;   // softmax: sub.exp => rsum
+      EXPECT_GT(acc, exp_sum) << what;  // and the norms' means
+      if (std::string(model) == "tiny-opt") {
+        EXPECT_GT(post, exp_sum) << what;  // add.relu
+      }
+      EXPECT_LT(a.code.program.code.size(), b.code.program.code.size()) << what;
+      // Text and binary round trips keep the chains.
+      const Program& p = a.code.program;
+      Program q = parse_program(print_program(p), "chains.s");
+      Program d = decode_program(encode_program(p), "chains.lpubin");
+      ASSERT_EQ(q.code.size(), p.code.size());
+      ASSERT_EQ(d.code.size(), p.code.size());
+      for (size_t i = 0; i < p.code.size(); ++i) {
+        EXPECT_TRUE(p.code[i].same_as(q.code[i])) << print_instruction(p.code[i]);
+        EXPECT_TRUE(p.code[i].same_as(d.code[i])) << print_instruction(p.code[i]);
+      }
+      TensorMap in = make_random_inputs(a.core, 11);
+      SimOptions o;
+      o.functional = true;
+      SimResult ra = simulate(a.code.program, small_arch(), o, &in),
+                rb = simulate(b.code.program, small_arch(), o, &in);
+      ASSERT_FALSE(rb.outputs.empty());
+      for (const auto& [name, t] : rb.outputs) EXPECT_EQ(ra.outputs.at(name).data, t.data) << what << " " << name;
+      EXPECT_LT(ra.stats.cycles, rb.stats.cycles) << what;
+      ArchConfig without = small_arch();  // a VXE without chains refuses them before running
+      without.vxe.chains = false;
+      EXPECT_EQ(simulate(b.code.program, without, o, &in).stats.cycles, rb.stats.cycles) << what;
+      try {
+        simulate(a.code.program, without, o, &in);
+        ADD_FAILURE() << what << ": a chain ran on a VXE without chains";
+      } catch (const InputError& e) {
+        EXPECT_NE(std::string(e.what()).find("vxe.chains: false"), std::string::npos) << e.what();
+      }
+      RunOutcome checked = run_job(w, small_arch(), "greedy", true);
+      ASSERT_TRUE(checked.check.has_value());
+      EXPECT_TRUE(checked.check->ok) << what << ": " << checked.check->worst;
+    }
+}
+
 // Rotary's rotate_half (cat(-x2, x1)) joins in local memory (schedule.cpp, join_problem;
 // tile_walk.h, Join): its two parts move into column windows of one register (vxe.mov with a
 // destination row stride), so the attention kernel holds the rotary and nothing goes through
@@ -263,7 +338,8 @@ TEST(EndToEnd, RotaryConcatenationJoinsInLocalMemory) {
   for (const char* phase : {"decode", "prefill"})
     for (int64_t lmu_kib : {0, 2}) {  // the preset's local memory; 2 KiB: a few rows per tile
       const bool decode = std::string(phase) == "decode";
-      WorkloadSpec w = resolve_workload("tiny-llama", {std::string("phase=") + phase, decode ? "context=24" : "context=0"});
+      WorkloadSpec w =
+          resolve_workload("tiny-llama", {std::string("phase=") + phase, decode ? "context=24" : "context=0"});
       if (!decode) w.seq_len = 6;
       ArchConfig arch = small_arch();
       if (lmu_kib) arch.lmu.capacity_kib = lmu_kib;
@@ -304,10 +380,12 @@ TEST(EndToEnd, MixtureOfExpertsStreamsTheSelectedExperts) {
     EXPECT_EQ(gathers, 0u) << policy;
     Program q = parse_program(print_program(p), "moe.s");
     ASSERT_EQ(q.code.size(), p.code.size());
-    for (size_t i = 0; i < p.code.size(); ++i) EXPECT_TRUE(p.code[i].same_as(q.code[i])) << print_instruction(p.code[i]);
+    for (size_t i = 0; i < p.code.size(); ++i)
+      EXPECT_TRUE(p.code[i].same_as(q.code[i])) << print_instruction(p.code[i]);
     Program d = decode_program(encode_program(p), "moe.lpubin");
     ASSERT_EQ(d.code.size(), p.code.size());
-    for (size_t i = 0; i < p.code.size(); ++i) EXPECT_TRUE(p.code[i].same_as(d.code[i])) << print_instruction(p.code[i]);
+    for (size_t i = 0; i < p.code.size(); ++i)
+      EXPECT_TRUE(p.code[i].same_as(d.code[i])) << print_instruction(p.code[i]);
     // No expert is materialised or read twice: within 2% of the compulsory bytes (the two experts
     // of each token; the rest is small activations read back), and little written.
     // (Fused; unfused, every intermediate activation also goes through HBM.)

@@ -78,7 +78,8 @@ std::optional<GatheredWeights> gathered_weights(const LoopProgram& p, const Loop
   const Expr& b = mm.body->args[1];
   if (b->kind != ExprKind::Load) return std::nullopt;
   auto buf = p.buffers.find(b->buffer);
-  if (buf == p.buffers.end() || buf->second.role != BufferRole::Intermediate) return std::nullopt;  // weights as they are
+  if (buf == p.buffers.end() || buf->second.role != BufferRole::Intermediate)
+    return std::nullopt;  // weights as they are
   const auto writers = p.writers(b->buffer);
   if (writers.size() != 1 || !gather_is_elided(p, *writers[0])) return std::nullopt;
   const LoopNode& g = *writers[0];

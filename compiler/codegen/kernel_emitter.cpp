@@ -15,6 +15,7 @@ namespace {
 struct Pending {
   Instruction in;
   int def = -1;              // vid written (lm_addr = its address + def_offset)
+  int acc_def = -1;          // vid of a vector op's row reduction (acc_addr = its address)
   uint64_t def_offset = 0;   // several instructions may fill parts of one register
   std::vector<int> src_vid;  // per source operand, -1 when absolute or immediate
   int store_vid = -1;        // dma.store reads lm_addr from this vid (+ store_offset)
@@ -174,13 +175,16 @@ struct KernelEmitter::Impl {
     hoisted_code.push_back(in);
   }
 
-  void vxe_op(ScalarOp sop, const TileVal& dst, const TileVal* const* srcs, size_t n) {
+  void vxe_op(ScalarOp sop, const TileVal& dst, const TileVal* const* srcs, size_t n, const VxeChain& chain) {
     Instruction in;
     in.opcode = Opcode::VxeOp;
     in.vop = sop;
+    in.post = chain.post;
+    in.acc = chain.acc;
     in.rows = dst.rows;
     in.cols = dst.cols;
     emit(std::move(in), dst, srcs, n);
+    if (chain.acc) body.back().acc_def = chain.acc_dst.vid;
   }
   void vxe_reduce(ReductionType rop, int64_t cols, const TileVal& dst, const TileVal& src) {
     Instruction in;
@@ -345,7 +349,10 @@ int64_t KernelEmitter::Impl::place(uint64_t base, uint64_t limit, std::vector<In
   for (auto& pd : loads) seq.push_back(&pd);
   for (auto& pd : body) seq.push_back(&pd);
   RegionAllocator ra(base, limit);
-  auto def = [&](size_t i) { return seq[i]->def; };
+  auto defs = [&](size_t i, auto&& def) {
+    def(seq[i]->def);
+    def(seq[i]->acc_def);
+  };
   auto uses = [&](size_t i, auto&& use) {
     for (int v : seq[i]->src_vid) use(v);
     use(seq[i]->store_vid);
@@ -353,12 +360,13 @@ int64_t KernelEmitter::Impl::place(uint64_t base, uint64_t limit, std::vector<In
   auto placed = [&](size_t i, const std::vector<uint64_t>& addr) {
     Pending& pd = *seq[i];
     if (pd.def >= 0) pd.in.lm_addr = addr[static_cast<size_t>(pd.def)] + pd.def_offset;
+    if (pd.acc_def >= 0) pd.in.acc_addr = addr[static_cast<size_t>(pd.acc_def)];
     for (size_t k = 0; k < pd.src_vid.size(); ++k)
       if (pd.src_vid[k] >= 0) pd.in.srcs[k].addr += addr[static_cast<size_t>(pd.src_vid[k])];
     if (pd.store_vid >= 0) pd.in.lm_addr = addr[static_cast<size_t>(pd.store_vid)] + pd.store_offset;
     out.push_back(pd.in);
   };
-  return static_cast<int64_t>(place_registers(seq.size(), replay.register_bytes(), ra, def, uses, placed));
+  return static_cast<int64_t>(place_registers(seq.size(), replay.register_bytes(), ra, defs, uses, placed));
 }
 
 KernelEmitter::KernelEmitter(const TileWalk& walk, int kernel_id, const std::map<std::string, uint64_t>& hbm)

@@ -124,7 +124,8 @@ EmittedTile measure_emitted_tile(const LoopProgram& p, const Kernel& k, const Co
   for (const auto& in : code) t.hbm_bytes += instruction_hbm_bytes(in);
   // The resident rows as the emitted loads place them (each rounded up to the granule).
   for (const auto& in : e.hoisted_code()) {
-    t.hoisted_bytes = std::max(t.hoisted_bytes, static_cast<int64_t>(in.lm_addr) + align_up(in.cols * kLmElem, kLmAlign));
+    t.hoisted_bytes =
+        std::max(t.hoisted_bytes, static_cast<int64_t>(in.lm_addr) + align_up(in.cols * kLmElem, kLmAlign));
     t.hoisted_hbm_bytes += instruction_hbm_bytes(in);
   }
   return t;
@@ -197,8 +198,9 @@ KernelTiling tile_kernel(const LoopProgram& p, const Kernel& k, const CodegenOpt
 HostOp host_op_of(const LoopProgram& p, const LoopNode& n) {
   for (const auto& in : n.host_inputs)
     if (p.buffers.at(in).quant.on())
-      throw InputError(strcat("node ", n.origin, " (", n.host_op, ", a graph break) reads ", in, ", a weight stored packed (",
-                              quant_str(p.buffers.at(in).quant), "): only the SXE reads packed weights (a matmul's streamed B)"));
+      throw InputError(strcat("node ", n.origin, " (", n.host_op, ", a graph break) reads ", in,
+                              ", a weight stored packed (", quant_str(p.buffers.at(in).quant),
+                              "): only the SXE reads packed weights (a matmul's streamed B)"));
   HostOp h;
   h.op = n.host_op;
   h.node = n.origin;
@@ -212,7 +214,7 @@ HostOp host_op_of(const LoopProgram& p, const LoopNode& n) {
 std::vector<KernelTiling> plan_kernel_tiling(const LoopProgram& p, const Schedule& s, const CodegenOptions& opts,
                                              TileAccessCache* cache) {
   std::vector<KernelTiling> tiling;
-  TileAccessCache own;
+  TileAccessCache own(opts.vector_chains);
   for (const Kernel& k : s.kernels) tiling.push_back(tile_kernel(p, k, opts, cache ? cache : &own));
   return tiling;
 }
@@ -248,9 +250,10 @@ CodegenResult generate_lpu_program(const LoopProgram& p, const Schedule& s, cons
       for (const auto& o : k.hbm_outputs) place(o);
 
   // Collectives (tensor parallelism) receive above the local memory the kernels get.
-  const CollectivePlacement collectives = place_collectives(p, static_cast<uint64_t>(opts.lmu_bytes), opts.lmu_bytes + opts.collective_lmu_bytes);
+  const CollectivePlacement collectives =
+      place_collectives(p, static_cast<uint64_t>(opts.lmu_bytes), opts.lmu_bytes + opts.collective_lmu_bytes);
   int64_t collectives_seen = 0;
-  TileAccessCache own;  // the kernels' walks share the program's access analyses
+  TileAccessCache own(opts.vector_chains);  // the kernels' walks share the program's access analyses
   TileAccessCache& access = cache ? *cache : own;
   for (size_t ki = 0; ki < s.kernels.size(); ++ki) {
     const Kernel& k = s.kernels[ki];
@@ -258,8 +261,8 @@ CodegenResult generate_lpu_program(const LoopProgram& p, const Schedule& s, cons
     int id = static_cast<int>(ki);
     const LoopNode& first = p.nodes[static_cast<size_t>(k.nodes.at(0))];
     if (first.kind == LoopKind::Collective) {  // over the ESL: codegen/collective.h
-      auto code = emit_collective(p, first, id, collectives_seen++, hbm.at(first.host_inputs.at(0)), hbm.at(first.out()),
-                                  collectives);
+      auto code = emit_collective(p, first, id, collectives_seen++, hbm.at(first.host_inputs.at(0)),
+                                  hbm.at(first.out()), collectives);
       prog.code.insert(prog.code.end(), code.begin(), code.end());
       res.tiling.push_back({k.name, 0, 0, 0, 0, 0, 0, 0});
       continue;

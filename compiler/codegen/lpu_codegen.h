@@ -20,8 +20,8 @@ class TileAccessCache;  // codegen/tile_walk.h
 struct CodegenOptions {
   int64_t lmu_bytes = 512 * 1024;  // local memory capacity
   bool double_buffer = true;
-  int64_t hbm_alignment = 256;     // buffer base alignment in HBM
-  int64_t max_tile_rows = 0;       // 0 = as many as fit
+  int64_t hbm_alignment = 256;  // buffer base alignment in HBM
+  int64_t max_tile_rows = 0;    // 0 = as many as fit
   // Fold a kernel's repeating tiles into `loop N ... endloop` with per-iteration HBM address
   // steps (the same execution, a program a fraction of the size).
   bool fold_loops = true;
@@ -31,6 +31,10 @@ struct CodegenOptions {
   // Cut a tile's vector work between two matrix stages into row groups, so the second stage
   // starts after the first group (codegen/tile_skew.h: interleave_row_groups).
   bool interleave_rows = true;
+  // The VXE runs chains (`vxe.OP.POST ... => rRED`, docs/isa.md; the config's vxe.chains): a
+  // unary op on a vector op's result and a row reduction of it go in that op's instruction
+  // (softmax's exp(x - max) and its row sum in one pass; tile_walk.h).
+  bool vector_chains = true;
   // Local memory above lmu_bytes reserved for the collectives' receive area (the driver sets
   // it, codegen/collective.h; 0 without collectives).
   int64_t collective_lmu_bytes = 0;

@@ -55,12 +55,18 @@ class RegionAllocator {
 
 // Linear scan over a tile's `n` instructions (its loads first, then compute and stores): a
 // register (vid, vsize[vid] bytes) is placed first fit by the first instruction writing it and
-// freed after the last one using it, those dying at one instruction in the order of their vids.
-// `def(i)`: the register instruction i writes (-1: none); `uses(i, f)` calls f(vid) for each
+// freed one instruction after the last one using it (those dying at one instruction in the
+// order of their vids): written by the very next instruction, it would make that one wait for
+// the reader to finish (a write-after-read hazard on the scoreboard), e.g. a matrix result
+// landing on the column the vector op before it reads. (Holding it only where the next
+// instruction runs on another engine helped less: scripts/stats_compare.sh, 137 cases faster
+// and 6 slower against 142 and 2, OPT-1.3B's step on lpu-asic 811,513 cycles against 809,857.)
+// `defs(i, f)` calls f(vid) for each register instruction i writes (-1: none; a vector op with a
+// row reduction writes two); `uses(i, f)` calls f(vid) for each
 // register it reads (-1: none); `placed(i, addr)` once instruction i's registers have their
 // addresses (addr by vid). Returns the peak bytes used above the allocator's base.
-template <class Def, class Uses, class Placed>
-uint64_t place_registers(size_t n, const std::vector<uint64_t>& vsize, RegionAllocator& ra, Def def, Uses uses,
+template <class Defs, class Uses, class Placed>
+uint64_t place_registers(size_t n, const std::vector<uint64_t>& vsize, RegionAllocator& ra, Defs defs, Uses uses,
                          Placed placed) {
   if (n == 0) return ra.peak();
   const size_t nv = vsize.size();
@@ -69,7 +75,9 @@ uint64_t place_registers(size_t n, const std::vector<uint64_t>& vsize, RegionAll
     uses(i, [&](int v) {
       if (v >= 0) last_use[static_cast<size_t>(v)] = i;
     });
-    if (int d = def(i); d >= 0) last_use[static_cast<size_t>(d)] = std::max(last_use[static_cast<size_t>(d)], i);
+    defs(i, [&](int d) {
+      if (d >= 0) last_use[static_cast<size_t>(d)] = std::max(last_use[static_cast<size_t>(d)], i);
+    });
   }
   // Registers by the instruction they die after, in vid order within one (a counting sort).
   std::vector<size_t> first(n + 1, 0);
@@ -80,14 +88,18 @@ uint64_t place_registers(size_t n, const std::vector<uint64_t>& vsize, RegionAll
   for (size_t v = 0; v < nv; ++v) dying[fill[last_use[v]]++] = static_cast<int>(v);
   std::vector<uint64_t> addr(nv, 0);
   std::vector<bool> is_placed(nv, false);
-  for (size_t i = 0; i < n; ++i) {
-    if (int d = def(i); d >= 0 && !is_placed[static_cast<size_t>(d)]) {
-      addr[static_cast<size_t>(d)] = ra.alloc(vsize[static_cast<size_t>(d)]);
-      is_placed[static_cast<size_t>(d)] = true;
-    }
-    placed(i, addr);
+  auto release = [&](size_t i) {  // the registers dying at instruction i
     for (size_t j = first[i]; j < first[i + 1]; ++j)
       ra.release(addr[static_cast<size_t>(dying[j])], vsize[static_cast<size_t>(dying[j])]);
+  };
+  for (size_t i = 0; i < n; ++i) {
+    defs(i, [&](int d) {
+      if (d < 0 || is_placed[static_cast<size_t>(d)]) return;
+      addr[static_cast<size_t>(d)] = ra.alloc(vsize[static_cast<size_t>(d)]);
+      is_placed[static_cast<size_t>(d)] = true;
+    });
+    placed(i, addr);
+    if (i > 0) release(i - 1);
   }
   return ra.peak();
 }

@@ -18,7 +18,7 @@ namespace {
 // An instruction (or a run of instructions of one register: a load's DMAs, a matmul's row
 // groups, a store's parts) as the register allocator sees it.
 struct Step {
-  int def = -1;
+  int def = -1, def2 = -1;  // def2: a row reduction's column
   std::array<int, 3> src{-1, -1, -1};
   int store = -1;
 };
@@ -55,9 +55,10 @@ struct FootprintSink {
     hbm += parts * l.block * l.eb;
   }
   void hoisted_load(const TileWalk::Load&, const TileVal&) {}  // below the tile region
-  void vxe_op(ScalarOp, const TileVal& dst, const TileVal* const* srcs, size_t n) {
+  void vxe_op(ScalarOp, const TileVal& dst, const TileVal* const* srcs, size_t n, const VxeChain& chain) {
     Step s;
     s.def = dst.vid;
+    if (chain.acc) s.def2 = chain.acc_dst.vid;
     for (size_t j = 0; j < n; ++j) s.src[j] = vid(*srcs[j]);
     body.push_back(s);
   }
@@ -137,8 +138,12 @@ int64_t TileFootprintAnalysis::Impl::place() const {
   };
   RegionAllocator ra(0, UINT64_MAX / 2);
   return static_cast<int64_t>(place_registers(
-      load_steps.size() + body.size(), replay.register_bytes(), ra, [&](size_t i) { return at(i).def; }, uses,
-      [](size_t, const std::vector<uint64_t>&) {}));
+      load_steps.size() + body.size(), replay.register_bytes(), ra,
+      [&](size_t i, auto&& def) {
+        def(at(i).def);
+        def(at(i).def2);
+      },
+      uses, [](size_t, const std::vector<uint64_t>&) {}));
 }
 
 TileFootprintAnalysis::TileFootprintAnalysis(const LoopProgram& p, const Kernel& k, const ColumnSplit* columns,

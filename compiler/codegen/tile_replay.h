@@ -13,12 +13,17 @@
 //                                  the window at element offset coff
 //   block_load(l, dst, c0)         a two-level load of columns [c0, c0 + dst.cols) into dst
 //   hoisted_load(l, v)             the first load of a resident row (every tile reaches it)
-//   vxe_op(sop, dst, srcs, n)      vxe_reduce(rop, cols, dst, src)      vxe_mov(dst, src)
+//   vxe_op(sop, dst, srcs, n, chain)  vxe_reduce(rop, cols, dst, src)   vxe_mov(dst, src)
 //   matmul(op, a, dst, c0)         matmul_gathered(op, a, idx, dst, c0)
 //   gather(op, idx, dst, c0)       store(op, v, c0)
-// where c0 is the first column the op computes (the tile's window for a split node, else 0).
+// where c0 is the first column the op computes (the tile's window for a split node, else 0),
+// and `chain` the post op and row reduction a vector op applies in the same instruction
+// (TileWalk::Op::post_of, acc): the first op of a chain emits nothing where it is recorded; its
+// value is `deferred` until its reader, the post op, emits the one instruction, or until any
+// other use (a shape the chain cannot take) emits it on its own there.
 #pragma once
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -40,6 +45,14 @@ struct TileVal {
   int64_t rows = 1, cols = 1;
   int64_t rs = 0, cs = 0;
   bool owned = false;  // dense result of an instruction of this node (not an alias)
+  int deferred = -1;   // the Call computing it, not emitted yet (a chain's first op)
+};
+
+// What a vector op applies in the same instruction besides its own op (docs/isa.md).
+struct VxeChain {
+  std::optional<ScalarOp> post;
+  std::optional<ReductionType> acc;
+  TileVal acc_dst;  // the [rows, 1] register of the row reduction
 };
 
 // Rows [r0, r0 + rows) x columns [c0, c0 + cw) of the split nodes (cw unused without a split).
@@ -52,7 +65,9 @@ class TileReplay {
   template <class Sink>
   void run(const TileWalk& w, const TileWindow& t, Sink& sink) {
     t_ = t;
+    w_ = &w;
     vals_.resize(w.ops.size());  // each op writes its value whole
+    acc_done_.assign(w.ops.size(), false);
     vsize_.clear();
     shared_.clear();
     for (size_t i = 0; i < w.ops.size(); ++i) {
@@ -65,8 +80,10 @@ class TileReplay {
           out.value = op.value;
           break;
         case TileWalk::OpKind::Load: out = load(w.loads[static_cast<size_t>(op.load)], sink); break;
-        case TileWalk::OpKind::Call: out = call(op, sink); break;
-        case TileWalk::OpKind::Reduce: out = reduce(op, sink); break;
+        case TileWalk::OpKind::Call: out = call(i, sink); break;
+        case TileWalk::OpKind::Reduce:
+          if (!acc_done_[i]) out = reduce(op, sink);  // else its value came with its operand's
+          break;
         case TileWalk::OpKind::Matmul: out = matmul(op, sink); break;
         case TileWalk::OpKind::Gather: out = gather(op, sink); break;
         case TileWalk::OpKind::NodeEnd: out = op.join >= 0 ? join_part(op, sink) : node_end(op, sink); break;
@@ -86,11 +103,19 @@ class TileReplay {
     bool operator==(const LoadKey& o) const { return key == o.key && ncols == o.ncols && coff == o.coff; }
   };
   TileWindow t_;
-  std::vector<TileVal> vals_;  // by op
+  const TileWalk* w_ = nullptr;
+  std::vector<TileVal> vals_;   // by op
+  std::vector<bool> acc_done_;  // by op: a Reduce its operand's instruction computed
   std::vector<uint64_t> vsize_;
   std::vector<std::pair<LoadKey, TileVal>> shared_;  // a handful per tile: a scan beats a map
 
   const TileVal& in(const TileWalk::Op& op, size_t j) const { return vals_[static_cast<size_t>(op.in[j])]; }
+  // Operand j of `op`, its instruction emitted here if it was deferred (a use no chain covers).
+  template <class Sink>
+  TileVal arg(const TileWalk::Op& op, size_t j, Sink& sink) {
+    const TileVal& v = in(op, j);
+    return v.deferred < 0 ? v : emit_call(static_cast<size_t>(v.deferred), {}, sink);
+  }
   TileVal alloc(int64_t rows, int64_t cols) {
     TileVal v;
     v.vid = static_cast<int>(vsize_.size());
@@ -122,6 +147,8 @@ class TileReplay {
     switch (l.kind) {
       case TileWalk::LoadKind::InKernel: {  // the producer's register, at the access's offset
         TileVal v = vals_[static_cast<size_t>(l.producer)];
+        if (v.deferred >= 0 && !(l.ap->base == 0 && (l.col_stride == 1 || ncols == 1) && ncols == v.cols))
+          v = emit_call(static_cast<size_t>(v.deferred), {}, sink);  // a view, not the value itself
         v.addr += static_cast<uint64_t>(l.ap->base * kLmElem);
         v.cols = ncols;
         v.cs = l.col_stride;
@@ -160,37 +187,100 @@ class TileReplay {
     tile_replay_bug("unknown load kind");
   }
 
-  // A vector op on the operands' broadcast shape; a division by a per-row value as a
-  // reciprocal and a multiply (divides_by_row_value).
-  template <class Sink>
-  TileVal call(const TileWalk::Op& op, Sink& sink) {
-    const TileVal* args[3] = {nullptr, nullptr, nullptr};
+  // The operands of Call `op` (a chain's post op: of its first op) and their broadcast shape.
+  struct CallArgs {
+    TileVal v[3];
+    const TileVal* p[3] = {nullptr, nullptr, nullptr};
     size_t n = 0;
     int64_t rows = 1, cols = 1;
-    for (; n < 3 && op.in[n] >= 0; ++n) {
-      args[n] = &in(op, n);
-      if (!args[n]->imm) {
-        rows = std::max(rows, args[n]->rows);
-        cols = std::max(cols, args[n]->cols);
+  };
+  template <class Sink>
+  CallArgs call_args(const TileWalk::Op& op, Sink& sink) {
+    CallArgs a;
+    for (; a.n < 3 && op.in[a.n] >= 0; ++a.n) {
+      a.v[a.n] = arg(op, a.n, sink);
+      a.p[a.n] = &a.v[a.n];
+      if (!a.v[a.n].imm) {
+        a.rows = std::max(a.rows, a.v[a.n].rows);
+        a.cols = std::max(a.cols, a.v[a.n].cols);
       }
     }
-    if (n == 2 && divides_by_row_value(op.sop, args[1]->imm, args[1]->cols, cols)) {
-      TileVal r = alloc(args[1]->rows, args[1]->cols);
-      sink.vxe_op(ScalarOp::reciprocal, r, &args[1], 1);
-      const TileVal* mul[2] = {args[0], &r};
-      TileVal dst = alloc(rows, cols);
-      sink.vxe_op(ScalarOp::mul, dst, mul, 2);
+    return a;
+  }
+  static bool by_row_value(const TileWalk::Op& op, const CallArgs& a) {
+    return a.n == 2 && divides_by_row_value(op.sop, a.v[1].imm, a.v[1].cols, a.cols);
+  }
+
+  // Call i: deferred when it starts a chain (its reader emits it), else emitted with the chain
+  // it ends (its operand deferred) and the row reduction it carries where the tile allows:
+  // its result a whole [rows, width] tile of the reduction.
+  template <class Sink>
+  TileVal call(size_t i, Sink& sink) {
+    const TileWalk::Op& op = w_->ops[i];
+    if (op.post_of >= 0) {
+      CallArgs a;  // the shape only: nothing is emitted for it here
+      bool plain = true;
+      for (; a.n < 3 && op.in[a.n] >= 0; ++a.n) {
+        a.v[a.n] = in(op, a.n);
+        plain = plain && a.v[a.n].deferred < 0;
+        if (!a.v[a.n].imm) {
+          a.rows = std::max(a.rows, a.v[a.n].rows);
+          a.cols = std::max(a.cols, a.v[a.n].cols);
+        }
+      }
+      if (plain && !by_row_value(op, a)) {
+        TileVal d;
+        d.deferred = static_cast<int>(i);
+        d.rows = a.rows;
+        d.cols = a.cols;
+        d.rs = a.cols;
+        d.cs = 1;
+        d.owned = true;
+        return d;
+      }
+    }
+    VxeChain chain;
+    const TileVal& first = in(op, 0);
+    if (first.deferred >= 0 && scalar_op_arity(op.sop) == 1) {  // this op ends the chain
+      chain.post = op.sop;
+      return emit_call(static_cast<size_t>(first.deferred), chain, sink, &op);
+    }
+    return emit_call(i, chain, sink);
+  }
+  // The instruction of Call i (with `chain.post` applied: `last`, the post op, owns the result).
+  // A division by a per-row value is a reciprocal and a multiply (divides_by_row_value).
+  template <class Sink>
+  TileVal emit_call(size_t i, VxeChain chain, Sink& sink, const TileWalk::Op* last = nullptr) {
+    const TileWalk::Op& op = w_->ops[i];
+    const TileWalk::Op& out_op = last ? *last : op;
+    CallArgs a = call_args(op, sink);
+    if (by_row_value(op, a)) {
+      TileVal r = alloc(a.v[1].rows, a.v[1].cols);
+      sink.vxe_op(ScalarOp::reciprocal, r, &a.p[1], 1, VxeChain{});
+      const TileVal* mul[2] = {a.p[0], &r};
+      TileVal dst = alloc(a.rows, a.cols);
+      sink.vxe_op(ScalarOp::mul, dst, mul, 2, VxeChain{});
       return dst;
     }
-    TileVal dst = op.join >= 0 && rows == t_.rows && cols == op.node->out_cols() ? window(op) : alloc(rows, cols);
-    sink.vxe_op(op.sop, dst, args, n);
+    TileVal dst = out_op.join >= 0 && a.rows == t_.rows && a.cols == out_op.node->out_cols() ? window(out_op)
+                                                                                             : alloc(a.rows, a.cols);
+    if (out_op.acc >= 0) {
+      const TileWalk::Op& red = w_->ops[static_cast<size_t>(out_op.acc)];
+      if (out_op.join < 0 && dst.rows == t_.rows && dst.cols == red.node->cols()) {
+        chain.acc = red.rop;
+        chain.acc_dst = alloc(dst.rows, 1);
+        vals_[static_cast<size_t>(out_op.acc)] = chain.acc_dst;
+        acc_done_[static_cast<size_t>(out_op.acc)] = true;
+      }
+    }
+    sink.vxe_op(op.sop, dst, a.p, a.n, chain);
     return dst;
   }
 
   // A reduction reads a dense [rows, row width] register.
   template <class Sink>
   TileVal reduce(const TileWalk::Op& op, Sink& sink) {
-    TileVal v = in(op, 0);
+    TileVal v = arg(op, 0, sink);
     const int64_t width = op.node->cols();
     if (v.imm || v.cols != width || v.rows != t_.rows) v = expand(v, t_.rows, width, sink);
     TileVal dst = alloc(v.rows, 1);
@@ -203,22 +293,22 @@ class TileReplay {
   TileVal matmul(const TileWalk::Op& op, Sink& sink) {
     const int64_t N = op.split ? t_.cw : op.node->out_cols(), c0 = op.split ? t_.c0 : 0;
     if (op.gathered) {
-      const TileVal& idx = in(op, 1);
+      const TileVal idx = arg(op, 1, sink);
       if (idx.imm || idx.cols != 1)
         tile_replay_bug("gathered-weight row indices of " + op.node->name + " are not one per row");
       TileVal dst = alloc(t_.rows, N);
-      sink.matmul_gathered(op, in(op, 0), idx, dst, c0);
+      sink.matmul_gathered(op, arg(op, 0, sink), idx, dst, c0);
       return dst;
     }
     TileVal dst = alloc(t_.rows, N);
-    sink.matmul(op, in(op, 0), dst, c0);
+    sink.matmul(op, arg(op, 0, sink), dst, c0);
     return dst;
   }
 
   template <class Sink>
   TileVal gather(const TileWalk::Op& op, Sink& sink) {
     const int64_t D = op.split ? t_.cw : op.node->out_cols(), c0 = op.split ? t_.c0 : 0;
-    const TileVal& idx = in(op, 0);
+    const TileVal idx = arg(op, 0, sink);
     TileVal dst = alloc(t_.rows, D);
     if (idx.cols != 1) tile_replay_bug("gather indices of " + op.node->name + " are not one per row");
     sink.gather(op, idx, dst, c0);
@@ -231,6 +321,10 @@ class TileReplay {
   TileVal node_end(const TileWalk::Op& op, Sink& sink) {
     const int64_t ncols = op.split ? t_.cw : op.node->out_cols(), c0 = op.split ? t_.c0 : 0;
     TileVal v = in(op, 0);
+    if (v.deferred >= 0) {  // a chain's first op passes on to the next node, or is emitted here
+      if (!op.store && !op.split && op.join == -1 && v.rows == t_.rows && v.cols == ncols) return v;
+      v = arg(op, 0, sink);
+    }
     // join -2: computed into a concatenation's window (tile_walk.h), which the part then holds.
     const bool in_window = op.join == -2 && v.rows == t_.rows && v.cols == ncols;
     if (!(v.owned && v.rows == t_.rows && v.cols == ncols) && !in_window) v = expand(v, t_.rows, ncols, sink);
@@ -252,7 +346,7 @@ class TileReplay {
   template <class Sink>
   TileVal join_part(const TileWalk::Op& op, Sink& sink) {
     const int64_t ncols = op.node->out_cols();
-    TileVal v = in(op, 0);
+    TileVal v = arg(op, 0, sink);
     const TileVal w = window(op);
     if (!(v.vid == w.vid && v.addr == w.addr && v.rows == w.rows && v.cols == w.cols)) sink.vxe_mov(w, v);
     if (op.store) {

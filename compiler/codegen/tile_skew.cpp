@@ -103,6 +103,7 @@ Instruction vector_rows(const Instruction& in, int64_t r0, int64_t n) {
   p.lm_addr = moved(in.lm_addr, has_role(in.opcode, role::LmDestColumn) ? 1 : in.lm_row_stride());
   for (Operand& s : p.srcs)
     if (!s.immediate) s.addr = moved(s.addr, s.rs);
+  if (in.acc) p.acc_addr = moved(in.acc_addr, 1);  // a row reduction's [R, 1] column
   return p;
 }
 

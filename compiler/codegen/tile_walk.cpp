@@ -44,6 +44,7 @@ struct StoreAccess {
 }  // namespace
 
 struct TileAccessCache::Impl {
+  bool vector_chains = true;
   std::map<std::pair<const LoopNode*, const ExprNode*>, AccessInfo> loads;
   std::map<const LoopNode*, MatmulAccess> matmuls;
   // Matmuls streaming an elided gather's slabs (their row-index loads live here: loads are keyed
@@ -91,7 +92,9 @@ struct TileAccessCache::Impl {
   }
 };
 
-TileAccessCache::TileAccessCache() : impl_(std::make_unique<Impl>()) {}
+TileAccessCache::TileAccessCache(bool vector_chains) : impl_(std::make_unique<Impl>()) {
+  impl_->vector_chains = vector_chains;
+}
 TileAccessCache::~TileAccessCache() = default;
 
 // `matmul_a`: a matmul's A operand, whose columns are K (r0), not the node's.
@@ -462,11 +465,68 @@ void Recorder::record_end(const LoopNode& n, int value) {
   push(end);
 }
 
+// The reductions a vector op can compute beside its result (`=> rRED`, docs/isa.md).
+bool accumulates(ReductionType r) {
+  return r == ReductionType::sum || r == ReductionType::max || r == ReductionType::min || r == ReductionType::mean;
+}
+
+// Marks the walk's chains. A value passes from one node to the next through the first node's
+// NodeEnd and the second's load of it; where that load is the whole row as it is (an alias),
+// the Call computing the value is still the source. Post: a unary Call whose operand is a Call
+// read by nothing else on the way (no store, no other load) applies its op in that Call's
+// instruction; a Call that already ends a chain does not start another. Acc: a Reduce of
+// sum, max, min or mean whose operand is a Call (read by anything else too) is computed by the
+// Call's instruction; whether the tile's shapes allow it is the replay's call (tile_replay.h).
+void mark_chains(TileWalk& w) {
+  using Kind = TileWalk::OpKind;
+  std::vector<int> uses(w.ops.size(), 0);
+  for (const TileWalk::Op& op : w.ops)
+    for (int i : op.in)
+      if (i >= 0) ++uses[static_cast<size_t>(i)];
+  for (const TileWalk::Load& l : w.loads)
+    if (l.kind == TileWalk::LoadKind::InKernel && l.producer >= 0) ++uses[static_cast<size_t>(l.producer)];
+  // The Call that op `i`'s value is, or -1; `single`: every op on the way has one reader.
+  auto source = [&](int i, bool single) {
+    while (i >= 0) {
+      const TileWalk::Op& op = w.ops[static_cast<size_t>(i)];
+      if (single && uses[static_cast<size_t>(i)] != 1) return -1;
+      if (op.kind == Kind::Call) return op.join == -1 ? i : -1;
+      if (op.kind == Kind::NodeEnd && !op.split && op.join == -1 && !(single && op.store)) {
+        i = op.in[0];
+        continue;
+      }
+      if (op.kind != Kind::Load) return -1;
+      const TileWalk::Load& l = w.loads[static_cast<size_t>(op.load)];
+      const bool alias = l.kind == TileWalk::LoadKind::InKernel && !l.window && l.ap->base == 0 &&
+                         (l.col_stride == 1 || l.width == 1) && l.producer >= 0 &&
+                         l.width == w.ops[static_cast<size_t>(l.producer)].node->out_cols();
+      i = alias ? l.producer : -1;
+    }
+    return -1;
+  };
+  std::vector<bool> ends_chain(w.ops.size(), false);
+  for (size_t x = 0; x < w.ops.size(); ++x) {
+    TileWalk::Op& op = w.ops[x];
+    if (op.kind == Kind::Call && scalar_op_arity(op.sop) == 1) {
+      const int y = source(op.in[0], true);
+      if (y >= 0 && !ends_chain[static_cast<size_t>(y)] && w.ops[static_cast<size_t>(y)].post_of < 0) {
+        w.ops[static_cast<size_t>(y)].post_of = static_cast<int>(x);
+        ends_chain[x] = true;
+      }
+    } else if (op.kind == Kind::Reduce && accumulates(op.rop)) {
+      const int c = source(op.in[0], false);
+      if (c >= 0 && w.ops[static_cast<size_t>(c)].acc < 0 && w.ops[static_cast<size_t>(c)].post_of < 0)
+        w.ops[static_cast<size_t>(c)].acc = static_cast<int>(x);
+    }
+  }
+}
+
 }  // namespace
 
 TileWalk TileWalk::record(const LoopProgram& p, const Kernel& k, const ColumnSplit* columns, TileAccessCache& cache) {
   TileWalk w;
   Recorder(p, k, columns, *cache.impl_, w).record();
+  if (cache.impl_->vector_chains) mark_chains(w);
   return w;
 }
 

@@ -40,7 +40,9 @@ constexpr int64_t kLmElem = 4;  // local memory holds fp32
 // from, while that program lives unchanged. A TileWalk points into it: it must outlive them.
 class TileAccessCache {
  public:
-  TileAccessCache();
+  // `vector_chains`: the walks recorded from this cache mark chains (TileWalk::Op::post_of,
+  // acc), as the VXE runs them (CodegenOptions::vector_chains).
+  explicit TileAccessCache(bool vector_chains = true);
   ~TileAccessCache();
   TileAccessCache(const TileAccessCache&) = delete;
   TileAccessCache& operator=(const TileAccessCache&) = delete;
@@ -118,6 +120,11 @@ struct TileWalk {
                                                 // node computed into a part's window)
     int64_t join_col = 0;                       // ... and the first column of its window
     int64_t cols = 0;                           // Join: the columns of the joined row
+    // Chains (the VXE's `vxe.OP.POST ... => rRED`, docs/isa.md): one instruction for what would
+    // be two or three passes over a tile, e.g. softmax's exp(x - max) and its row sum.
+    int post_of = -1;  // Call: the unary Call that is this value's one reader, applied in the
+                       // same instruction (this op then emits nothing of its own)
+    int acc = -1;      // Call: a Reduce of this value, computed by the same instruction
   };
 
   std::vector<Op> ops;
@@ -127,7 +134,8 @@ struct TileWalk {
   int64_t hoisted_bytes = 0, hoisted_hbm_bytes = 0;
 
   // Records kernel `k` of `p`; `columns`: its column split when tiles are column windows (else
-  // whole rows). Throws the kernel's input errors (above).
+  // whole rows), and marks its chains (Op::post_of, Op::acc). Throws the kernel's input errors
+  // (above).
   static TileWalk record(const LoopProgram& p, const Kernel& k, const ColumnSplit* columns, TileAccessCache& cache);
 };
 

@@ -3,7 +3,6 @@
 #include "codegen/collective.h"
 #include "codegen/tile_footprint.h"
 #include "driver/compile_cache.h"
-
 #include "graph/ops.h"
 #include "passes/passes.h"
 #include "support/error.h"
@@ -22,13 +21,15 @@ Compilation compile_graph(const Graph& g, const CompileOptions& opts) {
     const OpInfo* info = find_op(op);
     if (!info) throw InputError(strcat("--unsupported-ops: unknown op '", op, "' (see lpu list ops)"));
     if (!info->core())
-      throw InputError(strcat("--unsupported-ops: '", op, "' is a composite op, decomposed before the back end sees it; "
+      throw InputError(strcat("--unsupported-ops: '", op,
+                              "' is a composite op, decomposed before the back end sees it; "
                               "name one of the core ops it becomes (lpu compile --emit core shows them)"));
   }
   for (const Node& n : c.core.nodes()) {
     if (n.kind != NodeKind::Call || !opts.unsupported_ops.count(n.op)) continue;
     if (!opts.break_on_unsupported)
-      throw InputError(strcat("node %", n.name, ": op '", n.op, "' is not supported by the LPU back end "
+      throw InputError(strcat("node %", n.name, ": op '", n.op,
+                              "' is not supported by the LPU back end "
                               "(--unsupported-ops); --on-unsupported=break runs it on the host as a graph break"));
     lo.host_nodes.insert(n.name);
   }
@@ -56,7 +57,7 @@ Compilation compile_graph(const Graph& g, const CompileOptions& opts) {
   const CodegenOptions& cg = cg_opts;
   // The access analyses of this loop IR, shared by every kernel the scheduler sizes, the final
   // tiling and the emitted kernels' walks (codegen/tile_walk.h).
-  TileAccessCache access;
+  TileAccessCache access(cg.vector_chains);
   // The cost model memoised by kernel content without names (compile_cache.h): a decoder's
   // layers ask for the same kernels' costs, each computed once.
   KernelCostMemo memo;

@@ -142,7 +142,7 @@ void resolve_lmu(YamlReader& r, const YAML::Node& root, ArchConfig& a) {
 }
 
 void resolve_vxe(YamlReader& r, const YAML::Node& root, ArchConfig& a) {
-  YAML::Node vxe = section(r, root, "vxe", {"lanes", "queue_depth", "ops", "model"}, true);
+  YAML::Node vxe = section(r, root, "vxe", {"lanes", "queue_depth", "ops", "model", "chains"}, true);
   a.vxe.lanes = static_cast<int>(r.get_int(vxe, "lanes", "vxe"));
   r.check_range(vxe, "lanes", "vxe", a.vxe.lanes, 1, 1 << 16);
   a.vxe.queue_depth = static_cast<int>(r.get_int(vxe, "queue_depth", "vxe", a.vxe.queue_depth));
@@ -154,6 +154,7 @@ void resolve_vxe(YamlReader& r, const YAML::Node& root, ArchConfig& a) {
     a.vxe.model = ArchConfig::Vxe::Model::Rtl;
   else
     r.fail(vxe["model"], "vxe.model", "expected approx or rtl, got '" + model + "'");
+  a.vxe.chains = r.get_bool(vxe, "chains", "vxe", a.vxe.chains);
   a.vxe.ops = default_vxe_ops();
   if (YAML::Node ops = vxe["ops"]) {
     std::vector<std::string> names;

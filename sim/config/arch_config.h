@@ -86,6 +86,10 @@ struct ArchConfig {
     // LPU_WITH_RTL only).
     enum class Model { Approx, Rtl };
     Model model = Model::Approx;
+    // The engine runs chains, `vxe.OP.POST ... => rRED` (docs/isa.md): a unary op and a row
+    // reduction in the pass of an element-wise op. false: such an instruction is refused and
+    // the compiler emits each op on its own (CodegenOptions::vector_chains).
+    bool chains = true;
   } vxe;
 
   struct Sxe {
