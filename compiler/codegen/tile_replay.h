@@ -190,21 +190,20 @@ class TileReplay {
   // The operands of Call `op` (a chain's post op: of its first op) and their broadcast shape.
   struct CallArgs {
     TileVal v[3];
-    const TileVal* p[3] = {nullptr, nullptr, nullptr};
     size_t n = 0;
     int64_t rows = 1, cols = 1;
+    void add(const TileVal& x) {
+      v[n++] = x;
+      if (!x.imm) {
+        rows = std::max(rows, x.rows);
+        cols = std::max(cols, x.cols);
+      }
+    }
   };
   template <class Sink>
   CallArgs call_args(const TileWalk::Op& op, Sink& sink) {
     CallArgs a;
-    for (; a.n < 3 && op.in[a.n] >= 0; ++a.n) {
-      a.v[a.n] = arg(op, a.n, sink);
-      a.p[a.n] = &a.v[a.n];
-      if (!a.v[a.n].imm) {
-        a.rows = std::max(a.rows, a.v[a.n].rows);
-        a.cols = std::max(a.cols, a.v[a.n].cols);
-      }
-    }
+    while (a.n < 3 && op.in[a.n] >= 0) a.add(arg(op, a.n, sink));
     return a;
   }
   static bool by_row_value(const TileWalk::Op& op, const CallArgs& a) {
@@ -220,13 +219,9 @@ class TileReplay {
     if (op.post_of >= 0) {
       CallArgs a;  // the shape only: nothing is emitted for it here
       bool plain = true;
-      for (; a.n < 3 && op.in[a.n] >= 0; ++a.n) {
-        a.v[a.n] = in(op, a.n);
-        plain = plain && a.v[a.n].deferred < 0;
-        if (!a.v[a.n].imm) {
-          a.rows = std::max(a.rows, a.v[a.n].rows);
-          a.cols = std::max(a.cols, a.v[a.n].cols);
-        }
+      while (a.n < 3 && op.in[a.n] >= 0) {
+        plain = plain && in(op, a.n).deferred < 0;
+        a.add(in(op, a.n));
       }
       if (plain && !by_row_value(op, a)) {
         TileVal d;
@@ -253,11 +248,12 @@ class TileReplay {
   TileVal emit_call(size_t i, VxeChain chain, Sink& sink, const TileWalk::Op* last = nullptr) {
     const TileWalk::Op& op = w_->ops[i];
     const TileWalk::Op& out_op = last ? *last : op;
-    CallArgs a = call_args(op, sink);
+    const CallArgs a = call_args(op, sink);
+    const TileVal* p[3] = {&a.v[0], &a.v[1], &a.v[2]};  // the sinks' operand list
     if (by_row_value(op, a)) {
       TileVal r = alloc(a.v[1].rows, a.v[1].cols);
-      sink.vxe_op(ScalarOp::reciprocal, r, &a.p[1], 1, VxeChain{});
-      const TileVal* mul[2] = {a.p[0], &r};
+      sink.vxe_op(ScalarOp::reciprocal, r, &p[1], 1, VxeChain{});
+      const TileVal* mul[2] = {p[0], &r};
       TileVal dst = alloc(a.rows, a.cols);
       sink.vxe_op(ScalarOp::mul, dst, mul, 2, VxeChain{});
       return dst;
@@ -273,7 +269,7 @@ class TileReplay {
         acc_done_[static_cast<size_t>(out_op.acc)] = true;
       }
     }
-    sink.vxe_op(op.sop, dst, a.p, a.n, chain);
+    sink.vxe_op(op.sop, dst, p, a.n, chain);
     return dst;
   }
 
