@@ -2,7 +2,10 @@
 // -> LPU program -> SystemC model, in functional and timing mode.
 #include <gtest/gtest.h>
 
+#include "codegen/lpu_codegen.h"
 #include "codegen/tile_skew.h"
+#include "codegen/tile_walk.h"
+#include "driver/compile_cache.h"
 #include "isa/encoding.h"
 #include "isa/program.h"
 #include "jobs/jobs.h"
@@ -328,6 +331,35 @@ TEST(EndToEnd, VectorChainsFuseSoftmaxNormsAndActivations) {
       ASSERT_TRUE(checked.check.has_value());
       EXPECT_TRUE(checked.check->ok) << what << ": " << checked.check->worst;
     }
+}
+
+// Every path that sizes a kernel marks chains as the compile's options say: kernel_cost without
+// a shared cache (its footprint analyses keep their own), and the cost memo of decode steps
+// (compile_with_memo, which generate uses). With vxe.chains off, a sizing that assumed chains
+// would plan tiles for values the emitter then holds in registers of their own.
+TEST(EndToEnd, EverySizingPathFollowsTheChainSetting) {
+  WorkloadSpec w = resolve_workload("tiny-opt", {"phase=decode", "context=40"});
+  Graph g = build_graph(w);
+  CompileOptions off = compile_options_for(small_arch(), "greedy");
+  off.codegen.vector_chains = false;
+  Compilation c = compile_graph(g, off);
+  TileAccessCache without(false), with(true);
+  int kernels = 0, differ = 0;
+  for (const Kernel& k : c.schedule.kernels) {
+    if (c.loop_ir.nodes[static_cast<size_t>(k.nodes.at(0))].kind == LoopKind::Host) continue;
+    ++kernels;
+    KernelCost own = kernel_cost(c.loop_ir, k, off.codegen, true);
+    KernelCost shared = kernel_cost(c.loop_ir, k, off.codegen, true, &without);
+    KernelCost chained = kernel_cost(c.loop_ir, k, off.codegen, true, &with);
+    EXPECT_EQ(own.lmu_bytes, shared.lmu_bytes) << k.name;
+    EXPECT_EQ(own.hbm_bytes, shared.hbm_bytes) << k.name;
+    differ += chained.lmu_bytes != shared.lmu_bytes;
+  }
+  EXPECT_GT(kernels, 3);
+  EXPECT_GT(differ, 0);  // chains do change a kernel's local memory: the check above can fail
+  KernelCostMemo memo;
+  Compilation m = compile_with_memo(g, off, memo);
+  EXPECT_EQ(print_program(m.code.program), print_program(c.code.program));
 }
 
 // Rotary's rotate_half (cat(-x2, x1)) joins in local memory (schedule.cpp, join_problem;

@@ -147,8 +147,8 @@ int64_t TileFootprintAnalysis::Impl::place() const {
 }
 
 TileFootprintAnalysis::TileFootprintAnalysis(const LoopProgram& p, const Kernel& k, const ColumnSplit* columns,
-                                             TileAccessCache* cache)
-    : own_cache_(cache ? nullptr : std::make_unique<TileAccessCache>()),
+                                             TileAccessCache* cache, bool vector_chains)
+    : own_cache_(cache ? nullptr : std::make_unique<TileAccessCache>(vector_chains)),
       impl_(std::make_unique<Impl>(p, k, columns, cache ? *cache : *own_cache_)) {}
 TileFootprintAnalysis::~TileFootprintAnalysis() = default;
 

@@ -40,10 +40,11 @@ struct TileFootprint {
 class TileFootprintAnalysis {
  public:
   // `columns`: the kernel's column split when tiles are column windows (else whole rows).
-  // `cache`: access analyses of `p` to share (else the analysis keeps its own). The kernel,
-  // the program and the cache must outlive the analysis.
+  // `cache`: access analyses of `p` to share (else the analysis keeps its own, which marks
+  // vector chains when `vector_chains`, as CodegenOptions::vector_chains says: chains change
+  // which values a tile holds). The kernel, the program and the cache must outlive the analysis.
   TileFootprintAnalysis(const LoopProgram& p, const Kernel& k, const ColumnSplit* columns = nullptr,
-                        TileAccessCache* cache = nullptr);
+                        TileAccessCache* cache = nullptr, bool vector_chains = true);
   ~TileFootprintAnalysis();
   TileFootprintAnalysis(const TileFootprintAnalysis&) = delete;
   TileFootprintAnalysis& operator=(const TileFootprintAnalysis&) = delete;

@@ -122,7 +122,7 @@ TilePlan plan_tiles(const LoopProgram& p, const Kernel& k, const CodegenOptions&
                     std::unique_ptr<TileFootprintAnalysis>* footprint, TileAccessCache* cache) {
   int64_t nbuf = opts.double_buffer ? 2 : 1;
   // Without a shared cache each analysis keeps its own (one handed out via `footprint` must).
-  auto whole_fa = std::make_unique<TileFootprintAnalysis>(p, k, nullptr, cache);
+  auto whole_fa = std::make_unique<TileFootprintAnalysis>(p, k, nullptr, cache, opts.vector_chains);
   TileMeasure whole{*whole_fa, {}};
   TilePlan t;
   t.hoisted = whole_fa->hoisted_bytes();
@@ -133,7 +133,7 @@ TilePlan plan_tiles(const LoopProgram& p, const Kernel& k, const CodegenOptions&
   if (one > avail) {  // rules 3 and 4
     t.columns = analyze_column_split(p, k);
     if (!t.columns.ok) return t;
-    auto split_fa = std::make_unique<TileFootprintAnalysis>(p, k, &t.columns, cache);
+    auto split_fa = std::make_unique<TileFootprintAnalysis>(p, k, &t.columns, cache, opts.vector_chains);
     TileMeasure split{*split_fa, {}};
     if (plan_columns(t, split, k, opts, nbuf, size_only)) {
       t.configured = true;

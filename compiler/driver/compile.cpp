@@ -64,7 +64,7 @@ Compilation compile_graph(const Graph& g, const CompileOptions& opts) {
   if (opts.cost_model) {
     so.kernel_cost = opts.cost_model(lp, cg);
   } else {
-    memo.prepare(lp, &access);
+    memo.prepare(lp, access);
     so.kernel_cost = [&lp, &cg, &memo](const Kernel& k, bool with_traffic) {
       return memo.cost(lp, k, cg, with_traffic);
     };

@@ -104,13 +104,23 @@ bool same_cost(const KernelCost& a, const KernelCost& b) {
 
 }  // namespace
 
-void KernelCostMemo::prepare(const LoopProgram& p, TileAccessCache* access) {
+void KernelCostMemo::prepare(const LoopProgram& p, bool vector_chains) {
+  auto own = std::make_unique<TileAccessCache>(vector_chains);
+  prepare_with(p, own.get());
+  own_access_ = std::move(own);
+}
+
+void KernelCostMemo::prepare(const LoopProgram& p, TileAccessCache& access) {
+  prepare_with(p, &access);
+  own_access_.reset();
+}
+
+void KernelCostMemo::prepare_with(const LoopProgram& p, TileAccessCache* access) {
   // Keep what the previous compile used (epoch_), drop the rest, then start this compile.
   std::erase_if(ids_, [&](const auto& e) { return e.second.second < epoch_; });
   std::erase_if(memo_, [&](const auto& e) { return e.second.second < epoch_; });
   ++epoch_;
-  own_access_ = access ? nullptr : std::make_unique<TileAccessCache>();
-  access_ = access ? access : own_access_.get();
+  access_ = access;
   node_ids_.clear();
   node_buffers_.clear();
   buffer_numbers_.clear();
@@ -197,7 +207,7 @@ KernelCost KernelCostMemo::cost(const LoopProgram& p, const Kernel& k, const Cod
 Compilation compile_with_memo(const Graph& g, const CompileOptions& opts, KernelCostMemo& memo) {
   CompileOptions o = opts;
   o.cost_model = [&memo](const LoopProgram& lp, const CodegenOptions& cg) {
-    memo.prepare(lp);
+    memo.prepare(lp, cg.vector_chains);
     // Pointers: the loop IR and the options outlive the scheduling that calls this.
     return [&memo, p = &lp, c = &cg](const Kernel& k, bool with_traffic) { return memo.cost(*p, k, *c, with_traffic); };
   };

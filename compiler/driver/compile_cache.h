@@ -31,14 +31,17 @@ class KernelCostMemo {
   // (and of the buffers it touches), the same id in every layer and program, so that a lookup
   // is a vector compare instead of printing the kernel for every call.
   // `access`: the access analyses to use and fill (compile_graph shares its own with the final
-  // tiling); none: the memo keeps its own for this program.
-  void prepare(const LoopProgram& p, TileAccessCache* access = nullptr);
+  // tiling); none: the memo keeps its own for this program, marking vector chains when
+  // `vector_chains` (CodegenOptions::vector_chains of the compile).
+  void prepare(const LoopProgram& p, TileAccessCache& access);
+  void prepare(const LoopProgram& p, bool vector_chains);
   KernelCost cost(const LoopProgram& p, const Kernel& k, const CodegenOptions& cg, bool with_traffic);
   size_t hits() const { return hits_; }
   size_t misses() const { return misses_; }
   size_t size() const { return memo_.size(); }
 
  private:
+  void prepare_with(const LoopProgram& p, TileAccessCache* access);
   int64_t intern(const std::string& s);
   size_t hits_ = 0, misses_ = 0;
   // Entries carry the epoch (compile) that last used them; prepare() drops those the previous
