@@ -38,6 +38,7 @@
 #include "jobs/roofline.h"
 #include "model/dram_banks.h"
 #include "policy_registry.h"
+#include "support/allocator.h"
 #include "support/error.h"
 
 using namespace lpu;
@@ -491,6 +492,7 @@ void emit_backends(const ArchConfig& arch) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  lpu::retain_freed_memory();  // as the lpu binary does: the figures are what a user gets
   const char* usage =
       "usage: lpu-bench [policies|simulator|hbm|schedule|compile|roofline|energy|tp|generate|backends|all] [--arch "
       "NAME] "

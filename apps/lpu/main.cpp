@@ -4,6 +4,7 @@
 #include <iostream>
 
 #include "cli.h"
+#include "support/allocator.h"
 #include "support/error.h"
 
 namespace {
@@ -32,6 +33,7 @@ int run_command(CLI::App& app, const std::vector<lpu::cli::Command>& commands) t
 
 int main(int argc, char** argv) {
   using namespace lpu::cli;
+  lpu::retain_freed_memory();
   CLI::App app{"lpu: hardware/compiler co-design workbench for LLM accelerators"};
   app.require_subcommand(1);
   app.set_help_all_flag("--help-all", "help for every subcommand");
