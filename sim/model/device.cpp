@@ -41,7 +41,11 @@ Device::Device(sc_core::sc_module_name name, DeviceContext& c)
       throw InternalError(strcat("engine ", unit_name(r.unit), ": its factory made an engine of another unit"));
     add_engine(*extensions_.back());
   }
-  SC_THREAD(watchdog);
+  if (processes_are_threads(*c.arch)) {
+    SC_THREAD(watchdog);
+  } else {
+    SC_METHOD(watchdog_step);
+  }
 }
 
 void Device::add_engine(Engine& e) {
@@ -57,6 +61,20 @@ void Device::watchdog() {
     wait(limit, ctx.sync->end);  // or the run ended: the thread terminates
   else
     wait(limit);
+  if (!ctx.finished && !(ctx.sync && ctx.sync->ended)) sc_core::sc_stop();
+}
+
+// The same as an SC_METHOD: the first activation sets the limit, the second checks.
+void Device::watchdog_step() {
+  if (!watchdog_armed_) {
+    watchdog_armed_ = true;
+    const sc_core::sc_time limit(ctx.arch->sim.max_us, sc_core::SC_US);
+    if (ctx.sync)
+      next_trigger(limit, ctx.sync->end);
+    else
+      next_trigger(limit);
+    return;
+  }
   if (!ctx.finished && !(ctx.sync && ctx.sync->ended)) sc_core::sc_stop();
 }
 

@@ -6,9 +6,21 @@
 
 namespace lpu::sim {
 
+bool processes_are_threads(const ArchConfig& arch) {
+  return arch.sxe.model == ArchConfig::Sxe::Model::Rtl || arch.vxe.model == ArchConfig::Vxe::Model::Rtl;
+}
+
 Engine::Engine(sc_core::sc_module_name name, DeviceContext& ctx, Unit unit, int queue_depth, int workers)
     : sc_module(name), ctx_(ctx), depth_(queue_depth), workers_(workers), unit_(unit) {
-  for (int w = 0; w < workers; ++w) sc_core::sc_spawn(sc_bind(&Engine::worker, this));
+  if (processes_are_threads(*ctx.arch)) {
+    for (int w = 0; w < workers; ++w) sc_core::sc_spawn(sc_bind(&Engine::worker, this));
+  } else {
+    method_work_.resize(static_cast<size_t>(workers));
+    sc_core::sc_spawn_options o;
+    o.spawn_method();
+    for (size_t w = 0; w < method_work_.size(); ++w)
+      sc_core::sc_spawn(sc_bind(&Engine::worker_step, this, w), nullptr, &o);
+  }
   if (ctx.sync) ctx.sync->idle_waits.push_back(&pushed_);
 }
 
@@ -24,53 +36,84 @@ void Engine::worker() {
       if (ctx_.sync && ctx_.sync->ended) return;  // end_simulation(): the thread terminates
       wait(pushed_);
     }
-    const Queued q = queue_.front();
-    const size_t i = q.ticket.instr;
-    queue_.pop_front();
-    queued_ = static_cast<int>(queue_.size());
-    double start = sc_core::sc_time_stamp().to_double();
-    if (busy_++ == 0) occupied_since_ = start;
-    double end;
-    try {
-      end = execute(q.ticket, start);
-    } catch (const InputError& e) {
-      ctx_.error = e.what();
-      sc_core::sc_stop();
+    Started s;
+    if (!start_next(s)) return;
+    // execute() may itself have waited (the RTL SXE runs its clocked tree meanwhile).
+    const double now = sc_core::sc_time_stamp().to_double();
+    if (s.end > now) wait(ctx_.ps(s.end - now));
+    finish(s);
+  }
+}
+
+// The thread's loop cut at its waits: an activation resumes where the last one waited.
+void Engine::worker_step(size_t which) {
+  Started& s = method_work_[which];
+  if (s.running) {
+    s.running = false;
+    finish(s);
+  }
+  for (;;) {
+    if (queue_.empty()) {
+      if (!(ctx_.sync && ctx_.sync->ended)) next_trigger(pushed_);
       return;
     }
-    isu_->started(i, end);
-    {
-      // Logged at the start, not at retirement: the log then comes nearly in time order,
-      // which attribute_span's sort profits from (the order is not otherwise seen).
-      auto& kc = ctx_.kernel_of(ctx_.instr(i));
-      if (start > q.pushed_ps) kc.log.push_back({q.pushed_ps, start, Span::Issue});
-      kc.log.push_back({start, end, occupancy()});
+    if (!start_next(s)) return;
+    const double now = sc_core::sc_time_stamp().to_double();
+    if (s.end > now) {
+      s.running = true;
+      next_trigger(ctx_.ps(s.end - now));
+      return;
     }
-    // execute() may itself have waited (the RTL SXE runs its clocked tree meanwhile).
-    double now = sc_core::sc_time_stamp().to_double();
-    if (end > now) wait(ctx_.ps(end - now));
-    Counters& c = counters_;
-    if (--busy_ == 0) c.occupied_ps += sc_core::sc_time_stamp().to_double() - occupied_since_;
-    c.busy_ps += end - start;
-    const Instruction& done = ctx_.instr(i);
-    const double work = instruction_work(done);
-    c.work += work;
-    ++c.instructions;
-    auto& kc = ctx_.kernel_of(done);
-    switch (opcode_info(done.opcode).arith) {
-      case Arith::SxeFlops:  // a multiply and an add per MAC; packed weights: several per lane and cycle
-        kc.sxe_flops += 2 * work;
-        kc.sxe_lane_flops += 2 * work / ctx_.arch->sxe.packed_lanes_of(quant_format_name(done.quant.format));
-        break;
-      case Arith::VxeOps: kc.vxe_ops += work; break;
-      case Arith::None: break;
-    }
-    if (ctx_.record_trace) {
-      const Instruction& in = ctx_.instr(i);
-      ctx_.trace.push_back({index_, in.kernel, i, start, end, print_instruction(in)});
-    }
-    isu_->retire(i);
+    finish(s);
   }
+}
+
+bool Engine::start_next(Started& s) {
+  const Queued q = queue_.front();
+  s.instr = q.ticket.instr;
+  queue_.pop_front();
+  queued_ = static_cast<int>(queue_.size());
+  s.start = sc_core::sc_time_stamp().to_double();
+  if (busy_++ == 0) occupied_since_ = s.start;
+  try {
+    s.end = execute(q.ticket, s.start);
+  } catch (const InputError& e) {
+    ctx_.error = e.what();
+    sc_core::sc_stop();
+    return false;
+  }
+  isu_->started(s.instr, s.end);
+  // Logged at the start, not at retirement: the log then comes nearly in time order,
+  // which attribute_span's sort profits from (the order is not otherwise seen).
+  auto& kc = ctx_.kernel_of(ctx_.instr(s.instr));
+  if (s.start > q.pushed_ps) kc.log.push_back({q.pushed_ps, s.start, Span::Issue});
+  kc.log.push_back({s.start, s.end, occupancy()});
+  return true;
+}
+
+void Engine::finish(const Started& s) {
+  const size_t i = s.instr;
+  Counters& c = counters_;
+  if (--busy_ == 0) c.occupied_ps += sc_core::sc_time_stamp().to_double() - occupied_since_;
+  c.busy_ps += s.end - s.start;
+  const Instruction& done = ctx_.instr(i);
+  const double work = instruction_work(done);
+  c.work += work;
+  ++c.instructions;
+  auto& kc = ctx_.kernel_of(done);
+  switch (opcode_info(done.opcode).arith) {
+    case Arith::SxeFlops:  // a multiply and an add per MAC; packed weights: several per lane and cycle
+      kc.sxe_flops += 2 * work;
+      kc.sxe_lane_flops += 2 * work / ctx_.arch->sxe.packed_lanes_of(quant_format_name(done.quant.format));
+      break;
+    case Arith::VxeOps: kc.vxe_ops += work; break;
+    case Arith::None: break;
+  }
+  if (ctx_.record_trace) {
+    const Instruction& in = ctx_.instr(i);
+    ctx_.trace.push_back({index_, in.kernel, i, s.start, s.end, print_instruction(in)});
+  }
+  isu_->retire(i);
 }
 
 EngineReport Engine::make_report() const {

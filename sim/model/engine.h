@@ -1,7 +1,14 @@
 // Base of every execution engine (DMA, VXE, later SXE): an issue queue filled by the ISU and
-// `workers` SC_THREADs that each take the oldest queued instruction, compute its duration
+// `workers` processes that each take the oldest queued instruction, compute its duration
 // (and, in functional mode, its data effect) in one call, wait once, and retire it.
 // One wait per instruction keeps the model transaction-level (no per-cycle processes).
+// The workers and the ISU are SC_METHODs, each activation running until its next wait, unless
+// an RTL model runs in the device (processes_are_threads): its engine waits inside execute()
+// for the clocked pipeline, which only an SC_THREAD can, and then every process of the device
+// is an SC_THREAD. Both kinds run the same steps in the same order: SystemC keeps one FIFO of
+// runnable methods and one of threads, and a device with processes of one kind only uses one,
+// so the statistics are the same either way (scripts/stats_compare.sh); methods need no
+// coroutine stack, whose mapping and unmapping was 60% of a short run's cost.
 #pragma once
 #include <deque>
 
@@ -11,6 +18,10 @@
 namespace lpu::sim {
 
 class Isu;
+
+// Whether the device's processes are SC_THREADs (an RTL model waits inside execute()) rather
+// than SC_METHODs. The one place that decides it: the engines and the ISU ask it.
+bool processes_are_threads(const ArchConfig& arch);
 
 // What an engine did, reported at the end of the simulation (SimStats' EngineStats is made
 // from it): its own counters and how to read them.
@@ -87,7 +98,17 @@ class Engine : public sc_core::sc_module {
   Counters counters_;
 
  private:
-  void worker();
+  void worker();                   // the SC_THREAD driver
+  void worker_step(size_t which);  // the SC_METHOD driver: one activation of worker `which`
+  // An instruction a worker started: which, and its start and end (ps).
+  struct Started {
+    size_t instr = 0;
+    double start = 0, end = 0;
+    bool running = false;  // the method driver waits for its end
+  };
+  bool start_next(Started& s);        // takes the oldest queued instruction; false: stopped on an error
+  void finish(const Started& s);      // at its end: counters, trace, retire
+  std::vector<Started> method_work_;  // per worker, for the method driver
   struct Queued {
     IssueTicket ticket;
     double pushed_ps;  // queue time is issue-path time (Span::Issue)

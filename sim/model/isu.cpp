@@ -60,17 +60,41 @@ uint32_t Isu::new_footprint() {
 
 Isu::Isu(sc_core::sc_module_name name, DeviceContext& ctx) : sc_module(name), ctx_(ctx) {
   engines_.fill(nullptr);
-  SC_THREAD(guarded_run);
+  if (processes_are_threads(*ctx.arch)) {
+    SC_THREAD(thread_run);
+  } else {
+    SC_METHOD(method_run);
+  }
+}
+
+void Isu::thread_run() {
+  for (Wake w = guarded_step(); !w.done; w = guarded_step()) {
+    if (w.event)
+      wait(*w.event);
+    else
+      wait(w.delay);
+  }
+}
+
+void Isu::method_run() {
+  const Wake w = guarded_step();
+  if (w.done) return;
+  if (w.event)
+    next_trigger(*w.event);
+  else
+    next_trigger(w.delay);
 }
 
 // Bad input found while running (a token for a device that does not exist) stops the
 // simulation with the message; simulate() rethrows it as an InputError.
-void Isu::guarded_run() {
+Isu::Wake Isu::guarded_step() {
   try {
-    run();
+    return step();
   } catch (const InputError& e) {
     ctx_.error = e.what();
     sc_core::sc_stop();
+    phase_ = Phase::Done;
+    return {nullptr, {}, true};
   }
 }
 
@@ -291,77 +315,128 @@ void Isu::issue(size_t k) {
   p.engine->push({p.id, p.inputs_ready_ps});
 }
 
-void Isu::run() {
-  const sc_core::sc_time issue_time = ctx_.cycles(ctx_.arch->isu.issue_cycles);
-  const size_t window = static_cast<size_t>(ctx_.arch->isu.lookahead);
-  next_instance_ = ctx_.program->code.size();
+Isu::Wake Isu::step() {
+  const size_t dev = static_cast<size_t>(ctx_.device);
+  Wake w;
   for (;;) {
-    // Fill the window; a barrier (halt, sync) ends it until the barrier reaches the head.
-    while (window_.size() < window && (window_.empty() || !window_.back().barrier) && fetch()) {
-    }
-    if (wall_clock_exceeded_ || past_wall_deadline()) {
-      ctx_.wall_clock_exceeded = true;
-      sc_core::sc_stop();
-      return;
-    }
-    if (window_.empty()) break;  // a program without halt: finish when everything retires
-    if (window_.front().barrier) {
-      const size_t i = window_.front().id;
-      window_.erase(window_.begin());
-      const Instruction& in = ctx_.instr(i);
-      if (in.opcode == Opcode::Halt) {
-        while (!in_flight_.empty()) wait(retired_);
-        finish();
-        return;
-      }
-      // Barriers and token waits are the device waiting on sync: its kernel's Span::Sync.
-      double s0 = sc_core::sc_time_stamp().to_double();
-      if (in.opcode == Opcode::SyncSignal)
-        signal(in, i);
-      else
-        wait_token(in, i);
-      double s1 = sc_core::sc_time_stamp().to_double();
-      if (s1 > s0) ctx_.kernel_of(in).log.push_back({s0, s1, Span::Sync});
-      if (in.opcode == Opcode::SyncWait) counters_.sync_wait_ps += s1 - s0;
-      if (in.opcode == Opcode::SyncWait && !ctx_.sync->deadlock.empty()) return;
-      continue;
-    }
-    // Issue the oldest entry that may go; the head's verdict says why the ISU waits if none.
-    // An entry behind a waiting one of its engine cannot go either: once every engine of the
-    // window has a waiting entry, the rest of the window is not looked at.
-    Verdict head = Verdict::Issue;
-    size_t pick = window_.size();
-    uint32_t waiting = 0;
-    for (size_t k = 0; k < window_.size() && !window_[k].barrier && waiting != window_engines_; ++k) {
-      const uint32_t bit = 1u << window_[k].engine->engine_index();
-      if (waiting & bit) continue;
-      Verdict v = check(k);
-      if (k == 0) head = v;
-      if (v == Verdict::Issue) {
-        pick = k;
+    switch (phase_) {
+      case Phase::Start:
+        issue_time_ = ctx_.cycles(ctx_.arch->isu.issue_cycles);
+        window_size_ = static_cast<size_t>(ctx_.arch->isu.lookahead);
+        next_instance_ = ctx_.program->code.size();
+        phase_ = Phase::Run;
+        break;
+      case Phase::Run:
+        if (run_once(w)) return w;
+        break;
+      case Phase::Blocked: {
+        const double waited = sc_core::sc_time_stamp().to_double() - blocked_since_;
+        (blocked_head_ == Verdict::Queue ? counters_.queue_stall_ps : counters_.hazard_stall_ps) += waited;
+        window_.front().engine->add_stall(waited);
+        phase_ = Phase::Run;
         break;
       }
-      waiting |= bit;
-    }
-    if (pick == window_.size()) {
-      double t0 = sc_core::sc_time_stamp().to_double();
-      wait(retired_);
-      double waited = sc_core::sc_time_stamp().to_double() - t0;
-      (head == Verdict::Queue ? counters_.queue_stall_ps : counters_.hazard_stall_ps) += waited;
-      window_.front().engine->add_stall(waited);
-      continue;
-    }
-    const int kernel = ctx_.instr(window_[pick].id).kernel;
-    issue(pick);
-    if (issue_time > sc_core::SC_ZERO_TIME) {
-      double t = sc_core::sc_time_stamp().to_double();
-      ctx_.kernels[static_cast<size_t>(std::max(kernel, 0))].log.push_back(
-          {t, t + issue_time.to_double(), Span::Issue});
-      wait(issue_time);
+      case Phase::Drain:
+        if (!in_flight_.empty()) return {&retired_, {}, false};
+        finish();
+        phase_ = Phase::Done;
+        break;
+      case Phase::SignalDrain:  // a signal is a barrier: it fires once every earlier instruction retired
+        if (!in_flight_.empty()) return {&retired_, {}, false};
+        signal(ctx_.instr(barrier_));
+        end_barrier();
+        break;
+      case Phase::TokenWait: {
+        SyncState& s = *ctx_.sync;
+        int64_t& count = s.tokens[dev][ctx_.instr(barrier_).token];
+        if (count == 0 && s.deadlock.empty()) return {s.changed[dev], {}, false};
+        --s.blocked;
+        s.waiting[dev].clear();
+        if (s.deadlock.empty()) --count;
+        end_barrier();
+        break;
+      }
+      case Phase::Done: return {nullptr, {}, true};
     }
   }
-  while (!in_flight_.empty()) wait(retired_);
-  finish();
+}
+
+// The top of the ISU's loop once: true when it must then wait for `w`.
+bool Isu::run_once(Wake& w) {
+  // Fill the window; a barrier (halt, sync) ends it until the barrier reaches the head.
+  while (window_.size() < window_size_ && (window_.empty() || !window_.back().barrier) && fetch()) {
+  }
+  if (wall_clock_exceeded_ || past_wall_deadline()) {
+    ctx_.wall_clock_exceeded = true;
+    sc_core::sc_stop();
+    phase_ = Phase::Done;
+    return false;
+  }
+  if (window_.empty()) {  // a program without halt: finish when everything retires
+    phase_ = Phase::Drain;
+    return false;
+  }
+  if (window_.front().barrier) {
+    barrier_ = window_.front().id;
+    window_.erase(window_.begin());
+    const Instruction& in = ctx_.instr(barrier_);
+    if (in.opcode == Opcode::Halt) {
+      phase_ = Phase::Drain;
+      return false;
+    }
+    // Barriers and token waits are the device waiting on sync: its kernel's Span::Sync.
+    barrier_since_ = sc_core::sc_time_stamp().to_double();
+    if (in.opcode == Opcode::SyncSignal)
+      phase_ = Phase::SignalDrain;
+    else if (token_due(in, barrier_))
+      end_barrier();
+    else
+      phase_ = Phase::TokenWait;
+    return false;
+  }
+  // Issue the oldest entry that may go; the head's verdict says why the ISU waits if none.
+  // An entry behind a waiting one of its engine cannot go either: once every engine of the
+  // window has a waiting entry, the rest of the window is not looked at.
+  Verdict head = Verdict::Issue;
+  size_t pick = window_.size();
+  uint32_t waiting = 0;
+  for (size_t k = 0; k < window_.size() && !window_[k].barrier && waiting != window_engines_; ++k) {
+    const uint32_t bit = 1u << window_[k].engine->engine_index();
+    if (waiting & bit) continue;
+    Verdict v = check(k);
+    if (k == 0) head = v;
+    if (v == Verdict::Issue) {
+      pick = k;
+      break;
+    }
+    waiting |= bit;
+  }
+  if (pick == window_.size()) {
+    blocked_since_ = sc_core::sc_time_stamp().to_double();
+    blocked_head_ = head;
+    phase_ = Phase::Blocked;
+    w = {&retired_, {}, false};
+    return true;
+  }
+  const int kernel = ctx_.instr(window_[pick].id).kernel;
+  issue(pick);
+  if (issue_time_ > sc_core::SC_ZERO_TIME) {
+    double t = sc_core::sc_time_stamp().to_double();
+    ctx_.kernels[static_cast<size_t>(std::max(kernel, 0))].log.push_back({t, t + issue_time_.to_double(), Span::Issue});
+    w = {nullptr, issue_time_, false};
+    return true;
+  }
+  return false;
+}
+
+// A sync barrier passed: its time is its kernel's Span::Sync (a token wait's also the ISU's
+// sync_wait_ps). A wait that ended on a deadlock stops the ISU there (no finish).
+void Isu::end_barrier() {
+  const Instruction& in = ctx_.instr(barrier_);
+  const double s1 = sc_core::sc_time_stamp().to_double();
+  if (s1 > barrier_since_) ctx_.kernel_of(in).log.push_back({barrier_since_, s1, Span::Sync});
+  if (in.opcode == Opcode::SyncWait) counters_.sync_wait_ps += s1 - barrier_since_;
+  phase_ = in.opcode == Opcode::SyncWait && !ctx_.sync->deadlock.empty() ? Phase::Done : Phase::Run;
 }
 
 // Reading the clock costs some 20 ns, simulating an instruction a microsecond or more: every
@@ -398,9 +473,8 @@ void end_simulation(SyncState& s) {
   sc_core::sc_stop();
 }
 
-// A signal is a barrier: it fires once every earlier instruction of this device retired.
-void Isu::signal(const Instruction& in, size_t) {
-  while (!in_flight_.empty()) wait(retired_);
+// Sends a sync.signal's token (to this device, or over the ESL).
+void Isu::signal(const Instruction& in) {
   SyncState& s = *ctx_.sync;
   int target = in.peer < 0 ? ctx_.device : static_cast<int>(in.peer);
   if (target >= s.devices)
@@ -418,21 +492,21 @@ void Isu::signal(const Instruction& in, size_t) {
   s.link->send(sc_core::sc_time(ctx_.arch->esl.latency_ns * 1000.0, sc_core::SC_PS), std::move(t));
 }
 
-void Isu::wait_token(const Instruction& in, size_t i) {
+// Takes a sync.wait's token if one is there (true). Else the device is blocked on it
+// (Phase::TokenWait), which may complete a deadlock.
+bool Isu::token_due(const Instruction& in, size_t i) {
   SyncState& s = *ctx_.sync;
-  auto& count = s.tokens[static_cast<size_t>(ctx_.device)][in.token];
-  if (count == 0) {
-    ++s.blocked;
-    s.waiting[static_cast<size_t>(ctx_.device)] = strcat(
-        "device ", ctx_.device, " isu waits for token ", in.token, " at instruction ", i,
-        in.line ? strcat(" (line ", in.line, ")") : "", " with ", in_flight_.size(), " instruction(s) in flight");
-    check_deadlock();
-    while (count == 0 && s.deadlock.empty()) wait(*s.changed[static_cast<size_t>(ctx_.device)]);
-    --s.blocked;
-    s.waiting[static_cast<size_t>(ctx_.device)].clear();
-    if (!s.deadlock.empty()) return;
+  int64_t& count = s.tokens[static_cast<size_t>(ctx_.device)][in.token];
+  if (count > 0) {
+    --count;
+    return true;
   }
-  --count;
+  ++s.blocked;
+  s.waiting[static_cast<size_t>(ctx_.device)] =
+      strcat("device ", ctx_.device, " isu waits for token ", in.token, " at instruction ", i,
+             in.line ? strcat(" (line ", in.line, ")") : "", " with ", in_flight_.size(), " instruction(s) in flight");
+  check_deadlock();
+  return false;
 }
 
 // Every device is blocked on a token or halted and no token is on the way: nothing can ever

@@ -77,15 +77,42 @@ class Isu : public sc_core::sc_module {
     double end_ps;     // -1 until its engine started it
     bool prefetching;  // an sxe.gemm issued before its activation was ready
   };
-  void run();
-  void guarded_run();
+  // The ISU's loop as steps between waits: step() runs until the ISU must wait and says for
+  // what; the thread driver waits for it, the method driver sets it as its next trigger
+  // (engine.h: processes_are_threads). `phase_` is where the next activation resumes.
+  struct Wake {
+    const sc_core::sc_event* event = nullptr;  // else `delay`
+    sc_core::sc_time delay;
+    bool done = false;  // the ISU has halted (or stopped): nothing more to wait for
+  };
+  enum class Phase {
+    Start,        // the first activation
+    Run,          // the top of the loop: fill the window, take a barrier or issue
+    Blocked,      // woke from waiting for a retirement with nothing to issue
+    Drain,        // halt (or the end of the code): until everything retired, then finish
+    SignalDrain,  // sync.signal: until everything retired, then send the token
+    TokenWait,    // sync.wait: until its token arrives (or a deadlock is found)
+    Done
+  };
+  Wake step();
+  Wake guarded_step();
+  void thread_run();
+  void method_run();
+  bool run_once(Wake& w);  // one pass of Phase::Run; true: wait for `w`
+  void end_barrier();      // a sync barrier's span, once it passed
+  Phase phase_ = Phase::Start;
+  sc_core::sc_time issue_time_;
+  size_t window_size_ = 0;
+  double blocked_since_ = 0, barrier_since_ = 0;
+  Verdict blocked_head_ = Verdict::Issue;
+  size_t barrier_ = 0;  // the sync barrier being passed (an issue id)
   void finish();
   bool fetch();
   Verdict check(size_t k);
   void issue(size_t k);
   Engine* engine_for(Opcode op) const;
-  void signal(const Instruction& in, size_t i);
-  void wait_token(const Instruction& in, size_t i);
+  void signal(const Instruction& in);               // once everything before it retired
+  bool token_due(const Instruction& in, size_t i);  // a token to take (it is taken); false: wait
   void check_deadlock();
   bool past_wall_deadline();
   sc_core::sc_event token_arrived_;
