@@ -205,6 +205,28 @@ TopLevel::TopLevel(const Program& prog, const ArchConfig& arch, const SimOptions
   if (!opts.vcd_path.empty()) trace_vcd(opts.vcd_path);
 }
 
+// Room in each kernel's span log for what its instructions will log (the ISU's issue and
+// dependency spans, the engine's queue and occupancy spans, HBM windows: about 4-8 per fetched
+// instruction), so the logs do not grow by reallocating and copying while the run appends.
+// Capped per kernel: a kernel looping past it grows as before.
+void reserve_span_logs(const Program& p, std::vector<sim::KernelCounters>& kernels) {
+  constexpr uint64_t kEntriesPerFetch = 8, kMaxEntries = uint64_t{1} << 15;
+  std::vector<uint64_t> fetches(kernels.size(), 0), repeats{1};
+  for (const Instruction& in : p.code) {
+    if (in.opcode == Opcode::LoopBegin) {
+      repeats.push_back(std::min(kMaxEntries, repeats.back() * static_cast<uint64_t>(std::max<int64_t>(in.token, 1))));
+    } else if (in.opcode == Opcode::LoopEnd) {
+      if (repeats.size() > 1) repeats.pop_back();
+    } else {
+      uint64_t& n =
+          fetches[static_cast<size_t>(std::clamp<int64_t>(in.kernel, 0, static_cast<int64_t>(kernels.size()) - 1))];
+      n = std::min(kMaxEntries, n + repeats.back());
+    }
+  }
+  for (size_t k = 0; k < kernels.size(); ++k)
+    kernels[k].log.reserve(static_cast<size_t>(std::min(kMaxEntries, fetches[k] * kEntriesPerFetch)));
+}
+
 // Device 0 has its inputs (functional mode); another device starts from zeros without them.
 void TopLevel::add_device(int d, const Program& p, const TensorMap* inputs) {
   auto c = std::make_unique<sim::DeviceContext>();
@@ -216,6 +238,7 @@ void TopLevel::add_device(int d, const Program& p, const TensorMap* inputs) {
   c->period = sc_core::sc_time(arch_.period_ps(), sc_core::SC_PS);
   c->one_ps = sc_core::sc_time(1, sc_core::SC_PS);
   c->kernels.resize(std::max<size_t>(p.kernels.size(), 1));
+  reserve_span_logs(p, c->kernels);
   c->wall_deadline = wall_deadline_;
   c->devices_running = &running_;
   c->sync = &sync_;
