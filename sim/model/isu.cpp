@@ -226,8 +226,10 @@ Isu::Verdict Isu::check(size_t k) {
   const Engine* sxe = engines_[static_cast<size_t>(Unit::Sxe)];
   double ready = 0;
   bool prefetching = false;
+  const bool in_order = p.engine->in_order();
   for (const InFlight& g : in_flight_) {
-    if (g.engine == p.engine && p.engine->in_order()) continue;
+    if (g.engine == p.engine && in_order) continue;
+    if (!g.lm_hull.overlaps(pf.lm_hull) && !g.hbm_hull.overlaps(pf.hbm_hull)) continue;  // as conflicts() would say
     const Footprint& gf = fp(g.f);
     if (!conflicts(pf, gf)) continue;
     bool raw_only = !any_overlap(pf.lm_writes, gf.lm_reads) && !any_overlap(pf.lm_writes, gf.lm_writes) &&
@@ -301,7 +303,8 @@ void Isu::issue(size_t k) {
   double now = sc_core::sc_time_stamp().to_double();
   double t1 = p.hazard_clear_ps < 0 ? now : p.hazard_clear_ps;
   if (p.prefetching) ++prefetching_;
-  in_flight_.push_back({p.id, p.f, p.engine, -1.0, p.prefetching});
+  const Footprint& f = fp(p.f);
+  in_flight_.push_back({p.id, p.f, p.engine, -1.0, p.prefetching, f.lm_hull, f.hbm_hull});
   in_flight_count_ = static_cast<int>(in_flight_.size());
   ++counters_.issued;
   if (k > 0) ++counters_.issued_out_of_order;

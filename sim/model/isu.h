@@ -76,6 +76,9 @@ class Isu : public sc_core::sc_module {
     const Engine* engine;
     double end_ps;     // -1 until its engine started it
     bool prefetching;  // an sxe.gemm issued before its activation was ready
+    // Its footprint's hulls, here: most pairs the scoreboard compares are told apart by them
+    // (conflicts() tests them first), without reaching into the footprint pool.
+    Range lm_hull, hbm_hull;
   };
   // The ISU's loop as steps between waits: step() runs until the ISU must wait and says for
   // what; the thread driver waits for it, the method driver sets it as its next trigger
