@@ -56,6 +56,12 @@ class Graph {
 
   const std::string& name() const { return name_; }
   void set_name(std::string n) { name_ = std::move(n); }
+  // Room for `nodes` nodes and their names: a pass that rebuilds a graph of that size then
+  // appends without reallocating or rehashing.
+  void reserve(size_t nodes) {
+    nodes_.reserve(nodes);
+    by_name_.reserve(nodes);
+  }
 
   NodeId add_placeholder(const std::string& name, TensorType type);
   NodeId add_parameter(const std::string& name, TensorType type);

@@ -10,6 +10,7 @@ namespace lpu {
 
 Graph eliminate_common_subexpressions(const Graph& g) {
   Graph out(g.name());
+  out.reserve(g.size());
   std::vector<NodeId> map(g.size(), -1);
   std::unordered_map<std::string, NodeId> seen;
   for (const Node& n : g.nodes()) {

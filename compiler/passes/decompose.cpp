@@ -125,6 +125,7 @@ NodeId expand_node(Graph& out, const Node& n, const std::vector<NodeId>& in) {
 
 Graph decompose(const Graph& g) {
   Graph out(g.name());
+  out.reserve(g.size());
   std::vector<NodeId> map(g.size(), -1);
   for (const Node& n : g.nodes()) {
     std::vector<NodeId> in;

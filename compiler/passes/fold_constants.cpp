@@ -51,6 +51,7 @@ Graph fold_constants(const Graph& g) {
   auto outs = g.outputs();
   std::set<NodeId> is_output(outs.begin(), outs.end());
   Graph out(g.name());
+  out.reserve(g.size());
   std::vector<NodeId> map(g.size(), -1);
   std::vector<std::optional<double>> value;  // by node of `out`: the splat value of a `full`
   auto record = [&](NodeId id, std::optional<double> v) {

@@ -74,6 +74,7 @@ namespace {
 Graph rewrite_matmuls(const Graph& g, const char* pass,
                       const std::function<std::optional<NodeId>(const Node&, const std::vector<NodeId>&, Graph&)>& rewrite) {
   Graph out(g.name());
+  out.reserve(g.size());
   std::vector<NodeId> map(g.size(), -1);
   for (const Node& n : g.nodes()) {
     std::vector<NodeId> in;
@@ -171,6 +172,7 @@ Graph unit_dims_round(const Graph& g, bool& changed) {
     if (ok && !column_layout(t)) target[static_cast<size_t>(n.id)] = t;
   }
   Graph out(g.name());
+  out.reserve(g.size());
   std::vector<NodeId> map(g.size(), -1);
   for (const Node& n : g.nodes()) {
     std::vector<NodeId> in;
@@ -246,6 +248,7 @@ bool may_join_a_user(const Graph& g, const std::vector<std::vector<NodeId>>& use
 Graph pointwise_into_cat(const Graph& g) {
   auto users = g.users();
   Graph out(g.name());
+  out.reserve(g.size());
   std::vector<NodeId> map(g.size(), -1);
   for (const Node& n : g.nodes()) {
     std::vector<NodeId> in;

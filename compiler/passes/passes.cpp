@@ -36,6 +36,7 @@ Graph eliminate_dead_code(const Graph& g) {
     for (NodeId in : n.inputs) live[static_cast<size_t>(in)] = true;
   }
   Graph out(g.name());
+  out.reserve(g.size());
   std::vector<NodeId> map(g.size(), -1);
   for (const Node& n : g.nodes()) {
     if (!live[static_cast<size_t>(n.id)]) continue;
@@ -49,6 +50,7 @@ Graph eliminate_dead_code(const Graph& g) {
 Graph drop_empty_tensors(const Graph& g) {
   auto empty = [&](NodeId id) { return g.node(id).type.numel() == 0; };
   Graph out(g.name());
+  out.reserve(g.size());
   std::vector<NodeId> map(g.size(), -1);
   for (const Node& n : g.nodes()) {
     std::vector<NodeId> in;

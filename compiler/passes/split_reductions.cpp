@@ -9,6 +9,7 @@ namespace lpu {
 
 Graph split_reductions(const Graph& g) {
   Graph out(g.name());
+  out.reserve(g.size());
   std::vector<NodeId> map(g.size(), -1);
   for (const Node& n : g.nodes()) {
     std::vector<NodeId> in;
