@@ -61,7 +61,7 @@ void Device::watchdog() {
     wait(limit, ctx.sync->end);  // or the run ended: the thread terminates
   else
     wait(limit);
-  if (!ctx.finished && !(ctx.sync && ctx.sync->ended)) sc_core::sc_stop();
+  watchdog_expired();
 }
 
 // The same as an SC_METHOD: the first activation sets the limit, the second checks.
@@ -75,6 +75,11 @@ void Device::watchdog_step() {
       next_trigger(limit);
     return;
   }
+  watchdog_expired();
+}
+
+// The limit passed, or the run ended: stops a run still going.
+void Device::watchdog_expired() {
   if (!ctx.finished && !(ctx.sync && ctx.sync->ended)) sc_core::sc_stop();
 }
 

@@ -50,6 +50,7 @@ class Device : public sc_core::sc_module {
   void add_engine(Engine& e);
   void watchdog();       // SC_THREAD (engine.h: processes_are_threads)
   void watchdog_step();  // or SC_METHOD
+  void watchdog_expired();
   bool watchdog_armed_ = false;
   std::vector<Engine*> engines_;
   std::vector<std::unique_ptr<Engine>> extensions_;
