@@ -11,6 +11,8 @@ PACKAGES=(
   # libraries (no vendored copies)
   libsystemc-dev libyaml-cpp-dev libgtest-dev libgmock-dev libbenchmark-dev
   libcli11-dev nlohmann-json3-dev
+  # the lpu and lpu-bench programs' malloc (apps/CMakeLists.txt, LPU_ALLOCATOR)
+  libmimalloc-dev
   # RTL co-simulation
   verilator
   # sanitizer build, libFuzzer targets and the format check (.ci/run)

@@ -202,7 +202,8 @@ void simulator(const ArchConfig& arch, const std::string& arch_arg) {
             << format_table({"workload", "sim_cycles", "simulated_ms", "sim_wall_ms", "x_real_time", "target", "met",
                              "compile_s", "instructions", "instr_per_s"},
                             rows)
-            << "peak memory (whole process): " << ru.ru_maxrss / 1024 << " MiB\n";
+            << "peak memory (whole process): " << ru.ru_maxrss / 1024 << " MiB; malloc: " << LPU_ALLOCATOR_NAME
+            << " (LPU_ALLOCATOR)\n";
   const double run_s = process_wall_s({lpu_binary(), "run", "llama2-7b-decode", "--arch", arch_arg}, 5);
   std::cout << "whole step as a process: lpu run llama2-7b-decode --arch " << arch_arg
             << " (best of 5): " << (run_s < 0 ? std::string("could not run ") + lpu_binary() : fmt("%.3f s", run_s))

@@ -82,12 +82,12 @@ class Writer {
     out_.resize(n_);
     return std::move(out_);
   }
-  void u8(uint8_t v) { put(&v, 1); }
-  void u16(uint16_t v) { le(v, 2); }
-  void u32(uint32_t v) { le(v, 4); }
-  void u64(uint64_t v) { le(v, 8); }
-  void i32(int32_t v) { le(static_cast<uint32_t>(v), 4); }
-  void i64(int64_t v) { le(static_cast<uint64_t>(v), 8); }
+  [[gnu::always_inline]] void u8(uint8_t v) { put(&v, 1); }
+  [[gnu::always_inline]] void u16(uint16_t v) { le(v, 2); }
+  [[gnu::always_inline]] void u32(uint32_t v) { le(v, 4); }
+  [[gnu::always_inline]] void u64(uint64_t v) { le(v, 8); }
+  [[gnu::always_inline]] void i32(int32_t v) { le(static_cast<uint32_t>(v), 4); }
+  [[gnu::always_inline]] void i64(int64_t v) { le(static_cast<uint64_t>(v), 8); }
   void f64(double v) {
     uint64_t bits;
     std::memcpy(&bits, &v, 8);
@@ -102,13 +102,13 @@ class Writer {
   }
   // `what` builds the field's description, only when the value does not fit.
   template <typename What>
-  static uint32_t narrow_u32(uint64_t v, const What& what) {
+  [[gnu::always_inline]] static uint32_t narrow_u32(uint64_t v, const What& what) {
     if (v > std::numeric_limits<uint32_t>::max())
       throw InputError(strcat("cannot encode: ", what(), " = ", v, " does not fit 32 bits"));
     return static_cast<uint32_t>(v);
   }
   template <typename What>
-  static int32_t narrow_i32(int64_t v, const What& what) {
+  [[gnu::always_inline]] static int32_t narrow_i32(int64_t v, const What& what) {
     if (v < std::numeric_limits<int32_t>::min() || v > std::numeric_limits<int32_t>::max())
       throw InputError(strcat("cannot encode: ", what(), " = ", v, " does not fit a signed 32-bit field"));
     return static_cast<int32_t>(v);
@@ -142,8 +142,12 @@ class Reader {
   }
   size_t pos() const { return pos_; }
   void seek(size_t p) { pos_ = p; }
-  void need(size_t bytes, const char* what) const {
-    if (n_ - pos_ < bytes) fail(pos_, strcat("truncated: ", what, ": ", bytes, " bytes needed, ", n_ - pos_, " left"));
+  [[gnu::always_inline]] void need(size_t bytes, const char* what) const {
+    if (n_ - pos_ < bytes) [[unlikely]]
+      truncated(bytes, what);
+  }
+  [[noreturn, gnu::noinline]] void truncated(size_t bytes, const char* what) const {
+    fail(pos_, strcat("truncated: ", what, ": ", bytes, " bytes needed, ", n_ - pos_, " left"));
   }
   [[gnu::always_inline]] uint64_t le(int bytes, const char* what) {
     need(static_cast<size_t>(bytes), what);
@@ -155,12 +159,12 @@ class Reader {
     pos_ += static_cast<size_t>(bytes);
     return v;
   }
-  uint8_t u8(const char* w) { return static_cast<uint8_t>(le(1, w)); }
-  uint16_t u16(const char* w) { return static_cast<uint16_t>(le(2, w)); }
-  uint32_t u32(const char* w) { return static_cast<uint32_t>(le(4, w)); }
-  uint64_t u64(const char* w) { return le(8, w); }
-  int32_t i32(const char* w) { return static_cast<int32_t>(u32(w)); }
-  int64_t i64(const char* w) { return static_cast<int64_t>(u64(w)); }
+  [[gnu::always_inline]] uint8_t u8(const char* w) { return static_cast<uint8_t>(le(1, w)); }
+  [[gnu::always_inline]] uint16_t u16(const char* w) { return static_cast<uint16_t>(le(2, w)); }
+  [[gnu::always_inline]] uint32_t u32(const char* w) { return static_cast<uint32_t>(le(4, w)); }
+  [[gnu::always_inline]] uint64_t u64(const char* w) { return le(8, w); }
+  [[gnu::always_inline]] int32_t i32(const char* w) { return static_cast<int32_t>(u32(w)); }
+  [[gnu::always_inline]] int64_t i64(const char* w) { return static_cast<int64_t>(u64(w)); }
   double f64(const char* w) {
     uint64_t bits = u64(w);
     double v;
@@ -209,15 +213,17 @@ struct OpNames {
   static std::pair<Opcode, int> post_key(ScalarOp post) { return {Opcode::VxeOp, static_cast<int>(post)}; }
   explicit OpNames(const Program& p) {
     for (const auto& in : p.code) {
-      if (carries_op(in.opcode)) add(key(in), op_name(in));
-      if (in.post) add(post_key(*in.post), scalar_op_name(*in.post));
+      if (carries_op(in.opcode)) add(key(in), [&] { return op_name(in); });
+      if (in.post) add(post_key(*in.post), [&] { return std::string(scalar_op_name(*in.post)); });
     }
   }
-  void add(const std::pair<Opcode, int>& k, const std::string& name) {
+  // `name` is called for a new key only: most instructions repeat an op already in the table.
+  template <typename Name>
+  void add(const std::pair<Opcode, int>& k, const Name& name) {
     if (index.count(k)) return;
     if (names.size() >= kNoOp) throw InputError("cannot encode: more than 255 distinct vector ops");
     index[k] = static_cast<uint8_t>(names.size());
-    names.push_back(name);
+    names.push_back(name());
   }
 };
 

@@ -12,7 +12,9 @@ namespace lpu {
 // (docs/benchmarks.md): `lpu generate opt-1.3b --arch lpu-asic --prompt-len 32 --gen-len 2016`
 // compiles in 1.7-1.9 s instead of 2.5-2.9 s and simulates 6% faster. Peak memory is
 // unchanged; what was freed is held until exit. Not for library code: a host process
-// (Python) keeps its own.
+// (Python) keeps its own. These are glibc's settings: where the programs link mimalloc
+// (LPU_ALLOCATOR, apps/CMakeLists.txt; the default) malloc is mimalloc's, which keeps freed
+// segments for reuse itself, and this call changes nothing.
 void retain_freed_memory();
 
 }  // namespace lpu
