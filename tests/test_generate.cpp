@@ -9,6 +9,8 @@
 #include <sstream>
 
 #include "generate/generate.h"
+#include "isa/encoding.h"
+#include "isa/program_template.h"
 #include "process/forked_work.h"
 #include "ref/reference.h"
 #include "support/error.h"
@@ -446,6 +448,39 @@ TEST(GenerateSymbolic, TemplateGuardsAndRefusals) {
   EXPECT_EQ(t->hi(), 117);
 }
 
+// A template sent to another process (a generation's forked simulations): encoded and decoded
+// it instantiates the same programs, in place from any earlier instantiation, in any order of
+// contexts; bytes that are cut short or name an instruction outside the base are refused.
+TEST(GenerateSymbolic, TemplateTravelsAsBytesAndInstantiatesInPlace) {
+  std::string why;
+  auto t = ProgramTemplate::make(tiny_decode_program(100, "opt-1.3b"), 100, tiny_decode_program(101, "opt-1.3b"), 101,
+                                 256, why);
+  ASSERT_TRUE(t) << why;
+  const std::string bytes = t->encode();
+  ProgramTemplate back = ProgramTemplate::decode(bytes);
+  EXPECT_EQ(back.lo(), t->lo());
+  EXPECT_EQ(back.hi(), t->hi());
+  EXPECT_EQ(back.symbolic_fields(), t->symbolic_fields());
+  EXPECT_TRUE(back.same_symbolic_part(*t));
+  Program p = back.base();
+  for (int64_t c : {101, 116, 100, 108, 5000}) {
+    back.instantiate_into(p, c);
+    EXPECT_EQ(encode_program(p), encode_program(t->instantiate(c))) << c;  // every field, byte for byte
+  }
+  for (size_t n : {size_t{0}, size_t{3}, size_t{20}, size_t{52}, size_t{60}, bytes.size() / 2, bytes.size() - 1})
+    EXPECT_THROW(ProgramTemplate::decode(bytes.substr(0, n)), InputError) << n;
+  std::string far = bytes;  // the first record's instruction (or buffer) index: 52 bytes in
+  for (int i = 0; i < 4; ++i) far[52 + i] = static_cast<char>(0xFF);
+  try {
+    ProgramTemplate::decode(far);
+    FAIL() << "no error";
+  } catch (const InputError& e) {
+    EXPECT_THAT(e.what(), HasSubstr("program template: "));
+  }
+  Program other = tiny_decode_program(20);
+  EXPECT_THROW(t->instantiate_into(other, 102), InternalError);
+}
+
 // Functional simulation of an instantiated program computes what the compiled one does. On
 // the tiny model a guard spans two contexts (its LMU layout moves every few), so the program
 // at 10 is computed from the one at 9 and the slopes.
@@ -492,6 +527,36 @@ TEST(ForkedWorkers, AnswersEveryRequestById) {
     const std::string req = strcat("request ", id, std::string(id * 1000, 'x'));
     EXPECT_EQ(bytes, std::string(req.rbegin(), req.rend())) << id;
   }
+}
+
+// pick() names the worker send() would use; send_to() reaches that one: a worker keeps what it
+// was sent before (here, a count of its requests), which is how a generation's workers hold a
+// template between steps.
+TEST(ForkedWorkers, SendToReachesTheWorkerPicked) {
+  int served = 0;  // in each worker's own copy of this process
+  ForkedWorkers w(
+      2, [&](const std::string& req) { return strcat(req, " #", ++served); }, 1);
+  ASSERT_EQ(w.workers(), 2);
+  std::map<uint64_t, std::string> got;
+  for (uint64_t id = 0; id < 6; ++id) {
+    const int k = w.pick();
+    ASSERT_GE(k, 0);
+    ASSERT_LT(k, 2);
+    const std::string req = strcat("to ", k);
+    w.send_to(k, id, req.data(), req.size());
+    while (auto r = w.next(false)) got[r->id] = r->bytes;
+  }
+  while (auto r = w.next(true)) got[r->id] = r->bytes;
+  w.finish();
+  ASSERT_EQ(got.size(), 6u);
+  std::map<std::string, int> last;  // per worker, its requests are numbered 1, 2, 3 in order
+  for (const auto& [id, bytes] : got) {
+    const std::string worker = bytes.substr(0, bytes.find(" #"));
+    const int n = std::stoi(bytes.substr(bytes.find(" #") + 2));
+    EXPECT_EQ(n, last[worker] + 1) << bytes;
+    last[worker] = n;
+  }
+  EXPECT_EQ(last["to 0"] + last["to 1"], 6);
 }
 
 // A request that throws comes back as an error of the same type and message; the worker goes on.
@@ -583,6 +648,10 @@ TEST(Generate, ForkedSimulationsGiveTheSameFigures) {
     }
     EXPECT_EQ(a.simulations, b.simulations);
     EXPECT_EQ(a.compiles, b.compiles);
+    // Symbolic: most steps went to the workers as a template's id and context (serve_step).
+    if (symbolic) {
+      EXPECT_GT(b.instantiated, a.steps.size() / 2);
+    }
   }
 }
 

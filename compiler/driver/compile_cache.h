@@ -79,6 +79,15 @@ struct CompiledStep {
   bool rotations = false;
   size_t kernels = 0;  // device 0's
   int64_t compulsory_hbm_bytes = 0;
+  // An instantiated step of one device, when asked for (SymbolicSteps::set_encode_templates):
+  // the template it came from, encoded once (ProgramTemplate::encode), and the symbol's value, so
+  // that another process instantiates it in place instead of decoding the whole program.
+  struct Source {
+    uint64_t template_id = 0;
+    std::shared_ptr<const std::string> encoded_template;
+    int64_t at = 0;
+  };
+  std::optional<Source> source;
 };
 
 // A step's programs symbolic in the context, one template per device (isa/program_template.h):
@@ -104,6 +113,7 @@ class RankTemplates {
   const Program& base(size_t d) const { return ranks_.at(d).base(); }
   size_t devices() const { return ranks_.size(); }
   bool same_symbolic_part_everywhere() const;
+  const ProgramTemplate& rank(size_t d) const { return ranks_.at(d); }
 
  private:
   std::vector<ProgramTemplate> ranks_;
@@ -147,8 +157,11 @@ class CompileCache {
     RankTemplates program;
     size_t kernels = 0;
     int64_t compulsory_hbm_bytes = 0;
-    uint64_t last_used = 0;  // a clock of the steps served: which template to drop when full
+    uint64_t last_used = 0;                      // a clock of the steps served: which template to drop when full
+    uint64_t id = 0;                             // unique in this cache (CompiledStep::Source)
+    std::shared_ptr<const std::string> encoded;  // device 0's template, once asked for
   };
+  uint64_t next_symbolic_id = 1;
   std::vector<Symbolic> symbolic;
   // Per key: the contexts [from, until) where no template is made, and the length of that pause
   // (workbench/generate/symbolic_steps.cpp). A serving run's contexts jump back when another

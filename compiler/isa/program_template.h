@@ -36,6 +36,14 @@ class ProgramTemplate {
                                              int64_t hbm_alignment, std::string& why);
   // The program at `s` (any value; exact within the guard).
   Program instantiate(int64_t s) const;
+  // The same in place: `p` holds base() or an earlier instantiation of this template, and only
+  // the symbolic fields are written (every one of them, from base()), so no program is copied.
+  void instantiate_into(Program& p, int64_t s) const;
+  // The template as bytes (its base as encoding.h's binary form, then the symbolic part), for a
+  // process that instantiates it without compiling (a generation's forked simulations); decode
+  // checks what it reads against the base and throws InputError naming what is wrong.
+  std::string encode() const;
+  static ProgramTemplate decode(const std::string& bytes);
   // True when `p`, compiled at `s`, equals instantiate(s); then the guard covers s (it grows
   // to [lo, max(hi, s)] for s > hi). Else false with `why`: the first difference.
   bool verify(const Program& p, int64_t s, std::string& why);

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <deque>
 #include <map>
 #include <set>
@@ -11,6 +12,7 @@
 #include "generate/step_runner.h"
 #include "generate/symbolic_steps.h"
 #include "isa/encoding.h"
+#include "isa/program_template.h"
 #include "policy_registry.h"
 #include "process/forked_work.h"
 #include "process/progress.h"
@@ -175,6 +177,11 @@ class Generation {
   void record_step(PendingStep& p, const StepSimFigures& f);
   void run_steps_here();
   void run_steps_forked();
+  // A forked simulation's request: a step's program encoded, or a step of a template by its id
+  // and context, with the template itself the first time that worker gets one of its steps.
+  void send_step(ForkedWorkers& workers, std::vector<uint64_t>& held, int64_t k, const CompiledStep& e,
+                 std::vector<uint8_t>& bin);
+  std::string serve_step(const std::string& request);
 
   const WorkloadSpec& w_;
   const ArchConfig& arch_;
@@ -191,6 +198,14 @@ class Generation {
   std::unique_ptr<Progress> progress_;
   Entry last_prepared_;          // the program of the step prepared last
   StepSimFigures last_figures_;  // the figures of the step recorded last
+  // In a forked simulation: the template of the last step sent as one and that step's program,
+  // instantiated in place for the next context (ProgramTemplate::instantiate_into).
+  struct HeldTemplate {
+    uint64_t id = 0;
+    ProgramTemplate t;
+    CompiledStep step;
+  };
+  std::optional<HeldTemplate> held_;
 };
 
 // The lengths against the graph's static KV cache or the model's positions.
@@ -412,12 +427,57 @@ void Generation::run_steps_here() {
 // compiles the next steps; results are recorded in step order. Each simulation is the one
 // run_steps_here would make, so every figure is the same; only the wall times differ. One
 // device only (tensor parallelism simulates every rank's program: run_steps_here).
-void Generation::run_steps_forked() {
-  ForkedWorkers workers(static_cast<int>(std::min<int64_t>(o_.jobs, r_.gen_len)), [this](const std::string& request) {
+// Requests end in their kind: 'P' after an encoded program; 'T' after [the template's bytes],
+// its id (u64) and the context (i64), in this binary's byte order (the worker is a fork of it).
+std::string Generation::serve_step(const std::string& request) {
+  const auto* data = reinterpret_cast<const uint8_t*>(request.data());
+  if (!request.empty() && request.back() == 'P') {
     CompiledStep c;
-    c.program = decode_program(reinterpret_cast<const uint8_t*>(request.data()), request.size(), "", Checksum::Skip);
+    c.program = decode_program(data, request.size() - 1, "", Checksum::Skip);
     return encode_figures(simulate_step_figures(c, arch_));
-  });
+  }
+  if (request.size() < 17 || request.back() != 'T') throw InternalError("generate: a malformed step request");
+  const size_t head = request.size() - 17;
+  uint64_t id;
+  int64_t at;
+  std::memcpy(&id, data + head, 8);
+  std::memcpy(&at, data + head + 8, 8);
+  if (head > 0) {
+    held_.emplace();
+    held_->id = id;
+    held_->t = ProgramTemplate::decode(request.substr(0, head));
+    held_->step.program = held_->t.base();
+  } else if (!held_ || held_->id != id) {
+    throw InternalError(strcat("generate: a step of template ", id, " went to a worker that does not hold it"));
+  }
+  held_->t.instantiate_into(held_->step.program, at);
+  return encode_figures(simulate_step_figures(held_->step, arch_));
+}
+
+void Generation::send_step(ForkedWorkers& workers, std::vector<uint64_t>& held, int64_t k, const CompiledStep& e,
+                           std::vector<uint8_t>& bin) {
+  const int w = workers.pick();
+  uint64_t& holds = held.at(static_cast<size_t>(w + 1));  // [0]: requests served here
+  if (e.source) {
+    const CompiledStep::Source& s = *e.source;
+    std::string msg;
+    if (holds != s.template_id) msg = *s.encoded_template;
+    msg.append(reinterpret_cast<const char*>(&s.template_id), 8);
+    msg.append(reinterpret_cast<const char*>(&s.at), 8);
+    msg.push_back('T');
+    holds = s.template_id;
+    workers.send_to(w, static_cast<uint64_t>(k), msg.data(), msg.size());
+    return;
+  }
+  encode_program_into(e.program, bin, Checksum::Skip);
+  bin.push_back('P');
+  workers.send_to(w, static_cast<uint64_t>(k), bin.data(), bin.size());
+}
+
+void Generation::run_steps_forked() {
+  ForkedWorkers workers(static_cast<int>(std::min<int64_t>(o_.jobs, r_.gen_len)),
+                        [this](const std::string& request) { return serve_step(request); });
+  std::vector<uint64_t> held(static_cast<size_t>(workers.workers()) + 1, 0);  // template id per worker
   r_.simulation_processes = std::max(1, workers.workers());
   std::deque<PendingStep> waiting;                  // prepared, not yet recorded, in step order
   std::map<uint64_t, ForkedWorkers::Result> ready;  // simulations back, by step
@@ -443,8 +503,7 @@ void Generation::run_steps_forked() {
     PendingStep p = prepare_step(k);
     if (p.simulate) {
       try {
-        encode_program_into(p.e->program, bin, Checksum::Skip);
-        workers.send(static_cast<uint64_t>(k), bin.data(), bin.size());
+        send_step(workers, held, k, *p.e, bin);
       } catch (const InputError&) {  // a field beyond the binary records (a dimension >= 2^32): here
         ready[static_cast<uint64_t>(k)].bytes = encode_figures(simulate_step_figures(*p.e, arch_));
       }
@@ -465,9 +524,10 @@ GenerateResult Generation::run() {
   validate();
   size_t memo_hits0 = cache_.cost_memo.hits(), memo_misses0 = cache_.cost_memo.misses();
   plan();
-  if (o_.jobs > 1 && devices_ == 1 && r_.gen_len > 1)
+  if (o_.jobs > 1 && devices_ == 1 && r_.gen_len > 1) {
+    if (sym_) sym_->set_encode_templates(true);
     run_steps_forked();
-  else
+  } else
     run_steps_here();
   if (progress_) progress_->finish();
   if (sym_) {

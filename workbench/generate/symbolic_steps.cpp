@@ -28,11 +28,19 @@ void back_off(CompileCache::Backoff& b, int64_t x) {
 }
 }  // namespace
 
-SymbolicSteps::Entry SymbolicSteps::instantiate(const CompileCache::Symbolic& t, int64_t x, bool& inst) {
+SymbolicSteps::Entry SymbolicSteps::instantiate(CompileCache::Symbolic& t, int64_t x, bool& inst) {
   auto p = std::make_shared<CompiledStep>();
   p->program = t.program.instantiate(x);
   p->rotations = t.program.rotations();
   if (!p->rotations) p->others = t.program.instantiate_others(x);
+  if (encode_templates_ && t.program.devices() == 1) {
+    try {
+      if (!t.encoded) t.encoded = std::make_shared<const std::string>(t.program.rank(0).encode());
+      p->source = CompiledStep::Source{t.id, t.encoded, x};
+    } catch (const InputError&) {
+      // A field beyond the binary records (a dimension >= 2^32): the step goes whole, as any other.
+    }
+  }
   p->kernels = t.kernels;
   p->compulsory_hbm_bytes = t.compulsory_hbm_bytes;
   inst = true;
@@ -133,7 +141,8 @@ SymbolicSteps::Entry SymbolicSteps::new_template(const std::string& key, int64_t
   ++n_.templates;
   // The probe that failed the old guard, compiled anyway, may lie in the new one's: free to check.
   if (failed_at > x0 + 1 && t->verify(*failed_probe, failed_at, why)) ++n_.guard_extensions;
-  CompileCache::Symbolic made{key, std::move(*t), here->kernels, here->compulsory_hbm_bytes, clock_};
+  CompileCache::Symbolic made{key, std::move(*t), here->kernels, here->compulsory_hbm_bytes, clock_,
+                              cache_.next_symbolic_id++, nullptr};
   if (cache_.symbolic.size() < cache_.symbolic_capacity()) {
     cache_.symbolic.push_back(std::move(made));
   } else if (make_ == Make::Lazy) {

@@ -47,9 +47,12 @@ class SymbolicSteps {
   Entry program(const std::string& key, int64_t x, int64_t max_x, const std::string& where, const Compile& compile_at,
                 bool& instantiated);
   const SymbolicCounters& counters() const { return n_; }
+  // Instantiated one-device steps carry their template, encoded (CompiledStep::source): for a
+  // generation whose steps are simulated in forked processes.
+  void set_encode_templates(bool on) { encode_templates_ = on; }
 
  private:
-  Entry instantiate(const CompileCache::Symbolic& t, int64_t x, bool& inst);
+  Entry instantiate(CompileCache::Symbolic& t, int64_t x, bool& inst);
   Entry new_template(const std::string& key, int64_t x, int64_t max_x, const std::string& where,
                      const Compile& compile_at, Entry failed_probe, int64_t failed_at);
   void explain(const std::string& line) const {
@@ -60,6 +63,7 @@ class SymbolicSteps {
   int64_t alignment_;
   Make make_;
   Explain explain_;
+  bool encode_templates_ = false;
   SymbolicCounters n_;
   uint64_t clock_ = 0;  // steps asked for (CompileCache::Symbolic::last_used)
   // Lazy: the last key compiled without a template, its value and its program.

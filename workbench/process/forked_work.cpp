@@ -154,17 +154,24 @@ void ForkedWorkers::spawn(int jobs) {
   }
 }
 
-void ForkedWorkers::send(uint64_t id, const void* data, size_t size) {
-  if (workers_.empty()) {
-    results_.push_back(serve_one(serve_, id, std::string(static_cast<const char*>(data), size)));
-    return;
-  }
+void ForkedWorkers::send(uint64_t id, const void* data, size_t size) { send_to(pick(), id, data, size); }
+
+int ForkedWorkers::pick() {
+  if (workers_.empty()) return -1;
   auto least = [&] {
     return std::min_element(workers_.begin(), workers_.end(),
                             [](const Worker& a, const Worker& b) { return a.in_hand < b.in_hand; });
   };
   while (least()->in_hand >= depth_) receive(true);
-  Worker& w = *least();
+  return static_cast<int>(least() - workers_.begin());
+}
+
+void ForkedWorkers::send_to(int worker, uint64_t id, const void* data, size_t size) {
+  if (worker < 0 || workers_.empty()) {
+    results_.push_back(serve_one(serve_, id, std::string(static_cast<const char*>(data), size)));
+    return;
+  }
+  Worker& w = workers_.at(static_cast<size_t>(worker));
   std::string head;
   put_u64(head, id);
   put_u64(head, size);

@@ -47,6 +47,11 @@ class ForkedWorkers {
   // Queues the request on the worker with the fewest in hand; while every worker has `depth`,
   // first waits for results (kept for next()).
   void send(uint64_t id, const void* data, size_t size);
+  // The same in two steps, for requests that depend on what a worker holds from earlier ones:
+  // pick() is the worker send() would choose (waiting as it would), -1 when none could be
+  // forked (requests are then served here); send_to() queues on that worker.
+  int pick();
+  void send_to(int worker, uint64_t id, const void* data, size_t size);
   // A result received (in the order they arrive), waiting for one when `block` and any request
   // is outstanding; nullopt when none is there.
   std::optional<Result> next(bool block);
