@@ -648,6 +648,16 @@ TEST(Generate, ForkedSimulationsGiveTheSameFigures) {
     }
     EXPECT_EQ(a.simulations, b.simulations);
     EXPECT_EQ(a.compiles, b.compiles);
+    // Without on_step this process does not instantiate the steps it sends as templates.
+    o.on_step = nullptr;
+    CompileCache c3b;
+    GenerateResult b2 = run_generate(tiny(), testutil::small_arch(), o, c3b);
+    ASSERT_EQ(a.steps.size(), b2.steps.size());
+    for (size_t i = 0; i < a.steps.size(); ++i) {
+      EXPECT_EQ(a.steps[i].cycles, b2.steps[i].cycles) << i;
+      EXPECT_EQ(a.steps[i].latency_s, b2.steps[i].latency_s) << i;
+      EXPECT_EQ(a.steps[i].energy_j, b2.steps[i].energy_j) << i;
+    }
     // Symbolic: most steps went to the workers as a template's id and context (serve_step).
     if (symbolic) {
       EXPECT_GT(b.instantiated, a.steps.size() / 2);

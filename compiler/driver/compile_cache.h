@@ -81,7 +81,8 @@ struct CompiledStep {
   int64_t compulsory_hbm_bytes = 0;
   // An instantiated step of one device, when asked for (SymbolicSteps::set_encode_templates):
   // the template it came from, encoded once (ProgramTemplate::encode), and the symbol's value, so
-  // that another process instantiates it in place instead of decoding the whole program.
+  // that another process instantiates it in place instead of decoding the whole program. Then
+  // `program` may be empty (SymbolicSteps::set_encode_templates says when).
   struct Source {
     uint64_t template_id = 0;
     std::shared_ptr<const std::string> encoded_template;

@@ -81,7 +81,8 @@ struct Pass {
 // gathered_weights_as_b, dce,
 // simplify_unit_dims,
 // pointwise_into_cat, cse (what the rewrites duplicated), dce.
-// run_passes verifies the graph before the first pass and after each one.
+// run_passes verifies the graph before the first pass and after the last; after each one too
+// where assertions are on (not NDEBUG) or LPU_VERIFY_EACH_PASS is set.
 std::vector<Pass> default_passes();
 Graph run_passes(const Graph& g, const std::vector<Pass>& passes,
                  const std::function<void(const std::string&, const Graph&)>& after_pass = {});

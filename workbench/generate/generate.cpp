@@ -525,7 +525,7 @@ GenerateResult Generation::run() {
   size_t memo_hits0 = cache_.cost_memo.hits(), memo_misses0 = cache_.cost_memo.misses();
   plan();
   if (o_.jobs > 1 && devices_ == 1 && r_.gen_len > 1) {
-    if (sym_) sym_->set_encode_templates(true);
+    if (sym_) sym_->set_encode_templates(true, static_cast<bool>(o_.on_step));
     run_steps_forked();
   } else
     run_steps_here();

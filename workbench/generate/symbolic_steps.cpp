@@ -30,9 +30,6 @@ void back_off(CompileCache::Backoff& b, int64_t x) {
 
 SymbolicSteps::Entry SymbolicSteps::instantiate(CompileCache::Symbolic& t, int64_t x, bool& inst) {
   auto p = std::make_shared<CompiledStep>();
-  p->program = t.program.instantiate(x);
-  p->rotations = t.program.rotations();
-  if (!p->rotations) p->others = t.program.instantiate_others(x);
   if (encode_templates_ && t.program.devices() == 1) {
     try {
       if (!t.encoded) t.encoded = std::make_shared<const std::string>(t.program.rank(0).encode());
@@ -41,6 +38,9 @@ SymbolicSteps::Entry SymbolicSteps::instantiate(CompileCache::Symbolic& t, int64
       // A field beyond the binary records (a dimension >= 2^32): the step goes whole, as any other.
     }
   }
+  if (!p->source || source_programs_) p->program = t.program.instantiate(x);
+  p->rotations = t.program.rotations();
+  if (!p->rotations) p->others = t.program.instantiate_others(x);
   p->kernels = t.kernels;
   p->compulsory_hbm_bytes = t.compulsory_hbm_bytes;
   inst = true;

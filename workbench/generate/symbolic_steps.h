@@ -48,8 +48,12 @@ class SymbolicSteps {
                 bool& instantiated);
   const SymbolicCounters& counters() const { return n_; }
   // Instantiated one-device steps carry their template, encoded (CompiledStep::source): for a
-  // generation whose steps are simulated in forked processes.
-  void set_encode_templates(bool on) { encode_templates_ = on; }
+  // generation whose steps are simulated in forked processes. Without `programs` such a step's
+  // CompiledStep::program is left empty (the workers instantiate it; nothing here reads it).
+  void set_encode_templates(bool on, bool programs) {
+    encode_templates_ = on;
+    source_programs_ = programs;
+  }
 
  private:
   Entry instantiate(CompileCache::Symbolic& t, int64_t x, bool& inst);
@@ -63,7 +67,7 @@ class SymbolicSteps {
   int64_t alignment_;
   Make make_;
   Explain explain_;
-  bool encode_templates_ = false;
+  bool encode_templates_ = false, source_programs_ = true;
   SymbolicCounters n_;
   uint64_t clock_ = 0;  // steps asked for (CompileCache::Symbolic::last_used)
   // Lazy: the last key compiled without a template, its value and its program.
