@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "generate/generate.h"
+#include "generate/symbolic_steps.h"
 #include "isa/encoding.h"
 #include "isa/program_template.h"
 #include "process/forked_work.h"
@@ -446,6 +447,31 @@ TEST(GenerateSymbolic, TemplateGuardsAndRefusals) {
   EXPECT_EQ(t->hi(), 116);  // a failed verification does not extend the guard
   EXPECT_TRUE(t->verify(tiny_decode_program(117, "opt-1.3b"), 117, why)) << why;
   EXPECT_EQ(t->hi(), 117);
+}
+
+// Contexts of a decode step compiled by SymbolicSteps as a generation walks them: on the tiny
+// model a guard spans a few contexts, so guards fail, probes fail and templates are remade
+// often; no context is compiled twice (a failed probe at x + 1 is the next template's second
+// program), and every step's program is the one compiled at its context.
+TEST(GenerateSymbolic, NoContextIsCompiledTwice) {
+  CompileCache cache;
+  SymbolicSteps sym(cache, 256, SymbolicSteps::Make::Eager, nullptr);
+  std::map<int64_t, int> compiled;
+  for (int64_t x = 3; x <= 40; ++x) {
+    bool inst = false;
+    auto e = sym.program(
+        "tiny-opt decode", x, 48, strcat("context ", x),
+        [&](int64_t c) {
+          ++compiled[c];
+          auto step = std::make_shared<CompiledStep>();
+          step->program = tiny_decode_program(c);
+          return std::shared_ptr<const CompiledStep>(step);
+        },
+        inst);
+    EXPECT_EQ(print_program(e->program), print_program(tiny_decode_program(x))) << x;
+  }
+  EXPECT_GT(sym.counters().guard_failures, 2u);  // the case this is about
+  for (const auto& [c, n] : compiled) EXPECT_EQ(n, 1) << "context " << c;
 }
 
 // A template sent to another process (a generation's forked simulations): encoded and decoded

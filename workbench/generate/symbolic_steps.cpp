@@ -49,8 +49,19 @@ SymbolicSteps::Entry SymbolicSteps::instantiate(CompileCache::Symbolic& t, int64
 }
 
 SymbolicSteps::Entry SymbolicSteps::program(const std::string& key, int64_t x, int64_t max_x, const std::string& where,
-                                            const Compile& compile_at, bool& inst) {
+                                            const Compile& compile_step_at, bool& inst) {
   ++clock_;
+  // A probe that failed at x + 1 is the second program of the template made next: each
+  // compile of the last few is kept by (key, value), and exact (the step compiled again would
+  // be the same program).
+  const Compile compile_at = [&](int64_t c) {
+    for (const auto& r : recent_)
+      if (r.x == c && r.key == key) return r.e;
+    Entry e = compile_step_at(c);
+    if (recent_.size() == kRecentCompiles) recent_.pop_front();
+    recent_.push_back({key, c, e});
+    return e;
+  };
   CompileCache::Symbolic* below = nullptr;  // the template whose guard ends nearest below x
   size_t outside = 0;
   for (auto& t : cache_.symbolic) {

@@ -8,6 +8,7 @@
 // explains each recompile (`--explain-recompiles`).
 #pragma once
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -70,6 +71,14 @@ class SymbolicSteps {
   bool encode_templates_ = false, source_programs_ = true;
   SymbolicCounters n_;
   uint64_t clock_ = 0;  // steps asked for (CompileCache::Symbolic::last_used)
+  // The last compiles, by key and value (program()).
+  struct Recent {
+    std::string key;
+    int64_t x;
+    Entry e;
+  };
+  static constexpr size_t kRecentCompiles = 4;
+  std::deque<Recent> recent_;
   // Lazy: the last key compiled without a template, its value and its program.
   std::string last_key_;
   int64_t last_x_ = 0;
