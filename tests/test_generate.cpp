@@ -6,8 +6,10 @@
 #include <unistd.h>
 
 #include <map>
+#include <set>
 #include <sstream>
 
+#include "driver/front_end_template.h"
 #include "generate/generate.h"
 #include "generate/symbolic_steps.h"
 #include "isa/encoding.h"
@@ -314,6 +316,10 @@ void expect_symbolic_exact(const std::string& model, const std::string& fusion, 
   EXPECT_GT(r.instantiated, 0u) << model << " " << fusion;
   EXPECT_GE(r.guard_failures, min_failures) << model << " " << fusion;
   EXPECT_GE(r.templates, 1u);
+  // Most compiles of a long run take their front half from a template (front_end_steps.h).
+  if (gen >= 100) {
+    EXPECT_GT(r.front_ends_instantiated, r.front_ends_compiled) << model << " " << fusion;
+  }
   // The same cycles as compiling every step.
   CompileCache plain_cache;
   GenerateOptions po = lengths(prompt, gen);
@@ -447,6 +453,97 @@ TEST(GenerateSymbolic, TemplateGuardsAndRefusals) {
   EXPECT_EQ(t->hi(), 116);  // a failed verification does not extend the guard
   EXPECT_TRUE(t->verify(tiny_decode_program(117, "opt-1.3b"), 117, why)) << why;
   EXPECT_EQ(t->hi(), 117);
+}
+
+// The front half of OPT-1.3B's decode step (4 layers, lpu-small) as a template of the context:
+// between 400 and 480 the attention kernels' rows per tile and register layout change several
+// times (no program template spans it), the front end does not. Every instantiation is the
+// front end compiled there, and the back end run on it (with the fixed kernels' tilings from
+// another context) gives the program a whole compile gives.
+TEST(GenerateSymbolic, FrontEndTemplateGivesTheCompiledProgram) {
+  WorkloadSpec w = tiny("opt-1.3b");
+  w.phase = "decode";
+  w.seq_len = 1;
+  w.layers = 4;
+  const CompileOptions co = compile_options_for(testutil::small_arch(), "greedy");
+  auto front = [&](int64_t c) {
+    w.context = c;
+    return compile_front_end(build_graph(w), co);
+  };
+  std::string why;
+  auto t = FrontEndTemplate::make(front(400), 400, front(401), 401, why);
+  ASSERT_TRUE(t) << why;
+  ASSERT_TRUE(t->verify(front(480), 480, why)) << why;
+  EXPECT_EQ(t->hi(), 480);
+  const std::vector<bool>& fixed = t->fixed_kernels();
+  ASSERT_FALSE(fixed.empty());
+  EXPECT_TRUE(std::count(fixed.begin(), fixed.end(), true) > 0);   // the projections and MLPs
+  EXPECT_TRUE(std::count(fixed.begin(), fixed.end(), false) > 0);  // attention
+  Compilation first = compile_back_end(t->instantiate(401));
+  std::vector<std::optional<KernelTiling>> known;
+  for (size_t k = 0; k < fixed.size(); ++k) known.push_back(fixed[k] ? first.schedule.kernels[k].tiling : std::nullopt);
+  std::set<std::string> programs;
+  for (int64_t c : {420, 433, 455, 470}) {
+    FrontEnd f = t->instantiate(c);
+    EXPECT_EQ(print_loop_ir(f.loop_ir), print_loop_ir(front(c).loop_ir)) << c;
+    w.context = c;
+    const std::string whole = print_program(compile_graph(build_graph(w), co).code.program);
+    EXPECT_EQ(print_program(compile_back_end(std::move(f), &known).code.program), whole) << c;
+    programs.insert(whole.substr(whole.find("\n")));
+  }
+  EXPECT_EQ(programs.size(), 4u);
+  // Refusals name what differs: another model's front end; a kernel whose rows are not affine.
+  EXPECT_FALSE(FrontEndTemplate::make(
+      front(20), 20,
+      [&] {
+        WorkloadSpec l = tiny("tiny-llama");
+        l.phase = "decode";
+        l.seq_len = 1;
+        l.context = 21;
+        return compile_front_end(build_graph(l), co);
+      }(),
+      21, why));
+  EXPECT_FALSE(why.empty());
+  FrontEnd odd = front(402);
+  odd.schedule.kernels[0].rows += 1;
+  EXPECT_FALSE(FrontEndTemplate::make(front(400), 400, odd, 402, why));
+  EXPECT_THAT(why, HasSubstr("is not affine"));
+  EXPECT_FALSE(t->verify(odd, 402, why));
+  EXPECT_THAT(why, HasSubstr("rows compiled"));
+  EXPECT_EQ(t->hi(), 480);
+}
+
+// reparse_loop_ir: the lines marked parsed again, the rest taken from the base; where another
+// line changed, a whole parse (which names the line of a mistake).
+TEST(GenerateSymbolic, ReparseTakesUnchangedLinesFromTheBase) {
+  WorkloadSpec w = tiny();
+  w.phase = "decode";
+  w.seq_len = 1;
+  w.context = 9;
+  const CompileOptions co = compile_options_for(testutil::small_arch(), "greedy");
+  const LoopProgram base = compile_front_end(build_graph(w), co).loop_ir;
+  w.context = 10;
+  const std::string text = print_loop_ir(compile_front_end(build_graph(w), co).loop_ir);
+  std::vector<bool> changed;
+  {
+    const std::string b = print_loop_ir(base);
+    size_t i = 0, j = 0;
+    while (i <= text.size() && j <= b.size()) {
+      size_t ni = text.find('\n', i), nj = b.find('\n', j);
+      if (ni == std::string::npos || nj == std::string::npos) break;
+      changed.push_back(text.substr(i, ni - i) != b.substr(j, nj - j));
+      i = ni + 1, j = nj + 1;
+    }
+  }
+  ASSERT_GT(std::count(changed.begin(), changed.end(), true), 0);
+  EXPECT_EQ(print_loop_ir(reparse_loop_ir(base, text, changed)), text);
+  // A line outside the buffers and nodes marked (the name): the whole text is parsed.
+  std::string renamed = text;
+  renamed.replace(0, renamed.find('\n'), "loop_ir renamed");
+  std::vector<bool> name_too = changed;
+  name_too[0] = true;
+  EXPECT_EQ(reparse_loop_ir(base, renamed, name_too).name, "renamed");
+  EXPECT_THROW(reparse_loop_ir(base, "loop_ir x\nbuffers:\n  a: f16[-1] input\n", {true, true, true}), InputError);
 }
 
 // Contexts of a decode step compiled by SymbolicSteps as a generation walks them: on the tiny

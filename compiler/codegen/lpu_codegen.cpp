@@ -212,10 +212,16 @@ HostOp host_op_of(const LoopProgram& p, const LoopNode& n) {
 }  // namespace
 
 std::vector<KernelTiling> plan_kernel_tiling(const LoopProgram& p, const Schedule& s, const CodegenOptions& opts,
-                                             TileAccessCache* cache) {
+                                             TileAccessCache* cache,
+                                             const std::vector<std::optional<KernelTiling>>* known) {
   std::vector<KernelTiling> tiling;
   TileAccessCache own(opts.vector_chains);
-  for (const Kernel& k : s.kernels) tiling.push_back(tile_kernel(p, k, opts, cache ? cache : &own));
+  for (size_t i = 0; i < s.kernels.size(); ++i) {
+    if (known && i < known->size() && (*known)[i])
+      tiling.push_back(*(*known)[i]);
+    else
+      tiling.push_back(tile_kernel(p, s.kernels[i], opts, cache ? cache : &own));
+  }
   return tiling;
 }
 

@@ -60,8 +60,11 @@ KernelCost kernel_cost(const LoopProgram& p, const Kernel& k, const CodegenOptio
 // driver records it in the schedule (Kernel::tiling) after scheduling. Throws InputError when a
 // kernel cannot fit local memory even with one row per tile and cannot be tiled in columns,
 // naming the kernel, the bytes it needs and why not in columns. `cache` as for kernel_cost.
+// `known`: tilings already planned for some kernels (by index), taken as they are: a kernel's
+// tiling depends only on its nodes, the buffers they touch and the options (as kernel_cost).
 std::vector<KernelTiling> plan_kernel_tiling(const LoopProgram& p, const Schedule& s, const CodegenOptions& opts,
-                                             TileAccessCache* cache = nullptr);
+                                             TileAccessCache* cache = nullptr,
+                                             const std::vector<std::optional<KernelTiling>>* known = nullptr);
 
 // Emits each kernel with the tiling recorded in the schedule (a kernel without one is planned
 // here, with plan_kernel_tiling's errors); `tiling` in the result is the one emitted. `cache`

@@ -51,4 +51,17 @@ Graph normalize_graph(const Graph& g);
 
 Compilation compile_graph(const Graph& g, const CompileOptions& opts);
 
+// compile_graph in two halves, for a compile whose front half is known another way (a decode
+// step's front end instantiated from a template, driver/front_end_template.h):
+// compile_back_end(compile_front_end(g, o)) gives compile_graph(g, o)'s program, schedule and
+// loop IR (its `captured` and `core` graphs stay empty).
+struct FrontEnd {
+  LoopProgram loop_ir;      // lowered and verified
+  Schedule schedule;        // as scheduled: kernels without their tiling
+  CodegenOptions codegen;   // the compile's, less the collectives' area at the top of local memory
+};
+FrontEnd compile_front_end(const Graph& g, const CompileOptions& opts);
+// `known_tiling`: kernels whose tiling is known (plan_kernel_tiling's `known`).
+Compilation compile_back_end(FrontEnd fe, const std::vector<std::optional<KernelTiling>>* known_tiling = nullptr);
+
 }  // namespace lpu

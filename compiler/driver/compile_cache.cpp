@@ -204,14 +204,24 @@ KernelCost KernelCostMemo::cost(const LoopProgram& p, const Kernel& k, const Cod
   return c;
 }
 
-Compilation compile_with_memo(const Graph& g, const CompileOptions& opts, KernelCostMemo& memo) {
+namespace {
+CompileOptions with_memo(const CompileOptions& opts, KernelCostMemo& memo) {
   CompileOptions o = opts;
   o.cost_model = [&memo](const LoopProgram& lp, const CodegenOptions& cg) {
     memo.prepare(lp, cg.vector_chains);
     // Pointers: the loop IR and the options outlive the scheduling that calls this.
     return [&memo, p = &lp, c = &cg](const Kernel& k, bool with_traffic) { return memo.cost(*p, k, *c, with_traffic); };
   };
-  return compile_graph(g, o);
+  return o;
+}
+}  // namespace
+
+Compilation compile_with_memo(const Graph& g, const CompileOptions& opts, KernelCostMemo& memo) {
+  return compile_graph(g, with_memo(opts, memo));
+}
+
+FrontEnd front_end_with_memo(const Graph& g, const CompileOptions& opts, KernelCostMemo& memo) {
+  return compile_front_end(g, with_memo(opts, memo));
 }
 
 std::optional<RankTemplates> RankTemplates::make(const CompiledStep& a, int64_t sa, const CompiledStep& b, int64_t sb,

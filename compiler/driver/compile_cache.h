@@ -69,6 +69,8 @@ class KernelCostMemo {
 // compile_graph with its cost model replaced by `memo` (CompileOptions::cost_model): the same
 // pipeline, so the same program (test_generate compares them over a range of contexts).
 Compilation compile_with_memo(const Graph& g, const CompileOptions& opts, KernelCostMemo& memo);
+// compile_front_end (driver/compile.h) with the same cost model.
+FrontEnd front_end_with_memo(const Graph& g, const CompileOptions& opts, KernelCostMemo& memo);
 
 // A compiled step: device 0's program and, with tensor parallelism, the other devices'.
 struct CompiledStep {

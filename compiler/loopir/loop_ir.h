@@ -134,6 +134,14 @@ std::string print_loop_node(const LoopNode& n, const std::map<std::string, DType
 std::string print_loop_ir(const LoopProgram& p);
 // Throws InputError naming SOURCE:LINE and what was expected; the result is verified.
 LoopProgram parse_loop_ir(const std::string& text, const std::string& source = "<text>");
+// parse_loop_ir(text) where `text` is print_loop_ir(base) but for the lines marked in
+// `changed_lines` (one flag per line of `text`): only the buffers and nodes on those lines are
+// parsed; the rest are base's. Falls back to parse_loop_ir where another line changed or the
+// layout differs. Not verified (verify_loop_ir costs more than the parse): for texts a
+// front-end template derives from verified programs (driver/front_end_template.h), whose
+// guard is checked by compiling in full; never for text from a user.
+LoopProgram reparse_loop_ir(const LoopProgram& base, const std::string& text, const std::vector<bool>& changed_lines,
+                            const std::string& source = "<text>");
 
 // Checks what every pass after lowering relies on, and throws InputError naming the program,
 // the node and the broken rule: unique node names; each buffer read or written exists and

@@ -324,21 +324,69 @@ class ProgramParser {
     bare_header("buffers:");
     for (; indented(); ++i_) {
       LoopLine l = line(i_);
-      Buffer b;
-      b.name = l.word();
-      l.expect(':');
+      Buffer b = buffer(l);
       if (p_.buffers.count(b.name)) l.fail(strcat("buffer '", b.name, "' listed twice"));
-      b.type.dtype = l.dtype();
-      b.type.shape = l.int_list();
-      if (std::string why = shape_problem(b.type.shape, /*allow_empty=*/true); !why.empty()) l.fail(why);
-      b.role = parse_role(l);
-      if (!l.at_end()) b.quant = parse_buffer_quant(l, b);
-      if (!l.at_end()) l.fail("expected the end of the line after the role");
-      b.strides = contiguous_strides(b.type.shape);
       p_.buffers[b.name] = b;
     }
   }
 
+  // NAME: DTYPE[SHAPE] ROLE [QUANT]
+  static Buffer buffer(LoopLine& l) {
+    Buffer b;
+    b.name = l.word();
+    l.expect(':');
+    b.type.dtype = l.dtype();
+    b.type.shape = l.int_list();
+    if (std::string why = shape_problem(b.type.shape, /*allow_empty=*/true); !why.empty()) l.fail(why);
+    b.role = parse_role(l);
+    if (!l.at_end()) b.quant = parse_buffer_quant(l, b);
+    if (!l.at_end()) l.fail("expected the end of the line after the role");
+    b.strides = contiguous_strides(b.type.shape);
+    return b;
+  }
+
+ public:
+  // `base` with the buffer and node lines marked in `changed` parsed again (the text's other
+  // lines print `base`'s buffers and nodes: the same line layout, line for line). False when
+  // a line outside the buffers and nodes changed: then parse() is the way.
+  bool patch(const LoopProgram& base, const std::vector<bool>& changed, LoopProgram& out) {
+    if (changed.size() != lines_.size()) return false;
+    p_ = base;
+    if (changed[i_]) return false;
+    ++i_;  // the name line
+    if (i_ >= lines_.size() || changed[i_]) return false;
+    ++i_;  // buffers:
+    for (; indented(); ++i_) {
+      if (!changed[i_]) continue;
+      LoopLine l = line(i_);
+      Buffer b = buffer(l);
+      auto it = p_.buffers.find(b.name);
+      if (it == p_.buffers.end()) return false;
+      it->second = std::move(b);
+    }
+    // inputs, outputs, constants and the nodes header: none may change
+    const size_t nodes_at = [&] {
+      size_t k = i_;
+      while (k < lines_.size() && lines_[k] != "nodes:") ++k;
+      return k;
+    }();
+    for (size_t k = i_; k <= nodes_at && k < lines_.size(); ++k)
+      if (changed[k]) return false;
+    if (nodes_at >= lines_.size()) return false;
+    i_ = nodes_at + 1;
+    for (size_t k = 0; k < p_.nodes.size(); ++k) {
+      if (i_ + 1 >= lines_.size() || indented()) return false;
+      if (changed[i_] || changed[i_ + 1])
+        p_.nodes[k] = node();
+      else
+        i_ += 2;
+    }
+    if (i_ != lines_.size()) return false;
+    out = std::move(p_);
+    return true;
+  }
+
+ private:
   void constants() {
     skip_blank();
     if (i_ >= lines_.size() || lines_[i_].rfind("constants:", 0) != 0) return;
@@ -444,6 +492,13 @@ class ProgramParser {
 
 LoopProgram parse_loop_ir(const std::string& text, const std::string& source) {
   return ProgramParser(text, source).parse();
+}
+
+LoopProgram reparse_loop_ir(const LoopProgram& base, const std::string& text, const std::vector<bool>& changed_lines,
+                            const std::string& source) {
+  LoopProgram out;
+  if (ProgramParser(text, source).patch(base, changed_lines, out)) return out;
+  return parse_loop_ir(text, source);  // verified
 }
 
 }  // namespace lpu

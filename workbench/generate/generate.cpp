@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "codegen/lpu_codegen.h"
+#include "generate/front_end_steps.h"
 #include "generate/step_runner.h"
 #include "generate/symbolic_steps.h"
 #include "isa/encoding.h"
@@ -160,6 +161,7 @@ class Generation {
   void check_lengths(const TransformerShape* m, const std::string& prompt_src, const std::string& gen_src);
   void plan();
   Program compile_rank(const WorkloadSpec& s, CompileCache::Entry& e);
+  Compilation compile_at_depth(const WorkloadSpec& s, const CompileOptions& opts);
   Entry compile_step(const WorkloadSpec& s);
   void explain(const std::string& line) {
     if (o_.explain) *o_.explain << "[recompiles] " << line << "\n";
@@ -194,6 +196,7 @@ class Generation {
   CompileOptions co_;
   bool symbolic_ = false;
   std::unique_ptr<SymbolicSteps> sym_;
+  std::unique_ptr<FrontEndSteps> front_ends_;  // with sym_: decode steps' front halves from templates
   int64_t last_context_ = 0;
   std::unique_ptr<Progress> progress_;
   Entry last_prepared_;          // the program of the step prepared last
@@ -300,9 +303,11 @@ void Generation::plan() {
   r_.symbolic = symbolic_;
   r_.regional = o_.regional && !require_policy(o_.fusion).simulates && !graph_cache_;
   last_context_ = r_.prompt_len + r_.gen_len - 2;
-  if (symbolic_)
+  if (symbolic_) {
     sym_ = std::make_unique<SymbolicSteps>(cache_, co_.codegen.hbm_alignment, SymbolicSteps::Make::Eager,
                                            [this](const std::string& line) { explain(line); });
+    front_ends_ = std::make_unique<FrontEndSteps>(last_context_);
+  }
 }
 
 Program Generation::compile_rank(const WorkloadSpec& s, CompileCache::Entry& e) {
@@ -314,18 +319,29 @@ Program Generation::compile_rank(const WorkloadSpec& s, CompileCache::Entry& e) 
     return std::move(c.code.program);
   }
   if (o_.regional) {  // the repeated layer compiled once (regional.h); whole when it does not apply
-    RegionalProgram rp = compile_regional(s, co_, [&](const Graph& g, const CompileOptions& opts) {
-      return compile_with_memo(g, opts, cache_.cost_memo);
-    });
+    RegionalProgram rp = compile_regional(
+        s, co_,
+        std::function<Compilation(const WorkloadSpec&, const CompileOptions&)>(
+            [&](const WorkloadSpec& at, const CompileOptions& opts) { return compile_at_depth(at, opts); }));
     r_.regional_compiles += rp.regional;
     e.kernels = rp.kernels;
     e.compulsory_hbm_bytes = rp.compulsory_hbm_bytes;
     return std::move(rp.program);
   }
-  Compilation c = compile_with_memo(build_graph(s), co_, cache_.cost_memo);
+  Compilation c = compile_at_depth(s, co_);
   e.kernels = c.schedule.kernels.size();
   e.compulsory_hbm_bytes = c.compulsory_hbm_bytes;
   return std::move(c.code.program);
+}
+
+// A decode step of a built-in decoder through the front-end templates; anything else whole.
+Compilation Generation::compile_at_depth(const WorkloadSpec& s, const CompileOptions& opts) {
+  if (!front_ends_ || s.phase != "decode" || !s.graph.empty() || !decoder_of(s))
+    return compile_with_memo(build_graph(s), opts, cache_.cost_memo);
+  WorkloadSpec sym = s;
+  sym.context = -1;
+  const std::string key = strcat(step_cache_key(sym, opts, arch_), ";tp=", s.tp, ";rank=", s.tp_rank);
+  return front_ends_->compile(key, s, opts, cache_.cost_memo);
 }
 
 // One compile of a step: every rank's program (rank 0's kernels and compulsory bytes).
@@ -538,6 +554,10 @@ GenerateResult Generation::run() {
     r_.guard_failures = n.guard_failures;
     r_.templates = n.templates;
   }
+  if (front_ends_) {
+    r_.front_ends_instantiated = front_ends_->counters().instantiated;
+    r_.front_ends_compiled = front_ends_->counters().compiled;
+  }
   r_.cost_memo_hits = cache_.cost_memo.hits() - memo_hits0;
   r_.cost_memo_misses = cache_.cost_memo.misses() - memo_misses0;
   r_.wall_s = seconds_since(t0);
@@ -671,7 +691,9 @@ nlohmann::json GenerateResult::to_json() const {
         {"instantiated", instantiated},
         {"guard_extensions", guard_extensions},
         {"guard_failures", guard_failures},
-        {"templates", templates}}},
+        {"templates", templates},
+        {"front_ends_instantiated", front_ends_instantiated},
+        {"front_ends_compiled", front_ends_compiled}}},
       {"cost_model_memo", {{"hits", cost_memo_hits}, {"misses", cost_memo_misses}}},
       {"steps", steps_j},
       // The only part that differs between two runs of the same generation.
@@ -764,6 +786,9 @@ std::string GenerateResult::summary() const {
        symbolic ? strcat(templates, " templates, ", instantiated, " steps instantiated, ", guard_extensions,
                          " guard extensions, ", guard_failures, " guard failures")
                 : graph_cache_note(static_kv_cache)},
+      {"front ends of compiles",
+       symbolic ? strcat(front_ends_instantiated, " from templates, ", front_ends_compiled, " compiled in full")
+                : std::string("-")},
       {"cost-model memo hits / misses", strcat(cost_memo_hits, " / ", cost_memo_misses)},
       {"wall",
        strcat(format_number("%.2f s", wall_s), " (compile ", format_number("%.2f s", compile_s), ", simulate ",

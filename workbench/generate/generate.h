@@ -99,6 +99,9 @@ struct GenerateResult {
   // Symbolic decode programs: steps instantiated (part of cache_hits), guards extended by a
   // verifying compile, guard failures (recompiles), templates made.
   size_t instantiated = 0, guard_extensions = 0, guard_failures = 0, templates = 0;
+  // Front-end templates (generate/front_end_steps.h): compiles (at one depth) whose front half
+  // was instantiated, front halves compiled in full (probes included).
+  size_t front_ends_instantiated = 0, front_ends_compiled = 0;
   int64_t devices = 1;  // tensor parallelism: the devices every step runs on (arch devices; 1 for a graph file)
   size_t cost_memo_hits = 0, cost_memo_misses = 0;  // kernel_cost calls answered by the memo, computed
   size_t simulations = 0;  // simulate() calls (a step with the previous step's program reuses its statistics)

@@ -26,10 +26,19 @@ bool regional_applies(const WorkloadSpec& w, std::string* why_not) {
 
 RegionalProgram compile_regional(const WorkloadSpec& w, const CompileOptions& opts,
                                  const std::function<Compilation(const Graph&, const CompileOptions&)>& compile) {
+  return compile_regional(
+      w, opts,
+      std::function<Compilation(const WorkloadSpec&, const CompileOptions&)>(
+          [&](const WorkloadSpec& s, const CompileOptions& o) { return compile(build_graph(s), o); }));
+}
+
+RegionalProgram compile_regional(
+    const WorkloadSpec& w, const CompileOptions& opts,
+    const std::function<Compilation(const WorkloadSpec&, const CompileOptions&)>& compile) {
   RegionalProgram r;
   r.layers = decoder_depth(w);
   auto whole = [&] {
-    Compilation c = compile(build_graph(w), opts);
+    Compilation c = compile(w, opts);
     r.program = std::move(c.code.program);
     r.kernels = c.schedule.kernels.size();
     r.compulsory_hbm_bytes = c.compulsory_hbm_bytes;
@@ -40,7 +49,7 @@ RegionalProgram compile_regional(const WorkloadSpec& w, const CompileOptions& op
   auto at = [&](int64_t layers) {
     WorkloadSpec s = w;
     s.layers = layers;
-    return compile(build_graph(s), opts);
+    return compile(s, opts);
   };
   Compilation three = at(3), four = at(4);
   std::string why;

@@ -36,5 +36,9 @@ bool regional_applies(const WorkloadSpec& w, std::string* why_not = nullptr);
 // compilation does not apply or the two programs make no template (why_not says which).
 RegionalProgram compile_regional(const WorkloadSpec& w, const CompileOptions& opts,
                                  const std::function<Compilation(const Graph&, const CompileOptions&)>& compile);
+// The same with a pipeline that takes the workload at each depth (it builds the graph when it
+// needs one: generate's front-end templates, generate/front_end_steps.h, may not).
+RegionalProgram compile_regional(const WorkloadSpec& w, const CompileOptions& opts,
+                                 const std::function<Compilation(const WorkloadSpec&, const CompileOptions&)>& compile);
 
 }  // namespace lpu
