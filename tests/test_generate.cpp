@@ -479,7 +479,10 @@ TEST(GenerateSymbolic, FrontEndTemplateGivesTheCompiledProgram) {
   ASSERT_FALSE(fixed.empty());
   EXPECT_TRUE(std::count(fixed.begin(), fixed.end(), true) > 0);   // the projections and MLPs
   EXPECT_TRUE(std::count(fixed.begin(), fixed.end(), false) > 0);  // attention
-  Compilation first = compile_back_end(t->instantiate(401));
+  KernelCodeReuse reuse;  // the fixed kernels' code, recorded at 401 and copied after
+  reuse.reusable = fixed;
+  Compilation first = compile_back_end(t->instantiate(401), nullptr, &reuse);
+  for (size_t k = 0; k < fixed.size(); ++k) EXPECT_EQ(k < reuse.kernels.size() && reuse.kernels[k], fixed[k]) << k;
   std::vector<std::optional<KernelTiling>> known;
   for (size_t k = 0; k < fixed.size(); ++k) known.push_back(fixed[k] ? first.schedule.kernels[k].tiling : std::nullopt);
   std::set<std::string> programs;
@@ -488,7 +491,7 @@ TEST(GenerateSymbolic, FrontEndTemplateGivesTheCompiledProgram) {
     EXPECT_EQ(print_loop_ir(f.loop_ir), print_loop_ir(front(c).loop_ir)) << c;
     w.context = c;
     const std::string whole = print_program(compile_graph(build_graph(w), co).code.program);
-    EXPECT_EQ(print_program(compile_back_end(std::move(f), &known).code.program), whole) << c;
+    EXPECT_EQ(print_program(compile_back_end(std::move(f), &known, &reuse).code.program), whole) << c;
     programs.insert(whole.substr(whole.find("\n")));
   }
   EXPECT_EQ(programs.size(), 4u);

@@ -10,6 +10,7 @@
 #include "codegen/kernel_emitter.h"
 #include "codegen/tile_footprint.h"
 #include "codegen/tile_plan.h"
+#include "isa/program_template.h"
 #include "codegen/tile_skew.h"
 #include "graph/attrs_json.h"
 #include "graph/collective.h"
@@ -225,8 +226,73 @@ std::vector<KernelTiling> plan_kernel_tiling(const LoopProgram& p, const Schedul
   return tiling;
 }
 
+namespace {
+// Kernel `ki`'s code recorded with its HBM addresses relative to their buffers (prog.buffers'
+// order), or copied back with them moved to this program's buffers.
+void record_kernel_code(const Program& prog, size_t from, const KernelTiling& kt, KernelCodeReuse::Code& out) {
+  std::vector<uint64_t> bases;  // ascending: place() lays buffers out in order
+  for (const auto& b : prog.buffers) bases.push_back(b.hbm_addr);
+  out.tiling = kt;
+  for (size_t i = from; i < prog.code.size(); ++i) {
+    Instruction in = prog.code[i];
+    int64_t b = -1;
+    if (uses_hbm_address(in.opcode) && !bases.empty()) {
+      auto it = std::upper_bound(bases.begin(), bases.end(), in.hbm_addr);
+      b = it == bases.begin() ? 0 : static_cast<int64_t>(it - bases.begin() - 1);
+      in.hbm_addr -= bases[static_cast<size_t>(b)];
+    }
+    out.code.push_back(std::move(in));
+    out.buffer.push_back(b);
+  }
+}
+
+void copy_kernel_code(const KernelCodeReuse::Code& c, Program& prog) {
+  for (size_t i = 0; i < c.code.size(); ++i) {
+    prog.code.push_back(c.code[i]);
+    if (c.buffer[i] >= 0) prog.code.back().hbm_addr += prog.buffers.at(static_cast<size_t>(c.buffer[i])).hbm_addr;
+  }
+}
+
+// A tiled kernel's code (its hoisted loads, then its tiles in issue order) appended to `code`;
+// returns the tiling emitted.
+KernelTiling emit_tiled_kernel(const LoopProgram& p, const Kernel& k, int id, const CodegenOptions& opts,
+                               TileAccessCache& access, const std::map<std::string, uint64_t>& hbm,
+                               std::vector<Instruction>& code) {
+  // The tiling recorded in the schedule (the driver plans it after scheduling), else planned here.
+  const KernelTiling kt = k.tiling ? *k.tiling : tile_kernel(p, k, opts, &access);
+  if (kt.kernel != k.name || kt.tile_rows <= 0)
+    throw InternalError(strcat("codegen: kernel ", k.name, " has no tiling of its own (", kt.kernel, ")"));
+  TilePlan plan = plan_from_tiling(p, k, kt);
+  int64_t rows = plan.rows, hoisted = plan.hoisted, tb = plan.tile_bytes, nbuf = plan.buffers;
+  const TileWalk walk = TileWalk::record(p, k, plan.col_tiled ? &plan.columns : nullptr, access);
+  KernelEmitter e(walk, id, hbm);
+  std::vector<std::vector<Instruction>> tile_code;
+  int64_t tiles = 0;
+  uint64_t region0 = static_cast<uint64_t>(align_up(hoisted, kLmAlign));
+  // Double-buffered regions start at fixed halves of the local memory above the hoisted
+  // operands, not at multiples of the tile's size: a tile's size grows with the context in
+  // steps of the allocation granule, and an address that follows it would not be affine in
+  // the context (generate's symbolic programs, isa/program_template.h, need it to be).
+  const int64_t region_stride =
+      nbuf > 1 ? std::max(tb, (opts.lmu_bytes - static_cast<int64_t>(region0)) / nbuf / kLmAlign * kLmAlign) : tb;
+  // Row tiles in order, each as its column tiles left to right (one tile without column tiling).
+  for (int64_t r0 = 0; r0 < k.rows; r0 += rows)
+    for (int64_t j = 0; j < plan.col_tiles; ++j, ++tiles) {
+      uint64_t base = region0 + static_cast<uint64_t>((tiles % nbuf) * region_stride);
+      auto [c0, cw] = column_window(plan, j);
+      tile_code.emplace_back();
+      e.emit_tile(r0, std::min(rows, k.rows - r0), c0, cw, base, static_cast<uint64_t>(tb), tile_code.back());
+    }
+  code.insert(code.end(), e.hoisted_code().begin(), e.hoisted_code().end());
+  std::vector<Instruction> body = order_tiles(std::move(tile_code), nbuf, id, opts);
+  code.insert(code.end(), body.begin(), body.end());
+  return {k.name, rows, tiles, hoisted, tb, plan.col_tiled ? plan.cols : 0, plan.col_tiles, nbuf};
+}
+
+}  // namespace
+
 CodegenResult generate_lpu_program(const LoopProgram& p, const Schedule& s, const CodegenOptions& opts,
-                                   TileAccessCache* cache) {
+                                   TileAccessCache* cache, KernelCodeReuse* reuse) {
   CodegenResult res;
   Program& prog = res.program;
   prog.name = p.name;
@@ -288,35 +354,19 @@ CodegenResult generate_lpu_program(const LoopProgram& p, const Schedule& s, cons
       res.tiling.push_back({k.name, 0, 0, 0, 0, 0, 0, 0});
       continue;
     }
-    // The tiling recorded in the schedule (the driver plans it after scheduling), else planned here.
-    const KernelTiling kt = k.tiling ? *k.tiling : tile_kernel(p, k, opts, &access);
-    if (kt.kernel != k.name || kt.tile_rows <= 0)
-      throw InternalError(strcat("codegen: kernel ", k.name, " has no tiling of its own (", kt.kernel, ")"));
-    TilePlan plan = plan_from_tiling(p, k, kt);
-    int64_t rows = plan.rows, hoisted = plan.hoisted, tb = plan.tile_bytes, nbuf = plan.buffers;
-    const TileWalk walk = TileWalk::record(p, k, plan.col_tiled ? &plan.columns : nullptr, access);
-    KernelEmitter e(walk, id, hbm);
-    std::vector<std::vector<Instruction>> tile_code;
-    int64_t tiles = 0;
-    uint64_t region0 = static_cast<uint64_t>(align_up(hoisted, kLmAlign));
-    // Double-buffered regions start at fixed halves of the local memory above the hoisted
-    // operands, not at multiples of the tile's size: a tile's size grows with the context in
-    // steps of the allocation granule, and an address that follows it would not be affine in
-    // the context (generate's symbolic programs, isa/program_template.h, need it to be).
-    const int64_t region_stride =
-        nbuf > 1 ? std::max(tb, (opts.lmu_bytes - static_cast<int64_t>(region0)) / nbuf / kLmAlign * kLmAlign) : tb;
-    // Row tiles in order, each as its column tiles left to right (one tile without column tiling).
-    for (int64_t r0 = 0; r0 < k.rows; r0 += rows)
-      for (int64_t j = 0; j < plan.col_tiles; ++j, ++tiles) {
-        uint64_t base = region0 + static_cast<uint64_t>((tiles % nbuf) * region_stride);
-        auto [c0, cw] = column_window(plan, j);
-        tile_code.emplace_back();
-        e.emit_tile(r0, std::min(rows, k.rows - r0), c0, cw, base, static_cast<uint64_t>(tb), tile_code.back());
-      }
-    prog.code.insert(prog.code.end(), e.hoisted_code().begin(), e.hoisted_code().end());
-    std::vector<Instruction> body = order_tiles(std::move(tile_code), nbuf, id, opts);
-    prog.code.insert(prog.code.end(), body.begin(), body.end());
-    res.tiling.push_back({k.name, rows, tiles, hoisted, tb, plan.col_tiled ? plan.cols : 0, plan.col_tiles, nbuf});
+    const bool reusable = reuse && ki < reuse->reusable.size() && reuse->reusable[ki];
+    if (reusable && ki < reuse->kernels.size() && reuse->kernels[ki]) {
+      copy_kernel_code(*reuse->kernels[ki], prog);
+      res.tiling.push_back(reuse->kernels[ki]->tiling);
+      continue;
+    }
+    const size_t kernel_start = prog.code.size();
+    res.tiling.push_back(emit_tiled_kernel(p, k, id, opts, access, hbm, prog.code));
+    if (reusable) {
+      if (reuse->kernels.size() <= ki) reuse->kernels.resize(ki + 1);
+      reuse->kernels[ki].emplace();
+      record_kernel_code(prog, kernel_start, res.tiling.back(), *reuse->kernels[ki]);
+    }
   }
   Instruction halt;
   halt.opcode = Opcode::Halt;

@@ -66,12 +66,28 @@ std::vector<KernelTiling> plan_kernel_tiling(const LoopProgram& p, const Schedul
                                              TileAccessCache* cache = nullptr,
                                              const std::vector<std::optional<KernelTiling>>* known = nullptr);
 
+// Kernels whose code an earlier compile emitted: the same nodes, buffers, tiling and options
+// give the same instructions but for HBM addresses, which move with the buffers before them
+// (a KV cache that grows). generate_lpu_program copies such a kernel's code, its HBM addresses
+// moved to this program's memory map, instead of emitting it, and records the code of the
+// kernels marked `reusable` that have none yet. For a decode step's front-end template
+// (driver/front_end_template.h), whose fixed kernels are the same at every context.
+struct KernelCodeReuse {
+  struct Code {
+    std::vector<Instruction> code;
+    std::vector<int64_t> buffer;  // per instruction: the buffer its HBM address points into (-1: none)
+    KernelTiling tiling;
+  };
+  std::vector<bool> reusable;               // per kernel of the schedule
+  std::vector<std::optional<Code>> kernels;  // per kernel: its code, once recorded
+};
+
 // Emits each kernel with the tiling recorded in the schedule (a kernel without one is planned
 // here, with plan_kernel_tiling's errors); `tiling` in the result is the one emitted. `cache`
 // as for kernel_cost: the driver passes the one tiling was planned with, so each kernel's walk
 // (codegen/tile_walk.h) is recorded from access analyses already made.
 CodegenResult generate_lpu_program(const LoopProgram& p, const Schedule& s, const CodegenOptions& opts,
-                                   TileAccessCache* cache = nullptr);
+                                   TileAccessCache* cache = nullptr, KernelCodeReuse* reuse = nullptr);
 
 // One tile as the emitter emits it, for checking the tile-footprint analysis against
 // (tests/test_tile_footprint.cpp): the tile region's peak, the HBM bytes of its instructions,

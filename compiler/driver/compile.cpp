@@ -84,14 +84,15 @@ FrontEnd front_end_of_core(const Graph& core, const CompileOptions& opts, TileAc
 
 // Tiling and code generation into `c`.
 void back_end(Compilation& c, FrontEnd&& fe, TileAccessCache& access,
-              const std::vector<std::optional<KernelTiling>>* known_tiling = nullptr) {
+              const std::vector<std::optional<KernelTiling>>* known_tiling = nullptr,
+              KernelCodeReuse* reuse = nullptr) {
   c.loop_ir = std::move(fe.loop_ir);
   c.schedule = std::move(fe.schedule);
   // Tiling is decided once, on the tile-footprint analysis the fusion cost model used too, and
   // recorded in the schedule; code generation emits that tiling.
   std::vector<KernelTiling> tiling = plan_kernel_tiling(c.loop_ir, c.schedule, fe.codegen, &access, known_tiling);
   for (size_t i = 0; i < tiling.size(); ++i) c.schedule.kernels[i].tiling = tiling[i];
-  c.code = generate_lpu_program(c.loop_ir, c.schedule, fe.codegen, &access);
+  c.code = generate_lpu_program(c.loop_ir, c.schedule, fe.codegen, &access, reuse);
   if (c.code.tiling.size() != c.schedule.kernels.size())
     throw InternalError("code generation tiled a different number of kernels than the schedule has");
   c.compulsory_hbm_bytes = compulsory_hbm_bytes(c.loop_ir);
@@ -115,10 +116,11 @@ FrontEnd compile_front_end(const Graph& g, const CompileOptions& opts) {
   return front_end_of_core(normalize_graph(g), opts, access);
 }
 
-Compilation compile_back_end(FrontEnd fe, const std::vector<std::optional<KernelTiling>>* known_tiling) {
+Compilation compile_back_end(FrontEnd fe, const std::vector<std::optional<KernelTiling>>* known_tiling,
+                             KernelCodeReuse* reuse) {
   Compilation c;
   TileAccessCache access(fe.codegen.vector_chains);
-  back_end(c, std::move(fe), access, known_tiling);
+  back_end(c, std::move(fe), access, known_tiling, reuse);
   return c;
 }
 

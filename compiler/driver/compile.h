@@ -61,7 +61,9 @@ struct FrontEnd {
   CodegenOptions codegen;   // the compile's, less the collectives' area at the top of local memory
 };
 FrontEnd compile_front_end(const Graph& g, const CompileOptions& opts);
-// `known_tiling`: kernels whose tiling is known (plan_kernel_tiling's `known`).
-Compilation compile_back_end(FrontEnd fe, const std::vector<std::optional<KernelTiling>>* known_tiling = nullptr);
+// `known_tiling`: kernels whose tiling is known (plan_kernel_tiling's `known`); `reuse`: kernels
+// whose code is known or to be recorded (generate_lpu_program's).
+Compilation compile_back_end(FrontEnd fe, const std::vector<std::optional<KernelTiling>>* known_tiling = nullptr,
+                             KernelCodeReuse* reuse = nullptr);
 
 }  // namespace lpu

@@ -31,7 +31,8 @@ FrontEndSteps::Held* FrontEndSteps::holding(const std::string& key, int64_t x) {
 
 Compilation FrontEndSteps::instantiate(Held& h, int64_t x) {
   ++n_.instantiated;
-  Compilation c = compile_back_end(h.t.instantiate(x), h.tilings.empty() ? nullptr : &h.tilings);
+  if (h.code.reusable.empty()) h.code.reusable = h.t.fixed_kernels();
+  Compilation c = compile_back_end(h.t.instantiate(x), h.tilings.empty() ? nullptr : &h.tilings, &h.code);
   if (h.tilings.empty()) {
     const std::vector<bool>& fixed = h.t.fixed_kernels();
     for (size_t k = 0; k < c.schedule.kernels.size(); ++k)
@@ -67,7 +68,7 @@ Compilation FrontEndSteps::compile(const std::string& key, const WorkloadSpec& s
     if (auto t = FrontEndTemplate::make(f.fe, x - 1, here, x, why)) {
       ++n_.templates;
       if (templates_.size() == kTemplatesKept) templates_.erase(templates_.begin());
-      templates_.push_back({key, std::move(*t), {}});
+      templates_.push_back({key, std::move(*t), {}, {}});
     }
     break;
   }

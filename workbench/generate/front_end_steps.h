@@ -39,8 +39,10 @@ class FrontEndSteps {
   struct Held {
     std::string key;
     FrontEndTemplate t;
-    // The tilings of the template's fixed kernels, from its first instantiation's compile.
+    // The tilings and code of the template's fixed kernels, from its first instantiation's
+    // compile.
     std::vector<std::optional<KernelTiling>> tilings;
+    KernelCodeReuse code;
   };
   Compilation instantiate(Held& h, int64_t x);
   struct Full {
