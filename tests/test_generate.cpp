@@ -547,6 +547,7 @@ TEST(GenerateSymbolic, ReparseTakesUnchangedLinesFromTheBase) {
   name_too[0] = true;
   EXPECT_EQ(reparse_loop_ir(base, renamed, name_too).name, "renamed");
   EXPECT_THROW(reparse_loop_ir(base, "loop_ir x\nbuffers:\n  a: f16[-1] input\n", {true, true, true}), InputError);
+  EXPECT_THROW(reparse_loop_ir(base, "", {}), InputError);  // nothing to patch: parsed, and refused
 }
 
 // Contexts of a decode step compiled by SymbolicSteps as a generation walks them: on the tiny

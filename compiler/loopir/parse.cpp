@@ -350,7 +350,7 @@ class ProgramParser {
   // lines print `base`'s buffers and nodes: the same line layout, line for line). False when
   // a line outside the buffers and nodes changed: then parse() is the way.
   bool patch(const LoopProgram& base, const std::vector<bool>& changed, LoopProgram& out) {
-    if (changed.size() != lines_.size()) return false;
+    if (lines_.empty() || changed.size() != lines_.size()) return false;
     p_ = base;
     if (changed[i_]) return false;
     ++i_;  // the name line
