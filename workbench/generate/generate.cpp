@@ -203,8 +203,8 @@ class Generation {
   StepSimFigures last_figures_;  // the figures of the step recorded last
   // In a forked simulation: the template of the last step sent as one and that step's program,
   // instantiated in place for the next context (ProgramTemplate::instantiate_into).
-  struct HeldTemplate {
-    uint64_t id = 0;
+  struct HeldTemplate {  // no member initialisers: clang could not default-construct it in the optional below
+    uint64_t id;
     ProgramTemplate t;
     CompiledStep step;
   };
