@@ -96,6 +96,15 @@ void check_memory_bounds(const Program& p, const ArchConfig& arch) {
     if (in.opcode == Opcode::LoopEnd && !loop_counts.empty()) loop_counts.pop_back();
     // Steps advance per iteration of the innermost loop only; outer loops repeat its range.
     int64_t iterations = loop_counts.empty() || in.opcode == Opcode::LoopBegin ? 1 : loop_counts.back();
+    // Every operand of every simulated instruction passes here: the messages are built only
+    // for an instruction with an operand out of bounds.
+    bool fits = true;
+    for_each_operand(in, [&](const Access& a) {
+      int64_t lo = 0, hi = 0;
+      const int64_t capacity = a.memory == Memory::Hbm ? hbm.bytes : lmu.bytes;
+      fits = fits && extent(a, iterations, lo, hi) && lo >= 0 && hi <= capacity;
+    });
+    if (fits) continue;
     accesses(in, operands);
     for (const Access& a : operands) {
       std::string why = access_problem(a, iterations, a.memory == Memory::Hbm ? hbm : lmu);

@@ -169,14 +169,17 @@ std::string chain_problem(const Instruction& in) {
   if (!chain_reduction(*in.acc))
     return strcat(mnemonic(in), ": row reduction ", red, " is not one a chain does (rsum, rmax, rmin or rmean)");
   const Span128 column = byte_span(in.acc_addr, in.rows, 1, 1, 1);
-  const std::string clash = strcat(mnemonic(in), ": the row reduction's column (", red, " lm:", hex(in.acc_addr), ", [",
-                                   in.rows, ", 1]) overlaps ");
+  // Built only for a message: every chained instruction of every simulated program comes here.
+  auto clash = [&] {
+    return strcat(mnemonic(in), ": the row reduction's column (", red, " lm:", hex(in.acc_addr), ", [", in.rows,
+                  ", 1]) overlaps ");
+  };
   if (overlap(column, byte_span(in.lm_addr, in.rows, in.cols, in.lm_row_stride(), 1)))
-    return strcat(clash, "the destination at lm:", hex(in.lm_addr), " (one pass writes both)");
+    return strcat(clash(), "the destination at lm:", hex(in.lm_addr), " (one pass writes both)");
   for (size_t k = 0; k < in.srcs.size(); ++k) {
     const Operand& o = in.srcs[k];
     if (!o.immediate && overlap(column, byte_span(o.addr, in.rows, in.cols, o.rs, o.cs)))
-      return strcat(clash, in.srcs.size() == 1 ? std::string("the source") : strcat("source ", k + 1),
+      return strcat(clash(), in.srcs.size() == 1 ? std::string("the source") : strcat("source ", k + 1),
                     " at lm:", hex(o.addr), " (one pass reads it while writing the column)");
   }
   return {};

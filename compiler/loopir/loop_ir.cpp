@@ -1,7 +1,6 @@
 #include "loopir/loop_ir.h"
 
 #include <algorithm>
-#include <functional>
 #include <set>
 #include <sstream>
 
@@ -62,24 +61,48 @@ int64_t LoopNode::cols() const {
 }
 int64_t LoopNode::out_cols() const { return kind == LoopKind::Reduction ? 1 : cols(); }
 
+namespace {
+// A body is a DAG (shared subexpressions): each node is visited once.
+void collect_loads(const Expr& e, std::set<const ExprNode*>& visited, std::set<std::string>& seen,
+                   std::vector<Expr>& out) {
+  if (!visited.insert(e.get()).second) return;
+  if (e->kind == ExprKind::Load) {
+    if (seen.insert(e->buffer + "[" + e->index.str() + "]").second) out.push_back(e);
+    return;
+  }
+  for (const auto& a : e->args) collect_loads(a, visited, seen, out);
+}
+
+void collect_buffers(const Expr& e, std::set<const ExprNode*>& visited, std::set<std::string>& out) {
+  if (!visited.insert(e.get()).second) return;
+  if (e->kind == ExprKind::Load) {
+    out.insert(e->buffer);
+    return;
+  }
+  for (const auto& a : e->args) collect_buffers(a, visited, out);
+}
+}  // namespace
+
 std::vector<Expr> LoopNode::loads() const {
   std::vector<Expr> out;
   std::set<std::string> seen;
   std::set<const ExprNode*> visited;
-  std::function<void(const Expr&)> walk = [&](const Expr& e) {
-    if (!visited.insert(e.get()).second) return;
-    if (e->kind == ExprKind::Load) {
-      if (seen.insert(e->buffer + "[" + e->index.str() + "]").second) out.push_back(e);
-      return;
-    }
-    for (const auto& a : e->args) walk(a);
-  };
-  if (body) walk(body);
-  if (gather_index) walk(gather_index);
+  if (body) collect_loads(body, visited, seen, out);
+  if (gather_index) collect_loads(gather_index, visited, seen, out);
   for (const auto& b : host_inputs)  // a host node reads each operand buffer whole
     if (seen.insert(b + "[host]").second) out.push_back(make_load(b, Index(), dtype));
   if (!gather_table.empty() && seen.insert(gather_table + "[gather]").second)
     out.push_back(make_load(gather_table, Index(), dtype));  // the table, read indirectly
+  return out;
+}
+
+std::set<std::string> LoopNode::loaded_buffers() const {
+  std::set<std::string> out;
+  std::set<const ExprNode*> visited;
+  if (body) collect_buffers(body, visited, out);
+  if (gather_index) collect_buffers(gather_index, visited, out);
+  out.insert(host_inputs.begin(), host_inputs.end());
+  if (!gather_table.empty()) out.insert(gather_table);
   return out;
 }
 

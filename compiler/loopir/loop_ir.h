@@ -80,6 +80,8 @@ struct LoopNode {
   int64_t cols() const;        // the iteration width (reduction width for reductions)
   int64_t out_cols() const;    // columns of the result: cols() for pointwise, 1 for reductions
   std::vector<Expr> loads() const;  // every Load in the body, in first-visit order, deduplicated
+  // The buffers of loads(), without building their indices' text (compulsory traffic asks this).
+  std::set<std::string> loaded_buffers() const;
 };
 
 // How a load (or store) walks memory in a node's row/column view:

@@ -29,9 +29,8 @@ int64_t compulsory_hbm_bytes(const LoopProgram& p) {
   std::set<std::string> read_otherwise;
   for (const LoopNode& n : p.nodes) {
     if (n.kind == LoopKind::Gather) gathered_rows[n.gather_table] += n.rows();
-    for (const Expr& l : n.loads())
-      if (n.kind != LoopKind::Gather || l->buffer != n.gather_table) read_otherwise.insert(l->buffer);
-    for (const auto& h : n.host_inputs) read_otherwise.insert(h);
+    for (const std::string& b : n.loaded_buffers())  // host inputs included
+      if (n.kind != LoopKind::Gather || b != n.gather_table) read_otherwise.insert(b);
   }
   int64_t b = 0;
   for (const auto& n : p.inputs) {

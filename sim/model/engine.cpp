@@ -104,7 +104,8 @@ void Engine::finish(const Started& s) {
   switch (opcode_info(done.opcode).arith) {
     case Arith::SxeFlops:  // a multiply and an add per MAC; packed weights: several per lane and cycle
       kc.sxe_flops += 2 * work;
-      kc.sxe_lane_flops += 2 * work / ctx_.arch->sxe.packed_lanes_of(quant_format_name(done.quant.format));
+      kc.sxe_lane_flops +=
+          2 * work / (done.quant.on() ? ctx_.arch->sxe.packed_lanes_of(quant_format_name(done.quant.format)) : 1);
       break;
     case Arith::VxeOps: kc.vxe_ops += work; break;
     case Arith::None: break;
