@@ -237,6 +237,7 @@ void TopLevel::add_device(int d, const Program& p, const TensorMap* inputs) {
   c->record_trace = d == 0 && record_trace_;
   c->period = sc_core::sc_time(arch_.period_ps(), sc_core::SC_PS);
   c->one_ps = sc_core::sc_time(1, sc_core::SC_PS);
+  c->kernel = sc_core::sc_get_curr_simcontext();
   c->kernels.resize(std::max<size_t>(p.kernels.size(), 1));
   reserve_span_logs(p, c->kernels);
   c->wall_deadline = wall_deadline_;

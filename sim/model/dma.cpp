@@ -51,7 +51,7 @@ double Dma::execute(const IssueTicket& tk, double start_ps) {
   }
 
   double setup_end = start_ps + ctx_.period.to_double() * ctx_.arch->dma.setup_cycles;
-  double now = sc_core::sc_time_stamp().to_double();
+  double now = ctx_.now_ps();
   double hbm_done = setup_end;
   auto& kc = ctx_.kernel_of(in);
   ctx_.hbm_windows.clear();

@@ -25,7 +25,7 @@ Engine::Engine(sc_core::sc_module_name name, DeviceContext& ctx, Unit unit, int 
 }
 
 void Engine::push(const IssueTicket& t) {
-  queue_.push_back({t, sc_core::sc_time_stamp().to_double()});
+  queue_.push_back({t, ctx_.now_ps()});
   queued_ = static_cast<int>(queue_.size());
   pushed_.notify(sc_core::SC_ZERO_TIME);
 }
@@ -39,7 +39,7 @@ void Engine::worker() {
     Started s;
     if (!start_next(s)) return;
     // execute() may itself have waited (the RTL SXE runs its clocked tree meanwhile).
-    const double now = sc_core::sc_time_stamp().to_double();
+    const double now = ctx_.now_ps();
     if (s.end > now) wait(ctx_.ps(s.end - now));
     finish(s);
   }
@@ -58,7 +58,7 @@ void Engine::worker_step(size_t which) {
       return;
     }
     if (!start_next(s)) return;
-    const double now = sc_core::sc_time_stamp().to_double();
+    const double now = ctx_.now_ps();
     if (s.end > now) {
       s.running = true;
       next_trigger(ctx_.ps(s.end - now));
@@ -73,7 +73,7 @@ bool Engine::start_next(Started& s) {
   s.instr = q.ticket.instr;
   queue_.pop_front();
   queued_ = static_cast<int>(queue_.size());
-  s.start = sc_core::sc_time_stamp().to_double();
+  s.start = ctx_.now_ps();
   if (busy_++ == 0) occupied_since_ = s.start;
   try {
     s.end = execute(q.ticket, s.start);
@@ -94,7 +94,7 @@ bool Engine::start_next(Started& s) {
 void Engine::finish(const Started& s) {
   const size_t i = s.instr;
   Counters& c = counters_;
-  if (--busy_ == 0) c.occupied_ps += sc_core::sc_time_stamp().to_double() - occupied_since_;
+  if (--busy_ == 0) c.occupied_ps += ctx_.now_ps() - occupied_since_;
   c.busy_ps += s.end - s.start;
   const Instruction& done = ctx_.instr(i);
   const double work = instruction_work(done);

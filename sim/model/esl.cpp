@@ -45,7 +45,7 @@ double Esl::execute(const IssueTicket& tk, double start_ps) {
   t.dst = in.lm_addr;
   t.bytes = bytes;
   t.tile = std::move(tile);
-  const double now = sc_core::sc_time_stamp().to_double();
+  const double now = ctx_.now_ps();
   s.link->send(ctx_.ps(arrive - now), std::move(t));
   return link_end;
 }

@@ -123,7 +123,7 @@ void Hbm::b_transport(tlm::tlm_generic_payload& trans, sc_core::sc_time& delay) 
   const auto& h = ctx_.arch->hbm;
   uint64_t addr = trans.get_address();
   uint64_t len = trans.get_data_length();
-  double start = (sc_core::sc_time_stamp() + delay).to_double();
+  double start = (ctx_.now() + delay).to_double();
 
   // Burst-align the run: [first burst start, last burst end).
   uint64_t burst = banks_ ? banks_->burst_bytes() : static_cast<uint64_t>(h.burst_bytes);
@@ -159,7 +159,7 @@ void Hbm::b_transport(tlm::tlm_generic_payload& trans, sc_core::sc_time& delay) 
     counters_.read_bytes += len;
   else
     counters_.write_bytes += len;
-  delay = ctx_.ps(done) - sc_core::sc_time_stamp();
+  delay = ctx_.ps(done) - ctx_.now();
   trans.set_response_status(tlm::TLM_OK_RESPONSE);
 }
 

@@ -137,7 +137,7 @@ void Isu::retire(size_t instr) {
   }
   in_flight_count_ = static_cast<int>(in_flight_.size());
   auto& kc = ctx_.kernels[static_cast<size_t>(std::max(ctx_.instr(instr).kernel, 0))];
-  kc.last_retire_ps = std::max(kc.last_retire_ps, sc_core::sc_time_stamp().to_double());
+  kc.last_retire_ps = std::max(kc.last_retire_ps, ctx_.now_ps());
   if (instr >= ctx_.program->code.size()) ctx_.instances.erase(instr);
   retired_.notify(sc_core::SC_ZERO_TIME);
 }
@@ -190,7 +190,7 @@ bool Isu::fetch() {
     const Instruction& in = ctx_.instr(i);
     Pending p;
     p.id = i;
-    p.fetched_ps = sc_core::sc_time_stamp().to_double();
+    p.fetched_ps = ctx_.now_ps();
     p.barrier = opcode_unit(in.opcode) == Unit::Isu;
     if (!p.barrier) {
       p.engine = engine_for(in.opcode);
@@ -261,7 +261,7 @@ Isu::Verdict Isu::check(size_t k) {
     }
     return Verdict::Hazard;
   }
-  if (p.hazard_clear_ps < 0) p.hazard_clear_ps = sc_core::sc_time_stamp().to_double();
+  if (p.hazard_clear_ps < 0) p.hazard_clear_ps = ctx_.now_ps();
   if (p.engine->full()) return Verdict::Queue;
   p.inputs_ready_ps = ready;
   p.prefetching = prefetching;
@@ -300,7 +300,7 @@ void Isu::issue(size_t k) {
   window_.erase(window_.begin() + static_cast<std::ptrdiff_t>(k));
   count_in_window(p.engine, -1);
   const Instruction& in = ctx_.instr(p.id);
-  double now = sc_core::sc_time_stamp().to_double();
+  double now = ctx_.now_ps();
   double t1 = p.hazard_clear_ps < 0 ? now : p.hazard_clear_ps;
   if (p.prefetching) ++prefetching_;
   const Footprint& f = fp(p.f);
@@ -333,7 +333,7 @@ Isu::Wake Isu::step() {
         if (run_once(w)) return w;
         break;
       case Phase::Blocked: {
-        const double waited = sc_core::sc_time_stamp().to_double() - blocked_since_;
+        const double waited = ctx_.now_ps() - blocked_since_;
         (blocked_head_ == Verdict::Queue ? counters_.queue_stall_ps : counters_.hazard_stall_ps) += waited;
         window_.front().engine->add_stall(waited);
         phase_ = Phase::Run;
@@ -388,7 +388,7 @@ bool Isu::run_once(Wake& w) {
       return false;
     }
     // Barriers and token waits are the device waiting on sync: its kernel's Span::Sync.
-    barrier_since_ = sc_core::sc_time_stamp().to_double();
+    barrier_since_ = ctx_.now_ps();
     if (in.opcode == Opcode::SyncSignal)
       phase_ = Phase::SignalDrain;
     else if (token_due(in, barrier_))
@@ -415,7 +415,7 @@ bool Isu::run_once(Wake& w) {
     waiting |= bit;
   }
   if (pick == window_.size()) {
-    blocked_since_ = sc_core::sc_time_stamp().to_double();
+    blocked_since_ = ctx_.now_ps();
     blocked_head_ = head;
     phase_ = Phase::Blocked;
     w = {&retired_, {}, false};
@@ -424,7 +424,7 @@ bool Isu::run_once(Wake& w) {
   const int kernel = ctx_.instr(window_[pick].id).kernel;
   issue(pick);
   if (issue_time_ > sc_core::SC_ZERO_TIME) {
-    double t = sc_core::sc_time_stamp().to_double();
+    double t = ctx_.now_ps();
     ctx_.kernels[static_cast<size_t>(std::max(kernel, 0))].log.push_back({t, t + issue_time_.to_double(), Span::Issue});
     w = {nullptr, issue_time_, false};
     return true;
@@ -436,7 +436,7 @@ bool Isu::run_once(Wake& w) {
 // sync_wait_ps). A wait that ended on a deadlock stops the ISU there (no finish).
 void Isu::end_barrier() {
   const Instruction& in = ctx_.instr(barrier_);
-  const double s1 = sc_core::sc_time_stamp().to_double();
+  const double s1 = ctx_.now_ps();
   if (s1 > barrier_since_) ctx_.kernel_of(in).log.push_back({barrier_since_, s1, Span::Sync});
   if (in.opcode == Opcode::SyncWait) counters_.sync_wait_ps += s1 - barrier_since_;
   phase_ = in.opcode == Opcode::SyncWait && !ctx_.sync->deadlock.empty() ? Phase::Done : Phase::Run;
@@ -454,7 +454,7 @@ bool Isu::past_wall_deadline() {
 
 void Isu::finish() {
   ctx_.finished = true;
-  ctx_.finish_ps = sc_core::sc_time_stamp().to_double();
+  ctx_.finish_ps = ctx_.now_ps();
   if (ctx_.sync) {
     ++ctx_.sync->finished;
     check_deadlock();

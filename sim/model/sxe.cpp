@@ -41,7 +41,7 @@ double Sxe::execute(const IssueTicket& tk, double start_ps) {
     for (int64_t k = 0; k < K; ++k)
       for (int64_t n = 0; n < N; ++n) runs.push_back({k * in.hbm_rs + n * in.hbm_cs, 1});
   }
-  double now = sc_core::sc_time_stamp().to_double();
+  double now = ctx_.now_ps();
   double hbm_done = start_ps;
   auto& kc = ctx_.kernel_of(in);
   ctx_.hbm_windows.clear();
@@ -173,7 +173,7 @@ double Sxe::rtl_end(const Instruction& in, double earliest_ps, double hbm_done) 
   const int64_t cols = (in.cols + cfg.mac_trees - 1) / cfg.mac_trees;
   const double period = ctx_.period.to_double();
   for (const uint64_t ticket = rtl_next_ticket_++; ticket != rtl_serving_;) sc_core::wait(rtl_turn_);
-  const double now = sc_core::sc_time_stamp().to_double();
+  const double now = ctx_.now_ps();
   if (earliest_ps > now) sc_core::wait(ctx_.ps(earliest_ps - now));
   const double tree_start = std::max(earliest_ps, now);
   double beats = static_cast<double>(M * cols) * std::ceil(static_cast<double>(K) / cfg.lanes);

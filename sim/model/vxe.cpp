@@ -215,7 +215,7 @@ VxeRtlUnit* Vxe::rtl_unit(const Instruction& in) const {
 // fixed-point formats and checks its results against the C++ reference; the values the program
 // sees still come from compute() (fp32).
 double Vxe::rtl_end(const Instruction& in, VxeRtlUnit& unit, double start_ps) {
-  const double now = sc_core::sc_time_stamp().to_double();
+  const double now = ctx_.now_ps();
   if (start_ps > now) sc_core::wait(ctx_.ps(start_ps - now));
   const int64_t n = in.rows * in.cols;
   uint64_t cycles;
