@@ -3,6 +3,7 @@
 
 #include "codegen/lpu_codegen.h"
 #include "driver/compile.h"
+#include "jobs/jobs.h"
 #include "ref/reference.h"
 #include "simulator.h"
 #include "support/error.h"
@@ -167,6 +168,36 @@ TEST(Schedule, VerifierRefusesAConcatenationReadBeforeAllItsParts) {
     FAIL() << "verify_schedule accepted a partial concatenation";
   } catch (const InputError& e) {
     EXPECT_THAT(e.what(), ::testing::HasSubstr("after 1 of its 2 writers in this kernel"));
+  }
+}
+
+// A path back into a candidate's fused kernel can run through a group that spans the
+// candidate, one member before its last node and one after: the cycle search must not stop at
+// the candidate's last node (schedule.cpp, cycle_reason). Prefill chunks on a cached context
+// fused such cycles on lpu-small and the compile failed with an internal error, among them
+// every `lpu serve` of OPT-1.3B there (its step-cost probe of a 96-token chunk on 1,024 cached
+// tokens). These are the shapes that failed.
+TEST(Schedule, GreedyFusesNoCycleThroughAGroupSpanningTheCandidate) {
+  const ArchConfig a = load_arch_config(std::string(LPU_SOURCE_DIR) + "/configs/lpu-small.yaml");
+  const CompileOptions co = compile_options_for(a, "greedy");
+  struct Shape {
+    const char* model;
+    int64_t tokens, context;
+  };
+  for (const Shape& s : {Shape{"opt-1.3b", 80, 1024}, Shape{"opt-1.3b", 96, 1024}, Shape{"opt-1.3b", 72, 1500},
+                         Shape{"opt-1.3b", 200, 1500}, Shape{"llama2-7b", 136, 1024}, Shape{"llama2-7b", 200, 1500}}) {
+    WorkloadSpec w = resolve_workload(std::string(s.model) + "-decode");
+    w.seq_len = s.tokens;
+    w.context = s.context;
+    w.layers = 1;
+    const std::string shape = strcat(s.model, " ", s.tokens, " tokens on ", s.context);
+    Compilation c;
+    ASSERT_NO_THROW(c = compile_graph(build_graph(w), co)) << shape;
+    EXPECT_NO_THROW(verify_schedule(c.loop_ir, c.schedule)) << shape;
+    // The search found the path it used to miss: some pair is refused for it.
+    size_t cycles = 0;
+    for (const auto& d : c.schedule.decisions) cycles += d.reason.find("would create a cycle") != std::string::npos;
+    EXPECT_GT(cycles, 0u) << shape;
   }
 }
 

@@ -59,6 +59,9 @@ struct Groups {
   explicit Groups(size_t n) : parent(n), list(n), version(n, 0), out_edges(n, {-1, {}}) {
     std::iota(parent.begin(), parent.end(), 0);
     for (size_t i = 0; i < n; ++i) list[i] = {static_cast<int>(i)};
+    while (leaves_ < n) leaves_ *= 2;
+    last_member_.assign(2 * leaves_, -1);
+    for (size_t i = 0; i < n; ++i) set_last_member(static_cast<int>(i), static_cast<int>(i));
   }
   int find(int x) {
     while (parent[static_cast<size_t>(x)] != x) {
@@ -82,6 +85,18 @@ struct Groups {
     lb.clear();
     lb.shrink_to_fit();
     ++version[static_cast<size_t>(a)];
+    set_last_member(b, -1);
+    set_last_member(a, la.back());
+  }
+  // The last member of any group whose first member is at most x: where a group that starts
+  // before x can end (cycle_reason's bound). Max over [0, x] of the tree below.
+  int last_member_upto(int x) const {
+    int r = -1;
+    for (size_t lo = leaves_, hi = leaves_ + static_cast<size_t>(x) + 1; lo < hi; lo /= 2, hi /= 2) {
+      if (lo & 1) r = std::max(r, last_member_[lo++]);
+      if (hi & 1) r = std::max(r, last_member_[--hi]);
+    }
+    return r;
   }
   const std::vector<int>& members(int g) { return list[static_cast<size_t>(find(g))]; }
 
@@ -103,6 +118,15 @@ struct Groups {
 
  private:
   std::vector<std::pair<int, std::vector<std::pair<int, int>>>> out_edges;  // version, edges
+  // A max segment tree over node indices: at a representative's leaf its group's last member,
+  // -1 at every other node's.
+  size_t leaves_ = 1;
+  std::vector<int> last_member_;
+  void set_last_member(int node, int value) {
+    size_t i = leaves_ + static_cast<size_t>(node);
+    last_member_[i] = value;
+    for (i /= 2; i > 0; i /= 2) last_member_[i] = std::max(last_member_[2 * i], last_member_[2 * i + 1]);
+  }
 };
 
 // A set of node indices emptied in O(1) (a stamp per node), for the membership tests the
@@ -424,21 +448,27 @@ std::vector<Candidate> fusion_candidates(const Analysis& a) {
 // depend on and feed them. The path runs over kernels, not nodes: a group already fused is one
 // kernel, so entering it at one member and leaving it at another is a path too (two sibling
 // nodes fused horizontally, one fed by the merged group and one feeding it, close a cycle that
-// no node-level path shows). Nodes are in topological order and a group's representative is
-// its smallest member, so a group whose first member comes after the merged group's last one
-// never leads back into it: the search stops there.
-// A group past the last member, or one visited already, would be popped and skipped: it is not
+// no node-level path shows).
+// Where nodes are in topological order, the search stops at groups that start past a bound B:
+// every group starting at or before B also ends there (B is the closure of the merged group's
+// last member under "the last member of a group starting at or before it"), so a group starting
+// past B has all its members past B, its edges lead past B, into such groups only, and never
+// back into the merged group. (The bound was once the merged group's last member alone, which
+// missed a path through a group spanning it, one member before and one after: OPT-1.3B's
+// 96-token chunk on a 1024-token cache fused a cycle.)
+// A group past the bound, or one visited already, would be popped and skipped: it is not
 // pushed at all, which visits the same groups in the same order (and so finds the same edge).
 std::string cycle_reason(const Analysis& a, Groups& groups, const std::vector<int>& merged) {
   NodeSet& in = a.members;
   in.clear();
   for (int m : merged) in.insert(m);
-  int last = merged.back();
+  int bound = merged.back();
+  for (int end = groups.last_member_upto(bound); end > bound; end = groups.last_member_upto(bound)) bound = end;
   std::vector<int>& stack = a.stack;  // groups to visit
   stack.clear();
   NodeSet& seen = a.visited;
   seen.clear();
-  auto unvisited = [&](int g) { return !(a.topological && g > last) && !seen.count(g); };
+  auto unvisited = [&](int g) { return !(a.topological && g > bound) && !seen.count(g); };
   for (int m : merged)
     for (int s : a.succs[static_cast<size_t>(m)])
       if (!in.count(s))
