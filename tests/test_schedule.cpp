@@ -201,6 +201,27 @@ TEST(Schedule, GreedyFusesNoCycleThroughAGroupSpanningTheCandidate) {
   }
 }
 
+// The kind of shape that exposed it, beyond the listed ones: prefill chunks of several lengths
+// on several cached contexts, on the small and the large preset, compile to a valid schedule.
+TEST(Schedule, GreedySchedulesPrefillChunksOnCachedContexts) {
+  for (const char* arch : {"lpu-small", "lpu-asic"}) {
+    const ArchConfig a = load_arch_config(strcat(LPU_SOURCE_DIR, "/configs/", arch, ".yaml"));
+    const CompileOptions co = compile_options_for(a, "greedy");
+    for (const char* model : {"opt-1.3b", "llama2-7b"})
+      for (int64_t tokens : {17, 100, 250})
+        for (int64_t context : {300, 1900}) {
+          WorkloadSpec w = resolve_workload(std::string(model) + "-decode");
+          w.seq_len = tokens;
+          w.context = context;
+          w.layers = 1;
+          Compilation c;
+          ASSERT_NO_THROW(c = compile_graph(build_graph(w), co))
+              << arch << " " << model << " " << tokens << " tokens on " << context;
+          EXPECT_NO_THROW(verify_schedule(c.loop_ir, c.schedule));
+        }
+  }
+}
+
 TEST(Schedule, UnknownPolicyIsInputError) { EXPECT_THROW(compile_builtin("softmax", "magic"), InputError); }
 
 TEST(Codegen, LocalMemoryTooSmallNamesKernelAndBytes) {
