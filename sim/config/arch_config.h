@@ -158,7 +158,8 @@ struct ArchConfig {
   } energy;
 
   struct Sim {
-    double max_us = 1e7;      // watchdog: simulated time limit
+    double max_us = 1e9;      // watchdog: simulated time limit (1000 s: a serving step on a small
+                              // device, a long prefill batch, runs for tens of seconds)
     double max_wall_s = 600;  // watchdog: wall-clock time limit of one simulation
   } sim;
 
