@@ -88,7 +88,9 @@ def test_attention_columns_and_rows(profile):
         assert ms(r, "attn_prefill") > 0 and r["time_stats.attn_decode.median"] == ""
     for r in decode:
         assert ms(r, "attn_decode") > 0 and r["time_stats.attn_prefill.median"] == ""
-        assert ms(r, "attn_kv_cache_save") > 0
+        # The new K/V rows are written by their projection (or rope) into the step's output: the
+        # split into heads is a reshape, not a copy, so no kernel saves them apart.
+        assert ms(r, "attn_kv_cache_save") == 0
     assert {(r["n_embd"], r["n_q_head"], r["n_kv_head"], r["block_size"], r["max_model_len"]) for r in rows} == \
         {("64", "4", "2", "16", "256")}
 
@@ -102,9 +104,8 @@ def test_op_times_add_up_to_the_step():
     times = lpu.profile.op_times_ms(run, unfused)
     assert sum(times.values()) == pytest.approx(run["latency_us"] / 1e3, rel=1e-9)
     assert sum(lpu.profile.kernel_wall_cycles(run)) == run["cycles"]
-    assert set(times) == {"outside_layers", "input_layernorm", "attn_pre_proj", "attn_rope", "attn", "attn_kv_cache_save",
-                          "attn_post_proj", "add", "post_attention_layernorm", "mlp_up_proj", "mlp_act",
-                          "mlp_down_proj"}
+    assert set(times) == {"outside_layers", "input_layernorm", "attn_pre_proj", "attn_rope", "attn", "attn_post_proj",
+                          "add", "post_attention_layernorm", "mlp_up_proj", "mlp_act", "mlp_down_proj"}
 
 
 def test_unknown_nodes_and_models_are_refused(tmp_path):

@@ -2,6 +2,9 @@
 // -> LPU program -> SystemC model, in functional and timing mode.
 #include <gtest/gtest.h>
 
+#include <map>
+#include <tuple>
+
 #include "codegen/lpu_codegen.h"
 #include "codegen/tile_skew.h"
 #include "codegen/tile_walk.h"
@@ -446,4 +449,52 @@ TEST(EndToEnd, GatheredGemmOperandsAreChecked) {
   EXPECT_NE(error(gemm + "lm:0x80 [1, 0], #2.5").find("slab size"), std::string::npos);
   EXPECT_NE(error(gemm + "#3, #16").find("row indices must be in local memory"), std::string::npos);
   EXPECT_NE(error(gemm + "lm:0x80 [1, 0]").find("t.s:4"), std::string::npos);
+}
+
+// A decoder layer's intermediates share the HBM of the same ones in the layer before
+// (codegen/hbm_assign.h), and the values stay right however the engines overlap the layers (the
+// scoreboard orders each write after the reads of the bytes' previous owner). Two more layers
+// add their weights, caches and outputs, and of their intermediates only the residual stream:
+// the next layer reads it in the kernel that writes its own (the fused residual add), so two
+// layers' copies live at once and keep bytes of their own. Without the sharing, every
+// intermediate of the two layers would be added.
+TEST(EndToEnd, LayersShareTheirIntermediatesHbm) {
+  auto spec = [](const char* phase, int64_t seq, int64_t ctx, int64_t layers) {
+    WorkloadSpec w;
+    w.name = w.model = "tiny-opt";
+    w.phase = phase;
+    w.seq_len = seq;
+    w.context = ctx;
+    TransformerShape m = *find_transformer("tiny-opt");
+    m.layers = layers;
+    w.decoder = m;
+    return w;
+  };
+  auto aligned = [](const BufferDecl& b) { return static_cast<uint64_t>((b.bytes() + 255) / 256 * 256); };
+  for (auto [phase, seq, ctx] : {std::tuple{"decode", 1, 16}, std::tuple{"prefill", 12, 0}}) {
+    uint64_t bytes[2] = {0, 0}, persistent[2] = {0, 0}, unshared[2] = {0, 0}, residual = 0;
+    for (int64_t i = 0; i < 2; ++i) {
+      const int64_t layers = 3 + 2 * i;
+      RunOutcome o = run_job(spec(phase, seq, ctx, layers), small_arch(), "greedy", true);
+      ASSERT_TRUE(o.check.has_value());
+      EXPECT_TRUE(o.check->ok) << phase << " at " << layers << " layers: " << o.check->worst;
+      const Program& p = o.comp.code.program;
+      bytes[i] = p.hbm_bytes_allocated();
+      std::map<uint64_t, int> layer1;  // layer 1's intermediates, by address
+      for (const auto& b : p.buffers) {
+        (b.role == BufferRole::Intermediate ? unshared[i] : persistent[i]) += aligned(b);
+        if (b.role == BufferRole::Intermediate && b.name.rfind("l1.", 0) == 0) ++layer1[b.hbm_addr];
+        if (b.name == "l0.ffn_residual") residual = aligned(b);
+      }
+      for (const auto& b : p.buffers) {
+        if (b.role == BufferRole::Intermediate && b.name.rfind("l0.", 0) == 0 && b.name != "l0.ffn_residual" &&
+            b.bytes() > 0) {
+          EXPECT_EQ(layer1.count(b.hbm_addr), 1u) << phase << ": " << b.name << " has no layer-1 twin at its address";
+        }
+      }
+    }
+    ASSERT_GT(residual, 0u) << phase;
+    EXPECT_EQ(bytes[1] - bytes[0], persistent[1] - persistent[0] + 2 * residual) << phase;
+    EXPECT_GT(unshared[1] - unshared[0], 2 * residual) << phase << ": what the two layers' intermediates would take";
+  }
 }

@@ -2,6 +2,7 @@
 
 #include "driver/compile.h"
 #include "isa/encoding.h"
+#include "isa/hbm_layout.h"
 #include "isa/program.h"
 #include "isa/program_fields.h"
 #include "isa/program_template.h"
@@ -350,4 +351,33 @@ TEST(Isa, TemplatesSeeTheDestinationRowStride) {
   ASSERT_TRUE(t) << why;
   EXPECT_EQ(t->symbolic_fields(), 1u);
   EXPECT_EQ(t->instantiate(3).code[0].lm_rs, 384);
+}
+
+// The HBM layout rule (isa/hbm_layout.h): regions in order of their leaders, each as large as its
+// largest member; members at their region's base; the regions found again from the addresses.
+TEST(HbmLayout, RegionsTakeTheirLargestMember) {
+  auto buf = [](const char* name, int64_t elems) {
+    BufferDecl b;
+    b.name = name;
+    b.type = {DType::f32, {elems}};
+    return b;
+  };
+  // w (1000 B), a (400 B) and c (800 B) share a region, b (4 B) and z (0 B) have their own.
+  std::vector<BufferDecl> bufs = {buf("w", 250), buf("a", 100), buf("b", 1), buf("c", 200), buf("z", 0), buf("d", 8)};
+  const std::vector<size_t> leader = {0, 1, 2, 1, 4, 5};
+  const std::vector<uint64_t> base = region_layout(bufs, leader, 256);
+  EXPECT_EQ(base, (std::vector<uint64_t>{0, 1024, 2048, 1024, 2304, 2304}));
+  for (size_t i = 0; i < bufs.size(); ++i) bufs[i].hbm_addr = base[i];
+  // From the addresses: the zero-byte z joins d's region, which lays out the same bytes.
+  const std::vector<size_t> found = region_leaders(bufs);
+  EXPECT_EQ(found, (std::vector<size_t>{0, 1, 2, 1, 4, 4}));
+  EXPECT_EQ(region_layout(bufs, found, 256), base);
+  const RegionLookup at(base, found);
+  EXPECT_EQ(at.leader_at(0), 0u);
+  EXPECT_EQ(at.leader_at(1023), 0u);
+  EXPECT_EQ(at.leader_at(1024 + 700), 1u);  // inside c, in a's region
+  EXPECT_EQ(at.leader_at(2048), 2u);
+  EXPECT_EQ(at.leader_at(2310), 4u);
+  EXPECT_THROW(region_layout(bufs, {0, 1, 2, 1, 4, 3}, 256), InternalError);  // d's "leader" c leads no region
+  EXPECT_THROW(region_layout(bufs, {0, 1, 2, 1, 5, 5}, 256), InternalError);  // z's leader comes after it
 }

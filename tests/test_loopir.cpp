@@ -162,3 +162,30 @@ TEST(LoopIR, EmbeddingBecomesAGather) {
   TensorMap in = make_random_inputs(g, 4);
   EXPECT_LT(compare_tensors(interpret_loop_ir(lp, in)[0], run_reference(g, in)[0]).max_abs_error, 1e-7);
 }
+
+// A graph output that is a reshape of an intermediate (all its elements, in order) is that
+// buffer, with the output's shape: no copy. A strided view (a transpose) is still copied into a
+// buffer of its own. Values agree with the reference either way.
+TEST(LoopIR, ReshapedOutputsNeedNoCopy) {
+  Graph g("outs");
+  NodeId x = g.add_placeholder("x", f32({4, 8}));
+  NodeId w = g.add_parameter("w", f32({8}));
+  NodeId y = g.add_call("mul", {x, w}, {}, "y");
+  NodeId r = g.add_call("reshape", {y}, {{"shape", std::vector<int64_t>{2, 2, 8}}}, "r");
+  NodeId t = g.add_call("permute", {y}, {{"dims", std::vector<int64_t>{1, 0}}}, "t");
+  g.set_output({r, t});
+  Graph core = run_passes(g, default_passes());
+  LoopProgram p = lower_to_loop_ir(core);
+  ASSERT_EQ(p.outputs.size(), 2u);
+  const Buffer& held = p.buffers.at(p.outputs[0]);
+  EXPECT_EQ(held.type.shape, (Shape{2, 2, 8}));
+  EXPECT_EQ(held.role, BufferRole::Output);
+  EXPECT_EQ(p.outputs[0], "y") << "the reshape is held by the buffer it reshapes";
+  EXPECT_EQ(p.buffers.at(p.outputs[1]).type.shape, (Shape{8, 4}));
+  EXPECT_EQ(p.outputs[1], "t_out") << "the transpose is a strided view: it needs its copy";
+  TensorMap in = make_random_inputs(core, 3);
+  auto want = run_reference(core, in);
+  auto got = interpret_loop_ir(p, in);
+  ASSERT_EQ(want.size(), got.size());
+  for (size_t i = 0; i < want.size(); ++i) EXPECT_EQ(compare_tensors(got[i], want[i]).max_abs_error, 0.0) << i;
+}

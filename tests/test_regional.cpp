@@ -6,6 +6,7 @@
 #include "isa/layer_template.h"
 #include "isa/program_fields.h"
 #include "jobs/jobs.h"
+#include "support/layer_tag.h"
 #include "test_util.h"
 
 using namespace lpu;

@@ -7,9 +7,11 @@
 #include "codegen/collective.h"
 #include "codegen/column_split.h"
 #include "codegen/gathered_weights.h"
+#include "codegen/hbm_assign.h"
 #include "codegen/kernel_emitter.h"
 #include "codegen/tile_footprint.h"
 #include "codegen/tile_plan.h"
+#include "isa/hbm_layout.h"
 #include "isa/program_template.h"
 #include "codegen/tile_skew.h"
 #include "graph/attrs_json.h"
@@ -230,15 +232,15 @@ namespace {
 // Kernel `ki`'s code recorded with its HBM addresses relative to their buffers (prog.buffers'
 // order), or copied back with them moved to this program's buffers.
 void record_kernel_code(const Program& prog, size_t from, const KernelTiling& kt, KernelCodeReuse::Code& out) {
-  std::vector<uint64_t> bases;  // ascending: place() lays buffers out in order
+  std::vector<uint64_t> bases;
   for (const auto& b : prog.buffers) bases.push_back(b.hbm_addr);
+  const RegionLookup regions(bases, region_leaders(prog.buffers));
   out.tiling = kt;
   for (size_t i = from; i < prog.code.size(); ++i) {
     Instruction in = prog.code[i];
     int64_t b = -1;
     if (uses_hbm_address(in.opcode) && !bases.empty()) {
-      auto it = std::upper_bound(bases.begin(), bases.end(), in.hbm_addr);
-      b = it == bases.begin() ? 0 : static_cast<int64_t>(it - bases.begin() - 1);
+      b = static_cast<int64_t>(regions.leader_at(in.hbm_addr));
       in.hbm_addr -= bases[static_cast<size_t>(b)];
     }
     out.code.push_back(std::move(in));
@@ -297,29 +299,22 @@ CodegenResult generate_lpu_program(const LoopProgram& p, const Schedule& s, cons
   Program& prog = res.program;
   prog.name = p.name;
 
-  // HBM memory map: weights, inputs, then every buffer some kernel writes to HBM.
-  std::map<std::string, uint64_t> hbm;
-  uint64_t next = 0;
-  auto place = [&](const std::string& name) {
-    if (hbm.count(name)) return;
-    const Buffer& b = p.buffers.at(name);
-    hbm[name] = next;
-    prog.buffers.push_back({name, next, b.type, b.role, b.quant});
-    next += static_cast<uint64_t>(align_up(b.bytes(), opts.hbm_alignment));
-  };
-  for (const auto& n : p.inputs)
-    if (p.buffers.at(n).role == BufferRole::Weight) place(n);
-  for (const auto& n : p.inputs)
-    if (p.buffers.at(n).role != BufferRole::Weight) place(n);
+  // HBM memory map: weights, inputs, then every buffer some kernel writes to HBM, a layer's
+  // intermediates sharing the bytes of the same ones of an earlier layer (codegen/hbm_assign.h).
   // An elided gather (codegen/gathered_weights.h) runs nowhere: its kernel emits nothing and its
   // output needs no HBM.
   auto elided = [&](const Kernel& k) {
     const LoopNode& n = p.nodes[static_cast<size_t>(k.nodes.at(0))];
     return k.nodes.size() == 1 && n.kind == LoopKind::Gather && gather_is_elided(p, n);
   };
-  for (const auto& k : s.kernels)
-    if (!elided(k))
-      for (const auto& o : k.hbm_outputs) place(o);
+  const HbmAssignment assigned = assign_hbm(p, s, elided);
+  for (const auto& name : assigned.order) {
+    const Buffer& b = p.buffers.at(name);
+    prog.buffers.push_back({name, 0, b.type, b.role, b.quant});
+  }
+  const std::vector<uint64_t> bases = region_layout(prog.buffers, assigned.leader, opts.hbm_alignment);
+  std::map<std::string, uint64_t> hbm;
+  for (size_t i = 0; i < prog.buffers.size(); ++i) hbm[prog.buffers[i].name] = prog.buffers[i].hbm_addr = bases[i];
 
   // Collectives (tensor parallelism) receive above the local memory the kernels get.
   const CollectivePlacement collectives =

@@ -1,22 +1,15 @@
 #include "isa/layer_template.h"
 
 #include <cctype>
+#include <utility>
 
+#include "isa/hbm_layout.h"
 #include "isa/program_fields.h"
 #include "isa/program_template.h"  // uses_hbm_address
 #include "support/error.h"
+#include "support/layer_tag.h"
 
 namespace lpu {
-
-int64_t layer_of_name(const std::string& s) {
-  for (size_t i = 0; i + 2 < s.size(); ++i) {
-    if (s[i] != 'l' || (i > 0 && std::isalnum(static_cast<unsigned char>(s[i - 1])))) continue;
-    size_t j = i + 1;
-    while (j < s.size() && std::isdigit(static_cast<unsigned char>(s[j]))) ++j;
-    if (j > i + 1 && j < s.size() && s[j] == '.' && j - i - 1 <= 9) return std::stoll(s.substr(i + 1, j - i - 1));
-  }
-  return -1;
-}
 
 std::string LayerTemplate::Name::at(int64_t L, int64_t j) const {
   std::string s = text[0];
@@ -167,10 +160,10 @@ std::optional<LayerTemplate> LayerTemplate::make(const Program& three, const Pro
   }
   t.program_name_ = *pname;
 
-  std::vector<uint64_t> la, lb;
+  Layouts hbm;
   std::vector<int64_t> ka, kb;
-  if (!t.make_buffers(three, four, la, lb, why) || !t.make_kernels(three, four, ka, kb, why) ||
-      !t.make_host_ops(three, four, why) || !t.make_code(three, four, ka, kb, la, lb, why))
+  if (!t.make_buffers(three, four, hbm, why) || !t.make_kernels(three, four, ka, kb, why) ||
+      !t.make_host_ops(three, four, why) || !t.make_code(three, four, ka, kb, hbm, why))
     return std::nullopt;
 
   // Both programs it was made from must come back; the 4-layer one checks this code, the
@@ -185,26 +178,23 @@ std::optional<LayerTemplate> LayerTemplate::make(const Program& three, const Pro
   return t;
 }
 
-// Buffers, with where the sequential layout puts them at 3 and 4 layers (`la`, `lb`).
-bool LayerTemplate::make_buffers(const Program& three, const Program& four, std::vector<uint64_t>& la,
-                                 std::vector<uint64_t>& lb, std::string& why) {
+// Buffers, with where the layout rule puts them at 3 and 4 layers (`hbm`).
+bool LayerTemplate::make_buffers(const Program& three, const Program& four, Layouts& hbm, std::string& why) {
   std::vector<int64_t> ta, tb;
   for (const auto& b : three.buffers) ta.push_back(layer_of_name(b.name));
   for (const auto& b : four.buffers) tb.push_back(layer_of_name(b.name));
   Alignment bal;
   if (!align(ta, tb, "buffers", bal, why)) return false;
-  la = fields::layout(three.buffers, alignment_);
-  lb = fields::layout(four.buffers, alignment_);
-  for (size_t i = 0; i < three.buffers.size(); ++i)
-    if (three.buffers[i].hbm_addr != la[i]) {
-      why = strcat("buffer ", three.buffers[i].name, " is not where the sequential layout puts it");
-      return false;
-    }
-  for (size_t i = 0; i < four.buffers.size(); ++i)
-    if (four.buffers[i].hbm_addr != lb[i]) {
-      why = strcat("buffer ", four.buffers[i].name, " is not where the sequential layout puts it");
-      return false;
-    }
+  hbm.leaders_three = region_leaders(three.buffers);
+  hbm.leaders_four = region_leaders(four.buffers);
+  hbm.three = region_layout(three.buffers, hbm.leaders_three, alignment_);
+  hbm.four = region_layout(four.buffers, hbm.leaders_four, alignment_);
+  for (auto [p, l] : {std::pair{&three, &hbm.three}, std::pair{&four, &hbm.four}})
+    for (size_t i = 0; i < p->buffers.size(); ++i)
+      if (p->buffers[i].hbm_addr != (*l)[i]) {
+        why = strcat("buffer ", p->buffers[i].name, " is not where the layout rule (isa/hbm_layout.h) puts it");
+        return false;
+      }
   buffers_.resize(four.buffers.size());
   for (size_t i = 0; i < four.buffers.size(); ++i) {
     if (bal.a_of[i] < 0) continue;  // a copy: described by its layer-1 item
@@ -217,6 +207,9 @@ bool LayerTemplate::make_buffers(const Program& three, const Program& four, std:
       return false;
     }
     buffers_[i].name = *n;
+    buffers_[i].leader = affine(static_cast<int64_t>(hbm.leaders_three[static_cast<size_t>(bal.a_of[i])]),
+                                static_cast<int64_t>(hbm.leaders_four[i]),
+                                static_cast<int64_t>(hbm.leaders_four[static_cast<size_t>(bal.partner[i])]));
     for (size_t d = 0; d < y.type.shape.size(); ++d)
       buffers_[i].dims.push_back(affine(x.type.shape[d], y.type.shape[d], z.type.shape[d]));
   }
@@ -282,8 +275,7 @@ bool LayerTemplate::make_host_ops(const Program& three, const Program& four, std
 }
 
 bool LayerTemplate::make_code(const Program& three, const Program& four, const std::vector<int64_t>& ka,
-                              const std::vector<int64_t>& kb, const std::vector<uint64_t>& la,
-                              const std::vector<uint64_t>& lb, std::string& why) {
+                              const std::vector<int64_t>& kb, const Layouts& hbm, std::string& why) {
   // Instructions: each belongs to its kernel's layer.
   auto tags = [](const Program& p, const std::vector<int64_t>& klayer) {
     std::vector<int64_t> v;
@@ -296,6 +288,8 @@ bool LayerTemplate::make_code(const Program& three, const Program& four, const s
   };
   Alignment cal;
   if (!align(tags(three, ka), tags(four, kb), "instructions", cal, why)) return false;
+  const std::vector<uint64_t>&la = hbm.three, &lb = hbm.four;
+  const RegionLookup ra(la, hbm.leaders_three), rb(lb, hbm.leaders_four);
   code_.resize(four.code.size());
   for (size_t i = 0; i < four.code.size(); ++i) {
     if (cal.a_of[i] < 0) continue;
@@ -318,8 +312,7 @@ bool LayerTemplate::make_code(const Program& three, const Program& four, const s
       if (!y.srcs[s].immediate)
         for (int f : {fields::SrcAddr, fields::SrcRs, fields::SrcCs}) field(f, s);
     if (it.hbm) {
-      size_t bx = fields::buffer_of(la, x.hbm_addr), by = fields::buffer_of(lb, y.hbm_addr),
-             bz = fields::buffer_of(lb, z.hbm_addr);
+      size_t bx = ra.leader_at(x.hbm_addr), by = rb.leader_at(y.hbm_addr), bz = rb.leader_at(z.hbm_addr);
       it.buffer = affine(static_cast<int64_t>(bx), static_cast<int64_t>(by), static_cast<int64_t>(bz));
       it.offset = affine(static_cast<int64_t>(x.hbm_addr - la[bx]), static_cast<int64_t>(y.hbm_addr - lb[by]),
                          static_cast<int64_t>(z.hbm_addr - lb[bz]));
@@ -345,7 +338,16 @@ Program LayerTemplate::instantiate(int64_t L) const {
     for (const auto& a : it.dims) d.type.shape.push_back(a.at(L, j));
     p.buffers.push_back(std::move(d));
   });
-  const std::vector<uint64_t> bases = fields::layout(p.buffers, alignment_);
+  std::vector<size_t> leaders;
+  leaders.reserve(p.buffers.size());
+  for_each_item(buffer_slots_, L, [&](size_t i, int64_t j) {
+    const int64_t l = buffers_[i].leader.at(L, j);
+    if (l < 0 || static_cast<size_t>(l) > leaders.size())
+      throw InternalError(strcat("LayerTemplate: buffer ", p.buffers[leaders.size()].name, " has region leader ", l,
+                                 " at ", L, " layers"));
+    leaders.push_back(static_cast<size_t>(l));
+  });
+  const std::vector<uint64_t> bases = region_layout(p.buffers, leaders, alignment_);
   for (size_t i = 0; i < p.buffers.size(); ++i) p.buffers[i].hbm_addr = bases[i];
   for_each_item(kernel_slots_, L, [&](size_t i, int64_t j) { p.kernels.push_back(kernels_[i].at(L, j)); });
   for_each_item(host_op_slots_, L, [&](size_t i, int64_t j) {

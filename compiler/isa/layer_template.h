@@ -13,8 +13,10 @@
 // count L and, in a middle copy, in its layer j:
 //     value(L, j) = value at (4, 1) + sL * (L - 4) + sj * (j - 1)
 // with sL from the 3- and 4-layer programs and sj from the 4-layer program's layers 1 and 2.
-// HBM addresses are kept as (buffer index, offset) and placed by the code generator's layout
-// rule, so buffers that multiply with L move the ones after them exactly.
+// HBM addresses are kept as (region leader's buffer index, offset) and placed by the layout rule
+// (isa/hbm_layout.h), so buffers that multiply with L move the ones after them exactly; a
+// buffer's region leader is one more affine number (a middle layer's intermediate shares the
+// region of layer 0's, codegen/hbm_assign.h).
 //
 // Instantiating at L >= 3 repeats the middle block L - 2 times. At 3 it gives back the 3-layer
 // program exactly (make() checks this); at L > 4 it is exact when the compiler treats every
@@ -67,6 +69,7 @@ class LayerTemplate {
   struct BufferItem {
     Name name;
     std::vector<Affine> dims;
+    Affine leader;  // the buffer index of its HBM region's leader (isa/hbm_layout.h)
   };
   struct HostOpItem {
     Name node, output;
@@ -84,14 +87,17 @@ class LayerTemplate {
     Affine buffer, offset;
   };
   // The phases of make(): false, with `why` set, when the items do not repeat.
-  bool make_buffers(const Program& three, const Program& four, std::vector<uint64_t>& la, std::vector<uint64_t>& lb,
-                    std::string& why);
+  // The HBM layout of the 3- and 4-layer programs: bases and region leaders (isa/hbm_layout.h).
+  struct Layouts {
+    std::vector<uint64_t> three, four;
+    std::vector<size_t> leaders_three, leaders_four;
+  };
+  bool make_buffers(const Program& three, const Program& four, Layouts& hbm, std::string& why);
   bool make_kernels(const Program& three, const Program& four, std::vector<int64_t>& ka, std::vector<int64_t>& kb,
                     std::string& why);
   bool make_host_ops(const Program& three, const Program& four, std::string& why);
   bool make_code(const Program& three, const Program& four, const std::vector<int64_t>& ka,
-                 const std::vector<int64_t>& kb, const std::vector<uint64_t>& la, const std::vector<uint64_t>& lb,
-                 std::string& why);
+                 const std::vector<int64_t>& kb, const Layouts& hbm, std::string& why);
   Program four_;
   int64_t alignment_ = 1;
   Name program_name_;
@@ -101,9 +107,5 @@ class LayerTemplate {
   std::vector<HostOpItem> host_ops_;
   std::vector<InstrItem> code_;
 };
-
-// The layer a name belongs to by the builders' tag: the number N of the first `l<N>.` that
-// starts the name or follows a character other than a letter or digit; -1 when none.
-int64_t layer_of_name(const std::string& name);
 
 }  // namespace lpu

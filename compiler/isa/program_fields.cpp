@@ -43,8 +43,6 @@ uint64_t& addr_ref(Instruction& in, int f, size_t src) {
 
 bool is_address(int f) { return f == HbmAddr || f == LmAddr || f == AccAddr || f == SrcAddr; }
 
-int64_t align_to(int64_t v, int64_t a) { return (v + a - 1) / a * a; }
-
 }  // namespace
 
 const char* field_name(int f) { return kFieldName[f]; }
@@ -60,22 +58,6 @@ void set(Instruction& in, int f, size_t src, int64_t v) {
     addr_ref(in, f, src) = static_cast<uint64_t>(v);
   else
     field_ref(in, f, src) = v;
-}
-
-std::vector<uint64_t> layout(const std::vector<BufferDecl>& bufs, int64_t alignment) {
-  std::vector<uint64_t> bases;
-  bases.reserve(bufs.size());
-  uint64_t next = 0;
-  for (const auto& b : bufs) {
-    bases.push_back(next);
-    next += static_cast<uint64_t>(align_to(b.bytes(), alignment));
-  }
-  return bases;
-}
-
-size_t buffer_of(const std::vector<uint64_t>& bases, uint64_t addr) {
-  auto it = std::upper_bound(bases.begin(), bases.end(), addr);
-  return it == bases.begin() ? 0 : static_cast<size_t>(it - bases.begin() - 1);
 }
 
 std::string where(const Program& p, size_t i) {

@@ -1,4 +1,4 @@
-// The numeric fields of an instruction as one indexed set, and the comparisons and layout rule
+// The numeric fields of an instruction as one indexed set, and the comparisons
 // that the program templates (program_template.h: symbolic in the context; layer_template.h:
 // periodic in the layer count) share. Internal to the ISA layer's templates.
 #pragma once
@@ -37,12 +37,6 @@ const char* field_name(int f);
 // Field f of `in` as an integer (addresses wrap to int64: differences are what matter).
 int64_t get(const Instruction& in, int f, size_t src);
 void set(Instruction& in, int f, size_t src, int64_t v);
-
-// Bases of `bufs` by the code generator's rule (codegen/lpu_codegen.cpp: place()): each buffer
-// at the previous base plus its bytes rounded up to `alignment`, in .buffer order.
-std::vector<uint64_t> layout(const std::vector<BufferDecl>& bufs, int64_t alignment);
-// Index of the buffer whose [base, next base) holds `addr` (bases ascending).
-size_t buffer_of(const std::vector<uint64_t>& bases, uint64_t addr);
 
 // "instruction I (OPCODE, kernel NAME)" for messages.
 std::string where(const Program& p, size_t i);

@@ -5,6 +5,7 @@
 #include <type_traits>
 
 #include "isa/encoding.h"
+#include "isa/hbm_layout.h"
 #include "isa/program_fields.h"
 #include "support/error.h"
 
@@ -15,9 +16,7 @@ bool uses_hbm_address(Opcode op) {
   return (opcode_info(op).roles & (role::HbmTileRead | role::HbmTileWrite | role::HbmWeights | role::HbmTableRow)) != 0;
 }
 
-using fields::buffer_of;
 using fields::get;
-using fields::layout;
 using fields::set;
 using fields::where;
 
@@ -38,7 +37,14 @@ std::optional<ProgramTemplate> ProgramTemplate::make(const Program& a, int64_t s
     why = strcat(a.buffers.size(), " buffers vs ", b.buffers.size());
     return std::nullopt;
   }
-  std::vector<uint64_t> la = layout(a.buffers, hbm_alignment), lb = layout(b.buffers, hbm_alignment);
+  t.leaders_ = region_leaders(a.buffers);
+  if (region_leaders(b.buffers) != t.leaders_) {
+    why = "the buffers share HBM regions differently";
+    return std::nullopt;
+  }
+  std::vector<uint64_t> la = region_layout(a.buffers, t.leaders_, hbm_alignment),
+                        lb = region_layout(b.buffers, t.leaders_, hbm_alignment);
+  const RegionLookup ra(la, t.leaders_), rb(lb, t.leaders_);
   for (size_t i = 0; i < a.buffers.size(); ++i) {
     const BufferDecl &x = a.buffers[i], &y = b.buffers[i];
     if (x.name != y.name || x.role != y.role || x.type.dtype != y.type.dtype ||
@@ -47,7 +53,7 @@ std::optional<ProgramTemplate> ProgramTemplate::make(const Program& a, int64_t s
       return std::nullopt;
     }
     if (x.hbm_addr != la[i] || y.hbm_addr != lb[i]) {
-      why = strcat("buffer ", x.name, " is not where the sequential layout puts it");
+      why = strcat("buffer ", x.name, " is not where the layout rule (isa/hbm_layout.h) puts it");
       return std::nullopt;
     }
     for (size_t d = 0; d < x.type.shape.size(); ++d) {
@@ -88,7 +94,7 @@ std::optional<ProgramTemplate> ProgramTemplate::make(const Program& a, int64_t s
         for (int f : {fields::SrcAddr, fields::SrcRs, fields::SrcCs})
           if (!affine(f, s)) return std::nullopt;
     if (uses_hbm_address(x.opcode)) {
-      size_t ba = buffer_of(la, x.hbm_addr), bb = buffer_of(lb, y.hbm_addr);
+      size_t ba = ra.leader_at(x.hbm_addr), bb = rb.leader_at(y.hbm_addr);
       if (ba != bb) {
         why =
             strcat(where(a, i), ": its HBM address moves from buffer ", a.buffers[ba].name, " to ", b.buffers[bb].name);
@@ -113,7 +119,7 @@ Program ProgramTemplate::instantiate(int64_t s) const {
   Program p = base_;
   const int64_t d = s - s0_;
   for (const auto& bd : buffer_dims_) p.buffers[bd.buffer].type.shape[bd.dim] += bd.slope * d;
-  std::vector<uint64_t> bases = layout(p.buffers, alignment_);
+  std::vector<uint64_t> bases = region_layout(p.buffers, leaders_, alignment_);
   for (size_t i = 0; i < p.buffers.size(); ++i) p.buffers[i].hbm_addr = bases[i];
   for (const auto& dl : deltas_) {
     Instruction& in = p.code[dl.instr];
@@ -130,7 +136,7 @@ void ProgramTemplate::instantiate_into(Program& p, int64_t s) const {
   const int64_t d = s - s0_;
   for (const auto& bd : buffer_dims_)
     p.buffers[bd.buffer].type.shape[bd.dim] = base_.buffers[bd.buffer].type.shape[bd.dim] + bd.slope * d;
-  std::vector<uint64_t> bases = layout(p.buffers, alignment_);
+  std::vector<uint64_t> bases = region_layout(p.buffers, leaders_, alignment_);
   for (size_t i = 0; i < p.buffers.size(); ++i) p.buffers[i].hbm_addr = bases[i];
   for (const auto& dl : deltas_)  // each (instruction, field, operand) once: make() found them so
     set(p.code[dl.instr], dl.field, dl.src, get(base_.code[dl.instr], dl.field, dl.src) + dl.slope * d);
@@ -241,6 +247,7 @@ ProgramTemplate ProgramTemplate::decode(const std::string& bytes) {
   }
   t.base_ = decode_program(reinterpret_cast<const uint8_t*>(bytes.data()) + r.pos(), bytes.size() - r.pos(),
                            "program template base", Checksum::Skip);
+  t.leaders_ = region_leaders(t.base_.buffers);
   // Every index within the base, so that instantiating cannot write outside it.
   const Program& b = t.base_;
   for (const auto& d : t.deltas_) {

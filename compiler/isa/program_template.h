@@ -6,10 +6,11 @@
 // at s0 < s1 make a template when they have the same structure (instructions, opcodes,
 // kernels, host ops, buffer names, roles and dtypes) and every numeric field f satisfies
 // f(s1) - f(s0) = slope * (s1 - s0) with an integer slope. HBM addresses are taken relative to
-// the buffer they point into, and buffer bases follow the code generator's layout rule (each
-// buffer at the previous base plus its bytes rounded up to the HBM alignment, in .buffer
-// order; both programs are checked to follow it), so buffers that grow with the symbol move
-// the ones after them by an aligned amount, which is not affine but is recomputed exactly.
+// the HBM region they point into, and buffer bases follow the layout rule (isa/hbm_layout.h:
+// regions in order, each the size of its largest buffer rounded up to the HBM alignment; both
+// programs are checked to follow it, with the same regions), so buffers that grow with the
+// symbol move the ones after them by an aligned amount, which is not affine but is recomputed
+// exactly.
 //
 // The guard is the interval [lo, hi] of the symbol over which the template is known to give
 // the compiled program: lo = s0, hi = s1 at first; verify() extends it to a further point s by
@@ -76,7 +77,8 @@ class ProgramTemplate {
     int64_t slope;
     bool operator==(const DimDelta&) const = default;
   };
-  Program base_;  // at s0
+  Program base_;                 // at s0
+  std::vector<size_t> leaders_;  // per buffer of base_, its HBM region's leader (isa/hbm_layout.h)
   int64_t s0_ = 0, lo_ = 0, hi_ = 0, alignment_ = 1;
   std::vector<Delta> deltas_;
   std::vector<HbmRef> hbm_refs_;

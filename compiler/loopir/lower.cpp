@@ -9,6 +9,7 @@
 #include "graph/ops.h"
 #include "loopir/loop_ir.h"
 #include "support/error.h"
+#include "support/layer_tag.h"
 
 namespace lpu {
 
@@ -139,6 +140,8 @@ class Lowering {
   Lowering(const Graph& core, const LoweringOptions& opts) : core_(core), opts_(opts) { p_.name = core.name(); }
 
   LoopProgram run() {
+    std::set<std::string> outputs;
+    for (NodeId o : core_.outputs()) outputs.insert(core_.node(o).name);
     for (const Node& n : core_.nodes()) {
       switch (n.kind) {
         case NodeKind::Placeholder:
@@ -148,11 +151,23 @@ class Lowering {
           access_[n.name] = buffer_access(n.name, n.type);
           p_.inputs.push_back(n.name);
           break;
-        case NodeKind::Output: break;  // handled after the loop
+        case NodeKind::Output: continue;  // handled after the loop
         case NodeKind::Call: lower_call(n); break;
       }
+      // A decoder layer's output (a tagged name: support/layer_tag.h) has its copy right after
+      // its value, not at the end: what the copy reads is then dead within its layer, and the
+      // code generator gives that layer's intermediates the HBM of the layer before
+      // (codegen/hbm_assign.h). Other outputs keep their copies at the end, where they overlap
+      // the last kernels (an untagged graph shares no HBM across layers anyway).
+      if (outputs.count(n.name) && layer_of_name(n.name) >= 0) output_buffer(n);
     }
-    for (NodeId o : core_.outputs()) lower_output(core_.node(o));
+    std::set<std::string> seen;
+    for (NodeId o : core_.outputs()) {
+      const Node& on = core_.node(o);
+      const bool again = !seen.insert(on.name).second;  // listed again: a copy of its own
+      if (again || !output_buffer_.count(on.name)) output_buffer(on);
+      p_.outputs.push_back(output_buffer_.at(on.name));
+    }
     return std::move(p_);
   }
 
@@ -162,6 +177,7 @@ class Lowering {
   const LoweringOptions& opts_;
   LoopProgram p_;
   std::map<std::string, ValueAccess> access_;
+  std::map<std::string, std::string> output_buffer_;  // graph output -> the buffer that holds it
 
   void add_buffer(const std::string& name, const TensorType& t, BufferRole role) {
     Buffer b;
@@ -428,14 +444,35 @@ class Lowering {
     return true;
   }
 
-  // A graph output: a view or an input used as an output is copied into a buffer of its own.
-  void lower_output(const Node& on) {
+  // Whether view `a` of output `on` is all of an intermediate's elements in their own order (a
+  // reshape, as a decoder's new keys split into heads): that buffer can hold the output.
+  bool whole_buffer_in_order(const Node& on, const ValueAccess& a) const {
+    auto b = p_.buffers.find(a.buffer);
+    if (b == p_.buffers.end() || b->second.role != BufferRole::Intermediate || b->second.type.dtype != on.type.dtype ||
+        b->second.type.numel() != on.type.numel())
+      return false;
+    auto vars = loop_vars(LoopVar::Kind::Output, on.type.shape.size());
+    LoopNode probe;
+    probe.ranges = on.type.shape;
+    auto rng = probe.var_ranges();
+    return a.index(identity_idx(vars)).simplify(rng) == contiguous_index(on.type.shape, vars).simplify(rng);
+  }
+
+  // A graph output: held by its own buffer, or by the intermediate it is a reshape of (no copy,
+  // and no intermediate kept to the program's end for one: codegen/hbm_assign.h); a strided
+  // view or an input used as an output is copied into a buffer of its own.
+  void output_buffer(const Node& on) {
     const ValueAccess& a = access_.at(on.name);
     if (a.constant) throw InputError(strcat("node %", on.name, ": a constant graph output is not supported"));
     bool own =
         p_.buffers.count(on.name) && a.buffer == on.name && p_.buffers.at(on.name).role == BufferRole::Intermediate;
     std::string out_name = on.name;
-    if (!own) {
+    if (!own && whole_buffer_in_order(on, a)) {
+      out_name = a.buffer;  // it takes the output's shape: the same elements in the same order
+      Buffer& b = p_.buffers.at(out_name);
+      b.type.shape = on.type.shape;
+      b.strides = contiguous_strides_of(on.type.shape);
+    } else if (!own) {
       LoopNode c;
       c.name = on.name + "_out";
       c.output = c.name;
@@ -452,7 +489,7 @@ class Lowering {
       out_name = on.name + "_out";
     }
     p_.buffers.at(out_name).role = BufferRole::Output;
-    p_.outputs.push_back(out_name);
+    output_buffer_[on.name] = out_name;
   }
 };
 
