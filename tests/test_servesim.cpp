@@ -233,3 +233,20 @@ TEST(ServeSim, RaggedStepsOfManySequencesSchedule) {
   b.seqs.push_back({15, 0, 24, true});
   EXPECT_GT(runner.run(step_workload_of(w, b)).latency_s, 0);
 }
+
+// The terminal report says when requests arrived more than twice as fast as they were served
+// (the figures above it then measure a queue), and what to change.
+TEST(ServeSim, TheReportSaysWhenRequestsArriveFasterThanTheyAreServed) {
+  ServeJobResult r;
+  for (int64_t i = 10; i >= 0; --i) r.requests.push_back({i, 0.1 * static_cast<double>(i), 8, 8, 0});  // 10 req/s
+  r.result.summary.requests_per_s = 4.9;
+  const std::string over = r.summary();
+  EXPECT_NE(over.find("overloaded: requests arrived at 10.000 req/s and were served at 4.900 req/s"), std::string::npos)
+      << over;
+  EXPECT_NE(over.find("--find-rate"), std::string::npos) << over;
+  r.result.summary.requests_per_s = 5.1;
+  EXPECT_EQ(r.summary().find("overloaded"), std::string::npos);
+  r.requests.resize(1);  // one arrival: no rate to compare
+  r.result.summary.requests_per_s = 0.001;
+  EXPECT_EQ(r.summary().find("overloaded"), std::string::npos);
+}

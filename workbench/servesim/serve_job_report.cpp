@@ -1,4 +1,5 @@
 // ServeJobResult as JSON and as the terminal report.
+#include <algorithm>
 #include <sstream>
 
 #include "serve/result_io.h"
@@ -91,6 +92,19 @@ std::string ServeJobResult::summary() const {
   o << "  SLO (TTFT <= " << s.slo_ttft_ms << " ms, TPOT <= " << s.slo_tpot_ms << " ms): " << s.slo_met
     << " met, goodput " << num("%.3f", s.goodput_rps) << " req/s; preemptions " << s.preemptions << "; steps "
     << s.steps << "\n";
+  // Far more offered than served: say what a newcomer can change (the default lpu-small cannot
+  // keep up with the default rate on OPT-1.3B, and every figure above then measures a queue).
+  auto [first, last] = std::minmax_element(requests.begin(), requests.end(), [](const auto& a, const auto& b) {
+    return a.arrival_s < b.arrival_s;
+  });
+  if (requests.size() > 1 && last->arrival_s > first->arrival_s) {
+    const double offered = static_cast<double>(requests.size() - 1) / (last->arrival_s - first->arrival_s);
+    if (s.requests_per_s < 0.5 * offered)
+      o << "  overloaded: requests arrived at " << num("%.3f", offered) << " req/s and were served at "
+        << num("%.3f", s.requests_per_s)
+        << " req/s; lower --rate, add replicas or devices, or take a larger architecture (--arch); --find-rate "
+           "searches the highest rate that meets the SLOs\n";
+  }
   if (s.energy_j > 0)
     o << "  energy: " << num("%.3f", s.energy_per_request_j) << " J/request, "
       << num("%.3f", s.energy_per_token_j * 1e3) << " mJ/token\n";
