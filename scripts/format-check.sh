@@ -7,7 +7,7 @@
 # the exit code is 1 when any failed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-FILES=(compiler/isa/hbm_layout.h compiler/isa/hbm_layout.cpp compiler/codegen/hbm_assign.h compiler/codegen/hbm_assign.cpp compiler/support/layer_tag.h compiler/support/layer_tag.cpp compiler/driver/front_end_template.h compiler/driver/front_end_template.cpp workbench/generate/front_end_steps.h workbench/generate/front_end_steps.cpp compiler/support/allocator.h compiler/support/allocator.cpp compiler/support/json_util.h compiler/support/json_util.cpp compiler/support/input_file.h compiler/support/input_file.cpp
+FILES=(sim/model/repeat_blocks.h sim/model/repeat_blocks.cpp sim/model/layer_memo.h sim/model/layer_memo.cpp sim/model/wake_order.h sim/model/wake_order.cpp tests/test_layer_memo.cpp compiler/isa/hbm_layout.h compiler/isa/hbm_layout.cpp compiler/codegen/hbm_assign.h compiler/codegen/hbm_assign.cpp compiler/support/layer_tag.h compiler/support/layer_tag.cpp compiler/driver/front_end_template.h compiler/driver/front_end_template.cpp workbench/generate/front_end_steps.h workbench/generate/front_end_steps.cpp compiler/support/allocator.h compiler/support/allocator.cpp compiler/support/json_util.h compiler/support/json_util.cpp compiler/support/input_file.h compiler/support/input_file.cpp
        compiler/ops/*.h compiler/ops/*.cpp
        compiler/graph/attrs_json.h compiler/graph/attrs_json.cpp compiler/loopir/kernel.h fuzz/*.cpp fuzz/*.h
        sim/program_check.h sim/program_check.cpp compiler/loopir/parse.cpp compiler/loopir/verify.cpp

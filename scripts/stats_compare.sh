@@ -8,7 +8,9 @@
 #   scripts/stats_compare.sh compare  BUILD BASE    snapshot into BASE.new and diff against BASE
 #
 # Take the baseline with the build of the commit before the change, then compare with the build
-# after it. Wall-clock figures (keys naming wall time or seconds of host time) are dropped, since
+# after it. LPU_EXTRA_ARGS, if set, is added to every case's command line: e.g. a baseline with
+# LPU_EXTRA_ARGS="--set sim.memoize=false" and a comparison without shows that layer
+# memoisation changes no statistic. Wall-clock figures (keys naming wall time or seconds of host time) are dropped, since
 # they are the one thing that may differ; everything else must match byte for byte. Zoo graphs are
 # exported once into BASE/zoo-graphs (torch 1.13 here) and the same files are used by the
 # comparison, so only the workbench is compared, not PyTorch. Runs two cases at a time.
@@ -76,7 +78,7 @@ run_case() {
   local name=$1; shift
   local raw="$out/$name.raw.json" rc=0
   # shellcheck disable=SC2086
-  "$lpu" $* --json "$raw" >"$out/$name.stdout" 2>"$out/$name.stderr" || rc=$?
+  "$lpu" $* ${LPU_EXTRA_ARGS:-} --json "$raw" >"$out/$name.stdout" 2>"$out/$name.stderr" || rc=$?
   echo "$rc" >"$out/$name.rc"
   if [ -f "$raw" ]; then
     /usr/bin/python3 - "$raw" "$out/$name.json" "$zoo" <<'EOF'
@@ -103,7 +105,7 @@ EOF
   rm -f "$out/$name.stdout"  # stdout has wall times; the JSON holds every statistic
 }
 export -f run_case
-export lpu out zoo
+export lpu out zoo LPU_EXTRA_ARGS
 n=$(wc -l <"$cases")
 echo "stats_compare: $n cases into $out"
 tr '\t' ' ' <"$cases" | xargs -P 2 -L 1 bash -c 'run_case "$@"' _

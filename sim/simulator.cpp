@@ -8,10 +8,12 @@
 #include <cstdlib>
 #include <filesystem>
 #include <memory>
+#include <optional>
 
 #include "device_symmetry.h"
 #include "model/device.h"
 #include "model/esl_link.h"
+#include "model/layer_memo.h"
 #include "model/numeric.h"
 #include "program_check.h"
 #include "ref/quantise.h"
@@ -134,8 +136,13 @@ void validate(const Program& prog, const ArchConfig& arch, const SimOptions& opt
 // a device without one runs an empty program.
 class TopLevel {
  public:
-  TopLevel(const Program& prog, const ArchConfig& arch, const SimOptions& opts, const TensorMap* inputs, bool mirror);
+  TopLevel(const Program& prog, const ArchConfig& arch, const SimOptions& opts, const TensorMap* inputs, bool mirror,
+           bool memoize);
   void run();  // throws when the run failed, got stuck or did not finish
+  // Layer memoisation (layer_memo.h) skipped blocks, and the run must be simulated again
+  // without it (a tie after the jump, or past sim.max_us).
+  bool memo_rerun_needed() const { return memo_ && memo_->rerun_needed(); }
+  uint64_t memo_skipped_blocks() const { return memo_ ? memo_->skipped_blocks() : 0; }
   void collect(SimStats& s, EnergyEvents& energy, std::vector<double>& finish_ps) const;
   const sim::DeviceContext& device0() const { return *contexts_.front(); }
   const sim::Device& device0_model() const { return *devices_.front(); }
@@ -159,6 +166,7 @@ class TopLevel {
   std::unique_ptr<sim::EslLink> link_;
   std::vector<std::unique_ptr<sim::DeviceContext>> contexts_;
   std::vector<std::unique_ptr<sim::Device>> devices_;
+  std::unique_ptr<sim::LayerMemo> memo_;
   sc_core::sc_trace_file* vcd_ = nullptr;
 };
 
@@ -175,7 +183,7 @@ const Program& idle_program() {
 }
 
 TopLevel::TopLevel(const Program& prog, const ArchConfig& arch, const SimOptions& opts, const TensorMap* inputs,
-                   bool mirror)
+                   bool mirror, bool memoize)
     : prog_(prog),
       arch_(arch),
       mirror_(mirror),
@@ -203,6 +211,14 @@ TopLevel::TopLevel(const Program& prog, const ArchConfig& arch, const SimOptions
     add_device(d, p, k < opts.other_inputs.size() ? opts.other_inputs[k] : nullptr);
   }
   if (!opts.vcd_path.empty()) trace_vcd(opts.vcd_path);
+  if (memoize && simulated == 1 && sim::LayerMemo::qualifies(*contexts_[0], *devices_[0], !opts.vcd_path.empty())) {
+    const sim::RepeatBlocks blocks = sim::find_repeat_blocks(prog, arch);
+    // A block must hold more than the ISU's window, so that one boundary is passed at a time.
+    if (blocks.count >= 3 && blocks.length > 2 * static_cast<size_t>(arch.isu.lookahead) + 2) {
+      memo_ = std::make_unique<sim::LayerMemo>(*contexts_[0], *devices_[0], blocks);
+      contexts_[0]->memo = memo_.get();
+    }
+  }
 }
 
 // Room in each kernel's span log for what its instructions will log (the ISU's issue and
@@ -362,6 +378,15 @@ void set_engine_stats(SimStats& s, const sim::Device& dev, double period) {
 void set_kernel_stats(SimStats& s, const Program& prog, const sim::DeviceContext& ctx, const ArchConfig& arch,
                       bool breakdown) {
   const double period = arch.period_ps();
+  // Each kernel's span by category; a skipped block's kernel (KernelCounters::log_of) has its
+  // model kernel's, the same picoseconds shifted in time, computed once.
+  std::vector<std::optional<std::array<double, sim::kSpanKinds>>> spans(ctx.kernels.size());
+  auto span_of = [&](size_t k) {
+    const size_t from = ctx.kernels[k].log_of >= 0 ? static_cast<size_t>(ctx.kernels[k].log_of) : k;
+    const auto& c = ctx.kernels[from];
+    if (!spans[from]) spans[from] = attribute_span(c.log, c.first_issue_ps, c.last_retire_ps);
+    return *spans[from];
+  };
   for (size_t k = 0; k < prog.kernels.size(); ++k) {
     const auto& c = ctx.kernels[k];
     KernelStats ks;
@@ -377,8 +402,7 @@ void set_kernel_stats(SimStats& s, const Program& prog, const sim::DeviceContext
     ks.vxe_ops = c.vxe_ops;
     set_roofline(ks, arch);
     if (breakdown && c.first_issue_ps >= 0 && ks.cycles > 0)
-      ks.breakdown = breakdown_cycles(attribute_span(c.log, c.first_issue_ps, c.last_retire_ps), c.first_issue_ps,
-                                      ks.start_cycle, ks.end_cycle, period);
+      ks.breakdown = breakdown_cycles(span_of(k), c.first_issue_ps, ks.start_cycle, ks.end_cycle, period);
     s.kernels.push_back(ks);
   }
 }
@@ -400,6 +424,10 @@ std::vector<TraceRecord> trace_records(const Program& prog, const sim::DeviceCon
 
 }  // namespace
 
+namespace {
+SimResult result_of(const TopLevel& top, const Program& prog, const ArchConfig& arch, const SimOptions& opts);
+}  // namespace
+
 SimResult simulate(const Program& prog, const ArchConfig& arch, const SimOptions& opts, const TensorMap* inputs) {
   validate(prog, arch, opts);
   // Devices whose programs are rotations of device 0's: device 0 simulated alone stands for all.
@@ -409,9 +437,28 @@ SimResult simulate(const Program& prog, const ArchConfig& arch, const SimOptions
                                       rotation_asymmetry(prog, opts.other_devices, arch.devices).empty()));
   // Held until `top` (every SystemC object of the run) is destroyed, at return.
   const std::unique_lock<std::mutex> turn = systemc_turn();
-  TopLevel top(prog, arch, opts, inputs, mirror);
+  if (arch.sim.memoize) {
+    TopLevel top(prog, arch, opts, inputs, mirror, true);
+    bool rerun = false;
+    try {
+      top.run();
+      rerun = top.memo_rerun_needed();
+    } catch (...) {  // the failure of a run that skipped blocks is reported as the whole run's
+      if (!top.memo_skipped_blocks()) throw;
+      rerun = true;
+    }
+    if (!rerun) return result_of(top, prog, arch, opts);
+  }
+  TopLevel top(prog, arch, opts, inputs, mirror, false);
   top.run();
+  return result_of(top, prog, arch, opts);
+}
+
+namespace {
+// The statistics (and functional outputs, trace) of a finished run.
+SimResult result_of(const TopLevel& top, const Program& prog, const ArchConfig& arch, const SimOptions& opts) {
   SimResult res;
+  res.memo_skipped_blocks = top.memo_skipped_blocks();
   SimStats& s = res.stats;
   EnergyEvents energy_events;  // summed over the devices
   std::vector<double> device_finish_ps;
@@ -454,6 +501,7 @@ SimResult simulate(const Program& prog, const ArchConfig& arch, const SimOptions
   if (opts.record_trace) res.trace = trace_records(prog, ctx, dev, arch);
   return res;
 }
+}  // namespace
 
 nlohmann::json stats_to_json(const SimStats& s) {
   nlohmann::json j;

@@ -144,6 +144,9 @@ struct SimResult {
   TensorMap outputs;                 // functional mode: every output buffer, by name
   std::vector<TensorMap> other_outputs;  // functional mode, devices 1, 2, ...: theirs
   std::vector<TraceRecord> trace;    // when record_trace
+  // Blocks of repeating instructions (decoder layers) the run skipped rather than simulated
+  // (sim/model/layer_memo.h; the statistics are the same either way).
+  uint64_t memo_skipped_blocks = 0;
 };
 
 // `inputs` (functional mode) holds data for every input and weight buffer, by name.

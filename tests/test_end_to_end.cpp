@@ -470,7 +470,11 @@ TEST(EndToEnd, LayersShareTheirIntermediatesHbm) {
     w.decoder = m;
     return w;
   };
-  auto aligned = [](const BufferDecl& b) { return static_cast<uint64_t>((b.bytes() + 255) / 256 * 256); };
+  // Regions are rounded up to the config's HBM alignment (a whole interleave round).
+  const auto align = static_cast<uint64_t>(compile_options_for(small_arch(), "greedy").codegen.hbm_alignment);
+  auto aligned = [align](const BufferDecl& b) {
+    return (static_cast<uint64_t>(b.bytes()) + align - 1) / align * align;
+  };
   for (auto [phase, seq, ctx] : {std::tuple{"decode", 1, 16}, std::tuple{"prefill", 12, 0}}) {
     uint64_t bytes[2] = {0, 0}, persistent[2] = {0, 0}, unshared[2] = {0, 0}, residual = 0;
     for (int64_t i = 0; i < 2; ++i) {

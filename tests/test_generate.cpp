@@ -407,6 +407,9 @@ TEST(GenerateSymbolic, ExplainsGuardFailures) {
   EXPECT_THAT(r.to_csv(), ContainsRegex(",instantiated(,[^,\n]*)?\n"));
 }
 
+// The HBM alignment the programs below are compiled with (a whole interleave round of lpu-small).
+int64_t small_alignment() { return compile_options_for(testutil::small_arch(), "greedy").codegen.hbm_alignment; }
+
 Program tiny_decode_program(int64_t context, const std::string& model = "tiny-opt") {
   WorkloadSpec w = tiny(model);
   w.phase = "decode";
@@ -421,7 +424,7 @@ Program tiny_decode_program(int64_t context, const std::string& model = "tiny-op
 TEST(GenerateSymbolic, TemplateGuardsAndRefusals) {
   std::string why;
   auto t = ProgramTemplate::make(tiny_decode_program(100, "opt-1.3b"), 100, tiny_decode_program(101, "opt-1.3b"), 101,
-                                 256, why);
+                                 small_alignment(), why);
   ASSERT_TRUE(t) << why;
   EXPECT_TRUE(t->holds(100));
   EXPECT_TRUE(t->holds(101));
@@ -432,11 +435,12 @@ TEST(GenerateSymbolic, TemplateGuardsAndRefusals) {
   for (int64_t c : {105, 110})
     EXPECT_EQ(print_program(t->instantiate(c)), print_program(tiny_decode_program(c, "opt-1.3b")));
   // A program of another structure is refused, naming what differs.
-  EXPECT_FALSE(ProgramTemplate::make(tiny_decode_program(20), 20, tiny_decode_program(21, "tiny-llama"), 21, 256, why));
+  EXPECT_FALSE(ProgramTemplate::make(tiny_decode_program(20), 20, tiny_decode_program(21, "tiny-llama"), 21,
+                                     small_alignment(), why));
   EXPECT_FALSE(why.empty());
   // Past a tile boundary the guard does not extend, and says why (the tiny model's LMU layout
   // moves every few contexts).
-  auto u = ProgramTemplate::make(tiny_decode_program(3), 3, tiny_decode_program(4), 4, 256, why);
+  auto u = ProgramTemplate::make(tiny_decode_program(3), 3, tiny_decode_program(4), 4, small_alignment(), why);
   ASSERT_TRUE(u) << why;
   EXPECT_FALSE(u->verify(tiny_decode_program(6), 6, why));
   EXPECT_THAT(why, HasSubstr("lm_addr compiled"));
@@ -556,7 +560,7 @@ TEST(GenerateSymbolic, ReparseTakesUnchangedLinesFromTheBase) {
 // program), and every step's program is the one compiled at its context.
 TEST(GenerateSymbolic, NoContextIsCompiledTwice) {
   CompileCache cache;
-  SymbolicSteps sym(cache, 256, SymbolicSteps::Make::Eager, nullptr);
+  SymbolicSteps sym(cache, small_alignment(), SymbolicSteps::Make::Eager, nullptr);
   std::map<int64_t, int> compiled;
   for (int64_t x = 3; x <= 40; ++x) {
     bool inst = false;
@@ -581,7 +585,7 @@ TEST(GenerateSymbolic, NoContextIsCompiledTwice) {
 TEST(GenerateSymbolic, TemplateTravelsAsBytesAndInstantiatesInPlace) {
   std::string why;
   auto t = ProgramTemplate::make(tiny_decode_program(100, "opt-1.3b"), 100, tiny_decode_program(101, "opt-1.3b"), 101,
-                                 256, why);
+                                 small_alignment(), why);
   ASSERT_TRUE(t) << why;
   const std::string bytes = t->encode();
   ProgramTemplate back = ProgramTemplate::decode(bytes);
@@ -614,7 +618,7 @@ TEST(GenerateSymbolic, TemplateTravelsAsBytesAndInstantiatesInPlace) {
 TEST(GenerateSymbolic, InstantiatedProgramIsFunctionallyExact) {
   std::string why;
   Program p9 = tiny_decode_program(9);
-  auto t = ProgramTemplate::make(p9, 9, tiny_decode_program(10), 10, 256, why);
+  auto t = ProgramTemplate::make(p9, 9, tiny_decode_program(10), 10, small_alignment(), why);
   ASSERT_TRUE(t) << why;
   WorkloadSpec w = tiny();
   w.phase = "decode";

@@ -106,12 +106,12 @@ TEST(LayerTemplate, RefusesWhatDoesNotRepeatAndVerifyNamesDifferences) {
     return compile_graph(build_graph(spec("tiny-opt", {"layers=" + std::to_string(L), ctx})), co).code.program;
   };
   std::string why;
-  EXPECT_FALSE(LayerTemplate::make(prog(3), prog(3), 256, why));
+  EXPECT_FALSE(LayerTemplate::make(prog(3), prog(3), co.codegen.hbm_alignment, why));
   EXPECT_NE(why, "");
   why.clear();
-  EXPECT_FALSE(LayerTemplate::make(prog(3), prog(5), 256, why));
+  EXPECT_FALSE(LayerTemplate::make(prog(3), prog(5), co.codegen.hbm_alignment, why));
   EXPECT_NE(why, "");
-  auto t = LayerTemplate::make(prog(3), prog(4), 256, why);
+  auto t = LayerTemplate::make(prog(3), prog(4), co.codegen.hbm_alignment, why);
   ASSERT_TRUE(t) << why;
   EXPECT_EQ(t->verify(prog(7), 7), "");
   // A program of another context is not the template's: the first difference is named.

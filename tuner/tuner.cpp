@@ -21,7 +21,7 @@ CompileOptions compile_options_for(const ArchConfig& arch, const std::string& fu
   o.codegen.lmu_bytes = arch.lmu_bytes();
   o.codegen.double_buffer = arch.lmu.double_buffer;
   o.codegen.vector_chains = arch.vxe.chains;
-  o.codegen.hbm_alignment = std::max(arch.hbm.interleave_bytes, arch.hbm.burst_bytes);
+  o.codegen.hbm_alignment = std::max(arch.hbm.interleave_bytes * arch.hbm.channels, arch.hbm.burst_bytes);
   return o;
 }
 

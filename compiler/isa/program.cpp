@@ -36,11 +36,14 @@ const OpcodeInfo* opcode_by_name(const std::string& name) {
 }
 
 bool Instruction::same_as(const Instruction& o) const {
+  return hbm_addr == o.hbm_addr && kernel == o.kernel && same_but_placement(o);
+}
+
+bool Instruction::same_but_placement(const Instruction& o) const {
   return opcode == o.opcode && vop == o.vop && rop == o.rop && dtype == o.dtype && rows == o.rows && cols == o.cols &&
-         depth == o.depth && hbm_addr == o.hbm_addr && hbm_rs == o.hbm_rs && hbm_cs == o.hbm_cs &&
-         lm_addr == o.lm_addr && lm_rs == o.lm_rs && srcs == o.srcs && kernel == o.kernel && host_op == o.host_op &&
-         token == o.token && peer == o.peer && hbm_step == o.hbm_step && lm_step == o.lm_step && quant == o.quant &&
-         post == o.post && acc == o.acc && acc_addr == o.acc_addr;
+         depth == o.depth && hbm_rs == o.hbm_rs && hbm_cs == o.hbm_cs && lm_addr == o.lm_addr && lm_rs == o.lm_rs &&
+         srcs == o.srcs && host_op == o.host_op && token == o.token && peer == o.peer && hbm_step == o.hbm_step &&
+         lm_step == o.lm_step && quant == o.quant && post == o.post && acc == o.acc && acc_addr == o.acc_addr;
 }
 
 const BufferDecl* Program::find_buffer(const std::string& n) const {

@@ -94,6 +94,9 @@ struct Instruction {
   int line = 0;       // source line when parsed (diagnostics)
 
   bool same_as(const Instruction& o) const;  // equality ignoring `line`
+  // Equality ignoring `line`, the HBM address and the kernel: the same work elsewhere in HBM
+  // for another kernel (sim/model/repeat_blocks.h: a decoder's layers).
+  bool same_but_placement(const Instruction& o) const;
   // Elements between the rows of a tile destination in local memory: lm_rs, or cols when dense.
   int64_t lm_row_stride() const { return lm_rs != 0 ? lm_rs : cols; }
 };

@@ -242,11 +242,12 @@ void resolve_host(YamlReader& r, const YAML::Node& root, ArchConfig& a) {
 }
 
 void resolve_sim(YamlReader& r, const YAML::Node& root, ArchConfig& a) {
-  YAML::Node sim = section(r, root, "sim", {"max_us", "max_wall_s"}, false);
+  YAML::Node sim = section(r, root, "sim", {"max_us", "max_wall_s", "memoize"}, false);
   a.sim.max_us = r.get_double(sim, "max_us", "sim", a.sim.max_us);
   r.check_range(sim, "max_us", "sim", a.sim.max_us, 1e-3, 1e12);
   a.sim.max_wall_s = r.get_double(sim, "max_wall_s", "sim", a.sim.max_wall_s);
   r.check_range(sim, "max_wall_s", "sim", a.sim.max_wall_s, 1e-3, 1e7);
+  a.sim.memoize = r.get_bool(sim, "memoize", "sim", a.sim.memoize);
 }
 
 std::vector<ConfigSection>& extension_sections() {
@@ -491,6 +492,7 @@ nlohmann::json arch_to_json(const ArchConfig& a) {
   }
   // sim.max_wall_s is left out: it decides only whether a run may finish, never what it
   // computes, and this JSON fingerprints sweeps (a longer limit must not make a sweep new).
+  // So is sim.memoize: it decides how fast a run is, never its statistics.
   j["sim"] = {{"max_us", a.sim.max_us}};
   for (const auto& [section, keys] : a.extensions) j[section] = keys;  // none without extensions
   return j;

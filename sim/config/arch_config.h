@@ -161,6 +161,9 @@ struct ArchConfig {
     double max_us = 1e9;      // watchdog: simulated time limit (1000 s: a serving step on a small
                               // device, a long prefill batch, runs for tens of seconds)
     double max_wall_s = 600;  // watchdog: wall-clock time limit of one simulation
+    // Decoder layers whose machine state repeats are simulated once and the rest skipped
+    // (sim/model/layer_memo.h): the same statistics, faster. Off: every layer simulated.
+    bool memoize = true;
   } sim;
 
   // The sections of engines outside the built-in ones (ConfigSectionRegistration below), by

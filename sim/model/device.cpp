@@ -20,6 +20,7 @@ EngineRegistration::EngineRegistration(Unit unit, EngineFactory make) { register
 Device::Device(sc_core::sc_module_name name, DeviceContext& c)
     : sc_module(name),
       ctx(c),
+      wakes("wakes", c),
       hbm("hbm", c),
       lmu("lmu", c),
       dma("dma", c, lmu),
@@ -28,6 +29,7 @@ Device::Device(sc_core::sc_module_name name, DeviceContext& c)
       host("host", c),
       esl("esl", c),
       isu("isu", c) {
+  c.wakes = &wakes;
   // TLM sockets bind one initiator each: the HBM exposes one target socket per path, and
   // both land in the same channel model (so the streams contend).
   dma.hbm_socket.bind(hbm.socket);

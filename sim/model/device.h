@@ -16,6 +16,7 @@
 #include "model/lmu.h"
 #include "model/sxe.h"
 #include "model/vxe.h"
+#include "model/wake_order.h"
 
 namespace lpu::sim {
 
@@ -35,6 +36,7 @@ class Device : public sc_core::sc_module {
   Device(sc_core::sc_module_name name, DeviceContext& ctx);
 
   DeviceContext& ctx;
+  WakeOrder wakes;
   Hbm hbm;
   Lmu lmu;
   Dma dma;
@@ -45,6 +47,7 @@ class Device : public sc_core::sc_module {
   Isu isu;
 
   const std::vector<Engine*>& engines() const { return engines_; }
+  bool has_extensions() const { return !extensions_.empty(); }
 
  private:
   void add_engine(Engine& e);

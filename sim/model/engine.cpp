@@ -2,6 +2,7 @@
 
 #include "isa/operands.h"
 #include "model/isu.h"
+#include "model/wake_order.h"
 #include "support/error.h"
 
 namespace lpu::sim {
@@ -12,8 +13,9 @@ bool processes_are_threads(const ArchConfig& arch) {
 
 Engine::Engine(sc_core::sc_module_name name, DeviceContext& ctx, Unit unit, int queue_depth, int workers)
     : sc_module(name), ctx_(ctx), depth_(queue_depth), workers_(workers), unit_(unit) {
+  wakes_ = std::make_unique<sc_core::sc_event[]>(static_cast<size_t>(workers));
   if (processes_are_threads(*ctx.arch)) {
-    for (int w = 0; w < workers; ++w) sc_core::sc_spawn(sc_bind(&Engine::worker, this));
+    for (size_t w = 0; w < static_cast<size_t>(workers); ++w) sc_core::sc_spawn(sc_bind(&Engine::worker, this, w));
   } else {
     method_work_.resize(static_cast<size_t>(workers));
     sc_core::sc_spawn_options o;
@@ -30,7 +32,7 @@ void Engine::push(const IssueTicket& t) {
   pushed_.notify(sc_core::SC_ZERO_TIME);
 }
 
-void Engine::worker() {
+void Engine::worker(size_t which) {
   for (;;) {
     while (queue_.empty()) {
       if (ctx_.sync && ctx_.sync->ended) return;  // end_simulation(): the thread terminates
@@ -40,7 +42,10 @@ void Engine::worker() {
     if (!start_next(s)) return;
     // execute() may itself have waited (the RTL SXE runs its clocked tree meanwhile).
     const double now = ctx_.now_ps();
-    if (s.end > now) wait(ctx_.ps(s.end - now));
+    if (s.end > now) {
+      ctx_.wakes->after(s.end - now, WakeOrder::worker_rank(index_, which), wakes_[which]);
+      wait(wakes_[which]);
+    }
     finish(s);
   }
 }
@@ -61,7 +66,8 @@ void Engine::worker_step(size_t which) {
     const double now = ctx_.now_ps();
     if (s.end > now) {
       s.running = true;
-      next_trigger(ctx_.ps(s.end - now));
+      ctx_.wakes->after(s.end - now, WakeOrder::worker_rank(index_, which), wakes_[which]);
+      next_trigger(wakes_[which]);
       return;
     }
     finish(s);

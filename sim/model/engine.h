@@ -11,6 +11,7 @@
 // coroutine stack, whose mapping and unmapping was 60% of a short run's cost.
 #pragma once
 #include <deque>
+#include <memory>
 
 #include "model/sim_context.h"
 #include "simulator.h"
@@ -47,6 +48,8 @@ struct IssueTicket {
 };
 
 class Engine : public sc_core::sc_module {
+  friend class LayerMemo;  // reads and moves its state at block boundaries (layer_memo.h)
+
  public:
   Engine(sc_core::sc_module_name name, DeviceContext& ctx, Unit unit, int queue_depth, int workers);
 
@@ -98,7 +101,7 @@ class Engine : public sc_core::sc_module {
   Counters counters_;
 
  private:
-  void worker();                   // the SC_THREAD driver
+  void worker(size_t which);       // the SC_THREAD driver of worker `which`
   void worker_step(size_t which);  // the SC_METHOD driver: one activation of worker `which`
   // An instruction a worker started: which, and its start and end (ps).
   struct Started {
@@ -106,9 +109,10 @@ class Engine : public sc_core::sc_module {
     double start = 0, end = 0;
     bool running = false;  // the method driver waits for its end
   };
-  bool start_next(Started& s);        // takes the oldest queued instruction; false: stopped on an error
-  void finish(const Started& s);      // at its end: counters, trace, retire
-  std::vector<Started> method_work_;  // per worker, for the method driver
+  bool start_next(Started& s);                  // takes the oldest queued instruction; false: stopped on an error
+  void finish(const Started& s);                // at its end: counters, trace, retire
+  std::vector<Started> method_work_;            // per worker, for the method driver
+  std::unique_ptr<sc_core::sc_event[]> wakes_;  // per worker: its timed wait ends (wake_order.h)
   struct Queued {
     IssueTicket ticket;
     double pushed_ps;  // queue time is issue-path time (Span::Issue)

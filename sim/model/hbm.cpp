@@ -1,6 +1,7 @@
 #include "model/hbm.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <ios>
 
@@ -17,11 +18,11 @@ Hbm::Hbm(sc_core::sc_module_name name, DeviceContext& ctx)
   bytes_.assign(static_cast<size_t>(h.channels), 0);
   // GB/s = 1e9 B/s = 1e-3 B/ps.
   per_channel_bytes_per_ps_ = h.bandwidth_gbps * 1e-3 / h.channels * h.efficiency;
-  latency_ps_ = h.latency_ns * 1000.0;
+  latency_ps_ = std::round(h.latency_ns * 1000.0);  // whole picoseconds
   size_t channels = static_cast<size_t>(h.channels);
   if (ctx.arch->memory.model == ArchConfig::Memory::Model::Banks) {
     banks_ = std::make_unique<DramBanks>(ctx.arch->memory);
-    latency_ps_ = std::max(0.0, latency_ps_ - banks_->miss_latency_ps());
+    latency_ps_ = std::max(0.0, std::round(h.latency_ns * 1000.0 - banks_->miss_latency_ps()));
     channels = static_cast<size_t>(banks_->units());
   }
   // For the trace: the busy window of each group of channels (8 groups at most).
@@ -92,7 +93,9 @@ double Hbm::serve_bandwidth(uint64_t lo, uint64_t hi, double start) {
     bytes[c] = 0;
     if (b != last_bytes) {
       last_bytes = b;
-      last_ps = static_cast<double>(last_bytes) / per_channel_bytes_per_ps_;
+      // Whole picoseconds, as every duration of the model: times then add exactly, so a run's
+      // timing does not depend on where in time it happens (what layer memoisation needs).
+      last_ps = std::ceil(static_cast<double>(last_bytes) / per_channel_bytes_per_ps_);
     }
     double s = std::max(start, channel_free_ps_[c]);
     double e = s + last_ps;
@@ -123,7 +126,7 @@ void Hbm::b_transport(tlm::tlm_generic_payload& trans, sc_core::sc_time& delay) 
   const auto& h = ctx_.arch->hbm;
   uint64_t addr = trans.get_address();
   uint64_t len = trans.get_data_length();
-  double start = (ctx_.now() + delay).to_double();
+  double start = ctx_.now_ps() + delay.to_double();
 
   // Burst-align the run: [first burst start, last burst end).
   uint64_t burst = banks_ ? banks_->burst_bytes() : static_cast<uint64_t>(h.burst_bytes);
@@ -159,7 +162,7 @@ void Hbm::b_transport(tlm::tlm_generic_payload& trans, sc_core::sc_time& delay) 
     counters_.read_bytes += len;
   else
     counters_.write_bytes += len;
-  delay = ctx_.ps(done) - ctx_.now();
+  delay = ctx_.ps(done - ctx_.now_ps());
   trans.set_response_status(tlm::TLM_OK_RESPONSE);
 }
 

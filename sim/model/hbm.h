@@ -23,6 +23,8 @@
 namespace lpu::sim {
 
 class Hbm : public sc_core::sc_module {
+  friend class LayerMemo;
+
  public:
   tlm_utils::simple_target_socket<Hbm> socket;      // SMA/DMA path
   tlm_utils::simple_target_socket<Hbm> sxe_socket;  // weight streaming into the MAC trees

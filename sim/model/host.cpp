@@ -1,5 +1,7 @@
 #include "model/host.h"
 
+#include <cmath>
+
 #include "graph/attrs_json.h"
 #include "model/numeric.h"
 #include "ref/host_op.h"
@@ -58,7 +60,7 @@ double Host::execute(const IssueTicket& tk, double start_ps) {
       store_element(&ctx_.hbm_data[ob.hbm_addr + static_cast<uint64_t>(k * eb)], ob.type.dtype, out.data[static_cast<size_t>(k)]);
   }
   calls_.push_back({static_cast<size_t>(in.host_op), bytes, us});
-  return start_ps + us * 1e6;
+  return start_ps + std::ceil(us * 1e6);  // whole picoseconds, as every duration of the model
 }
 
 void Host::add_to(SimStats& s) const {

@@ -4,6 +4,8 @@
 
 #include "isa/operands.h"
 #include "model/esl_link.h"
+#include "model/layer_memo.h"
+#include "model/wake_order.h"
 #include "support/error.h"
 
 namespace lpu::sim {
@@ -69,20 +71,25 @@ Isu::Isu(sc_core::sc_module_name name, DeviceContext& ctx) : sc_module(name), ct
 
 void Isu::thread_run() {
   for (Wake w = guarded_step(); !w.done; w = guarded_step()) {
-    if (w.event)
+    if (w.event) {
       wait(*w.event);
-    else
-      wait(w.delay);
+    } else {
+      ctx_.wakes->after(w.delay.to_double(), WakeOrder::kIsuRank, wake_);
+      wait(wake_);
+    }
   }
 }
 
 void Isu::method_run() {
+  if (ctx_.memo) ctx_.memo->at_isu_activation();
   const Wake w = guarded_step();
   if (w.done) return;
-  if (w.event)
+  if (w.event) {
     next_trigger(*w.event);
-  else
-    next_trigger(w.delay);
+  } else {
+    ctx_.wakes->after(w.delay.to_double(), WakeOrder::kIsuRank, wake_);
+    next_trigger(wake_);
+  }
 }
 
 // Bad input found while running (a token for a device that does not exist) stops the

@@ -34,6 +34,8 @@ struct IsuCounters {
 };
 
 class Isu : public sc_core::sc_module {
+  friend class LayerMemo;  // reads and moves its state at block boundaries (layer_memo.h)
+
  public:
   SC_HAS_PROCESS(Isu);
   Isu(sc_core::sc_module_name name, DeviceContext& ctx);
@@ -119,6 +121,7 @@ class Isu : public sc_core::sc_module {
   void check_deadlock();
   bool past_wall_deadline();
   sc_core::sc_event token_arrived_;
+  sc_core::sc_event wake_;  // the method driver's timed wait ends (wake_order.h)
 
   DeviceContext& ctx_;
   std::array<Engine*, kUnits> engines_;

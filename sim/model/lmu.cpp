@@ -1,5 +1,6 @@
 #include "model/lmu.h"
 
+#include <cmath>
 #include <numeric>
 
 #include "support/error.h"
@@ -22,7 +23,7 @@ double Lmu::reserve(double start_ps, uint64_t read_bytes, uint64_t write_bytes, 
   ctx_.energy.lmu_write_bytes += write_bytes;
   const uint64_t bytes = read_bytes + write_bytes;
   double s = std::max(start_ps, port_free_ps_);
-  double e = s + static_cast<double>(bytes) / bytes_per_ps_ * conflict_factor(elem_stride);
+  double e = s + std::ceil(static_cast<double>(bytes) / bytes_per_ps_ * conflict_factor(elem_stride));  // whole ps
   port_free_ps_ = e;
   return e;
 }

@@ -8,6 +8,8 @@
 namespace lpu::sim {
 
 class Lmu : public sc_core::sc_module {
+  friend class LayerMemo;
+
  public:
   Lmu(sc_core::sc_module_name name, DeviceContext& ctx);
 

@@ -102,6 +102,10 @@ struct KernelCounters {
   double sxe_flops = 0, vxe_ops = 0;  // 2 x MACs of its sxe.gemm; elements of its vxe.op/reduce
   double sxe_lane_flops = 0;          // sxe_flops, each gemm's over its packed lanes (sxe.packed_lanes)
   std::vector<SpanInterval> log;      // what the engines and the ISU did for it (attribution.h)
+  // A kernel of a block that layer memoisation skipped (layer_memo.h): its log is kernel
+  // `log_of`'s, `log_shift` ps later, and is not copied (its attribution is that kernel's).
+  int log_of = -1;
+  double log_shift = 0;
 };
 
 // Tokens of every device and what their ISUs are blocked on: shared by all devices, so a
@@ -152,8 +156,14 @@ struct DeviceContext {
   // The current time without sc_time_stamp()'s library call (which looks the global context
   // up: 2% of a run's instructions). Set where the modules are built, after the context is.
   const sc_core::sc_simcontext* kernel = nullptr;
-  const sc_core::sc_time& now() const { return kernel->time_stamp(); }
-  double now_ps() const { return kernel->time_stamp().to_double(); }
+  // The model's time: SystemC's plus the layers skipped so far (layer_memo.h). The modules
+  // read the time here only and wait by relative delays, so SystemC's clock may lag it.
+  double time_offset_ps = 0;
+  double now_ps() const { return kernel->time_stamp().to_double() + time_offset_ps; }
+  // Decoder layers simulated once for all (layer_memo.h); null when the run does not qualify.
+  class LayerMemo* memo = nullptr;
+  // Wakes the SC_METHOD processes' timed waits in a fixed order (wake_order.h).
+  class WakeOrder* wakes = nullptr;
   sc_core::sc_time ps(double v) const { return one_ps.value() == 1 ? one_ps * v : sc_core::sc_time(v, sc_core::SC_PS); }
 
   // Functional stores: HBM bytes (in each buffer's dtype) and LMU fp32 words.

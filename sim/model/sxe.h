@@ -20,6 +20,8 @@
 namespace lpu::sim {
 
 class Sxe : public Engine {
+  friend class LayerMemo;
+
  public:
   tlm_utils::simple_initiator_socket<Sxe> hbm_socket;
   Sxe(sc_core::sc_module_name name, DeviceContext& ctx, Lmu& lmu);

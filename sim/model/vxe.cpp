@@ -120,7 +120,9 @@ double Vxe::execute(const IssueTicket& tk, double start_ps) {
     const int others = (post_on_rtl ? op.op_latency : op.post_latency) + op.acc_latency;
     compute_end = rtl_end(in, *unit, start_ps) + ctx_.period.to_double() * others;
   } else {
-    compute_end = start_ps + ctx_.period.to_double() * vxe_compute_cycles(R * C, ctx_.arch->vxe.lanes, t.latency, t.ii);
+    // Whole picoseconds, as every duration of the model (a fractional ii gives fractions).
+    compute_end = start_ps +
+                  std::ceil(ctx_.period.to_double() * vxe_compute_cycles(R * C, ctx_.arch->vxe.lanes, t.latency, t.ii));
   }
   *op.energy_ops += static_cast<double>(R * C);
   if (op.energy_post) *op.energy_post += static_cast<double>(R * C);
