@@ -122,6 +122,10 @@ std::string format_run(const RunOutcome& o, const std::vector<std::string>& sets
       {"graph breaks",
        strcat(s.graph_breaks.size(), s.graph_breaks.empty() ? "" : fmt(", host time %.3f us", s.host_us()))},
   };
+  // How the simulator got there: layers it skipped (the statistics are those of every layer).
+  if (o.sim.memo_skipped_blocks)
+    rows.push_back({"simulation", strcat(o.sim.memo_skipped_blocks,
+                                         " repeating blocks (layers) skipped by layer memoisation (sim.memoize)")});
   if (o.search) {
     // After the search row: the choice, and what it changed in the arch config (search-isu may
     // turn on ISU options, and the run is then on another config than the one asked for).
