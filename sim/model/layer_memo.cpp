@@ -18,6 +18,10 @@ bool LayerMemo::qualifies(const DeviceContext& ctx, const Device& dev, bool vcd)
          a.memory.model == ArchConfig::Memory::Model::Bandwidth && !dev.has_extensions();
 }
 
+size_t LayerMemo::kernel(size_t block, int q) const {
+  return static_cast<size_t>(blocks_.first_kernel + static_cast<int>(block) * blocks_.kernels + q);
+}
+
 bool LayerMemo::rerun_needed() const {
   if (!skipped_blocks_) return false;
   return ctx_.finish_ps > ctx_.arch->sim.max_us * 1e6 || !ctx_.finished;
@@ -139,6 +143,14 @@ bool LayerMemo::capture(size_t r, Snapshot& s) {
   free_at(dev_.lmu.port_free_ps_);
   for (double c : dev_.hbm.channel_free_ps_) free_at(c);
   for (double x : w) ok = ok && x == std::floor(x);
+  s.kernels.clear();
+  for (size_t b : {r - 1, r})
+    for (int q = 0; q < blocks_.kernels; ++q) {
+      const KernelCounters& c = ctx_.kernels[kernel(b, q)];
+      s.kernels.push_back(c);
+      s.kernels.back().log.clear();
+      s.kernels.back().log_shift = static_cast<double>(c.log.size());  // the log's length then
+    }
   accumulators([&s, &ok](auto& x) {
     const auto v = static_cast<double>(x);
     ok = ok && v == std::floor(v) && v < 0x1p52;
@@ -161,79 +173,126 @@ void LayerMemo::at_isu_activation() {
   cur_.valid = capture(r, cur_);
   const bool periodic = prev_.valid && cur_.valid && prev_.block + 1 == r && prev_.state == cur_.state &&
                         prev_.acc.size() == cur_.acc.size();
-  if (!periodic) {
-    chain_ = SIZE_MAX;
-    return;
-  }
-  if (chain_ == SIZE_MAX) chain_ = r - 1;
-  // Block m = chain_ + 1, the first that ran wholly within the periodic stretch, stands for the
-  // skipped blocks' kernels; it has finished once the boundary two blocks on is passed (nothing
-  // of blocks before t - 1 is in flight at a valid snapshot t).
-  const size_t t = r, m = chain_ + 1;
-  if (t < m + 2) return;
-  // Blocks t-1 and t move on by k and must stay blocks; the skipped blocks [t-1, t-2+k] run
-  // like block m over t-m+1 periods, all of which must lie within the blocks.
-  const auto R = static_cast<int64_t>(blocks_.count), T = static_cast<int64_t>(t), M = static_cast<int64_t>(m);
-  const int64_t k = std::min(R - 1 - T, R + 1 + M - 2 * T);
+  if (!periodic) return;
+  // The period [S(r-1), S(r)) is the reference (move_kernels). Blocks r-1 and r move on by k and
+  // must stay blocks, and each skipped block's three periods must lie within the blocks.
   done_ = true;
-  if (k >= 1) jump(t, m, static_cast<size_t>(k));
+  const size_t t = r;
+  if (t + 3 <= blocks_.count) jump(t, blocks_.count - 1 - t);
 }
 
-bool LayerMemo::jump(size_t t, size_t m, size_t k) {
+bool LayerMemo::jump(size_t t, size_t k) {
   const double period = cur_.t - prev_.t, w = static_cast<double>(k) * period;
   std::vector<double> delta(cur_.acc.size());
   for (size_t i = 0; i < delta.size(); ++i) {
     delta[i] = cur_.acc[i] - prev_.acc[i];
     if (delta[i] < 0 || cur_.acc[i] + static_cast<double>(k) * delta[i] >= 0x1p52) return false;
   }
+  if (!move_kernels(t, k, period)) return false;
   size_t i = 0;
   accumulators([&](auto& x) {
     using T = std::remove_reference_t<decltype(x)>;
     x += static_cast<T>(static_cast<double>(k) * delta[i++]);
   });
-  move_kernels(t, m, k, period, w);
   shift_state(k * blocks_.length, w);
   ctx_.time_offset_ps += w;
   skipped_blocks_ = k;
   return true;
 }
 
-// Kernels: those of blocks t-1 and t (under way) become those of blocks t-1+k and t+k; the
-// kernels of the blocks in between get block m's statistics, shifted by their distance.
-void LayerMemo::move_kernels(size_t t, size_t m, size_t k, double period, double w) {
+namespace {
+// What a kernel's counters gained between a snapshot (`then`: its log by length, log_shift) and
+// now: sums, the first issue and last retirement if they fell in between, the log's new entries.
+KernelCounters gained(const KernelCounters& then, const KernelCounters& now) {
+  KernelCounters d;
+  d.hbm_read = now.hbm_read - then.hbm_read;
+  d.hbm_write = now.hbm_write - then.hbm_write;
+  d.instructions = now.instructions - then.instructions;
+  d.sxe_flops = now.sxe_flops - then.sxe_flops;
+  d.vxe_ops = now.vxe_ops - then.vxe_ops;
+  d.sxe_lane_flops = now.sxe_lane_flops - then.sxe_lane_flops;
+  d.first_issue_ps = then.first_issue_ps < 0 ? now.first_issue_ps : -1;
+  d.last_retire_ps = now.last_retire_ps > then.last_retire_ps ? now.last_retire_ps : 0;
+  d.log.assign(now.log.begin() + static_cast<std::ptrdiff_t>(then.log_shift), now.log.end());
+  return d;
+}
+// `d`, `by` ps later, added to `c`: what that period does to that block's kernel.
+void add(KernelCounters& c, const KernelCounters& d, double by) {
+  c.hbm_read += d.hbm_read;
+  c.hbm_write += d.hbm_write;
+  c.instructions += d.instructions;
+  c.sxe_flops += d.sxe_flops;
+  c.vxe_ops += d.vxe_ops;
+  c.sxe_lane_flops += d.sxe_lane_flops;
+  if (d.first_issue_ps >= 0 && c.first_issue_ps < 0) c.first_issue_ps = d.first_issue_ps + by;
+  if (d.last_retire_ps > 0) c.last_retire_ps = std::max(c.last_retire_ps, d.last_retire_ps + by);
+  for (const SpanInterval& s : d.log) c.log.push_back({s.lo + by, s.hi + by, s.what});
+}
+bool whole(double x) { return x == std::floor(x) && std::abs(x) < 0x1p52; }
+bool whole(const KernelCounters& c) {
+  return whole(c.sxe_flops) && whole(c.vxe_ops) && whole(c.sxe_lane_flops) && whole(c.first_issue_ps) &&
+         whole(c.last_retire_ps);
+}
+}  // namespace
+
+// The kernels. In the reference period [S(t-1), S(t)), block t had its first phase (fetched,
+// some issued), block t-1 its second, block t-2 its last (nothing of a block is in flight two
+// boundaries on). A block b's kernels get those three gains shifted by (b - t), (b - t + 1) and
+// (b - t + 2) periods. Blocks t-1 and t keep what they did and get the phases still to come;
+// blocks t-1+k and t+k (where the instructions in flight move) get the phases they would have
+// had by then; blocks after t+1 share block t+1's log (KernelCounters::log_of). False when a
+// sum is not whole (its additions grouped otherwise might round otherwise).
+bool LayerMemo::move_kernels(size_t t, size_t k, double period) {
   auto& kernels = ctx_.kernels;
-  const auto kernel = [&](size_t block, int q) {
-    return static_cast<size_t>(blocks_.first_kernel + static_cast<int>(block) * blocks_.kernels + q);
-  };
-  const auto shift = [](KernelCounters& c, double by) {
-    if (c.first_issue_ps >= 0) c.first_issue_ps += by;
-    if (c.last_retire_ps > 0) c.last_retire_ps += by;
-    for (SpanInterval& s : c.log) {
-      s.lo += by;
-      s.hi += by;
-    }
-  };
-  std::vector<KernelCounters> model;  // block m's kernels without their logs (log_of stands for them)
-  for (int q = 0; q < blocks_.kernels; ++q) {
-    const KernelCounters& c = kernels[kernel(m, q)];
-    model.push_back(c);
-    model.back().log.clear();
-    model.back().log_of = c.log_of >= 0 ? c.log_of : static_cast<int>(kernel(m, q));
+  const auto pk = static_cast<size_t>(blocks_.kernels);
+  std::vector<KernelCounters> first(pk), second(pk), last(pk);
+  for (size_t q = 0; q < pk; ++q) {
+    const int qi = static_cast<int>(q);
+    first[q] = gained(KernelCounters{}, kernels[kernel(t, qi)]);
+    second[q] = gained(prev_.kernels[pk + q], kernels[kernel(t - 1, qi)]);
+    last[q] = gained(prev_.kernels[q], kernels[kernel(t - 2, qi)]);
+    if (!whole(first[q]) || !whole(second[q]) || !whole(last[q]) || !whole(kernels[kernel(t, qi)]) ||
+        !whole(kernels[kernel(t - 1, qi)]))
+      return false;
   }
-  for (size_t b : {t, t - 1})
-    for (int q = 0; q < blocks_.kernels; ++q) {
-      KernelCounters& to = kernels[kernel(b + k, q)];
-      to = std::move(kernels[kernel(b, q)]);
-      shift(to, w);
-      kernels[kernel(b, q)] = KernelCounters{};
+  const auto periods = [period](size_t b, size_t from) {
+    return (static_cast<double>(b) - static_cast<double>(from)) * period;
+  };
+  for (size_t q = 0; q < pk; ++q) {
+    const int qi = static_cast<int>(q);
+    KernelCounters& moved = kernels[kernel(t + k, qi)];  // block t as it is, k periods on
+    moved = KernelCounters{};
+    add(moved, kernels[kernel(t, qi)], periods(t + k, t));
+    KernelCounters& moved1 = kernels[kernel(t - 1 + k, qi)];  // block t-1's first two phases, k on
+    moved1 = KernelCounters{};
+    add(moved1, first[q], periods(t - 1 + k, t));
+    add(moved1, second[q], periods(t - 1 + k, t - 1));
+    add(kernels[kernel(t - 1, qi)], last[q], period);
+    add(kernels[kernel(t, qi)], second[q], period);
+    add(kernels[kernel(t, qi)], last[q], 2 * period);
+    for (size_t b = t + 1; b + 1 < t + k; ++b) {
+      KernelCounters& c = kernels[kernel(b, qi)];
+      c = KernelCounters{};
+      if (b == t + 1) {
+        add(c, first[q], periods(b, t));
+        add(c, second[q], periods(b, t - 1));
+        add(c, last[q], periods(b, t - 2));
+        continue;
+      }
+      const KernelCounters& model = kernels[kernel(t + 1, qi)];
+      c.hbm_read = model.hbm_read;
+      c.hbm_write = model.hbm_write;
+      c.instructions = model.instructions;
+      c.sxe_flops = model.sxe_flops;
+      c.vxe_ops = model.vxe_ops;
+      c.sxe_lane_flops = model.sxe_lane_flops;
+      c.log_shift = periods(b, t + 1);
+      c.first_issue_ps = model.first_issue_ps >= 0 ? model.first_issue_ps + c.log_shift : -1;
+      c.last_retire_ps = model.last_retire_ps > 0 ? model.last_retire_ps + c.log_shift : 0;
+      c.log_of = static_cast<int>(kernel(t + 1, qi));
     }
-  for (size_t b = t - 1; b + 1 < t + k; ++b)
-    for (int q = 0; q < blocks_.kernels; ++q) {
-      KernelCounters& to = kernels[kernel(b, q)];
-      to = model[static_cast<size_t>(q)];
-      shift(to, static_cast<double>(b - m) * period);
-      to.log_shift += static_cast<double>(b - m) * period;
-    }
+  }
+  return true;
 }
 
 // Everything in flight moves on by `shift` instructions and `w` picoseconds; the scoreboard's

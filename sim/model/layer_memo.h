@@ -2,9 +2,12 @@
 // the machine is seen in the same state at two block boundaries, every block after runs as
 // the last one did, shifted in time. The run then jumps: the ISU's program counter, the
 // instructions in flight and every time held in the device move on by k blocks and k block
-// periods, the statistics add k periods' worth, and the kernels of the skipped blocks get a
-// finished block's statistics shifted in time. The rest of the program (the last blocks, the
-// head) is simulated as usual. The statistics are bit-identical to simulating every block.
+// periods, and the statistics add k periods' worth. A block's kernels are active over three
+// periods at most (their first fetches, their own, their last instructions draining), and the
+// period just seen held one block in each of those three phases: what each phase added to its
+// block's kernels makes up every skipped block's kernels, shifted in time. The rest of the
+// program (the last blocks, the head) is simulated as usual. The statistics are bit-identical
+// to simulating every block.
 //
 // Why that holds:
 // - The state compared is all the state that decides what happens next, relative to the
@@ -55,21 +58,22 @@ class LayerMemo {
     size_t block = 0;
     bool valid = false;
     double t = 0;
-    std::vector<double> state;  // relative to the boundary (see capture())
-    std::vector<double> acc;    // the statistics' accumulators, absolute
+    std::vector<double> state;            // relative to the boundary (see capture())
+    std::vector<double> acc;              // the statistics' accumulators, absolute
+    std::vector<KernelCounters> kernels;  // blocks r-1 and r's kernels, their logs by length only
   };
   bool capture(size_t r, Snapshot& s);
+  size_t kernel(size_t block, int q) const;  // block's q-th kernel
   template <class F>
   void accumulators(F&& f);
-  bool jump(size_t t, size_t m, size_t k);
-  void move_kernels(size_t t, size_t m, size_t k, double period, double w);
+  bool jump(size_t t, size_t k);
+  bool move_kernels(size_t t, size_t k, double period);
   void shift_state(size_t shift, double w);
 
   DeviceContext& ctx_;
   Device& dev_;
   RepeatBlocks blocks_;
-  size_t next_ = 0;          // the block whose boundary comes next
-  size_t chain_ = SIZE_MAX;  // the first snapshot of the current run of equal ones
+  size_t next_ = 0;  // the block whose boundary comes next
   Snapshot prev_, cur_;
   bool done_ = false;
   uint64_t skipped_blocks_ = 0;
