@@ -29,7 +29,9 @@ Device::Device(sc_core::sc_module_name name, DeviceContext& c)
       host("host", c),
       esl("esl", c),
       isu("isu", c) {
-  c.wakes = &wakes;
+  // One device: its processes wake in the fixed order (what layer memoisation needs; several
+  // devices never memoise, and their runs keep SystemC's order and the cost it spares).
+  if (c.arch->devices == 1) c.wakes = &wakes;
   // TLM sockets bind one initiator each: the HBM exposes one target socket per path, and
   // both land in the same channel model (so the streams contend).
   dma.hbm_socket.bind(hbm.socket);

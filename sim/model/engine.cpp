@@ -42,9 +42,11 @@ void Engine::worker(size_t which) {
     if (!start_next(s)) return;
     // execute() may itself have waited (the RTL SXE runs its clocked tree meanwhile).
     const double now = ctx_.now_ps();
-    if (s.end > now) {
+    if (s.end > now && ctx_.wakes) {
       ctx_.wakes->after(s.end - now, WakeOrder::worker_rank(index_, which), wakes_[which]);
       wait(wakes_[which]);
+    } else if (s.end > now) {
+      wait(ctx_.ps(s.end - now));
     }
     finish(s);
   }
@@ -66,8 +68,12 @@ void Engine::worker_step(size_t which) {
     const double now = ctx_.now_ps();
     if (s.end > now) {
       s.running = true;
-      ctx_.wakes->after(s.end - now, WakeOrder::worker_rank(index_, which), wakes_[which]);
-      next_trigger(wakes_[which]);
+      if (ctx_.wakes) {
+        ctx_.wakes->after(s.end - now, WakeOrder::worker_rank(index_, which), wakes_[which]);
+        next_trigger(wakes_[which]);
+      } else {
+        next_trigger(ctx_.ps(s.end - now));
+      }
       return;
     }
     finish(s);

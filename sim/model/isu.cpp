@@ -73,9 +73,11 @@ void Isu::thread_run() {
   for (Wake w = guarded_step(); !w.done; w = guarded_step()) {
     if (w.event) {
       wait(*w.event);
-    } else {
+    } else if (ctx_.wakes) {
       ctx_.wakes->after(w.delay.to_double(), WakeOrder::kIsuRank, wake_);
       wait(wake_);
+    } else {
+      wait(w.delay);
     }
   }
 }
@@ -86,9 +88,11 @@ void Isu::method_run() {
   if (w.done) return;
   if (w.event) {
     next_trigger(*w.event);
-  } else {
+  } else if (ctx_.wakes) {
     ctx_.wakes->after(w.delay.to_double(), WakeOrder::kIsuRank, wake_);
     next_trigger(wake_);
+  } else {
+    next_trigger(w.delay);
   }
 }
 

@@ -5,7 +5,8 @@
 // timed process, wakes them: at each instant, in rank order (engine workers by engine, then
 // worker; the ISU last). So a run's course depends on the model's state alone, which layer
 // memoisation (layer_memo.h) relies on, and a reordering of the heap cannot change a result.
-// (With an RTL model every process is an SC_THREAD that waits on SystemC's timers itself.)
+// It costs a run about 9% of its simulation time, so only configs of one device (the only ones
+// memoised) use it; a run of several devices waits on SystemC's timers as before.
 #pragma once
 #include <cstdint>
 #include <queue>
