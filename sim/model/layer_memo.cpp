@@ -205,12 +205,8 @@ namespace {
 // now: sums, the first issue and last retirement if they fell in between, the log's new entries.
 KernelCounters gained(const KernelCounters& then, const KernelCounters& now) {
   KernelCounters d;
-  d.hbm_read = now.hbm_read - then.hbm_read;
-  d.hbm_write = now.hbm_write - then.hbm_write;
-  d.instructions = now.instructions - then.instructions;
-  d.sxe_flops = now.sxe_flops - then.sxe_flops;
-  d.vxe_ops = now.vxe_ops - then.vxe_ops;
-  d.sxe_lane_flops = now.sxe_lane_flops - then.sxe_lane_flops;
+  d.add_sums(now);
+  d.add_sums(then, -1);
   d.first_issue_ps = then.first_issue_ps < 0 ? now.first_issue_ps : -1;
   d.last_retire_ps = now.last_retire_ps > then.last_retire_ps ? now.last_retire_ps : 0;
   d.log.assign(now.log.begin() + static_cast<std::ptrdiff_t>(then.log_shift), now.log.end());
@@ -218,12 +214,7 @@ KernelCounters gained(const KernelCounters& then, const KernelCounters& now) {
 }
 // `d`, `by` ps later, added to `c`: what that period does to that block's kernel.
 void add(KernelCounters& c, const KernelCounters& d, double by) {
-  c.hbm_read += d.hbm_read;
-  c.hbm_write += d.hbm_write;
-  c.instructions += d.instructions;
-  c.sxe_flops += d.sxe_flops;
-  c.vxe_ops += d.vxe_ops;
-  c.sxe_lane_flops += d.sxe_lane_flops;
+  c.add_sums(d);
   if (d.first_issue_ps >= 0 && c.first_issue_ps < 0) c.first_issue_ps = d.first_issue_ps + by;
   if (d.last_retire_ps > 0) c.last_retire_ps = std::max(c.last_retire_ps, d.last_retire_ps + by);
   for (const SpanInterval& s : d.log) c.log.push_back({s.lo + by, s.hi + by, s.what});
@@ -280,12 +271,7 @@ bool LayerMemo::move_kernels(size_t t, size_t k, double period) {
         continue;
       }
       const KernelCounters& model = kernels[kernel(t + 1, qi)];
-      c.hbm_read = model.hbm_read;
-      c.hbm_write = model.hbm_write;
-      c.instructions = model.instructions;
-      c.sxe_flops = model.sxe_flops;
-      c.vxe_ops = model.vxe_ops;
-      c.sxe_lane_flops = model.sxe_lane_flops;
+      c.add_sums(model);
       c.log_shift = periods(b, t + 1);
       c.first_issue_ps = model.first_issue_ps >= 0 ? model.first_issue_ps + c.log_shift : -1;
       c.last_retire_ps = model.last_retire_ps > 0 ? model.last_retire_ps + c.log_shift : 0;

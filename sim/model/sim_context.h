@@ -106,6 +106,17 @@ struct KernelCounters {
   // `log_of`'s, `log_shift` ps later, and is not copied (its attribution is that kernel's).
   int log_of = -1;
   double log_shift = 0;
+  // Its sums (bytes, instructions, flops) plus `sign` times o's: the one list of them, by which
+  // layer memoisation moves a kernel's statistics.
+  void add_sums(const KernelCounters& o, int sign = 1) {
+    const auto s = static_cast<uint64_t>(static_cast<int64_t>(sign));  // modular: -1 subtracts
+    hbm_read += s * o.hbm_read;
+    hbm_write += s * o.hbm_write;
+    instructions += s * o.instructions;
+    sxe_flops += sign * o.sxe_flops;
+    vxe_ops += sign * o.vxe_ops;
+    sxe_lane_flops += sign * o.sxe_lane_flops;
+  }
 };
 
 // Tokens of every device and what their ISUs are blocked on: shared by all devices, so a
