@@ -167,14 +167,14 @@ std::string chain_problem(const Instruction& in) {
     return strcat(mnemonic(in), ": post op ", scalar_op_name(*in.post), " takes ", scalar_op_arity(*in.post),
                   " operands; a post op is unary");
   if (!in.acc) return {};
-  const std::string red = strcat("=> r", reduction_type_name(*in.acc));
-  if (!vector_op) return strcat(mnemonic(in), ": only vxe.<op> takes a row reduction (", red, ")");
-  if (!chain_reduction(*in.acc))
-    return strcat(mnemonic(in), ": row reduction ", red, " is not one a chain does (rsum, rmax, rmin or rmean)");
-  const Span128 column = byte_span(in.acc_addr, in.rows, 1, 1, 1);
   // Built only for a message: every chained instruction of every simulated program comes here.
+  auto red = [&] { return strcat("=> r", reduction_type_name(*in.acc)); };
+  if (!vector_op) return strcat(mnemonic(in), ": only vxe.<op> takes a row reduction (", red(), ")");
+  if (!chain_reduction(*in.acc))
+    return strcat(mnemonic(in), ": row reduction ", red(), " is not one a chain does (rsum, rmax, rmin or rmean)");
+  const Span128 column = byte_span(in.acc_addr, in.rows, 1, 1, 1);
   auto clash = [&] {
-    return strcat(mnemonic(in), ": the row reduction's column (", red, " lm:", hex(in.acc_addr), ", [", in.rows,
+    return strcat(mnemonic(in), ": the row reduction's column (", red(), " lm:", hex(in.acc_addr), ", [", in.rows,
                   ", 1]) overlaps ");
   };
   if (overlap(column, byte_span(in.lm_addr, in.rows, in.cols, in.lm_row_stride(), 1)))
