@@ -80,7 +80,9 @@ std::string access_problem(const Access& a, int64_t iterations, const MemoryLimi
 
 std::string mnemonic(const std::string& text) { return text.substr(0, text.find(' ')); }
 
-void check_memory_bounds(const Program& p, const ArchConfig& arch) {
+// Checks the instructions inside `ranges` (sorted, disjoint), or outside them with `outside`;
+// loops are followed through every instruction either way.
+void check_memory_bounds(const Program& p, const ArchConfig& arch, const InstructionRanges& ranges, bool outside) {
   // Capacities are at most 2^20 GiB (the config's range), so they fit int64.
   const double hbm_bytes = arch.hbm.capacity_gib * 1024.0 * 1024.0 * 1024.0;
   const MemoryLimit hbm{static_cast<int64_t>(hbm_bytes), "HBM",
@@ -90,27 +92,44 @@ void check_memory_bounds(const Program& p, const ArchConfig& arch) {
                                " (lmu.capacity_kib = ", arch.lmu.capacity_kib, ")")};
   std::vector<int64_t> loop_counts;  // of the loops around the current instruction, innermost last
   std::vector<Access> operands;
-  for (size_t i = 0; i < p.code.size(); ++i) {
-    const Instruction& in = p.code[i];
+  auto follow_loops = [&loop_counts](const Instruction& in) {
     if (in.opcode == Opcode::LoopBegin) loop_counts.push_back(in.token);
     if (in.opcode == Opcode::LoopEnd && !loop_counts.empty()) loop_counts.pop_back();
-    // Steps advance per iteration of the innermost loop only; outer loops repeat its range.
-    int64_t iterations = loop_counts.empty() || in.opcode == Opcode::LoopBegin ? 1 : loop_counts.back();
-    // Every operand of every simulated instruction passes here: the messages are built only
-    // for an instruction with an operand out of bounds.
-    bool fits = true;
-    for_each_operand(in, [&](const Access& a) {
-      int64_t lo = 0, hi = 0;
-      const int64_t capacity = a.memory == Memory::Hbm ? hbm.bytes : lmu.bytes;
-      fits = fits && extent(a, iterations, lo, hi) && lo >= 0 && hi <= capacity;
-    });
-    if (fits) continue;
-    accesses(in, operands);
-    for (const Access& a : operands) {
-      std::string why = access_problem(a, iterations, a.memory == Memory::Hbm ? hbm : lmu);
-      if (why.empty()) continue;
-      std::string text = print_instruction(in);
-      throw InputError(strcat(instruction_location(p, i), ": ", mnemonic(text), " ", why, " in: ", text));
+  };
+  // Segments [i, end) alternately inside and outside the ranges; those not checked only
+  // follow the loops.
+  size_t i = 0, r = 0;
+  while (i < p.code.size()) {
+    const bool inside = r < ranges.size() && ranges[r].first <= i;
+    const size_t end = std::min(p.code.size(), r == ranges.size() ? p.code.size()
+                                               : inside           ? ranges[r].second
+                                                                  : ranges[r].first);
+    if (inside) ++r;
+    if (inside == outside) {
+      for (; i < end; ++i) follow_loops(p.code[i]);
+      continue;
+    }
+    for (; i < end; ++i) {
+      const Instruction& in = p.code[i];
+      follow_loops(in);
+      // Steps advance per iteration of the innermost loop only; outer loops repeat its range.
+      int64_t iterations = loop_counts.empty() || in.opcode == Opcode::LoopBegin ? 1 : loop_counts.back();
+      // Every operand of every simulated instruction passes here: the messages are built only
+      // for an instruction with an operand out of bounds.
+      bool fits = true;
+      for_each_operand(in, [&](const Access& a) {
+        int64_t lo = 0, hi = 0;
+        const int64_t capacity = a.memory == Memory::Hbm ? hbm.bytes : lmu.bytes;
+        fits = fits && extent(a, iterations, lo, hi) && lo >= 0 && hi <= capacity;
+      });
+      if (fits) continue;
+      accesses(in, operands);
+      for (const Access& a : operands) {
+        std::string why = access_problem(a, iterations, a.memory == Memory::Hbm ? hbm : lmu);
+        if (why.empty()) continue;
+        std::string text = print_instruction(in);
+        throw InputError(strcat(instruction_location(p, i), ": ", mnemonic(text), " ", why, " in: ", text));
+      }
     }
   }
 }
@@ -212,12 +231,18 @@ void check_chains(const Program& p, const ArchConfig& arch) {
 
 }  // namespace
 
-void check_program(const Program& p, const ArchConfig& arch) {
+void check_program(const Program& p, const ArchConfig& arch) { check_program(p, arch, InstructionRanges{}); }
+
+void check_program(const Program& p, const ArchConfig& arch, const InstructionRanges& bounds_skipped) {
   check_structure(p);
   check_fetch_count(p);
-  check_memory_bounds(p, arch);
+  check_memory_bounds(p, arch, bounds_skipped, true);
   check_packed_operands(p);
   check_chains(p, arch);
+}
+
+void check_memory_bounds(const Program& p, const ArchConfig& arch, const InstructionRanges& ranges) {
+  check_memory_bounds(p, arch, ranges, false);
 }
 
 uint64_t instruction_fetches(const Program& p) {

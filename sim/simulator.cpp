@@ -15,6 +15,7 @@
 #include "model/esl_link.h"
 #include "model/layer_memo.h"
 #include "model/numeric.h"
+#include "model/repeat_blocks.h"
 #include "program_check.h"
 #include "ref/quantise.h"
 #include "sc_kernel.h"
@@ -117,18 +118,57 @@ void check_capacity(const Program& prog, const ArchConfig& arch, int device) {
 
 namespace {
 
+// Whether every buffer lies inside HBM: then so does every access that lies inside a buffer's
+// region (repeat_blocks.h).
+bool buffers_inside_hbm(const Program& prog, const ArchConfig& arch) {
+  const auto capacity = static_cast<uint64_t>(static_cast<int64_t>(arch.hbm.capacity_gib * 1024.0 * 1024.0 * 1024.0));
+  for (const BufferDecl& b : prog.buffers)
+    if (b.bytes() < 0 || b.hbm_addr > capacity || static_cast<uint64_t>(b.bytes()) > capacity - b.hbm_addr)
+      return false;
+  return true;
+}
+
+// check_program(prog) and, for layer memoisation (`find`), the program's repeating blocks
+// (repeat_blocks.h), found together. A block equivalent to block 0 has block 0's fields but
+// the HBM address, and each of its HBM accesses lies inside a region at the offset of its
+// counterpart's; so its memory bounds follow from block 0's and from every buffer lying inside
+// HBM, and are not checked instruction by instruction (most of a decoder's). The error of a
+// bad program is check_program's own: on any failure the whole program is checked again.
+sim::RepeatBlocks check_finding_blocks(const Program& prog, const ArchConfig& arch, bool find) {
+  const sim::RepeatBlocks candidate = find ? sim::candidate_blocks(prog) : sim::RepeatBlocks{};
+  if (candidate.count < 3) {
+    check_program(prog, arch);
+    return find ? sim::find_repeat_blocks(prog, arch, candidate) : sim::RepeatBlocks{};
+  }
+  const size_t begin = candidate.start(1), end = candidate.start(candidate.count);
+  try {
+    check_program(prog, arch, {{begin, end}});  // all but the candidate's blocks 1.. (block 0 included)
+    const sim::RepeatBlocks blocks = sim::find_repeat_blocks(prog, arch, candidate);
+    const bool proven = blocks.count >= 3 && buffers_inside_hbm(prog, arch);
+    const size_t from = proven ? blocks.start(1) : end, to = proven ? blocks.start(blocks.count) : end;
+    // The candidate's blocks outside the equivalent ones, the first of those (its block 0) included.
+    check_memory_bounds(prog, arch, {{begin, std::max(begin, from)}, {std::max(begin, to), end}});
+    return blocks;
+  } catch (const InputError&) {
+    check_program(prog, arch);  // throws the first error in program order
+    throw;
+  }
+}
+
 // The checks before anything is built: every device's program fits its HBM and keeps the
-// rules (program_check.h).
-void validate(const Program& prog, const ArchConfig& arch, const SimOptions& opts) {
+// rules (program_check.h). Returns device 0's repeating blocks where layer memoisation may
+// run (`find_blocks`), else none.
+sim::RepeatBlocks validate(const Program& prog, const ArchConfig& arch, const SimOptions& opts, bool find_blocks) {
   check_capacity(prog, arch, 0);
   for (size_t d = 0; d < opts.other_devices.size(); ++d)
     if (opts.other_devices[d]) check_capacity(*opts.other_devices[d], arch, static_cast<int>(d + 1));
-  check_program(prog, arch);
+  const sim::RepeatBlocks blocks = check_finding_blocks(prog, arch, find_blocks);
   for (const Program* other : opts.other_devices)
     if (other) check_program(*other, arch);
   if (opts.others_rotate_device0 && (opts.functional || !opts.vcd_path.empty()))
     throw InternalError(
         "simulate: devices vouched for as rotations are simulated as device 0 alone, in timing mode only");
+  return blocks;
 }
 
 // The top level of one run: `devices` LPUs (or device 0 alone standing for rotations of it),
@@ -136,8 +176,9 @@ void validate(const Program& prog, const ArchConfig& arch, const SimOptions& opt
 // a device without one runs an empty program.
 class TopLevel {
  public:
+  // `blocks`: device 0's repeating blocks for layer memoisation (none: simulate every layer).
   TopLevel(const Program& prog, const ArchConfig& arch, const SimOptions& opts, const TensorMap* inputs, bool mirror,
-           bool memoize);
+           const sim::RepeatBlocks& blocks);
   void run();  // throws when the run failed, got stuck or did not finish
   // Layer memoisation (layer_memo.h) skipped blocks, and the run must be simulated again
   // without it (a tie after the jump, or past sim.max_us).
@@ -183,7 +224,7 @@ const Program& idle_program() {
 }
 
 TopLevel::TopLevel(const Program& prog, const ArchConfig& arch, const SimOptions& opts, const TensorMap* inputs,
-                   bool mirror, bool memoize)
+                   bool mirror, const sim::RepeatBlocks& blocks)
     : prog_(prog),
       arch_(arch),
       mirror_(mirror),
@@ -211,8 +252,8 @@ TopLevel::TopLevel(const Program& prog, const ArchConfig& arch, const SimOptions
     add_device(d, p, k < opts.other_inputs.size() ? opts.other_inputs[k] : nullptr);
   }
   if (!opts.vcd_path.empty()) trace_vcd(opts.vcd_path);
-  if (memoize && simulated == 1 && sim::LayerMemo::qualifies(*contexts_[0], *devices_[0], !opts.vcd_path.empty())) {
-    const sim::RepeatBlocks blocks = sim::find_repeat_blocks(prog, arch);
+  if (blocks.count && simulated == 1 &&
+      sim::LayerMemo::qualifies(*contexts_[0], *devices_[0], !opts.vcd_path.empty())) {
     // A block must hold more than the ISU's window, so that one boundary is passed at a time.
     if (blocks.count >= 3 && blocks.length > 2 * static_cast<size_t>(arch.isu.lookahead) + 2) {
       memo_ = std::make_unique<sim::LayerMemo>(*contexts_[0], *devices_[0], blocks);
@@ -429,7 +470,11 @@ SimResult result_of(const TopLevel& top, const Program& prog, const ArchConfig& 
 }  // namespace
 
 SimResult simulate(const Program& prog, const ArchConfig& arch, const SimOptions& opts, const TensorMap* inputs) {
-  validate(prog, arch, opts);
+  // Blocks are looked for where layer memoisation may run (LayerMemo::qualifies, which the
+  // devices built then confirm).
+  const bool memo_may_run = arch.sim.memoize && arch.devices == 1 && !opts.functional && !opts.record_trace &&
+                            opts.vcd_path.empty() && arch.memory.model == ArchConfig::Memory::Model::Bandwidth;
+  const sim::RepeatBlocks blocks = validate(prog, arch, opts, memo_may_run);
   // Devices whose programs are rotations of device 0's: device 0 simulated alone stands for all.
   const bool mirror =
       arch.devices > 1 &&
@@ -437,8 +482,8 @@ SimResult simulate(const Program& prog, const ArchConfig& arch, const SimOptions
                                       rotation_asymmetry(prog, opts.other_devices, arch.devices).empty()));
   // Held until `top` (every SystemC object of the run) is destroyed, at return.
   const std::unique_lock<std::mutex> turn = systemc_turn();
-  if (arch.sim.memoize) {
-    TopLevel top(prog, arch, opts, inputs, mirror, true);
+  if (blocks.count) {
+    TopLevel top(prog, arch, opts, inputs, mirror, blocks);
     bool rerun = false;
     try {
       top.run();
@@ -449,7 +494,7 @@ SimResult simulate(const Program& prog, const ArchConfig& arch, const SimOptions
     }
     if (!rerun) return result_of(top, prog, arch, opts);
   }
-  TopLevel top(prog, arch, opts, inputs, mirror, false);
+  TopLevel top(prog, arch, opts, inputs, mirror, sim::RepeatBlocks{});
   top.run();
   return result_of(top, prog, arch, opts);
 }

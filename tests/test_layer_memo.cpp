@@ -3,8 +3,11 @@
 // simulates every layer, byte for byte.
 #include <gtest/gtest.h>
 
+#include <functional>
+
 #include "jobs/jobs.h"
 #include "model/repeat_blocks.h"
+#include "program_check.h"
 #include "simulator.h"
 #include "support/error.h"
 #include "test_util.h"
@@ -151,4 +154,63 @@ TEST(LayerMemo, OnlyTimingRunsOfOneDevice) {
   EXPECT_EQ(simulate(p, a, trace).memo_skipped_blocks, 0u);
   EXPECT_EQ(simulate(p, preset("lpu-asic", {"memory.model=banks"}), {}).memo_skipped_blocks, 0u);
   EXPECT_GT(simulate(p, a, {}).memo_skipped_blocks, 0u);
+}
+
+// simulate() checks the memory bounds of a decoder's later layers through their equivalence to
+// the first (simulator.cpp, check_finding_blocks). A bad program must still get check_program's
+// own first error: mutations of one field of one instruction, in the first, a middle and the
+// last layer and outside the layers, each give simulate() the message check_program gives (or
+// none when the mutation keeps the program valid). On lpu-small, where the layers' stretch
+// starts at layer 1, too.
+TEST(LayerMemo, ChecksOfSkippedLayersGiveCheckProgramsErrors) {
+  for (const char* arch_name : {"lpu-asic", "lpu-small"}) {
+    const ArchConfig a = preset(arch_name);
+    const Program base = compiled("opt-1.3b-decode", a);
+    const sim::RepeatBlocks rb = sim::find_repeat_blocks(base, a);
+    ASSERT_GE(rb.count, 3u);
+    const uint64_t capacity = static_cast<uint64_t>(a.hbm.capacity_gib * 1024.0 * 1024.0 * 1024.0);
+    // An instruction with an HBM operand at offset k of block r (or outside the blocks).
+    auto hbm_instruction = [&](size_t from) {
+      for (size_t i = from; i < base.code.size(); ++i)
+        if (base.code[i].hbm_addr != 0) return i;
+      return base.code.size();
+    };
+    const std::vector<size_t> at = {hbm_instruction(0),
+                                    hbm_instruction(rb.start(0)),
+                                    hbm_instruction(rb.start(1)),
+                                    hbm_instruction(rb.start(rb.count / 2) + 3),
+                                    hbm_instruction(rb.start(rb.count - 1) + 1),
+                                    hbm_instruction(rb.start(rb.count))};
+    const std::vector<std::function<void(Instruction&)>> mutations = {
+        [&](Instruction& in) { in.hbm_addr = capacity - 64; },   // past the end of HBM
+        [&](Instruction& in) { in.hbm_addr += 1 << 20; },        // elsewhere, maybe in bounds
+        [&](Instruction& in) { in.lm_addr = 1ull << 40; },       // past local memory
+        [&](Instruction& in) { in.rows = 0; },                   // a structural error
+        [&](Instruction& in) { in.hbm_rs = int64_t{1} << 50; },  // an overflowing extent
+    };
+    int errors = 0;
+    for (size_t i : at) {
+      ASSERT_LT(i, base.code.size());
+      for (size_t m = 0; m < mutations.size(); ++m) {
+        Program p = base;
+        mutations[m](p.code[i]);
+        std::string want, got;
+        try {
+          check_program(p, a);
+        } catch (const InputError& e) {
+          want = e.what();
+        }
+        try {
+          simulate(p, a, {});
+        } catch (const InputError& e) {
+          got = e.what();
+        }
+        if (!want.empty()) {
+          EXPECT_EQ(got, want) << arch_name << " instruction " << i << " mutation " << m;
+          ++errors;
+        }
+      }
+    }
+    EXPECT_GE(errors, 20) << arch_name;  // most mutations are errors
+  }
 }

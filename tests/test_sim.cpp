@@ -1,14 +1,12 @@
 // First-order behaviour of the SystemC model against closed-form expectations.
 #include <gtest/gtest.h>
 
+#include <array>
 #include <cmath>
 #include <fstream>
-#include <array>
 #include <map>
 #include <random>
 #include <set>
-
-#include <cmath>
 
 #include "config/arch_config.h"
 #include "isa/encoding.h"
@@ -181,20 +179,24 @@ TEST(SimModel, TraceHasOneSlicePerInstructionAndHbmChannelTracks) {
 //   compute-bound: ceil(N / trees) * ceil(K / lanes) beats per tree (+ pipeline fill);
 //   memory-bound:  K * N * 2 bytes / (bandwidth x efficiency).
 TEST(SimModel, GemvMatchesClosedFormWithinFivePercent) {
-  struct Case { int64_t K, N; const char* bw; };
+  struct Case {
+    int64_t K, N;
+    const char* bw;
+  };
   for (const Case& c : {Case{4096, 4096, "256"}, Case{2048, 8192, "256"}, Case{4096, 4096, "4096"},
                         Case{1024, 16384, "4096"}, Case{8192, 1024, "64"}}) {
     ArchConfig a = arch({std::string("hbm.bandwidth_gbps=") + c.bw, "hbm.capacity_gib=4"});
-    std::string text = strcat(".program g\n.buffer w hbm:0x0 f16[", c.N, ", ", c.K, "] weight\n.kernel 0 k\n",
-                              "sxe.gemm f16 [1, ", c.K, ", ", c.N, "] lm:0x0 <- lm:0x0 [0, 1], hbm:0x0 [1, ", c.K,
-                              "]\nhalt\n");
+    std::string text =
+        strcat(".program g\n.buffer w hbm:0x0 f16[", c.N, ", ", c.K, "] weight\n.kernel 0 k\n", "sxe.gemm f16 [1, ",
+               c.K, ", ", c.N, "] lm:0x0 <- lm:0x0 [0, 1], hbm:0x0 [1, ", c.K, "]\nhalt\n");
     Program p = parse_program(text);
     double cycles = static_cast<double>(simulate(p, a, {}).stats.cycles);
-    double compute = std::ceil(static_cast<double>(c.N) / a.sxe.mac_trees) * std::ceil(static_cast<double>(c.K) / a.sxe.lanes);
+    double compute =
+        std::ceil(static_cast<double>(c.N) / a.sxe.mac_trees) * std::ceil(static_cast<double>(c.K) / a.sxe.lanes);
     double memory = static_cast<double>(c.K * c.N * 2) / (a.hbm_bytes_per_cycle() * a.hbm.efficiency);
     double expected = std::max(compute, memory);
-    EXPECT_NEAR(cycles / expected, 1.0, 0.05) << c.K << "x" << c.N << " at " << c.bw << " GB/s: " << cycles << " vs "
-                                              << expected;
+    EXPECT_NEAR(cycles / expected, 1.0, 0.05)
+        << c.K << "x" << c.N << " at " << c.bw << " GB/s: " << cycles << " vs " << expected;
   }
 }
 
@@ -206,9 +208,9 @@ TEST(SimModel, GemvScalesWithTheResourceThatBindsIt) {
   auto cycles = [](int64_t K, int64_t N, std::vector<std::string> sets) {
     sets.push_back("hbm.capacity_gib=4");
     ArchConfig a = arch(sets);
-    std::string text = strcat(".program g\n.buffer w hbm:0x0 f16[", N, ", ", K, "] weight\n.kernel 0 k\n",
-                              "sxe.gemm f16 [1, ", K, ", ", N, "] lm:0x0 <- lm:0x0 [0, 1], hbm:0x0 [1, ", K,
-                              "]\nhalt\n");
+    std::string text =
+        strcat(".program g\n.buffer w hbm:0x0 f16[", N, ", ", K, "] weight\n.kernel 0 k\n", "sxe.gemm f16 [1, ", K,
+               ", ", N, "] lm:0x0 <- lm:0x0 [0, 1], hbm:0x0 [1, ", K, "]\nhalt\n");
     return static_cast<double>(simulate(parse_program(text), a, {}).stats.cycles);
   };
   const int64_t K = 4096, N = 4096;
@@ -321,7 +323,8 @@ TEST(SimModel, WeightPrefetchOverlapsTheStreamWithTheActivationsProducer) {
   uint64_t off = simulate(p, arch(), {}).stats.cycles;
   uint64_t on = simulate(p, arch({"isu.weight_prefetch=true"}), {}).stats.cycles;
   Program dma_only = parse_program(
-      ".program w\n.buffer x hbm:0x0 f32[1024, 64] input\n.kernel 0 k\ndma.load f32 [1, 1024] lm:0x0 <- hbm:0x0 [0, 64]\nhalt\n");
+      ".program w\n.buffer x hbm:0x0 f32[1024, 64] input\n.kernel 0 k\ndma.load f32 [1, 1024] lm:0x0 <- hbm:0x0 [0, "
+      "64]\nhalt\n");
   uint64_t d = simulate(dma_only, arch(), {}).stats.cycles;
   EXPECT_LT(on, off);
   EXPECT_GT(on, d);  // the gemm's MAC work follows the activation
@@ -354,11 +357,13 @@ TEST(SimModel, AddressesAreCheckedAgainstTheMemoriesWithTheirLine) {
   m = sim_error(std::string(kHead) + "dma.load f32 [4, 8] lm:0x0 <- hbm:0x0 [9223372036854775807, 1]\nhalt\n");
   EXPECT_NE(m.find("t.s:4: dma.load source: its HBM addresses overflow 64 bits"), std::string::npos) << m;
   // The last of 9 iterations of a step of 32 KiB ends beyond a 256 KiB local memory.
-  m = sim_error(std::string(kHead) + "loop 9\nvxe.relu [4, 8] lm:0x0 <- lm:0x0 [8, 1] step lm:+0x8000\nendloop\nhalt\n");
+  m = sim_error(std::string(kHead) +
+                "loop 9\nvxe.relu [4, 8] lm:0x0 <- lm:0x0 [8, 1] step lm:+0x8000\nendloop\nhalt\n");
   EXPECT_NE(m.find("t.s:5: vxe.relu destination touches local memory (LMU) [0x0, 0x40080) over 9 loop iterations"),
             std::string::npos)
       << m;
-  EXPECT_EQ(sim_error(std::string(kHead) + "loop 8\nvxe.relu [4, 8] lm:0x0 <- lm:0x0 [8, 1] step lm:+0x8000\nendloop\nhalt\n"),
+  EXPECT_EQ(sim_error(std::string(kHead) +
+                      "loop 8\nvxe.relu [4, 8] lm:0x0 <- lm:0x0 [8, 1] step lm:+0x8000\nendloop\nhalt\n"),
             "");
 }
 
@@ -370,7 +375,8 @@ TEST(SimModel, ProgramsBuiltInMemoryAreCheckedToo) {
     simulate(p, arch(), {});
     FAIL();
   } catch (const InputError& e) {
-    EXPECT_NE(std::string(e.what()).find("program b: instruction 0: vxe.relu destination"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("program b: instruction 0: vxe.relu destination"), std::string::npos)
+        << e.what();
   }
   p.code[0].lm_addr = 0x100;
   p.code[0].cols = 0;

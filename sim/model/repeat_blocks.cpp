@@ -214,15 +214,26 @@ std::pair<size_t, size_t> BlockChecker::longest_run(size_t count) {
 
 }  // namespace
 
-RepeatBlocks find_repeat_blocks(const Program& p, const ArchConfig& arch) {
+RepeatBlocks candidate_blocks(const Program& p) {
   const std::vector<KernelRun> runs = kernel_runs(p);
   const Stretch s = longest_stretch(runs);
   if (s.reps < 3) return {};
   RepeatBlocks rb;
   rb.first = runs[s.start].begin;
   rb.length = runs[s.start + s.period - 1].end - rb.first;
+  rb.count = s.reps;
+  return rb;
+}
+
+RepeatBlocks find_repeat_blocks(const Program& p, const ArchConfig& arch) {
+  return find_repeat_blocks(p, arch, candidate_blocks(p));
+}
+
+RepeatBlocks find_repeat_blocks(const Program& p, const ArchConfig& arch, const RepeatBlocks& candidate) {
+  if (candidate.count < 3) return {};
+  RepeatBlocks rb = candidate;
   BlockChecker check(p, arch, rb.first, rb.length);
-  const auto [block, count] = check.longest_run(s.reps);
+  const auto [block, count] = check.longest_run(candidate.count);
   if (count < 3) return {};
   rb.first += block * rb.length;
   rb.count = count;

@@ -28,7 +28,17 @@ struct RepeatBlocks {
   size_t start(size_t r) const { return first + r * length; }
 };
 
-// The longest such stretch, or count 0 when the program has none of 3 blocks or more.
+// The longest such stretch, or count 0 when the program has none of 3 blocks or more. The
+// program must have passed check_program (program_check.h).
 RepeatBlocks find_repeat_blocks(const Program& p, const ArchConfig& arch);
+
+// The same in two steps, for a caller that checks the program on the way (simulator.cpp):
+// - candidate_blocks: the stretch whose blocks have the same opcodes, from opcodes and block
+//   lengths alone (safe on a program not checked yet; first_kernel and kernels unset);
+// - find_repeat_blocks(p, arch, candidate): the longest run of its blocks that are equivalent
+//   as above. Of the program, only the candidate's block 0 needs to have passed the checks
+//   (its operands' extents are taken); the other blocks are compared field by field with it.
+RepeatBlocks candidate_blocks(const Program& p);
+RepeatBlocks find_repeat_blocks(const Program& p, const ArchConfig& arch, const RepeatBlocks& candidate);
 
 }  // namespace lpu::sim
