@@ -35,6 +35,7 @@ fuzz_one() {
 # CI's budget of SECONDS per target takes SECONDS x targets / cores of wall time. The reports
 # are printed in the targets' order.
 jobs_max="${FUZZ_JOBS:-$(nproc)}"
+[[ "$jobs_max" =~ ^[1-9][0-9]{0,3}$ ]] || { echo "fuzz.sh: FUZZ_JOBS=$jobs_max: expected a whole number of jobs from 1 to 9999" >&2; exit 2; }
 status=0
 running=0
 for t in "${targets[@]}"; do
